@@ -1,0 +1,289 @@
+//! Process state and lifecycle: pool, schema cache, catalog reload on NOTIFY or poll, and the
+//! HTTP server with graceful shutdown.
+
+use crate::catalog::{self, CatalogError, Snapshot};
+use crate::config::ServeConfig;
+use crate::embedded::{EmbeddedPostgres, StartOptions};
+use anyhow::{Context as _, Result};
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use futures_util::StreamExt;
+use std::net::SocketAddr;
+use std::str::FromStr;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+use tokio::sync::{watch, Mutex};
+use tokio_postgres::{AsyncMessage, NoTls};
+
+/// Shared state of a running server. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    /// Database pool (catalog and, later, GraphQL).
+    pub pool: Pool,
+    /// Configuration.
+    pub config: Arc<ServeConfig>,
+    /// The current snapshot, swapped whole on every rebuild.
+    snapshot: Arc<RwLock<Arc<Snapshot>>>,
+    /// Serializes rebuilds so an older one never overwrites a newer one.
+    rebuild: Arc<Mutex<()>>,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("version", &self.snapshot().version)
+            .finish()
+    }
+}
+
+impl AppState {
+    /// The snapshot being served.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        match self.snapshot.read() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Installs `next` unless a newer version is already served.
+    pub fn install(&self, next: Snapshot) {
+        let mut guard = match self.snapshot.write() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if next.version >= guard.version {
+            *guard = Arc::new(next);
+        }
+    }
+
+    /// Rebuilds from the catalog (after a peer's NOTIFY, a poll, or at start).
+    pub async fn reload(&self) -> Result<(), CatalogError> {
+        let _guard = self.rebuild.lock().await;
+        let client = self.pool.get().await?;
+        let snapshot = catalog::build(&**client).await?;
+        tracing::info!(
+            version = snapshot.version,
+            inconsistent = snapshot.schema.inconsistencies.len(),
+            "schema cache rebuilt"
+        );
+        self.install(snapshot);
+        Ok(())
+    }
+}
+
+/// A server started by [`start`].
+#[derive(Debug)]
+pub struct Running {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// Its state.
+    pub state: AppState,
+    shutdown: watch::Sender<bool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Running {
+    /// Stops accepting requests, finishes in-flight ones and stops background tasks.
+    pub async fn shutdown(self) {
+        let _ = self.shutdown.send(true);
+        for task in self.tasks {
+            let _ = task.await;
+        }
+    }
+}
+
+fn pool_for(url: &str, size: usize) -> Result<(Pool, tokio_postgres::Config)> {
+    let pg = tokio_postgres::Config::from_str(url).context("invalid database URL")?;
+    let manager = Manager::from_config(
+        pg.clone(),
+        NoTls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    let pool = Pool::builder(manager)
+        .max_size(size)
+        .build()
+        .context("cannot build the connection pool")?;
+    Ok((pool, pg))
+}
+
+/// Connects, migrates the catalog, builds the schema cache and starts serving.
+pub async fn start(config: ServeConfig) -> Result<Running> {
+    let url = config.database_url.clone().context("no database URL")?;
+    let (pool, pg_config) = pool_for(&url, config.pool_size)?;
+    {
+        let mut client = pool.get().await.context("cannot connect to the database")?;
+        catalog::migrate(&mut client)
+            .await
+            .context("catalog migration failed")?;
+    }
+    let state = AppState {
+        pool,
+        config: Arc::new(config),
+        snapshot: Arc::new(RwLock::new(Arc::new(Snapshot {
+            version: -1,
+            ..Snapshot::default()
+        }))),
+        rebuild: Arc::new(Mutex::new(())),
+    };
+    state.reload().await.context("cannot load the metadata")?;
+    let addr = SocketAddr::new(
+        state.config.host.parse().context("invalid --host")?,
+        state.config.port,
+    );
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    let addr = listener.local_addr()?;
+    let (shutdown, mut stopped) = watch::channel(false);
+    let router = crate::http::router(state.clone());
+    let mut server_stop = shutdown.subscribe();
+    let server = tokio::spawn(async move {
+        let result = axum::serve(listener, router)
+            .with_graceful_shutdown(async move {
+                let _ = server_stop.wait_for(|s| *s).await;
+            })
+            .await;
+        if let Err(err) = result {
+            tracing::error!(%err, "server error");
+        }
+    });
+    let watcher_state = state.clone();
+    let watcher = tokio::spawn(async move {
+        tokio::select! {
+            _ = watch_catalog(watcher_state, pg_config) => {}
+            _ = stopped.wait_for(|s| *s) => {}
+        }
+    });
+    tracing::info!(%addr, "basalt listening");
+    Ok(Running {
+        addr,
+        state,
+        shutdown,
+        tasks: vec![server, watcher],
+    })
+}
+
+/// Keeps the snapshot current: LISTEN for peers' commits, with a periodic version poll as
+/// backup; reconnects after failures.
+async fn watch_catalog(state: AppState, pg_config: tokio_postgres::Config) {
+    let poll = Duration::from_secs(state.config.metadata_poll_seconds.max(1));
+    loop {
+        match pg_config.connect(NoTls).await {
+            Ok((client, mut connection)) => {
+                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+                let driver = tokio::spawn(async move {
+                    let mut messages =
+                        futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+                    while let Some(message) = messages.next().await {
+                        match message {
+                            Ok(AsyncMessage::Notification(n)) => {
+                                let _ = tx.send(n.payload().to_owned());
+                            }
+                            Ok(_) => {}
+                            Err(err) => {
+                                tracing::warn!(%err, "catalog listener connection lost");
+                                break;
+                            }
+                        }
+                    }
+                });
+                if let Err(err) = client
+                    .batch_execute(&format!("LISTEN {}", catalog::NOTIFY_CHANNEL))
+                    .await
+                {
+                    tracing::warn!(%err, "cannot LISTEN for catalog changes");
+                } else {
+                    // Catch up on anything committed before LISTEN took effect.
+                    let _ = state.reload().await;
+                    let mut ticker = tokio::time::interval(poll);
+                    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                    loop {
+                        tokio::select! {
+                            message = rx.recv() => {
+                                let Some(payload) = message else { break };
+                                tracing::debug!(%payload, "catalog change notified");
+                                if let Err(err) = state.reload().await {
+                                    tracing::warn!(%err, "reload after notification failed");
+                                }
+                            }
+                            _ = ticker.tick() => {
+                                let current = match catalog::current_version(&client).await {
+                                    Ok(v) => v,
+                                    Err(err) => { tracing::warn!(%err, "catalog poll failed"); break; }
+                                };
+                                if current != state.snapshot().version {
+                                    if let Err(err) = state.reload().await {
+                                        tracing::warn!(%err, "reload after poll failed");
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                driver.abort();
+            }
+            Err(err) => tracing::warn!(%err, "cannot connect the catalog listener"),
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// `basalt serve`: embedded Postgres when needed, serve until SIGINT/SIGTERM, clean up.
+pub async fn serve(mut config: ServeConfig) -> Result<()> {
+    let embedded = match &config.database_url {
+        Some(_) => None,
+        None => {
+            let dir = config.data_dir.clone();
+            let cluster = tokio::task::spawn_blocking(move || {
+                EmbeddedPostgres::start(&dir, StartOptions::default())
+            })
+            .await
+            .context("embedded postgres task failed")??;
+            cluster.ensure_database("basalt").await?;
+            let url = cluster.url("basalt");
+            tracing::info!(
+                url = %url,
+                data_dir = %cluster.data_dir().display(),
+                "no database URL given: using the embedded PostgreSQL cluster"
+            );
+            config.database_url = Some(url);
+            Some(cluster)
+        }
+    };
+    if config.admin_secret.is_none() {
+        tracing::warn!("no admin secret configured: the metadata API is open to anyone who can reach this port; set BASALT_ADMIN_SECRET");
+    }
+    let result = async {
+        let running = start(config).await?;
+        shutdown_signal().await;
+        tracing::info!("shutting down");
+        running.shutdown().await;
+        Ok::<_, anyhow::Error>(())
+    }
+    .await;
+    if let Some(cluster) = embedded {
+        if let Err(err) = tokio::task::spawn_blocking(move || cluster.stop()).await? {
+            tracing::warn!(%err, "could not stop the embedded PostgreSQL cluster");
+        }
+    }
+    result
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+}

@@ -1,0 +1,104 @@
+//! Command line and `BASALT_*` environment variables. Every flag has an env var.
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// Basalt: a GraphQL engine over Postgres with its metadata kept in Postgres.
+#[derive(Debug, Parser)]
+#[command(name = "basalt", version, about)]
+pub struct Cli {
+    /// What to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the metadata API (and, as features land, GraphQL).
+    Serve(ServeConfig),
+}
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// One JSON object per line.
+    Json,
+    /// Human-readable.
+    Pretty,
+}
+
+/// Configuration of `basalt serve`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeConfig {
+    /// Port to listen on.
+    #[arg(long, env = "BASALT_PORT", default_value_t = 8080)]
+    pub port: u16,
+    /// Address to bind.
+    #[arg(long, env = "BASALT_HOST", default_value = "0.0.0.0")]
+    pub host: String,
+    /// Postgres to serve and to hold `basalt_catalog`. Without it Basalt starts an embedded
+    /// cluster under `--data-dir`.
+    #[arg(long, env = "BASALT_DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+    /// Admin secret; when set, `/v1/query` requires `X-Svc-Admin-Secret`.
+    #[arg(long, env = "BASALT_ADMIN_SECRET", hide_env_values = true)]
+    pub admin_secret: Option<String>,
+    /// Log format.
+    #[arg(long, env = "BASALT_LOG_FORMAT", value_enum, default_value_t = LogFormat::Json)]
+    pub log_format: LogFormat,
+    /// Comma-separated APIs to serve: `metadata`, `graphql`.
+    #[arg(
+        long,
+        env = "BASALT_ENABLED_APIS",
+        default_value = "metadata,graphql",
+        value_delimiter = ','
+    )]
+    pub enabled_apis: Vec<String>,
+    /// Include `internal` details in errors for every role.
+    #[arg(long, env = "BASALT_DEV_MODE", default_value_t = false, action = clap::ArgAction::Set)]
+    pub dev_mode: bool,
+    /// Largest accepted request body in bytes.
+    #[arg(long, env = "BASALT_MAX_BODY_BYTES", default_value_t = 10 * 1024 * 1024)]
+    pub max_body_bytes: usize,
+    /// Longest accepted `bulk` list.
+    #[arg(long, env = "BASALT_MAX_BATCH_SIZE", default_value_t = 64)]
+    pub max_batch_size: usize,
+    /// Where the embedded Postgres cluster lives when no database URL is given.
+    #[arg(long, env = "BASALT_DATA_DIR", default_value = ".basalt")]
+    pub data_dir: PathBuf,
+    /// Seconds between catalog version polls (backup for NOTIFY).
+    #[arg(long, env = "BASALT_METADATA_POLL_SECONDS", default_value_t = 5)]
+    pub metadata_poll_seconds: u64,
+    /// Connections in the database pool.
+    #[arg(long, env = "BASALT_POOL_SIZE", default_value_t = 16)]
+    pub pool_size: usize,
+}
+
+impl ServeConfig {
+    /// Whether an API (`metadata`, `graphql`) is enabled.
+    pub fn api_enabled(&self, api: &str) -> bool {
+        self.enabled_apis
+            .iter()
+            .any(|a| a.trim().eq_ignore_ascii_case(api))
+    }
+
+    /// A configuration with the documented defaults for a server on `database_url`, bound to
+    /// an ephemeral loopback port, ignoring the environment (tests and embedding).
+    pub fn for_database(database_url: impl Into<String>) -> Self {
+        ServeConfig {
+            port: 0,
+            host: "127.0.0.1".to_owned(),
+            database_url: Some(database_url.into()),
+            admin_secret: None,
+            log_format: LogFormat::Json,
+            enabled_apis: vec!["metadata".to_owned(), "graphql".to_owned()],
+            dev_mode: false,
+            max_body_bytes: 10 * 1024 * 1024,
+            max_batch_size: 64,
+            data_dir: PathBuf::from(".basalt"),
+            metadata_poll_seconds: 5,
+            pool_size: 8,
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! The only place errors become HTTP responses: status, `{"path","error","code"}` body, and
+//! `internal` detail for admins. Internal failures are logged and answered generically.
+
+use crate::catalog::CatalogError;
+use crate::metadata::MetadataError;
+use crate::session::AuthError;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+
+/// Every failure an HTTP handler can return.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// 400 with the metadata error's code and path.
+    #[error(transparent)]
+    Metadata(#[from] MetadataError),
+    /// 401 `access-denied`.
+    #[error(transparent)]
+    Auth(#[from] AuthError),
+    /// 400 `access-denied`: a non-admin role called an admin-only API.
+    #[error("restricted access : admin only")]
+    AdminOnly,
+    /// 409 `conflict`.
+    #[error("{0}")]
+    Conflict(String),
+    /// 400 `invalid-json`.
+    #[error("{0}")]
+    InvalidJson(String),
+    /// 413 `payload-too-large`.
+    #[error("request body is larger than {0} bytes")]
+    PayloadTooLarge(usize),
+    /// 404 `not-found`.
+    #[error("resource does not exist")]
+    NotFound,
+    /// 500 `unexpected`; the detail is logged, never sent.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl From<CatalogError> for ApiError {
+    fn from(err: CatalogError) -> Self {
+        match err {
+            CatalogError::Metadata(e) => ApiError::Metadata(e),
+            CatalogError::Conflict { .. } => ApiError::Conflict(err.to_string()),
+            other => ApiError::Internal(other.to_string()),
+        }
+    }
+}
+
+fn body(path: &str, error: &str, code: &str) -> Value {
+    json!({"path": path, "error": error, "code": code})
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, value) = match &self {
+            ApiError::Metadata(e) => {
+                let mut v = body(e.path.as_str(), &e.message, e.code.as_str());
+                if let Some(internal) = &e.internal {
+                    v["internal"] = internal.clone();
+                }
+                (StatusCode::BAD_REQUEST, v)
+            }
+            ApiError::Auth(e) => (
+                StatusCode::UNAUTHORIZED,
+                body("$", &e.to_string(), "access-denied"),
+            ),
+            ApiError::AdminOnly => (
+                StatusCode::BAD_REQUEST,
+                body("$.args", &self.to_string(), "access-denied"),
+            ),
+            ApiError::Conflict(m) => (
+                StatusCode::CONFLICT,
+                body("$.resource_version", m, "conflict"),
+            ),
+            ApiError::InvalidJson(m) => (StatusCode::BAD_REQUEST, body("$", m, "invalid-json")),
+            ApiError::PayloadTooLarge(_) => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                body("$", &self.to_string(), "payload-too-large"),
+            ),
+            ApiError::NotFound => (
+                StatusCode::NOT_FOUND,
+                body("$", &self.to_string(), "not-found"),
+            ),
+            ApiError::Internal(detail) => {
+                tracing::error!(error = %detail, "internal error");
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    body("$", "unexpected internal error", "unexpected"),
+                )
+            }
+        };
+        (status, Json(value)).into_response()
+    }
+}

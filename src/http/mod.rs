@@ -1,0 +1,36 @@
+//! HTTP: routes, request spans, body limits. Handlers call into `session`, `metadata` and
+//! `catalog`; they never build SQL or edit metadata themselves.
+
+pub mod error;
+mod health;
+mod query;
+
+use crate::app::AppState;
+use axum::extract::Request;
+use axum::routing::{get, post};
+use axum::Router;
+use error::ApiError;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+
+static REQUEST_IDS: AtomicU64 = AtomicU64::new(1);
+
+/// The application's routes.
+pub fn router(state: AppState) -> Router {
+    let mut router = Router::new()
+        .route("/healthz", get(health::healthz))
+        .route("/v1/version", get(health::version));
+    if state.config.api_enabled("metadata") {
+        router = router.route("/v1/query", post(query::handle));
+    }
+    router
+        .fallback(|| async { ApiError::NotFound })
+        .layer(TimeoutLayer::with_status_code(axum::http::StatusCode::REQUEST_TIMEOUT, Duration::from_secs(120)))
+        .layer(TraceLayer::new_for_http().make_span_with(|request: &Request| {
+            let id = REQUEST_IDS.fetch_add(1, Ordering::Relaxed);
+            tracing::info_span!("request", id, method = %request.method(), path = %request.uri().path(), role = tracing::field::Empty, operation = tracing::field::Empty)
+        }))
+        .with_state(state)
+}

@@ -1,0 +1,76 @@
+//! `POST /v1/query`: authenticate, read the body within its limit, check the caller is admin,
+//! parse the operation, run it through the catalog, install the new schema cache.
+
+use super::error::ApiError;
+use crate::app::AppState;
+use crate::catalog;
+use crate::metadata::ops::{Limits, Op};
+use crate::session;
+use axum::body::{to_bytes, Body};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::Value;
+
+/// Header carrying the catalog's resource version after a request.
+pub const RESOURCE_VERSION_HEADER: &str = "x-basalt-resource-version";
+
+/// Handles one metadata request.
+pub async fn handle(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let session = session::authenticate(&headers, state.config.admin_secret.as_deref())?;
+    tracing::Span::current().record("role", session.role.as_str());
+    let limit = state.config.max_body_bytes;
+    let bytes = to_bytes(body, limit)
+        .await
+        .map_err(|_| ApiError::PayloadTooLarge(limit))?;
+    let request: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| ApiError::InvalidJson(format!("invalid JSON: {e}")))?;
+    if !session.is_admin() {
+        return Err(ApiError::AdminOnly);
+    }
+    let op = {
+        let _span = tracing::debug_span!("parse").entered();
+        Op::parse(
+            &request,
+            Limits {
+                max_batch_size: state.config.max_batch_size,
+            },
+        )?
+    };
+    if let Some(t) = request.get("type").and_then(Value::as_str) {
+        tracing::Span::current().record("operation", t);
+    }
+    let expected = match request.get("resource_version") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(v.as_i64().ok_or_else(|| {
+            crate::metadata::error::parse_failed(
+                crate::metadata::JsonPath::root().key("resource_version"),
+                "expected an integer resource_version",
+            )
+        })?),
+    };
+    let mut client = state
+        .pool
+        .get()
+        .await
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let executed = catalog::execute(&mut client, &op, expected).await?;
+    drop(client);
+    let version = executed.snapshot.version;
+    if executed.wrote || executed.notify {
+        tracing::info!(version, wrote = executed.wrote, "metadata applied");
+        state.install(executed.snapshot);
+    }
+    let mut response = Json(executed.response).into_response();
+    if let Ok(value) = HeaderValue::from_str(&version.to_string()) {
+        response
+            .headers_mut()
+            .insert(RESOURCE_VERSION_HEADER, value);
+    }
+    Ok(response)
+}

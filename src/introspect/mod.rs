@@ -1,0 +1,328 @@
+//! Reads the database: tables, views, columns, keys, functions and scalar types, in one query
+//! (`introspection.sql`), plus the rows of enum tables. Read-only; never reads metadata.
+
+use crate::metadata::types::QualifiedTable;
+use crate::sql::{enum_rows_select, json_array_of};
+use indexmap::IndexMap;
+use serde::Deserialize;
+use std::collections::{BTreeSet, HashMap};
+
+/// Failure to read the database model.
+#[derive(Debug, thiserror::Error)]
+pub enum IntrospectError {
+    /// The query failed.
+    #[error("introspection query failed: {0}")]
+    Query(#[from] tokio_postgres::Error),
+    /// The query's JSON did not match the model (a bug).
+    #[error("introspection result malformed: {0}")]
+    Decode(#[from] serde_json::Error),
+}
+
+/// Everything Basalt knows about the database.
+#[derive(Debug, Clone, Default)]
+pub struct DbModel {
+    /// Relations by name.
+    pub tables: IndexMap<QualifiedTable, DbTable>,
+    /// Functions by name; several entries mean the function is overloaded.
+    pub functions: IndexMap<QualifiedTable, Vec<DbFunction>>,
+    /// Names of base, enum, domain and range types.
+    pub scalar_types: BTreeSet<String>,
+    /// Rows of the tables asked for as enum candidates: (value, description).
+    pub enum_rows: HashMap<QualifiedTable, Vec<(String, Option<String>)>>,
+}
+
+impl DbModel {
+    /// A relation by name.
+    pub fn table(&self, name: &QualifiedTable) -> Option<&DbTable> {
+        self.tables.get(name)
+    }
+}
+
+/// A relation.
+#[derive(Debug, Clone, Deserialize)]
+pub struct DbTable {
+    /// Its OID (stable across renames).
+    pub oid: u32,
+    /// Schema.
+    pub schema: String,
+    /// Name.
+    pub name: String,
+    /// `r` table, `p` partitioned, `f` foreign, `v` view, `m` materialized view.
+    pub kind: String,
+    /// `COMMENT ON`.
+    pub comment: Option<String>,
+    /// Columns in attnum order.
+    pub columns: Vec<DbColumn>,
+    /// Primary key, unique and foreign-key constraints.
+    pub constraints: Vec<DbConstraint>,
+    /// Bitmask of `pg_relation_is_updatable`.
+    pub updatable_bits: i32,
+}
+
+impl DbTable {
+    /// A column by name.
+    pub fn column(&self, name: &str) -> Option<&DbColumn> {
+        self.columns.iter().find(|c| c.name == name)
+    }
+
+    /// Primary-key columns, if there is a primary key.
+    pub fn primary_key(&self) -> Option<&[String]> {
+        self.constraints
+            .iter()
+            .find(|c| c.kind == "p")
+            .map(|c| c.columns.as_slice())
+    }
+
+    /// Foreign keys.
+    pub fn foreign_keys(&self) -> impl Iterator<Item = &DbConstraint> {
+        self.constraints.iter().filter(|c| c.kind == "f")
+    }
+
+    /// Whether Postgres can insert into it.
+    pub fn is_insertable(&self) -> bool {
+        self.updatable_bits & 8 != 0
+    }
+
+    /// Whether Postgres can update it.
+    pub fn is_updatable(&self) -> bool {
+        self.updatable_bits & 4 != 0
+    }
+
+    /// Whether Postgres can delete from it.
+    pub fn is_deletable(&self) -> bool {
+        self.updatable_bits & 16 != 0
+    }
+
+    /// True for views and materialized views.
+    pub fn is_view(&self) -> bool {
+        self.kind == "v" || self.kind == "m"
+    }
+}
+
+/// A column.
+#[derive(Debug, Clone, Deserialize)]
+pub struct DbColumn {
+    /// Name.
+    pub name: String,
+    /// Position (stable across renames).
+    pub attnum: i16,
+    /// Full type as Postgres prints it (`character varying(20)`, `integer[]`).
+    pub data_type: String,
+    /// `pg_type.typname` (`int4`, `_int4`, `varchar`).
+    pub type_name: String,
+    /// Schema of the type.
+    pub type_schema: String,
+    /// `pg_type.typtype`: `b` base, `e` enum, `c` composite, `d` domain, `r` range …
+    pub type_kind: String,
+    /// Element type name for arrays.
+    pub element_type: Option<String>,
+    /// Whether NULL is allowed.
+    pub nullable: bool,
+    /// Default expression.
+    pub default: Option<String>,
+    /// `GENERATED ALWAYS AS`.
+    pub generated: bool,
+    /// Identity column.
+    pub identity: bool,
+    /// `COMMENT ON COLUMN`.
+    pub comment: Option<String>,
+}
+
+impl DbColumn {
+    /// Whether string pattern operators apply.
+    pub fn is_text_like(&self) -> bool {
+        matches!(
+            self.type_name.as_str(),
+            "text" | "varchar" | "bpchar" | "char" | "name" | "citext"
+        )
+    }
+
+    /// Whether it is `jsonb`.
+    pub fn is_jsonb(&self) -> bool {
+        self.type_name == "jsonb"
+    }
+
+    /// Whether it is `json`.
+    pub fn is_json(&self) -> bool {
+        self.type_name == "json"
+    }
+}
+
+/// A primary key (`p`), unique (`u`) or foreign-key (`f`) constraint.
+#[derive(Debug, Clone, Deserialize)]
+pub struct DbConstraint {
+    /// Constraint name.
+    pub name: String,
+    /// `p`, `u` or `f`.
+    pub kind: String,
+    /// Constrained columns, in key order.
+    pub columns: Vec<String>,
+    /// Referenced schema (foreign keys).
+    pub ref_schema: Option<String>,
+    /// Referenced table (foreign keys).
+    pub ref_table: Option<String>,
+    /// Referenced columns (foreign keys).
+    pub ref_columns: Option<Vec<String>>,
+}
+
+impl DbConstraint {
+    /// The referenced table of a foreign key.
+    pub fn referenced_table(&self) -> Option<QualifiedTable> {
+        Some(QualifiedTable::new(
+            self.ref_schema.clone()?,
+            self.ref_table.clone()?,
+        ))
+    }
+}
+
+/// A type reference in a function signature.
+#[derive(Debug, Clone, Deserialize)]
+pub struct DbTypeRef {
+    /// Type schema.
+    pub schema: String,
+    /// Type name.
+    pub name: String,
+    /// `pg_type.typtype`.
+    pub kind: String,
+    /// Schema of the relation whose row type this is.
+    pub relation_schema: Option<String>,
+    /// Relation whose row type this is.
+    pub relation: Option<String>,
+}
+
+impl DbTypeRef {
+    /// The relation when this is a table's row type.
+    pub fn relation(&self) -> Option<QualifiedTable> {
+        Some(QualifiedTable::new(
+            self.relation_schema.clone()?,
+            self.relation.clone()?,
+        ))
+    }
+}
+
+/// A function.
+#[derive(Debug, Clone, Deserialize)]
+pub struct DbFunction {
+    /// OID (identifies one overload).
+    pub oid: u32,
+    /// Schema.
+    pub schema: String,
+    /// Name.
+    pub name: String,
+    /// Names of all arguments (input and output), possibly empty strings.
+    pub arg_names: Vec<String>,
+    /// Modes of all arguments (`i`, `o`, `b`, `v`, `t`) or null when all are input.
+    pub arg_modes: Option<Vec<String>>,
+    /// Types of the input arguments.
+    pub input_types: Vec<DbTypeRef>,
+    /// Return type.
+    pub return_type: DbTypeRef,
+    /// `RETURNS SETOF`.
+    pub returns_set: bool,
+    /// `i` immutable, `s` stable, `v` volatile.
+    pub volatility: String,
+    /// `COMMENT ON FUNCTION`.
+    pub comment: Option<String>,
+}
+
+impl DbFunction {
+    /// Names of the input arguments, aligned with `input_types` (empty string when unnamed).
+    pub fn input_names(&self) -> Vec<String> {
+        let names = match &self.arg_modes {
+            None => self.arg_names.clone(),
+            Some(modes) => self
+                .arg_names
+                .iter()
+                .zip(modes)
+                .filter(|(_, m)| matches!(m.as_str(), "i" | "b" | "v"))
+                .map(|(n, _)| n.clone())
+                .collect(),
+        };
+        (0..self.input_types.len())
+            .map(|i| names.get(i).cloned().unwrap_or_default())
+            .collect()
+    }
+}
+
+#[derive(Deserialize)]
+struct RawModel {
+    tables: Vec<DbTable>,
+    functions: Vec<DbFunction>,
+    scalar_types: BTreeSet<String>,
+}
+
+/// Reads the database model. `enum_tables` names the tables whose rows are needed to check
+/// the enum-table rules; relations that do not exist or lack a single-column key are skipped.
+pub async fn introspect(
+    client: &impl tokio_postgres::GenericClient,
+    enum_tables: &[QualifiedTable],
+) -> Result<DbModel, IntrospectError> {
+    let row = client
+        .query_one(include_str!("introspection.sql"), &[])
+        .await?;
+    let raw: serde_json::Value = row.try_get(0)?;
+    let raw: RawModel = serde_json::from_value(raw)?;
+    let mut model = DbModel {
+        tables: raw
+            .tables
+            .into_iter()
+            .map(|t| (QualifiedTable::new(t.schema.clone(), t.name.clone()), t))
+            .collect(),
+        functions: IndexMap::new(),
+        scalar_types: raw.scalar_types,
+        enum_rows: HashMap::new(),
+    };
+    for f in raw.functions {
+        model
+            .functions
+            .entry(QualifiedTable::new(f.schema.clone(), f.name.clone()))
+            .or_default()
+            .push(f);
+    }
+    load_enum_rows(client, &mut model, enum_tables).await?;
+    Ok(model)
+}
+
+/// Fetches (value, description) rows of enum candidates in one statement.
+async fn load_enum_rows(
+    client: &impl tokio_postgres::GenericClient,
+    model: &mut DbModel,
+    enum_tables: &[QualifiedTable],
+) -> Result<(), IntrospectError> {
+    let mut selects = Vec::new();
+    let mut names = Vec::new();
+    let mut seen = BTreeSet::new();
+    for name in enum_tables {
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        let Some(table) = model.table(name) else {
+            continue;
+        };
+        let Some([key]) = table.primary_key() else {
+            continue;
+        };
+        let description = table
+            .columns
+            .iter()
+            .find(|c| &c.name != key)
+            .map(|c| c.name.as_str());
+        selects.push(enum_rows_select(
+            &table.schema,
+            &table.name,
+            key,
+            description,
+        ));
+        names.push(name.clone());
+    }
+    if selects.is_empty() {
+        return Ok(());
+    }
+    let row = client
+        .query_one(json_array_of(&selects).as_str(), &[])
+        .await?;
+    let value: serde_json::Value = row.try_get(0)?;
+    let lists: Vec<Vec<(String, Option<String>)>> = serde_json::from_value(value)?;
+    model.enum_rows.extend(names.into_iter().zip(lists));
+    Ok(())
+}

@@ -1,0 +1,30 @@
+//! Basalt: a GraphQL engine over Postgres whose metadata lives in a catalog inside Postgres.
+//!
+//! # Layout
+//! The data flow of a metadata request is
+//! `http` → `session` → `metadata` (parse + pure apply) → `catalog` (one transaction) →
+//! `introspect` + `schema` (resolve the metadata against the database) → swap the schema cache.
+//!
+//! - [`config`]: CLI flags and `BASALT_*` environment variables.
+//! - [`embedded`]: the private PostgreSQL cluster used when no database URL is given.
+//! - [`app`]: process state, startup, reload on NOTIFY, graceful shutdown.
+//! - [`http`]: routes, extractors and the one place errors become HTTP bodies.
+//! - [`session`]: who is calling (admin secret, role).
+//! - [`metadata`]: the metadata document, operations and their pure `apply`.
+//! - [`catalog`]: the `basalt_catalog` schema: migrations, load, transactional commit, NOTIFY.
+//! - [`introspect`]: one query reading tables, columns, keys and functions from Postgres.
+//! - [`schema`]: metadata resolved against the database, with the inconsistent objects.
+//! - [`sql`]: identifier quoting; no other module formats SQL identifiers.
+#![warn(missing_docs)]
+
+pub mod app;
+pub mod catalog;
+pub mod config;
+pub mod embedded;
+pub mod http;
+pub mod introspect;
+pub mod metadata;
+pub mod schema;
+pub mod session;
+pub mod sql;
+pub mod telemetry;

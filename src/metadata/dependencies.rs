@@ -1,0 +1,276 @@
+//! Which metadata objects depend on which: used by drops (dependency errors and cascade), and
+//! for removing objects by id. Pure.
+
+use super::types::*;
+use crate::schema::{self, ObjectId, PermissionKind, Reference, Resolved, Target};
+use serde_json::Value;
+use std::collections::BTreeSet;
+
+/// Every permission of the metadata with the references its rules make (empty for permissions
+/// that do not check).
+pub fn permission_references(
+    metadata: &Metadata,
+    resolved: &Resolved,
+) -> Vec<(ObjectId, Vec<Reference>)> {
+    let mut out = Vec::new();
+    for entry in &metadata.tables {
+        let t = &entry.table;
+        let mut push = |role: &Name, kind: PermissionKind, value: Value| {
+            let refs =
+                schema::check_permission(resolved, t, &role.0, kind, &value).unwrap_or_default();
+            out.push((ObjectId::Permission(t.clone(), role.0.clone(), kind), refs));
+        };
+        for p in &entry.insert_permissions {
+            push(
+                &p.role,
+                PermissionKind::Insert,
+                serde_json::to_value(&p.permission).unwrap_or_default(),
+            );
+        }
+        for p in &entry.select_permissions {
+            push(
+                &p.role,
+                PermissionKind::Select,
+                serde_json::to_value(&p.permission).unwrap_or_default(),
+            );
+        }
+        for p in &entry.update_permissions {
+            push(
+                &p.role,
+                PermissionKind::Update,
+                serde_json::to_value(&p.permission).unwrap_or_default(),
+            );
+        }
+        for p in &entry.delete_permissions {
+            push(
+                &p.role,
+                PermissionKind::Delete,
+                serde_json::to_value(&p.permission).unwrap_or_default(),
+            );
+        }
+    }
+    out
+}
+
+/// The table an object belongs to, if any.
+fn owner(id: &ObjectId) -> Option<&QualifiedTable> {
+    match id {
+        ObjectId::Table(t)
+        | ObjectId::Relationship(t, _)
+        | ObjectId::ComputedField(t, _)
+        | ObjectId::Permission(t, _, _)
+        | ObjectId::EventTrigger(t, _) => Some(t),
+        _ => None,
+    }
+}
+
+/// Whether removing `removed` takes `id` with it (it is the object, or owned by a removed table).
+fn is_removed(removed: &BTreeSet<ObjectId>, id: &ObjectId) -> bool {
+    removed.contains(id)
+        || owner(id)
+            .map(|t| removed.contains(&ObjectId::Table(t.clone())))
+            .unwrap_or(false)
+}
+
+/// Objects that would break if `removed` were dropped, transitively, excluding the removed
+/// objects and what they own.
+pub fn dependents(
+    metadata: &Metadata,
+    resolved: &Resolved,
+    removed: &[ObjectId],
+) -> BTreeSet<ObjectId> {
+    let mut gone: BTreeSet<ObjectId> = removed.iter().cloned().collect();
+    let perms = permission_references(metadata, resolved);
+    let mut found = BTreeSet::new();
+    loop {
+        let mut next = Vec::new();
+        let hits = |target: &Target, gone: &BTreeSet<ObjectId>| match target {
+            Target::Table(t) => gone.contains(&ObjectId::Table(t.clone())),
+            Target::Relationship(t, r) => {
+                is_removed(gone, &ObjectId::Relationship(t.clone(), r.clone()))
+            }
+            Target::ComputedField(t, c) => {
+                is_removed(gone, &ObjectId::ComputedField(t.clone(), c.clone()))
+            }
+            Target::Column(..) => false,
+        };
+        for (id, refs) in &perms {
+            if !is_removed(&gone, id) && refs.iter().any(|r| hits(&r.target, &gone)) {
+                next.push(id.clone());
+            }
+        }
+        for entry in &metadata.tables {
+            let t = &entry.table;
+            let rel_targets = entry
+                .object_relationships
+                .iter()
+                .map(|r| (r.name.0.clone(), object_target(t, &r.using, resolved)))
+                .chain(
+                    entry
+                        .array_relationships
+                        .iter()
+                        .map(|r| (r.name.0.clone(), array_target(&r.using))),
+                );
+            for (name, target) in rel_targets {
+                let id = ObjectId::Relationship(t.clone(), name);
+                if let Some(target) = target {
+                    if !is_removed(&gone, &id) && gone.contains(&ObjectId::Table(target)) {
+                        next.push(id);
+                    }
+                }
+            }
+            for cf in &entry.computed_fields {
+                let id = ObjectId::ComputedField(t.clone(), cf.name.0.clone());
+                let returns_removed = resolved
+                    .tables
+                    .get(t)
+                    .and_then(|rt| rt.computed_fields.get(&cf.name.0))
+                    .map(|r| match &r.returns {
+                        schema::ComputedReturn::Table { table, .. } => {
+                            gone.contains(&ObjectId::Table(table.clone()))
+                        }
+                        schema::ComputedReturn::Scalar(_) => false,
+                    })
+                    .unwrap_or(false);
+                if !is_removed(&gone, &id) && returns_removed {
+                    next.push(id);
+                }
+            }
+        }
+        for object in &metadata.custom_types.objects {
+            for rel in &object.relationships {
+                let id =
+                    ObjectId::CustomTypeRelationship(object.name.0.clone(), rel.name.0.clone());
+                if !gone.contains(&id) && gone.contains(&ObjectId::Table(rel.remote_table.clone()))
+                {
+                    next.push(id);
+                }
+            }
+        }
+        if next.is_empty() {
+            return found;
+        }
+        for id in next {
+            gone.insert(id.clone());
+            found.insert(id);
+        }
+    }
+}
+
+fn object_target(
+    table: &QualifiedTable,
+    using: &ObjRelUsing,
+    resolved: &Resolved,
+) -> Option<QualifiedTable> {
+    match using {
+        ObjRelUsing::Manual(m) => Some(m.remote_table.clone()),
+        ObjRelUsing::ForeignKey(column) => resolved
+            .tables
+            .get(table)?
+            .db
+            .foreign_keys()
+            .find(|fk| fk.columns.len() == 1 && &fk.columns[0] == column)?
+            .referenced_table(),
+    }
+}
+
+fn array_target(using: &ArrRelUsing) -> Option<QualifiedTable> {
+    match using {
+        ArrRelUsing::Manual(m) => Some(m.remote_table.clone()),
+        ArrRelUsing::ForeignKey(fk) => Some(fk.table.clone()),
+    }
+}
+
+/// The dependency list as error messages print it: sorted descriptions joined by `, `.
+pub fn describe(ids: &BTreeSet<ObjectId>) -> String {
+    let mut items: Vec<String> = ids.iter().map(ObjectId::describe).collect();
+    items.sort();
+    items.join(", ")
+}
+
+/// Removes objects from the metadata (a removed table takes everything it owns).
+pub fn remove(metadata: &mut Metadata, ids: &BTreeSet<ObjectId>) {
+    metadata
+        .tables
+        .retain(|t| !ids.contains(&ObjectId::Table(t.table.clone())));
+    for entry in &mut metadata.tables {
+        let t = entry.table.clone();
+        let keep_rel =
+            |name: &GraphQLName| !ids.contains(&ObjectId::Relationship(t.clone(), name.0.clone()));
+        entry.object_relationships.retain(|r| keep_rel(&r.name));
+        entry.array_relationships.retain(|r| keep_rel(&r.name));
+        entry
+            .computed_fields
+            .retain(|c| !ids.contains(&ObjectId::ComputedField(t.clone(), c.name.0.clone())));
+        let keep = |role: &Name, kind| {
+            !ids.contains(&ObjectId::Permission(t.clone(), role.0.clone(), kind))
+        };
+        entry
+            .insert_permissions
+            .retain(|p| keep(&p.role, PermissionKind::Insert));
+        entry
+            .select_permissions
+            .retain(|p| keep(&p.role, PermissionKind::Select));
+        entry
+            .update_permissions
+            .retain(|p| keep(&p.role, PermissionKind::Update));
+        entry
+            .delete_permissions
+            .retain(|p| keep(&p.role, PermissionKind::Delete));
+        entry
+            .event_triggers
+            .retain(|e| !ids.contains(&ObjectId::EventTrigger(t.clone(), e.name.0.clone())));
+    }
+    metadata
+        .remote_schemas
+        .retain(|r| !ids.contains(&ObjectId::RemoteSchema(r.name.0.clone())));
+    metadata
+        .actions
+        .retain(|a| !ids.contains(&ObjectId::Action(a.name.0.clone())));
+    if ids.contains(&ObjectId::CustomTypes) {
+        metadata.custom_types = CustomTypes::default();
+    }
+    for object in &mut metadata.custom_types.objects {
+        let type_name = object.name.0.clone();
+        object.relationships.retain(|r| {
+            !ids.contains(&ObjectId::CustomTypeRelationship(
+                type_name.clone(),
+                r.name.0.clone(),
+            ))
+        });
+    }
+}
+
+/// Renames the object key at `pointer` inside `value` to `new_key`, keeping key order.
+pub fn rename_key_at(value: &mut Value, pointer: &[schema::Segment], new_key: &str) {
+    let Some((last, parents)) = pointer.split_last() else {
+        return;
+    };
+    let mut cursor = value;
+    for segment in parents {
+        cursor = match (segment, cursor) {
+            (schema::Segment::Key(k), Value::Object(map)) => match map.get_mut(k) {
+                Some(v) => v,
+                None => return,
+            },
+            (schema::Segment::Index(i), Value::Array(items)) => match items.get_mut(*i) {
+                Some(v) => v,
+                None => return,
+            },
+            _ => return,
+        };
+    }
+    if let (schema::Segment::Key(old), Value::Object(map)) = (last, cursor) {
+        if !map.contains_key(old) {
+            return;
+        }
+        let entries = std::mem::take(map);
+        for (k, v) in entries {
+            if &k == old {
+                map.insert(new_key.to_owned(), v);
+            } else {
+                map.insert(k, v);
+            }
+        }
+    }
+}

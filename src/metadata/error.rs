@@ -1,0 +1,118 @@
+//! The metadata layer's error: a wire code, a JSON path and a message.
+
+use super::path::JsonPath;
+use serde_json::Value;
+
+/// The error codes of the metadata API (`shared/spec/README.md` §2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Code {
+    /// Wrong JSON shape: missing key, wrong type, bad enum value, bad version.
+    ParseFailed,
+    /// A referenced object does not exist.
+    NotExists,
+    /// The name of a new object is taken.
+    AlreadyExists,
+    /// `track_table` on a tracked table.
+    AlreadyTracked,
+    /// `untrack_table` on an untracked table.
+    AlreadyUntracked,
+    /// The change would break dependent metadata.
+    DependencyError,
+    /// Not allowed for the caller.
+    AccessDenied,
+    /// Feature used in a way that is not allowed (or not built yet).
+    NotSupported,
+    /// The object is invalid against the database.
+    ConstraintViolation,
+    /// No (or several) usable foreign keys for a relationship.
+    ConstraintError,
+    /// Semantically invalid parameters.
+    InvalidParams,
+    /// A named thing (env var, query in a collection) was not found.
+    NotFound,
+    /// Drop of a permission that is not defined.
+    BadRequest,
+    /// Inconsistent metadata or an internal failure.
+    Unexpected,
+    /// `set_custom_types` validation failure.
+    InvalidCustomTypes,
+}
+
+impl Code {
+    /// The code as it appears on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::ParseFailed => "parse-failed",
+            Code::NotExists => "not-exists",
+            Code::AlreadyExists => "already-exists",
+            Code::AlreadyTracked => "already-tracked",
+            Code::AlreadyUntracked => "already-untracked",
+            Code::DependencyError => "dependency-error",
+            Code::AccessDenied => "access-denied",
+            Code::NotSupported => "not-supported",
+            Code::ConstraintViolation => "constraint-violation",
+            Code::ConstraintError => "constraint-error",
+            Code::InvalidParams => "invalid-params",
+            Code::NotFound => "not-found",
+            Code::BadRequest => "bad-request",
+            Code::Unexpected => "unexpected",
+            Code::InvalidCustomTypes => "invalid-custom-types",
+        }
+    }
+}
+
+/// A metadata request that cannot be carried out; always answered with HTTP 400.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct MetadataError {
+    /// What kind of failure, for clients to match on.
+    pub code: Code,
+    /// Where in the request the problem was found.
+    pub path: JsonPath,
+    /// Human-readable explanation.
+    pub message: String,
+    /// Extra detail for admins (e.g. the inconsistent objects).
+    pub internal: Option<Value>,
+}
+
+impl MetadataError {
+    /// An error with the given code, path and message.
+    pub fn new(code: Code, path: JsonPath, message: impl Into<String>) -> Self {
+        MetadataError {
+            code,
+            path,
+            message: message.into(),
+            internal: None,
+        }
+    }
+
+    /// Attaches admin-only detail.
+    pub fn with_internal(mut self, internal: Value) -> Self {
+        self.internal = Some(internal);
+        self
+    }
+
+    /// Re-roots the path under `prefix` (errors of `bulk` elements).
+    pub fn under(mut self, prefix: &JsonPath) -> Self {
+        self.path = prefix.join(&self.path);
+        self
+    }
+}
+
+/// Shorthand for a `parse-failed` error.
+pub fn parse_failed(path: JsonPath, message: impl Into<String>) -> MetadataError {
+    MetadataError::new(Code::ParseFailed, path, message)
+}
+
+/// Shorthand for a `not-exists` error.
+pub fn not_exists(path: JsonPath, message: impl Into<String>) -> MetadataError {
+    MetadataError::new(Code::NotExists, path, message)
+}
+
+/// Shorthand for an `already-exists` error.
+pub fn already_exists(path: JsonPath, message: impl Into<String>) -> MetadataError {
+    MetadataError::new(Code::AlreadyExists, path, message)
+}
+
+/// Result of the metadata layer.
+pub type Result<T, E = MetadataError> = std::result::Result<T, E>;

@@ -1,0 +1,34 @@
+//! set_custom_types.
+
+use super::Context;
+use crate::metadata::error::Result;
+use crate::metadata::parse::parse;
+use crate::metadata::path::JsonPath;
+use crate::metadata::types::*;
+use crate::schema::{self, SchemaCache};
+use serde_json::Value;
+
+/// `set_custom_types`: replaces every custom type.
+#[derive(Debug, Clone)]
+pub struct SetCustomTypes(pub CustomTypes);
+
+impl SetCustomTypes {
+    /// Parses the arguments.
+    pub fn parse(args: &Value, path: &JsonPath) -> Result<Self> {
+        parse(args, path).map(SetCustomTypes)
+    }
+
+    /// Applies the operation.
+    pub fn apply(
+        &self,
+        metadata: &Metadata,
+        cache: &SchemaCache,
+        ctx: Context<'_>,
+    ) -> Result<Metadata> {
+        schema::check_custom_types(&self.0, &cache.resolved, ctx.db)
+            .map_err(|e| e.under(&JsonPath::args()))?;
+        let mut next = metadata.clone();
+        next.custom_types = self.0.clone();
+        Ok(next)
+    }
+}

@@ -1,0 +1,294 @@
+//! export_metadata, replace_metadata, reload_metadata, clear_metadata,
+//! get_inconsistent_metadata, drop_inconsistent_metadata.
+
+use super::collections::check_collection;
+use super::{success, Context, Outcome};
+use crate::metadata::dependencies;
+use crate::metadata::error::{not_exists, parse_failed, Code, MetadataError, Result};
+use crate::metadata::parse::parse;
+use crate::metadata::path::JsonPath;
+use crate::metadata::types::*;
+use crate::schema::{self, SchemaCache};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+
+/// A metadata-management operation.
+#[derive(Debug, Clone)]
+pub enum ManageOp {
+    /// `export_metadata`.
+    Export,
+    /// `replace_metadata`.
+    Replace {
+        /// The new document.
+        metadata: Box<Metadata>,
+        /// v2 form (different response).
+        v2: bool,
+        /// Keep inconsistent objects instead of failing.
+        allow_inconsistent: bool,
+    },
+    /// `reload_metadata`.
+    Reload,
+    /// `clear_metadata`.
+    Clear,
+    /// `get_inconsistent_metadata`.
+    GetInconsistent,
+    /// `drop_inconsistent_metadata`.
+    DropInconsistent,
+}
+
+#[derive(Deserialize)]
+struct ReplaceV2 {
+    #[serde(default)]
+    allow_inconsistent_metadata: bool,
+    metadata: Value,
+}
+
+#[derive(Deserialize)]
+struct Reload {
+    #[serde(default)]
+    #[allow(dead_code)]
+    reload_remote_schemas: bool,
+}
+
+/// Parses and shape-checks a metadata document found at `path`.
+pub fn parse_metadata(value: &Value, path: &JsonPath) -> Result<Metadata> {
+    let Value::Object(map) = value else {
+        return Err(parse_failed(path.clone(), "expected the metadata object"));
+    };
+    match map.get("version") {
+        None | Some(Value::Null) => {}
+        Some(v) if v.as_i64() == Some(1) || v.as_i64() == Some(2) => {}
+        Some(v) => {
+            return Err(parse_failed(
+                path.key("version"),
+                format!("expected 1 or 2, encountered {v}"),
+            ))
+        }
+    }
+    match map.get("functions") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(items)) if items.is_empty() => {}
+        Some(_) => {
+            return Err(MetadataError::new(
+                Code::NotSupported,
+                path.key("functions"),
+                "tracked functions are not supported: \"functions\" must be absent or empty",
+            ))
+        }
+    }
+    if let Some(Value::Array(tables)) = map.get("tables") {
+        for (i, table) in tables.iter().enumerate() {
+            if let Value::Object(entry) = table {
+                let unexpected: Vec<&str> = entry
+                    .keys()
+                    .map(String::as_str)
+                    .filter(|k| !TABLE_ENTRY_KEYS.contains(k))
+                    .collect();
+                if !unexpected.is_empty() {
+                    return Err(parse_failed(
+                        path.key("tables").index(i),
+                        format!(
+                            "unexpected keys when parsing TableMetadata : [{}]",
+                            unexpected.join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    let mut metadata: Metadata = parse(value, path)?;
+    metadata.version = 2;
+    let mut tables = BTreeSet::new();
+    for (i, entry) in metadata.tables.iter().enumerate() {
+        let at = path.key("tables").index(i);
+        if !tables.insert(&entry.table) {
+            return Err(parse_failed(
+                at,
+                format!("table \"{}\" appears more than once", entry.table),
+            ));
+        }
+        check_unique_roles(&entry.insert_permissions, &at.key("insert_permissions"))?;
+        check_unique_roles(&entry.select_permissions, &at.key("select_permissions"))?;
+        check_unique_roles(&entry.update_permissions, &at.key("update_permissions"))?;
+        check_unique_roles(&entry.delete_permissions, &at.key("delete_permissions"))?;
+    }
+    let mut collections = BTreeSet::new();
+    for (i, c) in metadata.query_collections.iter().enumerate() {
+        let at = path.key("query_collections").index(i);
+        if !collections.insert(c.name.0.as_str()) {
+            return Err(MetadataError::new(
+                Code::NotSupported,
+                at,
+                format!("found duplicate query collection name \"{}\"", c.name),
+            ));
+        }
+        check_collection(c, &at)?;
+    }
+    for (i, a) in metadata.allowlist.iter().enumerate() {
+        if !collections.contains(a.collection.0.as_str()) {
+            return Err(not_exists(
+                path.key("allowlist").index(i).key("collection"),
+                format!(
+                    "query collection with name \"{}\" does not exists",
+                    a.collection
+                ),
+            ));
+        }
+    }
+    Ok(metadata)
+}
+
+fn check_unique_roles<P>(list: &[PermissionEntry<P>], path: &JsonPath) -> Result<()> {
+    let mut seen = BTreeSet::new();
+    for (i, p) in list.iter().enumerate() {
+        if !seen.insert(&p.role.0) {
+            return Err(parse_failed(
+                path.index(i),
+                format!(
+                    "role \"{}\" has more than one permission of this kind",
+                    p.role
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn consistency(cache: &SchemaCache) -> Value {
+    json!({
+        "is_consistent": cache.inconsistencies.is_empty(),
+        "inconsistent_objects": cache.inconsistencies_json(),
+    })
+}
+
+impl ManageOp {
+    /// Parses the management operations; `None` for other types.
+    pub fn parse(
+        op_type: &str,
+        version: i64,
+        args: &Value,
+        path: &JsonPath,
+    ) -> Result<Option<Self>> {
+        Ok(Some(match op_type {
+            "export_metadata" => ManageOp::Export,
+            "replace_metadata" => {
+                let v2 = version == 2 || args.get("metadata").is_some();
+                if v2 {
+                    let a: ReplaceV2 = parse(args, path)?;
+                    ManageOp::Replace {
+                        metadata: Box::new(parse_metadata(&a.metadata, &path.key("metadata"))?),
+                        v2,
+                        allow_inconsistent: a.allow_inconsistent_metadata,
+                    }
+                } else {
+                    ManageOp::Replace {
+                        metadata: Box::new(parse_metadata(args, path)?),
+                        v2,
+                        allow_inconsistent: false,
+                    }
+                }
+            }
+            "reload_metadata" => {
+                let _: Reload = parse(args, path)?;
+                ManageOp::Reload
+            }
+            "clear_metadata" => ManageOp::Clear,
+            "get_inconsistent_metadata" => ManageOp::GetInconsistent,
+            "drop_inconsistent_metadata" => ManageOp::DropInconsistent,
+            _ => return Ok(None),
+        }))
+    }
+
+    /// True for export and get_inconsistent_metadata.
+    pub fn is_read_only(&self) -> bool {
+        matches!(self, ManageOp::Export | ManageOp::GetInconsistent)
+    }
+
+    /// Enum tables of a replacement document.
+    pub fn enum_candidates(&self) -> Vec<QualifiedTable> {
+        match self {
+            ManageOp::Replace { metadata, .. } => metadata
+                .tables
+                .iter()
+                .filter(|t| t.is_enum)
+                .map(|t| t.table.clone())
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Applies the operation.
+    pub fn apply(
+        &self,
+        metadata: &Metadata,
+        cache: &SchemaCache,
+        ctx: Context<'_>,
+    ) -> Result<Outcome> {
+        let keep = |response: Value, own_consistency_rules: bool| Outcome {
+            metadata: metadata.clone(),
+            response,
+            own_consistency_rules,
+        };
+        Ok(match self {
+            ManageOp::Export => keep(serde_json::to_value(metadata).unwrap_or_default(), false),
+            ManageOp::GetInconsistent => keep(consistency(cache), false),
+            ManageOp::Reload => {
+                let mut response = json!({"message": "success", "is_consistent": cache.inconsistencies.is_empty()});
+                if !cache.inconsistencies.is_empty() {
+                    response["inconsistent_objects"] = cache.inconsistencies_json();
+                }
+                keep(response, true)
+            }
+            ManageOp::Clear => Outcome {
+                metadata: Metadata::default(),
+                response: success(),
+                own_consistency_rules: true,
+            },
+            ManageOp::Replace {
+                metadata: replacement,
+                v2,
+                allow_inconsistent,
+            } => {
+                let after = schema::resolve(replacement, ctx.db);
+                let blocking: Vec<Value> = after
+                    .inconsistencies
+                    .iter()
+                    .filter(|i| !i.is_unsupported_feature())
+                    .map(schema::Inconsistency::to_json)
+                    .collect();
+                if !blocking.is_empty() && !allow_inconsistent {
+                    return Err(MetadataError::new(
+                        Code::Unexpected,
+                        JsonPath::args(),
+                        "cannot continue due to inconsistent metadata",
+                    )
+                    .with_internal(Value::Array(blocking)));
+                }
+                let response = if *v2 { consistency(&after) } else { success() };
+                Outcome {
+                    metadata: (**replacement).clone(),
+                    response,
+                    own_consistency_rules: true,
+                }
+            }
+            ManageOp::DropInconsistent => {
+                let mut next = metadata.clone();
+                // Dropping an object can break what depended on it; repeat until stable.
+                for _ in 0..16 {
+                    let now = schema::resolve(&next, ctx.db);
+                    let ids = now.blocking_ids();
+                    if ids.is_empty() {
+                        break;
+                    }
+                    dependencies::remove(&mut next, &ids);
+                }
+                Outcome {
+                    metadata: next,
+                    response: success(),
+                    own_consistency_rules: true,
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,310 @@
+//! `/v1/query` operations: [`Op::parse`] turns `{type, args, version}` into a typed operation,
+//! [`apply`] runs it as a pure function over the metadata. One file per family.
+
+mod collections;
+mod computed_fields;
+mod custom_types;
+mod manage;
+mod permissions;
+mod relationships;
+mod tables;
+
+pub use manage::{parse_metadata, ManageOp};
+
+use super::error::{parse_failed, Code, MetadataError, Result};
+use super::path::JsonPath;
+use super::types::{Metadata, QualifiedTable};
+use crate::introspect::DbModel;
+use crate::schema::{self, SchemaCache};
+use serde_json::{json, Value};
+
+/// Limits applied while parsing requests.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Longest accepted `bulk` list.
+    pub max_batch_size: usize,
+}
+
+/// A parsed `/v1/query` operation.
+#[derive(Debug, Clone)]
+pub enum Op {
+    /// Table operations.
+    Table(tables::TableOp),
+    /// Relationship operations.
+    Relationship(relationships::RelationshipOp),
+    /// Permission operations.
+    Permission(permissions::PermissionOp),
+    /// Computed-field operations.
+    ComputedField(computed_fields::ComputedFieldOp),
+    /// `set_custom_types`.
+    CustomTypes(custom_types::SetCustomTypes),
+    /// Query collections and the allow-list.
+    Collection(collections::CollectionOp),
+    /// Export, replace, reload, clear, inconsistency management.
+    Manage(manage::ManageOp),
+    /// Several operations in one transaction.
+    Bulk(Vec<Op>),
+    /// An operation of a feature this release does not implement yet.
+    Unsupported {
+        /// The operation type.
+        op_type: String,
+        /// The feature, for the message.
+        feature: &'static str,
+    },
+}
+
+/// Operations of features that arrive in later releases, with the feature they belong to.
+const LATER_FEATURES: &[(&str, &str)] = &[
+    ("run_sql", "run_sql"),
+    ("create_event_trigger", "event triggers"),
+    ("delete_event_trigger", "event triggers"),
+    ("redeliver_event", "event triggers"),
+    ("invoke_event_trigger", "event triggers"),
+    ("add_remote_schema", "remote schemas"),
+    ("remove_remote_schema", "remote schemas"),
+    ("reload_remote_schema", "remote schemas"),
+    ("create_action", "actions"),
+    ("drop_action", "actions"),
+    ("update_action", "actions"),
+    ("create_action_permission", "actions"),
+    ("drop_action_permission", "actions"),
+];
+
+impl Op {
+    /// Parses one request object (`{type, args, version}`), reporting paths from `$`.
+    pub fn parse(request: &Value, limits: Limits) -> Result<Op> {
+        let root = JsonPath::root();
+        let Value::Object(map) = request else {
+            return Err(parse_failed(
+                root,
+                "expected an object with \"type\" and \"args\"",
+            ));
+        };
+        let op_type = match map.get("type") {
+            Some(Value::String(s)) => s.as_str(),
+            Some(_) => return Err(parse_failed(root.key("type"), "expected String")),
+            None => return Err(parse_failed(root, "the key 'type' was not present")),
+        };
+        let version = match map.get("version") {
+            None | Some(Value::Null) => 1,
+            Some(v) => match v.as_i64() {
+                Some(n @ (1 | 2)) => n,
+                Some(n) => {
+                    return Err(parse_failed(
+                        root.key("version"),
+                        format!("expected 1 or 2, encountered {n}"),
+                    ))
+                }
+                None => {
+                    return Err(parse_failed(
+                        root.key("version"),
+                        format!("expected 1 or 2, encountered {v}"),
+                    ))
+                }
+            },
+        };
+        let args = map
+            .get("args")
+            .ok_or_else(|| parse_failed(root.clone(), "the key 'args' was not present"))?;
+        let path = root.key("args");
+        let versioned = matches!(
+            op_type,
+            "track_table" | "set_table_custom_fields" | "replace_metadata"
+        );
+        if version == 2 && !versioned {
+            return Err(parse_failed(
+                root.key("version"),
+                format!("operation \"{op_type}\" does not accept version 2"),
+            ));
+        }
+        if op_type == "bulk" {
+            return Self::parse_bulk(args, &path, limits);
+        }
+        if let Some((_, feature)) = LATER_FEATURES.iter().find(|(t, _)| *t == op_type) {
+            return Ok(Op::Unsupported {
+                op_type: op_type.to_owned(),
+                feature,
+            });
+        }
+        if let Some(op) = tables::TableOp::parse(op_type, version, args, &path)? {
+            return Ok(Op::Table(op));
+        }
+        if let Some(op) = relationships::RelationshipOp::parse(op_type, args, &path)? {
+            return Ok(Op::Relationship(op));
+        }
+        if let Some(op) = permissions::PermissionOp::parse(op_type, args, &path)? {
+            return Ok(Op::Permission(op));
+        }
+        if let Some(op) = computed_fields::ComputedFieldOp::parse(op_type, args, &path)? {
+            return Ok(Op::ComputedField(op));
+        }
+        if op_type == "set_custom_types" {
+            return Ok(Op::CustomTypes(custom_types::SetCustomTypes::parse(
+                args, &path,
+            )?));
+        }
+        if let Some(op) = collections::CollectionOp::parse(op_type, args, &path)? {
+            return Ok(Op::Collection(op));
+        }
+        if let Some(op) = manage::ManageOp::parse(op_type, version, args, &path)? {
+            return Ok(Op::Manage(op));
+        }
+        Err(parse_failed(
+            root.key("type"),
+            format!("unknown operation type \"{op_type}\""),
+        ))
+    }
+
+    fn parse_bulk(args: &Value, path: &JsonPath, limits: Limits) -> Result<Op> {
+        let Value::Array(items) = args else {
+            return Err(parse_failed(
+                path.clone(),
+                "expected Array for the args of bulk",
+            ));
+        };
+        if items.len() > limits.max_batch_size {
+            return Err(parse_failed(
+                path.clone(),
+                format!(
+                    "bulk accepts at most {} operations, got {}",
+                    limits.max_batch_size,
+                    items.len()
+                ),
+            ));
+        }
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| Op::parse(item, limits).map_err(|e| e.under(&path.index(i))))
+            .collect::<Result<Vec<_>>>()
+            .map(Op::Bulk)
+    }
+
+    /// True for operations that never change the metadata.
+    pub fn is_read_only(&self) -> bool {
+        match self {
+            Op::Manage(m) => m.is_read_only(),
+            Op::Bulk(ops) => ops.iter().all(Op::is_read_only),
+            _ => false,
+        }
+    }
+
+    /// Tables whose rows must be loaded to check the enum-table rules for this operation.
+    pub fn enum_candidates(&self) -> Vec<QualifiedTable> {
+        match self {
+            Op::Table(t) => t.enum_candidates(),
+            Op::Manage(m) => m.enum_candidates(),
+            Op::Bulk(ops) => ops.iter().flat_map(Op::enum_candidates).collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// What an operation needs from outside the metadata: the database as introspected in the
+/// same transaction.
+#[derive(Debug, Clone, Copy)]
+pub struct Context<'a> {
+    /// The database model.
+    pub db: &'a DbModel,
+}
+
+/// The result of applying an operation.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The metadata after the operation.
+    pub metadata: Metadata,
+    /// The response body.
+    pub response: Value,
+    /// True when the operation handles inconsistency itself (replace, reload, drop
+    /// inconsistent), so the "no new inconsistency" rule does not apply.
+    pub own_consistency_rules: bool,
+}
+
+fn success() -> Value {
+    json!({"message": "success"})
+}
+
+/// Applies `op` to `metadata`. Pure: reads only its arguments.
+pub fn apply(metadata: &Metadata, op: &Op, ctx: Context<'_>) -> Result<Outcome> {
+    let cache = schema::resolve(metadata, ctx.db);
+    let done = |metadata: Metadata| Outcome {
+        metadata,
+        response: success(),
+        own_consistency_rules: false,
+    };
+    match op {
+        Op::Table(t) => t.apply(metadata, &cache, ctx).map(done),
+        Op::Relationship(r) => r.apply(metadata, &cache).map(done),
+        Op::Permission(p) => p.apply(metadata, &cache).map(done),
+        Op::ComputedField(c) => c.apply(metadata, &cache, ctx).map(done),
+        Op::CustomTypes(c) => c.apply(metadata, &cache, ctx).map(done),
+        Op::Collection(c) => c.apply(metadata).map(done),
+        Op::Manage(m) => m.apply(metadata, &cache, ctx),
+        Op::Bulk(ops) => {
+            let mut current = metadata.clone();
+            let mut responses = Vec::with_capacity(ops.len());
+            let mut own_rules = false;
+            for (i, op) in ops.iter().enumerate() {
+                let outcome =
+                    apply(&current, op, ctx).map_err(|e| e.under(&JsonPath::args().index(i)))?;
+                current = outcome.metadata;
+                responses.push(outcome.response);
+                own_rules |= outcome.own_consistency_rules;
+            }
+            Ok(Outcome {
+                metadata: current,
+                response: Value::Array(responses),
+                own_consistency_rules: own_rules,
+            })
+        }
+        Op::Unsupported { op_type, feature } => Err(MetadataError::new(
+            Code::NotSupported,
+            JsonPath::root().key("type"),
+            format!(
+                "\"{op_type}\" is not supported yet: {feature} are not available in this release"
+            ),
+        )),
+    }
+}
+
+/// Enforces "no new inconsistency": objects inconsistent after but not before fail the request.
+pub fn check_no_new_inconsistency(before: &SchemaCache, after: &SchemaCache) -> Result<()> {
+    let old = before.blocking_ids();
+    let new: Vec<Value> = after
+        .inconsistencies
+        .iter()
+        .filter(|i| !i.is_unsupported_feature() && !old.contains(&i.object))
+        .map(schema::Inconsistency::to_json)
+        .collect();
+    if new.is_empty() {
+        return Ok(());
+    }
+    Err(MetadataError::new(
+        Code::Unexpected,
+        JsonPath::args(),
+        "cannot continue due to new inconsistent metadata",
+    )
+    .with_internal(Value::Array(new)))
+}
+
+/// The tracked entry of `table`, or `not-exists` at `path`.
+fn tracked_entry<'a>(
+    metadata: &'a mut Metadata,
+    table: &QualifiedTable,
+    path: &JsonPath,
+) -> Result<&'a mut super::types::TableEntry> {
+    metadata.table_mut(table).ok_or_else(|| {
+        super::error::not_exists(path.clone(), format!("table \"{table}\" does not exist"))
+    })
+}
+
+/// The resolved (tracked and consistent) table, or `not-exists` at `path`.
+fn resolved_table<'a>(
+    cache: &'a SchemaCache,
+    table: &QualifiedTable,
+    path: &JsonPath,
+) -> Result<&'a schema::ResolvedTable> {
+    cache.resolved.tables.get(table).ok_or_else(|| {
+        super::error::not_exists(path.clone(), format!("table \"{table}\" does not exist"))
+    })
+}

@@ -1,0 +1,938 @@
+//! The schema cache: metadata resolved against the database model. Every later layer reads the
+//! [`Resolved`] model; objects that do not fit the database are reported as [`Inconsistency`]
+//! and left out, so one broken object never takes the engine down. Pure: no IO.
+
+mod boolexp;
+mod checks;
+
+pub use boolexp::{check_bool_exp, check_presets, Reference, Segment, Target};
+pub use checks::{
+    check_computed_field, check_custom_types, check_enum_table as checks_enum, computed_field_error,
+};
+
+use crate::introspect::{DbModel, DbTable};
+use crate::metadata::error::{Code, MetadataError};
+use crate::metadata::path::JsonPath;
+use crate::metadata::types::*;
+use indexmap::IndexMap;
+use serde::Serialize;
+use serde_json::{json, Value};
+use std::collections::{BTreeSet, HashMap};
+
+/// Identity of a metadata object, used to compare inconsistencies across versions and to
+/// remove objects.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ObjectId {
+    /// A tracked table.
+    Table(QualifiedTable),
+    /// A relationship of a table.
+    Relationship(QualifiedTable, String),
+    /// A computed field of a table.
+    ComputedField(QualifiedTable, String),
+    /// A permission of a role on a table.
+    Permission(QualifiedTable, String, PermissionKind),
+    /// An event trigger on a table.
+    EventTrigger(QualifiedTable, String),
+    /// A remote schema.
+    RemoteSchema(String),
+    /// An action.
+    Action(String),
+    /// The custom types as a whole.
+    CustomTypes,
+    /// A relationship of a custom object type to a table.
+    CustomTypeRelationship(String, String),
+}
+
+impl ObjectId {
+    /// The object as dependency messages name it (`relationship article.author`).
+    pub fn describe(&self) -> String {
+        match self {
+            ObjectId::Table(t) => format!("table {t}"),
+            ObjectId::Relationship(t, r) => format!("relationship {t}.{r}"),
+            ObjectId::ComputedField(t, c) => format!("computed field {t}.{c}"),
+            ObjectId::Permission(t, role, kind) => {
+                format!("permission {t}.{role}.{}", kind.as_str())
+            }
+            ObjectId::EventTrigger(t, n) => format!("event-trigger {t}.{n}"),
+            ObjectId::RemoteSchema(n) => format!("remote schema {n}"),
+            ObjectId::Action(n) => format!("action {n}"),
+            ObjectId::CustomTypes => "custom types".to_owned(),
+            ObjectId::CustomTypeRelationship(t, r) => format!("custom type relationship {t}.{r}"),
+        }
+    }
+}
+
+/// The four permission kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PermissionKind {
+    /// Insert.
+    Insert,
+    /// Select.
+    Select,
+    /// Update.
+    Update,
+    /// Delete.
+    Delete,
+}
+
+impl PermissionKind {
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PermissionKind::Insert => "insert",
+            PermissionKind::Select => "select",
+            PermissionKind::Update => "update",
+            PermissionKind::Delete => "delete",
+        }
+    }
+
+    /// All four, in metadata order.
+    pub const ALL: [PermissionKind; 4] = [
+        PermissionKind::Insert,
+        PermissionKind::Select,
+        PermissionKind::Update,
+        PermissionKind::Delete,
+    ];
+}
+
+/// A metadata object that does not fit the database (or is not supported yet).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Inconsistency {
+    /// Which object.
+    pub object: ObjectId,
+    /// `type` on the wire (`table`, `object_relation`, `select_permission` …).
+    pub kind: &'static str,
+    /// The object's metadata as it was created.
+    pub definition: Value,
+    /// Why.
+    pub reason: String,
+}
+
+/// Reason given to objects of features that later releases implement.
+pub const NOT_SUPPORTED_YET: &str = "not supported yet";
+
+impl Inconsistency {
+    /// Wire shape `{"type","definition","reason"}`.
+    pub fn to_json(&self) -> Value {
+        json!({"type": self.kind, "definition": self.definition, "reason": self.reason})
+    }
+
+    /// Objects of features not built yet: reported, but they never block a metadata write.
+    pub fn is_unsupported_feature(&self) -> bool {
+        self.reason.starts_with(NOT_SUPPORTED_YET)
+    }
+}
+
+/// Relationship cardinality.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RelationshipKind {
+    /// At most one related row.
+    Object,
+    /// Any number of related rows.
+    Array,
+}
+
+/// A relationship with its target and join columns worked out.
+#[derive(Debug, Clone)]
+pub struct ResolvedRelationship {
+    /// Field name.
+    pub name: String,
+    /// Cardinality.
+    pub kind: RelationshipKind,
+    /// Related table.
+    pub target: QualifiedTable,
+    /// (local column, remote column) pairs.
+    pub mapping: Vec<(String, String)>,
+}
+
+/// What a computed field returns.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ComputedReturn {
+    /// A scalar of this Postgres type.
+    Scalar(String),
+    /// Rows of a tracked table (`set` for `SETOF`).
+    Table {
+        /// The table.
+        table: QualifiedTable,
+        /// Several rows.
+        set: bool,
+    },
+}
+
+/// A computed field with its function checked.
+#[derive(Debug, Clone)]
+pub struct ResolvedComputedField {
+    /// Field name.
+    pub name: String,
+    /// Function.
+    pub function: QualifiedFunction,
+    /// Position of the row argument among the input arguments.
+    pub table_argument: usize,
+    /// Position of the session argument, if any.
+    pub session_argument: Option<usize>,
+    /// Input arguments as (name, type name); the caller passes the ones not bound above.
+    pub arguments: Vec<(String, String)>,
+    /// Return shape.
+    pub returns: ComputedReturn,
+}
+
+/// The permissions of one role on one table (only consistent ones).
+#[derive(Debug, Clone, Default)]
+pub struct RolePermissions {
+    /// Insert rules.
+    pub insert: Option<InsertPermission>,
+    /// Select rules.
+    pub select: Option<SelectPermission>,
+    /// Update rules.
+    pub update: Option<UpdatePermission>,
+    /// Delete rules.
+    pub delete: Option<DeletePermission>,
+}
+
+/// A tracked table, consistent with the database.
+#[derive(Debug, Clone)]
+pub struct ResolvedTable {
+    /// Name.
+    pub name: QualifiedTable,
+    /// The database's view of it.
+    pub db: DbTable,
+    /// Enum table values (value, description) when `is_enum`.
+    pub enum_values: Option<Vec<(String, Option<String>)>>,
+    /// Custom names.
+    pub configuration: TableConfig,
+    /// Relationships by name.
+    pub relationships: IndexMap<String, ResolvedRelationship>,
+    /// Computed fields by name.
+    pub computed_fields: IndexMap<String, ResolvedComputedField>,
+    /// Permissions by role.
+    pub permissions: IndexMap<String, RolePermissions>,
+}
+
+impl ResolvedTable {
+    /// What a field name of this table refers to.
+    pub fn field(&self, name: &str) -> Option<FieldRef<'_>> {
+        if let Some(c) = self.db.column(name) {
+            return Some(FieldRef::Column(c));
+        }
+        if let Some(r) = self.relationships.get(name) {
+            return Some(FieldRef::Relationship(r));
+        }
+        self.computed_fields.get(name).map(FieldRef::ComputedField)
+    }
+}
+
+/// A field of a table: column, relationship or computed field.
+#[derive(Debug, Clone, Copy)]
+pub enum FieldRef<'a> {
+    /// A column.
+    Column(&'a crate::introspect::DbColumn),
+    /// A relationship.
+    Relationship(&'a ResolvedRelationship),
+    /// A computed field.
+    ComputedField(&'a ResolvedComputedField),
+}
+
+/// The consistent part of the metadata, ready for the GraphQL layer.
+#[derive(Debug, Clone, Default)]
+pub struct Resolved {
+    /// Tracked, consistent tables.
+    pub tables: IndexMap<QualifiedTable, ResolvedTable>,
+    /// Every role named by a consistent permission.
+    pub roles: BTreeSet<String>,
+}
+
+/// The schema cache of one metadata version.
+#[derive(Debug, Clone, Default)]
+pub struct SchemaCache {
+    /// The consistent model.
+    pub resolved: Resolved,
+    /// Objects left out, in metadata order.
+    pub inconsistencies: Vec<Inconsistency>,
+}
+
+impl SchemaCache {
+    /// Ids of the inconsistent objects that block writes (unsupported features excluded).
+    pub fn blocking_ids(&self) -> BTreeSet<ObjectId> {
+        self.inconsistencies
+            .iter()
+            .filter(|i| !i.is_unsupported_feature())
+            .map(|i| i.object.clone())
+            .collect()
+    }
+
+    /// The wire array of inconsistent objects.
+    pub fn inconsistencies_json(&self) -> Value {
+        Value::Array(
+            self.inconsistencies
+                .iter()
+                .map(Inconsistency::to_json)
+                .collect(),
+        )
+    }
+}
+
+/// The definition object of a relationship as reported in inconsistencies.
+pub fn relationship_definition<U: Serialize>(
+    table: &QualifiedTable,
+    rel: &RelationshipEntry<U>,
+) -> Value {
+    json!({"table": table, "name": rel.name, "using": rel.using, "comment": rel.comment})
+}
+
+/// The definition object of a permission as reported in inconsistencies.
+pub fn permission_definition<P: Serialize>(
+    table: &QualifiedTable,
+    perm: &PermissionEntry<P>,
+) -> Value {
+    json!({"table": table, "role": perm.role, "permission": perm.permission, "comment": perm.comment})
+}
+
+/// The definition object of a computed field as reported in inconsistencies.
+pub fn computed_field_definition(table: &QualifiedTable, cf: &ComputedFieldEntry) -> Value {
+    json!({"table": table, "name": cf.name, "definition": cf.definition, "comment": cf.comment})
+}
+
+/// Resolves the metadata against the database.
+pub fn resolve(metadata: &Metadata, db: &DbModel) -> SchemaCache {
+    let mut cache = SchemaCache::default();
+    let mut root_fields: HashMap<String, QualifiedTable> = HashMap::new();
+    for entry in &metadata.tables {
+        match resolve_table(entry, db, &mut root_fields) {
+            Ok(table) => {
+                cache.resolved.tables.insert(entry.table.clone(), table);
+            }
+            Err(reason) => cache.inconsistencies.push(Inconsistency {
+                object: ObjectId::Table(entry.table.clone()),
+                kind: "table",
+                definition: json!(entry.table),
+                reason,
+            }),
+        }
+    }
+    for entry in &metadata.tables {
+        resolve_relationships(entry, &mut cache);
+    }
+    for entry in &metadata.tables {
+        resolve_computed_fields(entry, db, &mut cache);
+    }
+    for entry in &metadata.tables {
+        resolve_permissions(entry, &mut cache);
+    }
+    for entry in &metadata.tables {
+        for trigger in &entry.event_triggers {
+            cache.inconsistencies.push(Inconsistency {
+                object: ObjectId::EventTrigger(entry.table.clone(), trigger.name.0.clone()),
+                kind: "event_trigger",
+                definition: json!({"table": entry.table, "configuration": trigger}),
+                reason: format!(
+                    "{NOT_SUPPORTED_YET}: event triggers are not available in this release"
+                ),
+            });
+        }
+    }
+    for remote in &metadata.remote_schemas {
+        cache.inconsistencies.push(Inconsistency {
+            object: ObjectId::RemoteSchema(remote.name.0.clone()),
+            kind: "remote_schema",
+            definition: json!(remote),
+            reason: format!(
+                "{NOT_SUPPORTED_YET}: remote schemas are not available in this release"
+            ),
+        });
+    }
+    for action in &metadata.actions {
+        cache.inconsistencies.push(Inconsistency {
+            object: ObjectId::Action(action.name.0.clone()),
+            kind: "action",
+            definition: json!(action),
+            reason: format!("{NOT_SUPPORTED_YET}: actions are not available in this release"),
+        });
+    }
+    let reasons = check_custom_types(&metadata.custom_types, &cache.resolved, db);
+    if let Err(err) = reasons {
+        cache.inconsistencies.push(Inconsistency {
+            object: ObjectId::CustomTypes,
+            kind: "custom_types",
+            definition: json!(metadata.custom_types),
+            reason: err.message,
+        });
+    }
+    cache.resolved.roles = cache
+        .resolved
+        .tables
+        .values()
+        .flat_map(|t| t.permissions.keys().cloned())
+        .collect();
+    cache
+}
+
+/// Names of the root fields a table contributes, keyed by their custom-root-field key.
+pub fn root_field_names(
+    name: &QualifiedTable,
+    db: &DbTable,
+    config: &CustomRootFields,
+) -> Vec<(&'static str, String)> {
+    let base = name.graphql_base_name();
+    let has_pk = db.primary_key().is_some() && !db.is_view();
+    let mut fields = vec![
+        ("select", config.select.clone(), base.clone(), true),
+        (
+            "select_by_pk",
+            config.select_by_pk.clone(),
+            format!("{base}_by_pk"),
+            has_pk,
+        ),
+        (
+            "select_aggregate",
+            config.select_aggregate.clone(),
+            format!("{base}_aggregate"),
+            true,
+        ),
+        (
+            "insert",
+            config.insert.clone(),
+            format!("insert_{base}"),
+            db.is_insertable(),
+        ),
+        (
+            "insert_one",
+            config.insert_one.clone(),
+            format!("insert_{base}_one"),
+            db.is_insertable(),
+        ),
+        (
+            "update",
+            config.update.clone(),
+            format!("update_{base}"),
+            db.is_updatable(),
+        ),
+        (
+            "update_by_pk",
+            config.update_by_pk.clone(),
+            format!("update_{base}_by_pk"),
+            db.is_updatable() && has_pk,
+        ),
+        (
+            "delete",
+            config.delete.clone(),
+            format!("delete_{base}"),
+            db.is_deletable(),
+        ),
+        (
+            "delete_by_pk",
+            config.delete_by_pk.clone(),
+            format!("delete_{base}_by_pk"),
+            db.is_deletable() && has_pk,
+        ),
+    ];
+    fields.retain(|f| f.3);
+    fields
+        .into_iter()
+        .map(|(key, custom, default, _)| (key, custom.map(|c| c.0).unwrap_or(default)))
+        .collect()
+}
+
+/// Checks a table's own configuration against the database; the error is the reason text.
+fn resolve_table(
+    entry: &TableEntry,
+    db: &DbModel,
+    root_fields: &mut HashMap<String, QualifiedTable>,
+) -> Result<ResolvedTable, String> {
+    let name = &entry.table;
+    let table = db
+        .table(name)
+        .ok_or_else(|| format!("no such table/view exists in postgres: \"{name}\""))?;
+    check_table_configuration(name, table, &entry.configuration).map_err(|e| e.message)?;
+    let enum_values = if entry.is_enum {
+        Some(checks::check_enum_table(name, table, db).map_err(|e| e.message)?)
+    } else {
+        None
+    };
+    let fields = root_field_names(name, table, &entry.configuration.custom_root_fields);
+    for (_, field) in &fields {
+        if let Some(other) = root_fields.get(field) {
+            return Err(format!(
+                "the root field \"{field}\" of table \"{name}\" conflicts with a root field of table \"{other}\""
+            ));
+        }
+    }
+    for (_, field) in fields {
+        root_fields.insert(field, name.clone());
+    }
+    Ok(ResolvedTable {
+        name: name.clone(),
+        db: table.clone(),
+        enum_values,
+        configuration: entry.configuration.clone(),
+        relationships: IndexMap::new(),
+        computed_fields: IndexMap::new(),
+        permissions: IndexMap::new(),
+    })
+}
+
+/// Validates a table's configuration: the table's name must make GraphQL names, custom column
+/// keys must be columns, and no two names may collide. Paths are relative to `$`.
+pub fn check_table_configuration(
+    name: &QualifiedTable,
+    table: &DbTable,
+    config: &TableConfig,
+) -> Result<(), MetadataError> {
+    let base = name.graphql_base_name();
+    if !GraphQLName::is_valid(&base) {
+        return Err(MetadataError::new(
+            Code::NotSupported,
+            JsonPath::root(),
+            format!("cannot include \"{name}\" in the GraphQL schema because it is not a valid GraphQL identifier"),
+        ));
+    }
+    let columns_path = JsonPath::root().key("custom_column_names");
+    let mut field_names: HashMap<String, String> = HashMap::new();
+    for column in &table.columns {
+        if !config.custom_column_names.contains_key(&column.name) {
+            field_names.insert(column.name.clone(), column.name.clone());
+        }
+    }
+    for (column, custom) in &config.custom_column_names {
+        if table.column(column).is_none() {
+            return Err(MetadataError::new(
+                Code::NotExists,
+                columns_path.key(column),
+                format!("column \"{column}\" does not exist"),
+            ));
+        }
+        if let Some(other) = field_names.insert(custom.0.clone(), column.clone()) {
+            return Err(MetadataError::new(
+                Code::ConstraintViolation,
+                columns_path.key(column),
+                format!("the name \"{custom}\" of column \"{column}\" in table \"{name}\" conflicts with the field of column \"{other}\""),
+            ));
+        }
+    }
+    let mut seen: HashMap<&str, &str> = HashMap::new();
+    for (key, custom) in config.custom_root_fields.entries() {
+        if let Some(other) = seen.insert(custom.0.as_str(), key) {
+            return Err(MetadataError::new(
+                Code::ConstraintViolation,
+                JsonPath::root().key("custom_root_fields").key(key),
+                format!("the custom root fields \"{other}\" and \"{key}\" of table \"{name}\" have the same name \"{custom}\""),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn resolve_relationships(entry: &TableEntry, cache: &mut SchemaCache) {
+    if !cache.resolved.tables.contains_key(&entry.table) {
+        return;
+    }
+    let mut resolved = Vec::new();
+    for rel in &entry.object_relationships {
+        let result = resolve_object_relationship(&entry.table, rel, &cache.resolved);
+        resolved.push((
+            rel.name.0.clone(),
+            "object_relation",
+            relationship_definition(&entry.table, rel),
+            result,
+        ));
+    }
+    for rel in &entry.array_relationships {
+        let result = resolve_array_relationship(&entry.table, rel, &cache.resolved);
+        resolved.push((
+            rel.name.0.clone(),
+            "array_relation",
+            relationship_definition(&entry.table, rel),
+            result,
+        ));
+    }
+    for (name, kind, definition, result) in resolved {
+        let clash = cache
+            .resolved
+            .tables
+            .get(&entry.table)
+            .map(|t| t.db.column(&name).is_some() || t.relationships.contains_key(&name))
+            .unwrap_or(false);
+        let result = result.map_err(|e| e.message).and_then(|r| {
+            if clash {
+                Err(format!(
+                    "column/relationship \"{name}\" of table \"{}\" already exists",
+                    entry.table
+                ))
+            } else {
+                Ok(r)
+            }
+        });
+        match result {
+            Ok(r) => {
+                if let Some(t) = cache.resolved.tables.get_mut(&entry.table) {
+                    t.relationships.insert(name, r);
+                }
+            }
+            Err(reason) => cache.inconsistencies.push(Inconsistency {
+                object: ObjectId::Relationship(entry.table.clone(), name),
+                kind,
+                definition,
+                reason,
+            }),
+        }
+    }
+}
+
+fn tracked<'a>(
+    resolved: &'a Resolved,
+    table: &QualifiedTable,
+) -> Result<&'a ResolvedTable, MetadataError> {
+    resolved.tables.get(table).ok_or_else(|| {
+        MetadataError::new(
+            Code::NotExists,
+            JsonPath::root(),
+            format!("table \"{table}\" does not exist"),
+        )
+    })
+}
+
+fn column_exists(table: &ResolvedTable, column: &str) -> Result<(), MetadataError> {
+    table.db.column(column).map(|_| ()).ok_or_else(|| {
+        MetadataError::new(
+            Code::NotExists,
+            JsonPath::root(),
+            format!("column \"{column}\" does not exist"),
+        )
+    })
+}
+
+fn resolve_manual(
+    owner: &ResolvedTable,
+    manual: &ManualConfiguration,
+    resolved: &Resolved,
+) -> Result<(QualifiedTable, Vec<(String, String)>), MetadataError> {
+    let remote = tracked(resolved, &manual.remote_table)?;
+    if manual.column_mapping.is_empty() {
+        return Err(MetadataError::new(
+            Code::ParseFailed,
+            JsonPath::root(),
+            "column_mapping must not be empty",
+        ));
+    }
+    for (local, remote_col) in &manual.column_mapping {
+        column_exists(owner, local)?;
+        column_exists(remote, remote_col)?;
+    }
+    Ok((
+        manual.remote_table.clone(),
+        manual
+            .column_mapping
+            .iter()
+            .map(|(a, b)| (a.clone(), b.clone()))
+            .collect(),
+    ))
+}
+
+/// Resolves an object relationship; the error is the reason text.
+pub fn resolve_object_relationship(
+    table: &QualifiedTable,
+    rel: &RelationshipEntry<ObjRelUsing>,
+    resolved: &Resolved,
+) -> Result<ResolvedRelationship, MetadataError> {
+    let owner = tracked(resolved, table)?;
+    let (target, mapping) = match &rel.using {
+        ObjRelUsing::ForeignKey(column) => {
+            column_exists(owner, column)?;
+            let fks: Vec<_> = owner
+                .db
+                .foreign_keys()
+                .filter(|fk| fk.columns.len() == 1 && &fk.columns[0] == column)
+                .collect();
+            let fk = single_fk(&fks)?;
+            let target = fk.referenced_table().ok_or_else(|| {
+                MetadataError::new(
+                    Code::ConstraintError,
+                    JsonPath::root(),
+                    "foreign key without a referenced table",
+                )
+            })?;
+            tracked(resolved, &target)?;
+            let remote_cols = fk.ref_columns.clone().unwrap_or_default();
+            (
+                target,
+                vec![(
+                    column.clone(),
+                    remote_cols.first().cloned().unwrap_or_default(),
+                )],
+            )
+        }
+        ObjRelUsing::Manual(manual) => resolve_manual(owner, manual, resolved)?,
+    };
+    Ok(ResolvedRelationship {
+        name: rel.name.0.clone(),
+        kind: RelationshipKind::Object,
+        target,
+        mapping,
+    })
+}
+
+fn single_fk<'a>(
+    fks: &[&'a crate::introspect::DbConstraint],
+) -> Result<&'a crate::introspect::DbConstraint, MetadataError> {
+    let message = match fks {
+        [fk] => return Ok(fk),
+        [] => "no foreign constraint exists on the given column",
+        _ => "more than one foreign key constraint exists on the given column",
+    };
+    Err(MetadataError::new(
+        Code::ConstraintError,
+        JsonPath::root(),
+        message,
+    ))
+}
+
+/// Resolves an array relationship; the error is the reason text.
+pub fn resolve_array_relationship(
+    table: &QualifiedTable,
+    rel: &RelationshipEntry<ArrRelUsing>,
+    resolved: &Resolved,
+) -> Result<ResolvedRelationship, MetadataError> {
+    let owner = tracked(resolved, table)?;
+    let (target, mapping) = match &rel.using {
+        ArrRelUsing::ForeignKey(fk_ref) => {
+            let remote = tracked(resolved, &fk_ref.table)?;
+            column_exists(remote, &fk_ref.column)?;
+            let fks: Vec<_> = remote
+                .db
+                .foreign_keys()
+                .filter(|fk| {
+                    fk.columns.len() == 1
+                        && fk.columns[0] == fk_ref.column
+                        && fk.referenced_table().as_ref() == Some(table)
+                })
+                .collect();
+            let fk = single_fk(&fks)?;
+            let local = fk
+                .ref_columns
+                .as_ref()
+                .and_then(|c| c.first().cloned())
+                .unwrap_or_default();
+            (fk_ref.table.clone(), vec![(local, fk_ref.column.clone())])
+        }
+        ArrRelUsing::Manual(manual) => resolve_manual(owner, manual, resolved)?,
+    };
+    Ok(ResolvedRelationship {
+        name: rel.name.0.clone(),
+        kind: RelationshipKind::Array,
+        target,
+        mapping,
+    })
+}
+
+fn resolve_computed_fields(entry: &TableEntry, db: &DbModel, cache: &mut SchemaCache) {
+    if !cache.resolved.tables.contains_key(&entry.table) {
+        return;
+    }
+    for cf in &entry.computed_fields {
+        let result = check_computed_field(&entry.table, cf, db, &cache.resolved).and_then(|r| {
+            let clash = cache
+                .resolved
+                .tables
+                .get(&entry.table)
+                .and_then(|t| t.field(&cf.name.0));
+            match clash {
+                Some(_) => Err(computed_field_error(
+                    &entry.table,
+                    &cf.name.0,
+                    Code::AlreadyExists,
+                    format!(
+                        "field \"{}\" conflicts with another field of table \"{}\"",
+                        cf.name, entry.table
+                    ),
+                )),
+                None => Ok(r),
+            }
+        });
+        match result {
+            Ok(r) => {
+                if let Some(t) = cache.resolved.tables.get_mut(&entry.table) {
+                    t.computed_fields.insert(cf.name.0.clone(), r);
+                }
+            }
+            Err(err) => cache.inconsistencies.push(Inconsistency {
+                object: ObjectId::ComputedField(entry.table.clone(), cf.name.0.clone()),
+                kind: "computed_field",
+                definition: computed_field_definition(&entry.table, cf),
+                reason: err.message,
+            }),
+        }
+    }
+}
+
+/// Checks one permission of a table against the resolved model. Paths are relative to the
+/// permission object (`$` = the `permission` value).
+pub fn check_permission(
+    resolved: &Resolved,
+    table: &QualifiedTable,
+    role: &str,
+    kind: PermissionKind,
+    permission: &Value,
+) -> Result<Vec<Reference>, MetadataError> {
+    let path = JsonPath::root();
+    if role == "admin" {
+        return Err(MetadataError::new(
+            Code::ConstraintViolation,
+            path,
+            format!("in table \"{table}\": in permission for role \"admin\": cannot define permission for admin role"),
+        ));
+    }
+    let owner = resolved.tables.get(table).ok_or_else(|| {
+        MetadataError::new(
+            Code::NotExists,
+            path.clone(),
+            format!("table \"{table}\" does not exist"),
+        )
+    })?;
+    let mut refs = Vec::new();
+    let obj = permission.as_object();
+    let field = |k: &str| obj.and_then(|o| o.get(k));
+    if let Some(columns) = field("columns") {
+        if let Value::Array(list) = columns {
+            for (i, c) in list.iter().enumerate() {
+                let name = c.as_str().unwrap_or_default();
+                if owner.db.column(name).is_none() {
+                    return Err(MetadataError::new(
+                        Code::NotExists,
+                        path.key("columns").index(i),
+                        format!("column \"{name}\" does not exist"),
+                    ));
+                }
+                refs.push(Reference::column(
+                    table,
+                    name,
+                    vec![Segment::Key("columns".into()), Segment::Index(i)],
+                ));
+            }
+        }
+    }
+    if let Some(Value::Array(list)) = field("computed_fields") {
+        for (i, c) in list.iter().enumerate() {
+            let name = c.as_str().unwrap_or_default();
+            match owner.computed_fields.get(name) {
+                None => {
+                    return Err(MetadataError::new(
+                        Code::NotExists,
+                        path.key("computed_fields").index(i),
+                        format!("computed field \"{name}\" does not exist"),
+                    ))
+                }
+                Some(cf) if !matches!(cf.returns, ComputedReturn::Scalar(_)) => {
+                    return Err(MetadataError::new(
+                        Code::ConstraintViolation,
+                        path.key("computed_fields").index(i),
+                        format!("computed field \"{name}\" does not return a scalar and cannot be listed in a select permission"),
+                    ))
+                }
+                Some(_) => refs.push(Reference {
+                    target: Target::ComputedField(table.clone(), name.to_owned()),
+                    pointer: vec![Segment::Key("computed_fields".into()), Segment::Index(i)],
+                }),
+            }
+        }
+    }
+    for key in ["filter", "check"] {
+        if let Some(exp) = field(key) {
+            if exp.is_null() && key == "check" && kind == PermissionKind::Update {
+                continue;
+            }
+            let mut found = Vec::new();
+            check_bool_exp(resolved, table, table, exp, &path.key(key), &mut found)?;
+            for mut r in found {
+                r.pointer.insert(0, Segment::Key(key.into()));
+                refs.push(r);
+            }
+        }
+    }
+    if let Some(set) = field("set") {
+        for mut r in check_presets(owner, set, &path.key("set"))? {
+            r.pointer.insert(0, Segment::Key("set".into()));
+            refs.push(r);
+        }
+    }
+    Ok(refs)
+}
+
+fn resolve_permissions(entry: &TableEntry, cache: &mut SchemaCache) {
+    if !cache.resolved.tables.contains_key(&entry.table) {
+        return;
+    }
+    let mut outcomes = Vec::new();
+    macro_rules! each {
+        ($list:expr, $kind:expr, $wire:expr) => {
+            for perm in &$list {
+                let value = serde_json::to_value(&perm.permission).unwrap_or(Value::Null);
+                let result =
+                    check_permission(&cache.resolved, &entry.table, &perm.role.0, $kind, &value);
+                let definition = permission_definition(&entry.table, perm);
+                outcomes.push((
+                    perm.role.0.clone(),
+                    $kind,
+                    $wire,
+                    definition,
+                    result.map(|_| ()),
+                ));
+            }
+        };
+    }
+    each!(
+        entry.insert_permissions,
+        PermissionKind::Insert,
+        "insert_permission"
+    );
+    each!(
+        entry.select_permissions,
+        PermissionKind::Select,
+        "select_permission"
+    );
+    each!(
+        entry.update_permissions,
+        PermissionKind::Update,
+        "update_permission"
+    );
+    each!(
+        entry.delete_permissions,
+        PermissionKind::Delete,
+        "delete_permission"
+    );
+    for (role, kind, wire, definition, result) in outcomes {
+        match result {
+            Ok(()) => {
+                let Some(t) = cache.resolved.tables.get_mut(&entry.table) else {
+                    continue;
+                };
+                let slot = t.permissions.entry(role.clone()).or_default();
+                match kind {
+                    PermissionKind::Insert => {
+                        slot.insert = find_perm(&entry.insert_permissions, &role)
+                    }
+                    PermissionKind::Select => {
+                        slot.select = find_perm(&entry.select_permissions, &role)
+                    }
+                    PermissionKind::Update => {
+                        slot.update = find_perm(&entry.update_permissions, &role)
+                    }
+                    PermissionKind::Delete => {
+                        slot.delete = find_perm(&entry.delete_permissions, &role)
+                    }
+                }
+            }
+            Err(err) => cache.inconsistencies.push(Inconsistency {
+                object: ObjectId::Permission(entry.table.clone(), role, kind),
+                kind: wire,
+                definition,
+                reason: err.message,
+            }),
+        }
+    }
+}
+
+fn find_perm<P: Clone>(list: &[PermissionEntry<P>], role: &str) -> Option<P> {
+    list.iter()
+        .find(|p| p.role.0 == role)
+        .map(|p| p.permission.clone())
+}
