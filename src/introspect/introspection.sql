@@ -99,7 +99,7 @@ funcs AS (
 SELECT json_build_object(
   'tables', COALESCE((
     SELECT json_agg(json_build_object(
-             'oid', r.oid,
+             'oid', r.oid::bigint,
              'schema', r.schema,
              'name', r.name,
              'kind', r.relkind,
@@ -113,7 +113,7 @@ SELECT json_build_object(
     LEFT JOIN cons k ON k.conrelid = r.oid), '[]'::json),
   'functions', COALESCE((
     SELECT json_agg(json_build_object(
-             'oid', f.oid, 'schema', f.schema, 'name', f.name,
+             'oid', f.oid::bigint, 'schema', f.schema, 'name', f.name,
              'arg_names', f.arg_names, 'arg_modes', f.arg_modes,
              'input_types', f.input_types, 'return_type', f.return_type,
              'returns_set', f.returns_set, 'volatility', f.volatility,

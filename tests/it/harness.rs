@@ -1,0 +1,176 @@
+//! Test infrastructure: one throwaway PostgreSQL cluster per test run (or
+//! `BASALT_TEST_DATABASE_URL`), a fresh database per test, and Basalt servers on loopback.
+
+#![allow(dead_code)]
+
+use basalt::app::{self, Running};
+use basalt::config::ServeConfig;
+use basalt::embedded::{EmbeddedPostgres, StartOptions};
+use serde_json::Value;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
+
+/// The library fixture.
+pub const LIBRARY: &str = include_str!("../fixtures/library.sql");
+
+struct Cluster {
+    /// URL of a maintenance database on the server.
+    admin_url: String,
+}
+
+static CLUSTER: OnceLock<Cluster> = OnceLock::new();
+static DATABASES: AtomicU32 = AtomicU32::new(0);
+
+fn cluster() -> &'static Cluster {
+    CLUSTER.get_or_init(|| {
+        if let Ok(url) = std::env::var("BASALT_TEST_DATABASE_URL") {
+            return Cluster { admin_url: url };
+        }
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let base = std::env::temp_dir().join(format!("basalt-test-{}-{nanos}", std::process::id()));
+        let pg = EmbeddedPostgres::start(&base, StartOptions { ephemeral: true })
+            .expect("start the test PostgreSQL cluster");
+        spawn_watchdog(&pg);
+        Cluster {
+            admin_url: pg.url("postgres"),
+        }
+    })
+}
+
+/// Statics never drop, so a detached shell waits for this process to exit (however it exits)
+/// and then stops the cluster and removes its directory.
+fn spawn_watchdog(pg: &EmbeddedPostgres) {
+    use std::os::unix::process::CommandExt;
+    let script = format!(
+        "while kill -0 {pid} 2>/dev/null; do sleep 1; done; \
+         kill -QUIT {postmaster} 2>/dev/null; sleep 2; rm -rf '{base}'",
+        pid = std::process::id(),
+        postmaster = pg.postmaster_pid().expect("postmaster pid"),
+        base = pg.base_dir.display(),
+    );
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("spawn the cluster watchdog");
+}
+
+fn with_database(url: &str, database: &str) -> String {
+    let mut parsed = url::Url::parse(url).expect("database URL");
+    parsed.set_path(&format!("/{database}"));
+    parsed.to_string()
+}
+
+/// Creates an empty database for one test and returns its URL.
+pub async fn fresh_database() -> String {
+    let cluster = cluster();
+    let name = format!(
+        "basalt_test_{}_{}",
+        std::process::id(),
+        DATABASES.fetch_add(1, Ordering::SeqCst)
+    );
+    let (client, conn) = tokio_postgres::connect(&cluster.admin_url, tokio_postgres::NoTls)
+        .await
+        .expect("connect to the test cluster");
+    tokio::spawn(conn);
+    client
+        .batch_execute(&format!("CREATE DATABASE \"{name}\" TEMPLATE template0"))
+        .await
+        .expect("create test database");
+    with_database(&cluster.admin_url, &name)
+}
+
+/// Runs SQL directly against a database.
+pub async fn run_sql(db_url: &str, sql: &str) {
+    let (client, conn) = tokio_postgres::connect(db_url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(conn);
+    client.batch_execute(sql).await.expect("fixture SQL");
+}
+
+/// A Basalt server on its own database.
+pub struct TestServer {
+    pub running: Running,
+    pub base: String,
+    pub db_url: String,
+    pub http: reqwest::Client,
+    pub admin_secret: Option<String>,
+}
+
+impl TestServer {
+    /// A server on a fresh database loaded with `fixture`.
+    pub async fn with_fixture(fixture: &str) -> Self {
+        let db = fresh_database().await;
+        run_sql(&db, fixture).await;
+        Self::on(&db, |_| {}).await
+    }
+
+    /// A server on a fresh database with the library fixture.
+    pub async fn library() -> Self {
+        Self::with_fixture(LIBRARY).await
+    }
+
+    /// A server on `db_url`, configured by `configure`.
+    pub async fn on(db_url: &str, configure: impl FnOnce(&mut ServeConfig)) -> Self {
+        let mut config = ServeConfig::for_database(db_url);
+        configure(&mut config);
+        let admin_secret = config.admin_secret.clone();
+        let running = app::start(config).await.expect("start basalt");
+        TestServer {
+            base: format!("http://{}", running.addr),
+            running,
+            db_url: db_url.to_owned(),
+            http: reqwest::Client::new(),
+            admin_secret,
+        }
+    }
+
+    /// POSTs a metadata request with the admin secret (if any); returns status and body.
+    pub async fn query(&self, body: Value) -> (u16, Value) {
+        let mut request = self
+            .http
+            .post(format!("{}/v1/query", self.base))
+            .json(&body);
+        if let Some(secret) = &self.admin_secret {
+            request = request.header("X-Svc-Admin-Secret", secret);
+        }
+        let response = request.send().await.expect("request");
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    /// A request that must succeed; returns the body.
+    pub async fn ok(&self, body: Value) -> Value {
+        let (status, response) = self.query(body.clone()).await;
+        assert_eq!(status, 200, "request {body} failed: {response}");
+        response
+    }
+
+    /// A request that must fail with `status`, `code` and `path`; returns the body.
+    pub async fn fails(&self, body: Value, status: u16, code: &str, path: &str) -> Value {
+        let (got, response) = self.query(body.clone()).await;
+        assert_eq!(got, status, "request {body}: {response}");
+        assert_eq!(response["code"], code, "request {body}: {response}");
+        assert_eq!(response["path"], path, "request {body}: {response}");
+        response
+    }
+
+    /// Runs SQL against this server's database.
+    pub async fn sql(&self, sql: &str) {
+        run_sql(&self.db_url, sql).await;
+    }
+
+    /// The exported metadata.
+    pub async fn export(&self) -> Value {
+        self.ok(serde_json::json!({"type": "export_metadata", "args": {}}))
+            .await
+    }
+}

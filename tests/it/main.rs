@@ -1,0 +1,11 @@
+//! Integration tests: Basalt's HTTP API against a real PostgreSQL.
+
+mod harness;
+
+mod catalog;
+mod http;
+mod manage;
+mod permissions;
+mod relationships;
+mod tables;
+mod types_and_collections;
