@@ -1,1 +1,235 @@
-//! placeholder
+//! The HTTP envelope: authentication, body limits, request shape, bulk, auxiliary endpoints.
+
+use crate::harness::{fresh_database, run_sql, TestServer, LIBRARY};
+use serde_json::json;
+
+#[tokio::test]
+async fn admin_secret_and_roles() {
+    let db = fresh_database().await;
+    let mut s = TestServer::on(&db, |c| c.admin_secret = Some("s3cret".to_owned())).await;
+    s.ok(json!({"type": "export_metadata", "args": {}})).await;
+    let url = format!("{}/v1/query", s.base);
+    let body = json!({"type": "export_metadata", "args": {}});
+    let r = s.http.post(&url).json(&body).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(
+        v,
+        json!({"path": "$", "error": "x-svc-admin-secret/x-svc-access-key required, but not found", "code": "access-denied"})
+    );
+    let r = s
+        .http
+        .post(&url)
+        .header("X-Svc-Admin-Secret", "wrong")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    assert_eq!(
+        r.json::<serde_json::Value>().await.unwrap()["error"],
+        "invalid x-svc-admin-secret/x-svc-access-key"
+    );
+    let r = s
+        .http
+        .post(&url)
+        .header("X-Svc-Access-Key", "s3cret")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let r = s
+        .http
+        .post(&url)
+        .header("X-Svc-Admin-Secret", "s3cret")
+        .header("X-Svc-Role", "user")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert_eq!(
+        r.json::<serde_json::Value>().await.unwrap(),
+        json!({"path": "$.args", "error": "restricted access : admin only", "code": "access-denied"})
+    );
+    // Without a secret, the role header alone decides.
+    s.admin_secret = None;
+    let open = TestServer::on(&db, |_| {}).await;
+    let r = open
+        .http
+        .post(format!("{}/v1/query", open.base))
+        .header("x-svc-role", "editor")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let r = open
+        .http
+        .post(format!("{}/v1/query", open.base))
+        .header("x-svc-role", "admin")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+}
+
+#[tokio::test]
+async fn request_shape_errors() {
+    let s = TestServer::library().await;
+    let r = s
+        .http
+        .post(format!("{}/v1/query", s.base))
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert_eq!(
+        r.json::<serde_json::Value>().await.unwrap()["code"],
+        "invalid-json"
+    );
+    let r = s
+        .fails(
+            json!({"type": "frobnicate", "args": {}}),
+            400,
+            "parse-failed",
+            "$.type",
+        )
+        .await;
+    assert_eq!(r["error"], "unknown operation type \"frobnicate\"");
+    s.fails(json!({"args": {}}), 400, "parse-failed", "$").await;
+    s.fails(json!({"type": "export_metadata"}), 400, "parse-failed", "$")
+        .await;
+    let r = s
+        .fails(
+            json!({"type": "track_table", "version": 3, "args": {"table": "author"}}),
+            400,
+            "parse-failed",
+            "$.version",
+        )
+        .await;
+    assert_eq!(r["error"], "expected 1 or 2, encountered 3");
+    s.fails(
+        json!({"type": "untrack_table", "version": 2, "args": {"table": "author"}}),
+        400,
+        "parse-failed",
+        "$.version",
+    )
+    .await;
+    s.fails(
+        json!({"type": "run_sql", "args": {"sql": "select 1"}}),
+        400,
+        "not-supported",
+        "$.type",
+    )
+    .await;
+    s.fails(
+        json!({"type": "add_remote_schema", "args": {}}),
+        400,
+        "not-supported",
+        "$.type",
+    )
+    .await;
+    s.fails(
+        json!({"type": "create_action", "args": {}}),
+        400,
+        "not-supported",
+        "$.type",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn body_limit_gives_413() {
+    let db = fresh_database().await;
+    let s = TestServer::on(&db, |c| c.max_body_bytes = 64).await;
+    let big = json!({"type": "export_metadata", "args": {"padding": "x".repeat(200)}});
+    let (status, body) = s.query(big).await;
+    assert_eq!(status, 413);
+    assert_eq!(body["code"], "payload-too-large");
+    assert_eq!(body["path"], "$");
+    s.ok(json!({"type": "export_metadata", "args": {}})).await;
+}
+
+#[tokio::test]
+async fn bulk_is_atomic_and_prefixes_paths() {
+    let s = TestServer::library().await;
+    assert_eq!(s.ok(json!({"type": "bulk", "args": []})).await, json!([]));
+    let r = s.ok(json!({"type": "bulk", "args": [
+        {"type": "track_table", "args": {"schema": "public", "name": "author"}},
+        {"type": "bulk", "args": [{"type": "track_table", "version": 2, "args": {"table": "article"}}]},
+        {"type": "export_metadata", "args": {}}
+    ]})).await;
+    assert_eq!(r[0], json!({"message": "success"}));
+    assert_eq!(r[1], json!([{"message": "success"}]));
+    assert_eq!(r[2]["tables"].as_array().unwrap().len(), 2);
+    let before = s.export().await;
+    let r = s
+        .fails(
+            json!({"type": "bulk", "args": [
+                {"type": "untrack_table", "args": {"table": "article"}},
+                {"type": "track_table", "args": {"table": "ghost"}}
+            ]}),
+            400,
+            "not-exists",
+            "$.args[1].args",
+        )
+        .await;
+    assert_eq!(
+        r["error"],
+        "no such table/view exists in postgres: \"ghost\""
+    );
+    assert_eq!(s.export().await, before, "a failed bulk changes nothing");
+    s.fails(json!({"type": "bulk", "args": [{"type": "export_metadata", "args": {}}, {"type": "track_table", "args": {"table": 1}}]}), 400, "parse-failed", "$.args[1].args.table").await;
+    s.fails(
+        json!({"type": "bulk", "args": {}}),
+        400,
+        "parse-failed",
+        "$.args",
+    )
+    .await;
+    let many: Vec<_> = (0..65)
+        .map(|_| json!({"type": "export_metadata", "args": {}}))
+        .collect();
+    s.fails(
+        json!({"type": "bulk", "args": many}),
+        400,
+        "parse-failed",
+        "$.args",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn health_version_and_unknown_paths() {
+    let db = fresh_database().await;
+    run_sql(&db, LIBRARY).await;
+    let s = TestServer::on(&db, |_| {}).await;
+    let r = reqwest::get(format!("{}/healthz", s.base)).await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.text().await.unwrap(), "OK");
+    let v: serde_json::Value = reqwest::get(format!("{}/v1/version", s.base))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v, json!({"version": env!("CARGO_PKG_VERSION")}));
+    let r = reqwest::get(format!("{}/v2/nothing", s.base))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    assert_eq!(
+        r.json::<serde_json::Value>().await.unwrap()["code"],
+        "not-found"
+    );
+    let graphql_only = TestServer::on(&db, |c| c.enabled_apis = vec!["graphql".to_owned()]).await;
+    let (status, body) = graphql_only
+        .query(json!({"type": "export_metadata", "args": {}}))
+        .await;
+    assert_eq!(status, 404);
+    assert_eq!(body["code"], "not-found");
+}
