@@ -16,6 +16,7 @@
 //! - [`schema`]: metadata resolved against the database, with the inconsistent objects.
 //! - [`sql`]: identifier quoting; no other module formats SQL identifiers.
 #![warn(missing_docs)]
+#![deny(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod app;
 pub mod catalog;

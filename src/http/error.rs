@@ -58,7 +58,7 @@ impl IntoResponse for ApiError {
             ApiError::Metadata(e) => {
                 let mut v = body(e.path.as_str(), &e.message, e.code.as_str());
                 if let Some(internal) = &e.internal {
-                    v["internal"] = internal.clone();
+                    v["internal"] = (**internal).clone();
                 }
                 (StatusCode::BAD_REQUEST, v)
             }

@@ -71,8 +71,8 @@ pub struct MetadataError {
     pub path: JsonPath,
     /// Human-readable explanation.
     pub message: String,
-    /// Extra detail for admins (e.g. the inconsistent objects).
-    pub internal: Option<Value>,
+    /// Extra detail for admins (e.g. the inconsistent objects); boxed to keep results small.
+    pub internal: Option<Box<Value>>,
 }
 
 impl MetadataError {
@@ -88,7 +88,7 @@ impl MetadataError {
 
     /// Attaches admin-only detail.
     pub fn with_internal(mut self, internal: Value) -> Self {
-        self.internal = Some(internal);
+        self.internal = Some(Box::new(internal));
         self
     }
 

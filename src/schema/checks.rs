@@ -409,7 +409,7 @@ pub fn check_custom_types(
             for (field, column) in &rel.field_mapping {
                 let scalar_field = t.fields.iter().find(|f| f.name.0 == *field).and_then(|f| {
                     base_type_name(&f.field_type)
-                        .and_then(|b| kind_of(b))
+                        .and_then(&kind_of)
                         .filter(|k| matches!(k, TypeKind::Scalar | TypeKind::Enum))
                 });
                 if scalar_field.is_none() {

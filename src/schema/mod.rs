@@ -791,23 +791,21 @@ pub fn check_permission(
     let mut refs = Vec::new();
     let obj = permission.as_object();
     let field = |k: &str| obj.and_then(|o| o.get(k));
-    if let Some(columns) = field("columns") {
-        if let Value::Array(list) = columns {
-            for (i, c) in list.iter().enumerate() {
-                let name = c.as_str().unwrap_or_default();
-                if owner.db.column(name).is_none() {
-                    return Err(MetadataError::new(
-                        Code::NotExists,
-                        path.key("columns").index(i),
-                        format!("column \"{name}\" does not exist"),
-                    ));
-                }
-                refs.push(Reference::column(
-                    table,
-                    name,
-                    vec![Segment::Key("columns".into()), Segment::Index(i)],
+    if let Some(Value::Array(list)) = field("columns") {
+        for (i, c) in list.iter().enumerate() {
+            let name = c.as_str().unwrap_or_default();
+            if owner.db.column(name).is_none() {
+                return Err(MetadataError::new(
+                    Code::NotExists,
+                    path.key("columns").index(i),
+                    format!("column \"{name}\" does not exist"),
                 ));
             }
+            refs.push(Reference::column(
+                table,
+                name,
+                vec![Segment::Key("columns".into()), Segment::Index(i)],
+            ));
         }
     }
     if let Some(Value::Array(list)) = field("computed_fields") {

@@ -20,18 +20,6 @@ pub fn quote_qualified(schema: &str, name: &str) -> String {
     format!("{}.{}", quote_ident(schema), quote_ident(name))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn identifiers_are_quoted_and_escaped() {
-        assert_eq!(quote_ident("author"), "\"author\"");
-        assert_eq!(quote_ident("we\"ird"), "\"we\"\"ird\"");
-        assert_eq!(quote_qualified("my schema", "t"), "\"my schema\".\"t\"");
-    }
-}
-
 /// A scalar subquery returning `[[value, description], …]` (as JSON) for the rows of an enum
 /// table, ordered by value. `description` is the optional second text column.
 pub fn enum_rows_select(schema: &str, table: &str, key: &str, description: Option<&str>) -> String {
@@ -53,4 +41,16 @@ pub fn json_array_of(selects: &[String]) -> String {
 /// `CREATE DATABASE "<name>"`.
 pub fn create_database(name: &str) -> String {
     format!("CREATE DATABASE {}", quote_ident(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_are_quoted_and_escaped() {
+        assert_eq!(quote_ident("author"), "\"author\"");
+        assert_eq!(quote_ident("we\"ird"), "\"we\"\"ird\"");
+        assert_eq!(quote_qualified("my schema", "t"), "\"my schema\".\"t\"");
+    }
 }

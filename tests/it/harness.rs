@@ -51,6 +51,8 @@ fn spawn_watchdog(pg: &EmbeddedPostgres) {
         postmaster = pg.postmaster_pid().expect("postmaster pid"),
         base = pg.base_dir.display(),
     );
+    // Deliberately never waited for: it must outlive this process.
+    #[allow(clippy::zombie_processes)]
     std::process::Command::new("sh")
         .arg("-c")
         .arg(script)
