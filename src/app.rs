@@ -203,6 +203,9 @@ async fn watch_catalog(state: AppState, pg_config: tokio_postgres::Config) {
                             message = rx.recv() => {
                                 let Some(payload) = message else { break };
                                 tracing::debug!(%payload, "catalog change notified");
+                                if !catalog::needs_rebuild(&payload, state.snapshot().version) {
+                                    continue;
+                                }
                                 if let Err(err) = state.reload().await {
                                     tracing::warn!(%err, "reload after notification failed");
                                 }

@@ -215,13 +215,12 @@ pub async fn execute(
             .await?;
         new_version = i64::from(row.try_get::<_, i32>(0)?);
     }
-    let notify = wrote || matches!(op, Op::Manage(ops_manage) if ops_manage_is_reload(ops_manage));
+    let reloaded = matches!(op, Op::Manage(ops::ManageOp::Reload));
+    let notify = wrote || reloaded;
     if notify {
-        tx.execute(
-            "SELECT pg_notify($1, $2)",
-            &[&NOTIFY_CHANNEL, &new_version.to_string()],
-        )
-        .await?;
+        let payload = notification_payload(new_version, reloaded);
+        tx.execute("SELECT pg_notify($1, $2)", &[&NOTIFY_CHANNEL, &payload])
+            .await?;
     }
     tx.commit().await?;
     Ok(Executed {
@@ -236,6 +235,34 @@ pub async fn execute(
     })
 }
 
-fn ops_manage_is_reload(op: &ops::ManageOp) -> bool {
-    matches!(op, ops::ManageOp::Reload)
+/// NOTIFY payload: the new version, prefixed with `reload:` when the database model changed
+/// without a metadata change (peers must rebuild even though the version is the same).
+fn notification_payload(version: i64, reloaded: bool) -> String {
+    if reloaded {
+        format!("reload:{version}")
+    } else {
+        version.to_string()
+    }
+}
+
+/// Whether a process serving `current` must rebuild after a notification with `payload`.
+/// Its own writes (already installed) are skipped; anything unparsable triggers a rebuild.
+pub fn needs_rebuild(payload: &str, current: i64) -> bool {
+    match payload.parse::<i64>() {
+        Ok(version) => version > current,
+        Err(_) => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notifications_skip_versions_already_served() {
+        assert!(!needs_rebuild(&notification_payload(4, false), 4));
+        assert!(needs_rebuild(&notification_payload(5, false), 4));
+        assert!(needs_rebuild(&notification_payload(4, true), 4));
+        assert!(needs_rebuild("garbage", 4));
+    }
 }

@@ -233,3 +233,12 @@ async fn health_version_and_unknown_paths() {
     assert_eq!(status, 404);
     assert_eq!(body["code"], "not-found");
 }
+
+#[tokio::test]
+async fn healthz_reports_an_unreachable_catalog() {
+    let s = TestServer::library().await;
+    s.sql("DROP SCHEMA basalt_catalog CASCADE").await;
+    let r = reqwest::get(format!("{}/healthz", s.base)).await.unwrap();
+    assert_eq!(r.status(), 500);
+    assert_eq!(r.text().await.unwrap(), "ERROR");
+}

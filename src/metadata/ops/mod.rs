@@ -226,20 +226,20 @@ fn success() -> Value {
 
 /// Applies `op` to `metadata`. Pure: reads only its arguments.
 pub fn apply(metadata: &Metadata, op: &Op, ctx: Context<'_>) -> Result<Outcome> {
-    let cache = schema::resolve(metadata, ctx.db);
+    let cache = || schema::resolve(metadata, ctx.db);
     let done = |metadata: Metadata| Outcome {
         metadata,
         response: success(),
         own_consistency_rules: false,
     };
     match op {
-        Op::Table(t) => t.apply(metadata, &cache, ctx).map(done),
-        Op::Relationship(r) => r.apply(metadata, &cache).map(done),
-        Op::Permission(p) => p.apply(metadata, &cache).map(done),
-        Op::ComputedField(c) => c.apply(metadata, &cache, ctx).map(done),
-        Op::CustomTypes(c) => c.apply(metadata, &cache, ctx).map(done),
+        Op::Table(t) => t.apply(metadata, &cache(), ctx).map(done),
+        Op::Relationship(r) => r.apply(metadata, &cache()).map(done),
+        Op::Permission(p) => p.apply(metadata, &cache()).map(done),
+        Op::ComputedField(c) => c.apply(metadata, &cache(), ctx).map(done),
+        Op::CustomTypes(c) => c.apply(metadata, &cache(), ctx).map(done),
         Op::Collection(c) => c.apply(metadata).map(done),
-        Op::Manage(m) => m.apply(metadata, &cache, ctx),
+        Op::Manage(m) => m.apply(metadata, &cache(), ctx),
         Op::Bulk(ops) => {
             let mut current = metadata.clone();
             let mut responses = Vec::with_capacity(ops.len());
