@@ -33,9 +33,35 @@ pub enum ApiError {
     /// 404 `not-found`.
     #[error("resource does not exist")]
     NotFound,
-    /// 500 `unexpected`; the detail is logged, never sent.
-    #[error("{0}")]
-    Internal(String),
+    /// 500 `unexpected`; the detail is logged, and sent under `internal` only in dev mode.
+    #[error("{detail}")]
+    Internal {
+        /// What went wrong.
+        detail: String,
+        /// Whether the client may see `detail` (`BASALT_DEV_MODE`).
+        expose: bool,
+    },
+}
+
+impl ApiError {
+    /// An internal failure whose detail stays in the log.
+    pub fn internal(detail: impl Into<String>) -> Self {
+        ApiError::Internal {
+            detail: detail.into(),
+            expose: false,
+        }
+    }
+
+    /// Lets internal detail reach the client when `dev_mode` is on.
+    pub fn exposing(self, dev_mode: bool) -> Self {
+        match self {
+            ApiError::Internal { detail, .. } => ApiError::Internal {
+                detail,
+                expose: dev_mode,
+            },
+            other => other,
+        }
+    }
 }
 
 impl From<CatalogError> for ApiError {
@@ -43,7 +69,7 @@ impl From<CatalogError> for ApiError {
         match err {
             CatalogError::Metadata(e) => ApiError::Metadata(e),
             CatalogError::Conflict { .. } => ApiError::Conflict(err.to_string()),
-            other => ApiError::Internal(other.to_string()),
+            other => ApiError::internal(other.to_string()),
         }
     }
 }
@@ -83,12 +109,13 @@ impl IntoResponse for ApiError {
                 StatusCode::NOT_FOUND,
                 body("$", &self.to_string(), "not-found"),
             ),
-            ApiError::Internal(detail) => {
+            ApiError::Internal { detail, expose } => {
                 tracing::error!(error = %detail, "internal error");
-                (
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    body("$", "unexpected internal error", "unexpected"),
-                )
+                let mut v = body("$", "unexpected internal error", "unexpected");
+                if *expose {
+                    v["internal"] = json!({ "error": detail });
+                }
+                (StatusCode::INTERNAL_SERVER_ERROR, v)
             }
         };
         (status, Json(value)).into_response()

@@ -22,6 +22,13 @@ pub async fn handle(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
+    let dev_mode = state.config.dev_mode;
+    run(state, headers, body)
+        .await
+        .map_err(|e| e.exposing(dev_mode))
+}
+
+async fn run(state: AppState, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
     let session = session::authenticate(&headers, state.config.admin_secret.as_deref())?;
     tracing::Span::current().record("role", session.role.as_str());
     let limit = state.config.max_body_bytes;
@@ -58,7 +65,7 @@ pub async fn handle(
         .pool
         .get()
         .await
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+        .map_err(|e| ApiError::internal(e.to_string()))?;
     let executed = catalog::execute(&mut client, &op, expected).await?;
     drop(client);
     let version = executed.snapshot.version;

@@ -242,3 +242,24 @@ async fn healthz_reports_an_unreachable_catalog() {
     assert_eq!(r.status(), 500);
     assert_eq!(r.text().await.unwrap(), "ERROR");
 }
+
+#[tokio::test]
+async fn internal_errors_are_generic_unless_dev_mode() {
+    for dev_mode in [false, true] {
+        let db = fresh_database().await;
+        let s = TestServer::on(&db, |c| c.dev_mode = dev_mode).await;
+        // A hand-edited catalog document that no longer parses is an internal failure.
+        run_sql(
+            &db,
+            r#"UPDATE basalt_catalog.metadata SET metadata = '{"tables": 5}'"#,
+        )
+        .await;
+        let (status, body) = s
+            .query(json!({"type": "export_metadata", "args": {}}))
+            .await;
+        assert_eq!(status, 500);
+        assert_eq!(body["code"], "unexpected");
+        assert_eq!(body["error"], "unexpected internal error");
+        assert_eq!(body.get("internal").is_some(), dev_mode, "{body}");
+    }
+}

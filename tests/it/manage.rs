@@ -247,3 +247,52 @@ async fn new_inconsistency_gate_rolls_back() {
     );
     assert_eq!(s.export().await, before);
 }
+
+#[tokio::test]
+async fn later_feature_sections_are_shape_checked() {
+    let s = TestServer::library().await;
+    let with_trigger = |trigger: Value| json!({"type": "replace_metadata", "args": {"tables": [{"table": "author", "event_triggers": [trigger]}]}});
+    let r = s.fails(with_trigger(json!({"name": "t", "definition": {"insert": {"columns": "*"}}, "webhook": "http://a", "webhook_from_env": "B"})),
+        400, "parse-failed", "$.args.tables[0].event_triggers[0]").await;
+    assert_eq!(
+        r["error"],
+        "only one of webhook or webhook_from_env should be given"
+    );
+    let r = s
+        .fails(
+            with_trigger(json!({"name": "t", "definition": {"insert": {"columns": "*"}}})),
+            400,
+            "parse-failed",
+            "$.args.tables[0].event_triggers[0]",
+        )
+        .await;
+    assert_eq!(r["error"], "must provide webhook or webhook_from_env");
+    s.fails(
+        with_trigger(json!({"name": "t", "definition": {}, "webhook": "http://a"})),
+        400,
+        "parse-failed",
+        "$.args.tables[0].event_triggers[0].definition",
+    )
+    .await;
+    s.fails(with_trigger(json!({"name": "bad name!", "definition": {"enable_manual": true}, "webhook": "http://a"})), 400, "parse-failed", "$.args.tables[0].event_triggers[0].name").await;
+    s.fails(with_trigger(json!({"name": "t", "definition": {"update": {"columns": "*", "payload": []}}, "webhook": "http://a"})), 400, "parse-failed", "$.args.tables[0].event_triggers[0].definition.update.payload").await;
+    s.fails(
+        with_trigger(json!({"name": "t", "definition": {"update": {}}, "webhook": "http://a"})),
+        400,
+        "parse-failed",
+        "$.args.tables[0].event_triggers[0].definition.update",
+    )
+    .await;
+    s.fails(json!({"type": "replace_metadata", "args": {"tables": [], "remote_schemas": [{"name": "r", "definition": {}}]}}), 400, "invalid-params", "$.args.remote_schemas[0].definition").await;
+    s.fails(json!({"type": "replace_metadata", "args": {"tables": [], "actions": [{"name": "a", "definition": {"handler": "http://h", "output_type": "O", "type": "query", "kind": "asynchronous"}}]}}), 400, "parse-failed", "$.args.actions[0].definition.kind").await;
+    s.fails(json!({"type": "replace_metadata", "args": {"tables": [], "actions": [{"name": "a", "definition": {"output_type": "O"}}]}}), 400, "parse-failed", "$.args.actions[0].definition").await;
+    // Defaults are filled in on export.
+    s.ok(with_trigger(
+        json!({"name": "t", "definition": {"insert": {"columns": "*"}}, "webhook": "http://a"}),
+    ))
+    .await;
+    assert_eq!(
+        s.export().await["tables"][0]["event_triggers"][0]["retry_conf"],
+        json!({"num_retries": 0, "interval_sec": 10, "timeout_sec": 60})
+    );
+}

@@ -113,6 +113,43 @@ pub fn parse_metadata(value: &Value, path: &JsonPath) -> Result<Metadata> {
         check_unique_roles(&entry.update_permissions, &at.key("update_permissions"))?;
         check_unique_roles(&entry.delete_permissions, &at.key("delete_permissions"))?;
     }
+    for (i, entry) in metadata.tables.iter().enumerate() {
+        for (j, trigger) in entry.event_triggers.iter().enumerate() {
+            check_event_trigger(
+                trigger,
+                &path.key("tables").index(i).key("event_triggers").index(j),
+            )?;
+        }
+    }
+    for (i, remote) in metadata.remote_schemas.iter().enumerate() {
+        let at = path.key("remote_schemas").index(i).key("definition");
+        match (&remote.definition.url, &remote.definition.url_from_env) {
+            (Some(_), Some(_)) => {
+                return Err(MetadataError::new(
+                    Code::InvalidParams,
+                    at,
+                    "both `url` and `url_from_env` can't be present",
+                ))
+            }
+            (None, None) => {
+                return Err(MetadataError::new(
+                    Code::InvalidParams,
+                    at,
+                    "both `url` and `url_from_env` can't be empty",
+                ))
+            }
+            _ => {}
+        }
+    }
+    for (i, action) in metadata.actions.iter().enumerate() {
+        let def = &action.definition;
+        if def.action_type == ActionType::Query && def.kind == Some(ActionKind::Asynchronous) {
+            return Err(parse_failed(
+                path.key("actions").index(i).key("definition").key("kind"),
+                "query actions cannot be asynchronous",
+            ));
+        }
+    }
     let mut collections = BTreeSet::new();
     for (i, c) in metadata.query_collections.iter().enumerate() {
         let at = path.key("query_collections").index(i);
@@ -137,6 +174,62 @@ pub fn parse_metadata(value: &Value, path: &JsonPath) -> Result<Metadata> {
         }
     }
     Ok(metadata)
+}
+
+/// The shape rules of an event trigger (`metadata-api.md` §9).
+fn check_event_trigger(trigger: &EventTriggerEntry, path: &JsonPath) -> Result<()> {
+    let name = &trigger.name.0;
+    let valid_name = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if !valid_name || name.len() > 42 {
+        return Err(parse_failed(
+            path.key("name"),
+            "only alphanumeric and underscore and hyphens allowed for name",
+        ));
+    }
+    let def = &trigger.definition;
+    if def.insert.is_none() && def.update.is_none() && def.delete.is_none() && !def.enable_manual {
+        return Err(parse_failed(
+            path.key("definition"),
+            "atleast one amongst insert/update/delete/enable_manual spec must be provided",
+        ));
+    }
+    match (&trigger.webhook, &trigger.webhook_from_env) {
+        (Some(_), Some(_)) => {
+            return Err(parse_failed(
+                path.clone(),
+                "only one of webhook or webhook_from_env should be given",
+            ))
+        }
+        (None, None) => {
+            return Err(parse_failed(
+                path.clone(),
+                "must provide webhook or webhook_from_env",
+            ))
+        }
+        _ => {}
+    }
+    for (key, spec) in [
+        ("insert", &def.insert),
+        ("update", &def.update),
+        ("delete", &def.delete),
+    ] {
+        if let Some(OperationSpec {
+            payload: Some(Columns::List(list)),
+            ..
+        }) = spec
+        {
+            if list.is_empty() {
+                return Err(parse_failed(
+                    path.key("definition").key(key).key("payload"),
+                    "found empty payload specification",
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn check_unique_roles<P>(list: &[PermissionEntry<P>], path: &JsonPath) -> Result<()> {
