@@ -122,20 +122,10 @@ pub async fn current_version(client: &impl GenericClient) -> Result<i64, Catalog
     Ok(i64::from(row.try_get::<_, i32>(0)?))
 }
 
-/// Tables whose rows the enum rules need for `metadata`.
-fn enum_tables(metadata: &Metadata) -> Vec<crate::metadata::types::QualifiedTable> {
-    metadata
-        .tables
-        .iter()
-        .filter(|t| t.is_enum)
-        .map(|t| t.table.clone())
-        .collect()
-}
-
 /// Loads metadata and database model and resolves them: what a process serves.
 pub async fn build(client: &impl GenericClient) -> Result<Snapshot, CatalogError> {
     let (metadata, version) = load(client, false).await?;
-    let db = introspect::introspect(client, &enum_tables(&metadata)).await?;
+    let db = introspect::introspect(client, &metadata.enum_tables()).await?;
     let schema = schema::resolve(&metadata, &db);
     Ok(Snapshot {
         version,
@@ -188,7 +178,7 @@ pub async fn execute(
             });
         }
     }
-    let mut candidates = enum_tables(&metadata);
+    let mut candidates = metadata.enum_tables();
     candidates.extend(op.enum_candidates());
     let db: DbModel = introspect::introspect(&tx, &candidates).await?;
     let outcome = ops::apply(&metadata, op, Context { db: &db })?;

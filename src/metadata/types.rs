@@ -263,6 +263,15 @@ impl Metadata {
         self.tables.iter_mut().find(|t| &t.table == table)
     }
 
+    /// Tables flagged as enum tables.
+    pub fn enum_tables(&self) -> Vec<QualifiedTable> {
+        self.tables
+            .iter()
+            .filter(|t| t.is_enum)
+            .map(|t| t.table.clone())
+            .collect()
+    }
+
     /// A query collection by name.
     pub fn collection(&self, name: &str) -> Option<&CollectionEntry> {
         self.query_collections.iter().find(|c| c.name.0 == name)

@@ -1,7 +1,6 @@
 //! add_computed_field, drop_computed_field.
 
 use super::{resolved_table, tracked_entry, Context};
-use crate::metadata::dependencies;
 use crate::metadata::error::{already_exists, not_exists, Code, MetadataError, Result};
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
@@ -123,21 +122,13 @@ impl ComputedFieldOp {
                         format!("computed field \"{name}\" does not exist"),
                     ));
                 }
-                let id = ObjectId::ComputedField(table.clone(), name.clone());
-                let mut removed =
-                    dependencies::dependents(metadata, &cache.resolved, std::slice::from_ref(&id));
-                if !removed.is_empty() && !cascade {
-                    return Err(MetadataError::new(
-                        Code::DependencyError,
-                        args,
-                        format!(
-                            "cannot drop due to the following dependent objects : {}",
-                            dependencies::describe(&removed)
-                        ),
-                    ));
-                }
-                removed.insert(id);
-                dependencies::remove(&mut next, &removed);
+                super::drop_with_dependents(
+                    metadata,
+                    &mut next,
+                    cache,
+                    ObjectId::ComputedField(table.clone(), name.clone()),
+                    *cascade,
+                )?;
             }
         }
         Ok(next)

@@ -301,12 +301,7 @@ impl ManageOp {
     /// Enum tables of a replacement document.
     pub fn enum_candidates(&self) -> Vec<QualifiedTable> {
         match self {
-            ManageOp::Replace { metadata, .. } => metadata
-                .tables
-                .iter()
-                .filter(|t| t.is_enum)
-                .map(|t| t.table.clone())
-                .collect(),
+            ManageOp::Replace { metadata, .. } => metadata.enum_tables(),
             _ => Vec::new(),
         }
     }

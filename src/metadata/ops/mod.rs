@@ -308,3 +308,29 @@ fn resolved_table<'a>(
         super::error::not_exists(path.clone(), format!("table \"{table}\" does not exist"))
     })
 }
+
+/// Removes `id` from `next`, failing with `dependency-error` when other objects depend on it
+/// and `cascade` is false; with `cascade` they are removed too.
+fn drop_with_dependents(
+    metadata: &Metadata,
+    next: &mut Metadata,
+    cache: &SchemaCache,
+    id: schema::ObjectId,
+    cascade: bool,
+) -> Result<()> {
+    let mut removed =
+        super::dependencies::dependents(metadata, &cache.resolved, std::slice::from_ref(&id));
+    if !removed.is_empty() && !cascade {
+        return Err(MetadataError::new(
+            Code::DependencyError,
+            JsonPath::args(),
+            format!(
+                "cannot drop due to the following dependent objects : {}",
+                super::dependencies::describe(&removed)
+            ),
+        ));
+    }
+    removed.insert(id);
+    super::dependencies::remove(next, &removed);
+    Ok(())
+}

@@ -3,7 +3,7 @@
 
 use super::{resolved_table, tracked_entry};
 use crate::metadata::dependencies;
-use crate::metadata::error::{already_exists, not_exists, Code, MetadataError, Result};
+use crate::metadata::error::{already_exists, not_exists, MetadataError, Result};
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
@@ -161,21 +161,13 @@ impl RelationshipOp {
                 cascade,
             } => {
                 existing(&mut next, table, relationship)?;
-                let id = ObjectId::Relationship(table.clone(), relationship.clone());
-                let mut removed =
-                    dependencies::dependents(metadata, &cache.resolved, std::slice::from_ref(&id));
-                if !removed.is_empty() && !cascade {
-                    return Err(MetadataError::new(
-                        Code::DependencyError,
-                        args,
-                        format!(
-                            "cannot drop due to the following dependent objects : {}",
-                            dependencies::describe(&removed)
-                        ),
-                    ));
-                }
-                removed.insert(id);
-                dependencies::remove(&mut next, &removed);
+                super::drop_with_dependents(
+                    metadata,
+                    &mut next,
+                    cache,
+                    ObjectId::Relationship(table.clone(), relationship.clone()),
+                    *cascade,
+                )?;
             }
             RelationshipOp::SetComment {
                 table,

@@ -1,7 +1,6 @@
 //! track_table (v1, v2), untrack_table, set_table_is_enum, set_table_custom_fields.
 
 use super::{resolved_table, tracked_entry, Context};
-use crate::metadata::dependencies;
 use crate::metadata::error::{not_exists, parse_failed, Code, MetadataError, Result};
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
@@ -233,21 +232,13 @@ impl TableOp {
                         format!("view/table already untracked: \"{table}\""),
                     ));
                 }
-                let id = ObjectId::Table(table.clone());
-                let mut removed =
-                    dependencies::dependents(metadata, &cache.resolved, std::slice::from_ref(&id));
-                if !removed.is_empty() && !cascade {
-                    return Err(MetadataError::new(
-                        Code::DependencyError,
-                        args,
-                        format!(
-                            "cannot drop due to the following dependent objects : {}",
-                            dependencies::describe(&removed)
-                        ),
-                    ));
-                }
-                removed.insert(id);
-                dependencies::remove(&mut next, &removed);
+                super::drop_with_dependents(
+                    metadata,
+                    &mut next,
+                    cache,
+                    ObjectId::Table(table.clone()),
+                    *cascade,
+                )?;
             }
             TableOp::SetIsEnum { table, is_enum } => {
                 let entry = tracked_entry(&mut next, table, &args.key("table"))?;
