@@ -4,10 +4,14 @@
 
 use crate::introspect::{self, DbModel, IntrospectError};
 use crate::metadata::ops::{self, Context, Op};
+use crate::metadata::path::JsonPath;
+use crate::metadata::schema_changes;
 use crate::metadata::{Metadata, MetadataError};
 use crate::schema::{self, SchemaCache};
 use serde_json::Value;
 use tokio_postgres::GenericClient;
+
+mod run_sql;
 use tracing::Instrument;
 
 /// The channel every Basalt process listens on; the payload is the new resource version.
@@ -158,8 +162,22 @@ pub struct Executed {
     pub notify: bool,
 }
 
-/// Runs an operation: lock, load, introspect, apply, check, store, NOTIFY — one transaction.
-/// `expected_version` gives compare-and-swap semantics.
+/// What a request accumulates while its operations run in one transaction.
+struct Work {
+    /// The metadata so far.
+    metadata: Metadata,
+    /// The database as the next operation sees it.
+    db: DbModel,
+    /// Tables whose enum rows each introspection loads.
+    enum_candidates: Vec<crate::metadata::types::QualifiedTable>,
+    /// An operation enforced its own consistency rules (replace, reload, unchecked SQL).
+    own_consistency_rules: bool,
+    /// The database model changed: rebuild here and on peers even without a metadata write.
+    rebuild: bool,
+}
+
+/// Runs a request: lock, load, introspect, run each operation, check, store, NOTIFY — one
+/// transaction. `expected_version` gives compare-and-swap semantics.
 pub async fn execute(
     client: &mut tokio_postgres::Client,
     op: &Op,
@@ -178,22 +196,29 @@ pub async fn execute(
             });
         }
     }
-    let mut candidates = metadata.enum_tables();
-    candidates.extend(op.enum_candidates());
-    let db: DbModel = introspect::introspect(&tx, &candidates).await?;
-    let outcome = ops::apply(&metadata, op, Context { db: &db })?;
+    let mut enum_candidates = metadata.enum_tables();
+    enum_candidates.extend(op.enum_candidates());
+    let db: DbModel = introspect::introspect(&tx, &enum_candidates).await?;
+    let mut work = Work {
+        metadata: metadata.clone(),
+        db: db.clone(),
+        enum_candidates,
+        own_consistency_rules: false,
+        rebuild: false,
+    };
+    let response = run(&tx, &mut work, op).await?;
     let schema = {
         let _span = tracing::debug_span!("schema.rebuild").entered();
-        schema::resolve(&outcome.metadata, &db)
+        schema::resolve(&work.metadata, &work.db)
     };
-    if !outcome.own_consistency_rules {
+    if !work.own_consistency_rules {
         let before = schema::resolve(&metadata, &db);
         ops::check_no_new_inconsistency(&before, &schema)?;
     }
-    let wrote = outcome.metadata != metadata;
+    let wrote = work.metadata != metadata;
     let mut new_version = version;
     if wrote {
-        let document = serde_json::to_value(&outcome.metadata)
+        let document = serde_json::to_value(&work.metadata)
             .map_err(|e| CatalogError::Corrupt(e.to_string()))?;
         let row = tx
             .query_one(
@@ -205,24 +230,88 @@ pub async fn execute(
             .await?;
         new_version = i64::from(row.try_get::<_, i32>(0)?);
     }
-    let reloaded = matches!(op, Op::Manage(ops::ManageOp::Reload));
-    let notify = wrote || reloaded;
+    let notify = wrote || work.rebuild;
     if notify {
-        let payload = notification_payload(new_version, reloaded);
+        let payload = notification_payload(new_version, !wrote);
         tx.execute("SELECT pg_notify($1, $2)", &[&NOTIFY_CHANNEL, &payload])
             .await?;
     }
     tx.commit().await?;
     Ok(Executed {
-        response: outcome.response,
+        response,
         snapshot: Snapshot {
             version: new_version,
-            metadata: outcome.metadata,
+            metadata: work.metadata,
             schema,
         },
         wrote,
         notify,
     })
+}
+
+/// Runs one operation of a request (recursing into `bulk`), updating `work`.
+fn run<'a>(
+    tx: &'a tokio_postgres::Transaction<'_>,
+    work: &'a mut Work,
+    op: &'a Op,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value, CatalogError>> + Send + 'a>> {
+    Box::pin(async move {
+        match op {
+            Op::Metadata(op) => {
+                let outcome = ops::apply(&work.metadata, op, Context { db: &work.db })?;
+                work.metadata = outcome.metadata;
+                work.own_consistency_rules |= outcome.own_consistency_rules;
+                work.rebuild |=
+                    matches!(op.as_ref(), ops::MetadataOp::Manage(ops::ManageOp::Reload));
+                Ok(outcome.response)
+            }
+            Op::Bulk(ops) => {
+                let mut responses = Vec::with_capacity(ops.len());
+                for (i, op) in ops.iter().enumerate() {
+                    let response = run(tx, work, op).await.map_err(|e| match e {
+                        CatalogError::Metadata(m) => {
+                            CatalogError::Metadata(m.under(&JsonPath::args().index(i)))
+                        }
+                        other => other,
+                    })?;
+                    responses.push(response);
+                }
+                Ok(Value::Array(responses))
+            }
+            Op::RunSql(sql) => run_sql_op(tx, work, sql).await,
+        }
+    })
+}
+
+/// `run_sql`: snapshot, run, snapshot, reconcile metadata with the difference.
+async fn run_sql_op(
+    tx: &tokio_postgres::Transaction<'_>,
+    work: &mut Work,
+    sql: &ops::RunSql,
+) -> Result<Value, CatalogError> {
+    let response = run_sql::run(tx, &sql.sql, sql.read_only)
+        .instrument(tracing::debug_span!("run_sql"))
+        .await?;
+    if sql.read_only {
+        return Ok(response);
+    }
+    // Later operations of a bulk see the database as the SQL left it.
+    let after = introspect::introspect(tx, &work.enum_candidates).await?;
+    if sql.check_metadata_consistency {
+        let before = schema::resolve(&work.metadata, &work.db);
+        let changes = schema_changes::diff(&work.metadata, &work.db, &after);
+        if !changes.altered_tables.is_empty() {
+            // Event triggers hook in here to regenerate capture triggers of these tables.
+            tracing::debug!(tables = ?changes.altered_tables, "run_sql altered tracked tables");
+        }
+        work.metadata = schema_changes::reconcile(&work.metadata, &before, &changes, sql.cascade)?;
+        work.rebuild = true;
+    } else {
+        // Unchecked SQL commits as it is; what it broke shows at the next rebuild.
+        work.own_consistency_rules = true;
+    }
+    work.db = after;
+    Ok(response)
 }
 
 /// NOTIFY payload: the new version, prefixed with `reload:` when the database model changed

@@ -274,3 +274,39 @@ pub fn rename_key_at(value: &mut Value, pointer: &[schema::Segment], new_key: &s
         }
     }
 }
+
+/// Edits one permission's rules as JSON (used by renames); leaves it unchanged if the edited
+/// JSON no longer has the permission's shape.
+pub fn edit_permission_json(
+    metadata: &mut Metadata,
+    table: &QualifiedTable,
+    role: &str,
+    kind: PermissionKind,
+    edit: impl FnOnce(&mut Value),
+) {
+    fn apply<P: serde::Serialize + serde::de::DeserializeOwned>(
+        list: &mut [PermissionEntry<P>],
+        role: &str,
+        edit: impl FnOnce(&mut Value),
+    ) {
+        let Some(p) = list.iter_mut().find(|p| p.role.0 == role) else {
+            return;
+        };
+        let Ok(mut value) = serde_json::to_value(&p.permission) else {
+            return;
+        };
+        edit(&mut value);
+        if let Ok(parsed) = serde_json::from_value(value) {
+            p.permission = parsed;
+        }
+    }
+    let Some(entry) = metadata.table_mut(table) else {
+        return;
+    };
+    match kind {
+        PermissionKind::Insert => apply(&mut entry.insert_permissions, role, edit),
+        PermissionKind::Select => apply(&mut entry.select_permissions, role, edit),
+        PermissionKind::Update => apply(&mut entry.update_permissions, role, edit),
+        PermissionKind::Delete => apply(&mut entry.delete_permissions, role, edit),
+    }
+}

@@ -36,6 +36,8 @@ pub enum Code {
     Unexpected,
     /// `set_custom_types` validation failure.
     InvalidCustomTypes,
+    /// A `run_sql` statement failed.
+    PostgresError,
 }
 
 impl Code {
@@ -57,6 +59,7 @@ impl Code {
             Code::BadRequest => "bad-request",
             Code::Unexpected => "unexpected",
             Code::InvalidCustomTypes => "invalid-custom-types",
+            Code::PostgresError => "postgres-error",
         }
     }
 }

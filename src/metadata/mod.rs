@@ -9,6 +9,7 @@ pub mod error;
 pub mod ops;
 pub mod parse;
 pub mod path;
+pub mod schema_changes;
 pub mod types;
 
 pub use error::{Code, MetadataError};

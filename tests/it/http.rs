@@ -120,13 +120,6 @@ async fn request_shape_errors() {
     )
     .await;
     s.fails(
-        json!({"type": "run_sql", "args": {"sql": "select 1"}}),
-        400,
-        "not-supported",
-        "$.type",
-    )
-    .await;
-    s.fails(
         json!({"type": "add_remote_schema", "args": {}}),
         400,
         "not-supported",

@@ -7,5 +7,6 @@ mod http;
 mod manage;
 mod permissions;
 mod relationships;
+mod run_sql;
 mod tables;
 mod types_and_collections;

@@ -1,5 +1,6 @@
-//! `/v1/query` operations: [`Op::parse`] turns `{type, args, version}` into a typed operation,
-//! [`apply`] runs it as a pure function over the metadata. One file per family.
+//! `/v1/query` operations: [`Op::parse`] turns `{type, args, version}` into a typed operation.
+//! [`apply`] runs a [`MetadataOp`] as a pure function over the metadata; `run_sql` and `bulk`
+//! need the database between steps, so the catalog walks them. One file per family.
 
 mod collections;
 mod computed_fields;
@@ -7,7 +8,10 @@ mod custom_types;
 mod manage;
 mod permissions;
 mod relationships;
+mod run_sql;
 mod tables;
+
+pub use run_sql::RunSql;
 
 pub use manage::{parse_metadata, ManageOp};
 
@@ -25,9 +29,20 @@ pub struct Limits {
     pub max_batch_size: usize,
 }
 
-/// A parsed `/v1/query` operation.
+/// A parsed `/v1/query` request.
 #[derive(Debug, Clone)]
 pub enum Op {
+    /// An operation on the metadata alone (boxed: the variants differ a lot in size).
+    Metadata(Box<MetadataOp>),
+    /// `run_sql`: SQL against the database, keeping metadata consistent.
+    RunSql(RunSql),
+    /// Several operations in one transaction.
+    Bulk(Vec<Op>),
+}
+
+/// An operation that is a pure function of the metadata and the database model.
+#[derive(Debug, Clone)]
+pub enum MetadataOp {
     /// Table operations.
     Table(tables::TableOp),
     /// Relationship operations.
@@ -42,8 +57,6 @@ pub enum Op {
     Collection(collections::CollectionOp),
     /// Export, replace, reload, clear, inconsistency management.
     Manage(manage::ManageOp),
-    /// Several operations in one transaction.
-    Bulk(Vec<Op>),
     /// An operation of a feature this release does not implement yet.
     Unsupported {
         /// The operation type.
@@ -55,7 +68,6 @@ pub enum Op {
 
 /// Operations of features that arrive in later releases, with the feature they belong to.
 const LATER_FEATURES: &[(&str, &str)] = &[
-    ("run_sql", "run_sql"),
     ("create_event_trigger", "event triggers"),
     ("delete_event_trigger", "event triggers"),
     ("redeliver_event", "event triggers"),
@@ -121,33 +133,36 @@ impl Op {
             return Self::parse_bulk(args, &path, limits);
         }
         if let Some((_, feature)) = LATER_FEATURES.iter().find(|(t, _)| *t == op_type) {
-            return Ok(Op::Unsupported {
+            return Ok(Op::Metadata(Box::new(MetadataOp::Unsupported {
                 op_type: op_type.to_owned(),
                 feature,
-            });
+            })));
+        }
+        if op_type == "run_sql" {
+            return Ok(Op::RunSql(RunSql::parse(args, &path)?));
         }
         if let Some(op) = tables::TableOp::parse(op_type, version, args, &path)? {
-            return Ok(Op::Table(op));
+            return Ok(Op::Metadata(Box::new(MetadataOp::Table(op))));
         }
         if let Some(op) = relationships::RelationshipOp::parse(op_type, args, &path)? {
-            return Ok(Op::Relationship(op));
+            return Ok(Op::Metadata(Box::new(MetadataOp::Relationship(op))));
         }
         if let Some(op) = permissions::PermissionOp::parse(op_type, args, &path)? {
-            return Ok(Op::Permission(op));
+            return Ok(Op::Metadata(Box::new(MetadataOp::Permission(op))));
         }
         if let Some(op) = computed_fields::ComputedFieldOp::parse(op_type, args, &path)? {
-            return Ok(Op::ComputedField(op));
+            return Ok(Op::Metadata(Box::new(MetadataOp::ComputedField(op))));
         }
         if op_type == "set_custom_types" {
-            return Ok(Op::CustomTypes(custom_types::SetCustomTypes::parse(
-                args, &path,
-            )?));
+            return Ok(Op::Metadata(Box::new(MetadataOp::CustomTypes(
+                custom_types::SetCustomTypes::parse(args, &path)?,
+            ))));
         }
         if let Some(op) = collections::CollectionOp::parse(op_type, args, &path)? {
-            return Ok(Op::Collection(op));
+            return Ok(Op::Metadata(Box::new(MetadataOp::Collection(op))));
         }
         if let Some(op) = manage::ManageOp::parse(op_type, version, args, &path)? {
-            return Ok(Op::Manage(op));
+            return Ok(Op::Metadata(Box::new(MetadataOp::Manage(op))));
         }
         Err(parse_failed(
             root.key("type"),
@@ -180,22 +195,28 @@ impl Op {
             .map(Op::Bulk)
     }
 
-    /// True for operations that never change the metadata.
+    /// True for requests that change neither the metadata nor the database.
     pub fn is_read_only(&self) -> bool {
         match self {
-            Op::Manage(m) => m.is_read_only(),
+            Op::Metadata(op) => match op.as_ref() {
+                MetadataOp::Manage(m) => m.is_read_only(),
+                _ => false,
+            },
+            Op::RunSql(sql) => sql.read_only,
             Op::Bulk(ops) => ops.iter().all(Op::is_read_only),
-            _ => false,
         }
     }
 
-    /// Tables whose rows must be loaded to check the enum-table rules for this operation.
+    /// Tables whose rows must be loaded to check the enum-table rules for this request.
     pub fn enum_candidates(&self) -> Vec<QualifiedTable> {
         match self {
-            Op::Table(t) => t.enum_candidates(),
-            Op::Manage(m) => m.enum_candidates(),
+            Op::Metadata(op) => match op.as_ref() {
+                MetadataOp::Table(t) => t.enum_candidates(),
+                MetadataOp::Manage(m) => m.enum_candidates(),
+                _ => Vec::new(),
+            },
+            Op::RunSql(_) => Vec::new(),
             Op::Bulk(ops) => ops.iter().flat_map(Op::enum_candidates).collect(),
-            _ => Vec::new(),
         }
     }
 }
@@ -225,7 +246,7 @@ fn success() -> Value {
 }
 
 /// Applies `op` to `metadata`. Pure: reads only its arguments.
-pub fn apply(metadata: &Metadata, op: &Op, ctx: Context<'_>) -> Result<Outcome> {
+pub fn apply(metadata: &Metadata, op: &MetadataOp, ctx: Context<'_>) -> Result<Outcome> {
     let cache = || schema::resolve(metadata, ctx.db);
     let done = |metadata: Metadata| Outcome {
         metadata,
@@ -233,31 +254,14 @@ pub fn apply(metadata: &Metadata, op: &Op, ctx: Context<'_>) -> Result<Outcome> 
         own_consistency_rules: false,
     };
     match op {
-        Op::Table(t) => t.apply(metadata, &cache(), ctx).map(done),
-        Op::Relationship(r) => r.apply(metadata, &cache()).map(done),
-        Op::Permission(p) => p.apply(metadata, &cache()).map(done),
-        Op::ComputedField(c) => c.apply(metadata, &cache(), ctx).map(done),
-        Op::CustomTypes(c) => c.apply(metadata, &cache(), ctx).map(done),
-        Op::Collection(c) => c.apply(metadata).map(done),
-        Op::Manage(m) => m.apply(metadata, &cache(), ctx),
-        Op::Bulk(ops) => {
-            let mut current = metadata.clone();
-            let mut responses = Vec::with_capacity(ops.len());
-            let mut own_rules = false;
-            for (i, op) in ops.iter().enumerate() {
-                let outcome =
-                    apply(&current, op, ctx).map_err(|e| e.under(&JsonPath::args().index(i)))?;
-                current = outcome.metadata;
-                responses.push(outcome.response);
-                own_rules |= outcome.own_consistency_rules;
-            }
-            Ok(Outcome {
-                metadata: current,
-                response: Value::Array(responses),
-                own_consistency_rules: own_rules,
-            })
-        }
-        Op::Unsupported { op_type, feature } => Err(MetadataError::new(
+        MetadataOp::Table(t) => t.apply(metadata, &cache(), ctx).map(done),
+        MetadataOp::Relationship(r) => r.apply(metadata, &cache()).map(done),
+        MetadataOp::Permission(p) => p.apply(metadata, &cache()).map(done),
+        MetadataOp::ComputedField(c) => c.apply(metadata, &cache(), ctx).map(done),
+        MetadataOp::CustomTypes(c) => c.apply(metadata, &cache(), ctx).map(done),
+        MetadataOp::Collection(c) => c.apply(metadata).map(done),
+        MetadataOp::Manage(m) => m.apply(metadata, &cache(), ctx),
+        MetadataOp::Unsupported { op_type, feature } => Err(MetadataError::new(
             Code::NotSupported,
             JsonPath::root().key("type"),
             format!(

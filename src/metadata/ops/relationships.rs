@@ -279,7 +279,7 @@ fn rename(
         if pointers.is_empty() {
             continue;
         }
-        super::permissions::edit_permission_json(metadata, owner, role, *kind, |value| {
+        dependencies::edit_permission_json(metadata, owner, role, *kind, |value| {
             // Deepest first, so renaming an outer key does not move an inner pointer.
             let mut pointers = pointers.clone();
             pointers.sort_by_key(|p| std::cmp::Reverse(p.len()));
