@@ -22,6 +22,7 @@ pub mod app;
 pub mod catalog;
 pub mod config;
 pub mod embedded;
+pub mod graphql;
 pub mod http;
 pub mod introspect;
 pub mod metadata;

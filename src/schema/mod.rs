@@ -5,7 +5,7 @@
 mod boolexp;
 mod checks;
 
-pub use boolexp::{check_bool_exp, check_presets, Reference, Segment, Target};
+pub use boolexp::{check_bool_exp, check_presets, is_session_variable, Reference, Segment, Target};
 pub use checks::{
     check_computed_field, check_custom_types, check_enum_table as checks_enum, computed_field_error,
 };

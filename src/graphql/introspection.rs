@@ -1,0 +1,96 @@
+//! Introspection (`__schema`, `__type`) answered by an async-graphql dynamic schema built from
+//! the role's [`TypeSystem`] at schema-build time. Data fields never run here: the planner
+//! hands over only the introspection part of an operation.
+
+use super::types::{TypeDef, TypeRef, TypeSystem, BUILTIN_SCALARS};
+use async_graphql::dynamic::{self as dynamic, FieldFuture};
+use serde_json::Value;
+
+fn type_ref(ty: &TypeRef) -> dynamic::TypeRef {
+    match ty {
+        TypeRef::Named(n) => dynamic::TypeRef::Named(n.clone().into()),
+        TypeRef::List(inner) => dynamic::TypeRef::List(Box::new(type_ref(inner))),
+        TypeRef::NonNull(inner) => dynamic::TypeRef::NonNull(Box::new(type_ref(inner))),
+    }
+}
+
+fn input_value(def: &super::types::InputValueDef) -> dynamic::InputValue {
+    let mut v = dynamic::InputValue::new(def.name.clone(), type_ref(&def.ty));
+    if let Some(d) = &def.description {
+        v = v.description(d.clone());
+    }
+    if let Some(default) = &def.default {
+        if let Ok(value) = async_graphql::Value::from_json(default.clone()) {
+            v = v.default_value(value);
+        }
+    }
+    v
+}
+
+/// Builds the dynamic schema of a type system.
+pub fn build(types: &TypeSystem) -> Result<dynamic::Schema, String> {
+    let mut builder = dynamic::Schema::build(&types.query_root, None, None);
+    for def in types.types.values() {
+        builder = match def {
+            TypeDef::Object { name, description, fields } => {
+                let mut object = dynamic::Object::new(name.clone());
+                if let Some(d) = description {
+                    object = object.description(d.clone());
+                }
+                for f in fields.values() {
+                    let mut field = dynamic::Field::new(f.name.clone(), type_ref(&f.ty), |_| FieldFuture::from_value(None));
+                    if let Some(d) = &f.description {
+                        field = field.description(d.clone());
+                    }
+                    for a in f.args.values() {
+                        field = field.argument(input_value(a));
+                    }
+                    object = object.field(field);
+                }
+                builder.register(object)
+            }
+            TypeDef::Input { name, description, fields } => {
+                let mut input = dynamic::InputObject::new(name.clone());
+                if let Some(d) = description {
+                    input = input.description(d.clone());
+                }
+                for f in fields.values() {
+                    input = input.field(input_value(f));
+                }
+                builder.register(input)
+            }
+            TypeDef::Enum { name, description, values } => {
+                let mut e = dynamic::Enum::new(name.clone());
+                if let Some(d) = description {
+                    e = e.description(d.clone());
+                }
+                for v in values {
+                    let mut item = dynamic::EnumItem::new(v.name.clone());
+                    if let Some(d) = &v.description {
+                        item = item.description(d.clone());
+                    }
+                    e = e.item(item);
+                }
+                builder.register(e)
+            }
+            TypeDef::Scalar { name, description } if !BUILTIN_SCALARS.contains(&name.as_str()) => {
+                let mut s = dynamic::Scalar::new(name.clone());
+                if let Some(d) = description {
+                    s = s.description(d.clone());
+                }
+                builder.register(s)
+            }
+            TypeDef::Scalar { .. } => builder,
+        };
+    }
+    builder.finish().map_err(|e| e.to_string())
+}
+
+/// Runs an introspection-only document; returns its `data` object or the error messages.
+pub async fn execute(schema: &dynamic::Schema, document: &str) -> Result<Value, Vec<String>> {
+    let response = schema.execute(async_graphql::Request::new(document)).await;
+    if !response.errors.is_empty() {
+        return Err(response.errors.into_iter().map(|e| e.message).collect());
+    }
+    response.data.into_json().map_err(|e| vec![e.to_string()])
+}

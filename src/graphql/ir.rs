@@ -1,0 +1,412 @@
+//! The plan of a query: what to select from which tables, with values as parameters. Built by
+//! [`super::plan`], compiled to SQL by [`crate::translate`]. No SQL text here.
+
+use crate::metadata::types::QualifiedTable;
+use crate::schema::RelationshipKind;
+use serde_json::Value;
+
+/// Where a bound value comes from at execution time.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Param {
+    /// A literal from the document.
+    Literal(Value),
+    /// A request variable (non-null, scalar-typed: it never changes the SQL's shape).
+    Variable(String),
+    /// A session variable (lower-case name); missing at run time is an error.
+    Session(String),
+    /// The whole session as a JSON object.
+    SessionObject,
+    /// A list whose elements are bound separately (`[$a, 2]`), sent as one JSON array.
+    Array(Vec<Param>),
+}
+
+/// A value compared with or passed to SQL, with the Postgres type it is cast to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValueExpr {
+    /// Source.
+    pub param: Param,
+    /// Postgres type to cast the text parameter to.
+    pub cast: String,
+}
+
+/// Which table a column reference is resolved against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// The table being filtered.
+    Current,
+    /// The table the permission is defined on (`["$", col]`).
+    Root,
+}
+
+/// A column in a boolean expression, possibly cast (`_cast`) or viewed as text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnExpr {
+    /// Which table.
+    pub scope: Scope,
+    /// Postgres column.
+    pub column: String,
+    /// Cast the column before comparing (`text` for jsonb `_cast`).
+    pub cast: Option<String>,
+}
+
+/// Comparison operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompareOp {
+    /// `=`.
+    Eq,
+    /// `<>`.
+    Neq,
+    /// `>`.
+    Gt,
+    /// `<`.
+    Lt,
+    /// `>=`.
+    Gte,
+    /// `<=`.
+    Lte,
+    /// `= ANY(array)`.
+    In,
+    /// `<> ALL(array)`.
+    Nin,
+    /// `LIKE`.
+    Like,
+    /// `NOT LIKE`.
+    Nlike,
+    /// `ILIKE`.
+    Ilike,
+    /// `NOT ILIKE`.
+    Nilike,
+    /// `SIMILAR TO`.
+    Similar,
+    /// `NOT SIMILAR TO`.
+    Nsimilar,
+    /// `~`.
+    Regex,
+    /// `~*`.
+    Iregex,
+    /// `!~`.
+    Nregex,
+    /// `!~*`.
+    Niregex,
+    /// `@>`.
+    Contains,
+    /// `<@`.
+    ContainedIn,
+    /// `?`.
+    HasKey,
+    /// `?|`.
+    HasKeysAny,
+    /// `?&`.
+    HasKeysAll,
+}
+
+impl CompareOp {
+    /// The operator for a name without its `_`/`$` prefix.
+    pub fn from_name(name: &str) -> Option<Self> {
+        use CompareOp::*;
+        Some(match name {
+            "eq" => Eq,
+            "ne" | "neq" => Neq,
+            "gt" => Gt,
+            "lt" => Lt,
+            "gte" => Gte,
+            "lte" => Lte,
+            "in" => In,
+            "nin" => Nin,
+            "like" => Like,
+            "nlike" => Nlike,
+            "ilike" => Ilike,
+            "nilike" => Nilike,
+            "similar" => Similar,
+            "nsimilar" => Nsimilar,
+            "regex" => Regex,
+            "iregex" => Iregex,
+            "nregex" => Nregex,
+            "niregex" => Niregex,
+            "contains" => Contains,
+            "contained_in" => ContainedIn,
+            "has_key" => HasKey,
+            "has_keys_any" => HasKeysAny,
+            "has_keys_all" => HasKeysAll,
+            _ => return None,
+        })
+    }
+
+    /// Whether the right-hand side is a list of values.
+    pub fn takes_list(self) -> bool {
+        matches!(self, CompareOp::In | CompareOp::Nin | CompareOp::HasKeysAny | CompareOp::HasKeysAll)
+    }
+
+    /// Whether the right-hand side is text whatever the column type.
+    pub fn takes_text(self) -> bool {
+        use CompareOp::*;
+        matches!(self, Like | Nlike | Ilike | Nilike | Similar | Nsimilar | Regex | Iregex | Nregex | Niregex | HasKey | HasKeysAny | HasKeysAll)
+    }
+}
+
+/// A boolean expression over a table.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BoolExpr {
+    /// Always true.
+    True,
+    /// All hold.
+    And(Vec<BoolExpr>),
+    /// Any holds.
+    Or(Vec<BoolExpr>),
+    /// Negation.
+    Not(Box<BoolExpr>),
+    /// Column compared with a value.
+    Compare {
+        /// Left side.
+        column: ColumnExpr,
+        /// Operator.
+        op: CompareOp,
+        /// Right side.
+        value: ValueExpr,
+    },
+    /// `IS NULL` / `IS NOT NULL`.
+    IsNull {
+        /// Column.
+        column: ColumnExpr,
+        /// True for `IS NULL`.
+        is_null: bool,
+    },
+    /// Column compared with another column.
+    CompareColumns {
+        /// Left side.
+        left: ColumnExpr,
+        /// Operator (`=`, `<>`, `>` …).
+        op: CompareOp,
+        /// Right side.
+        right: ColumnExpr,
+    },
+    /// A permission filter: inside it, `Scope::Root` means the table it is applied to.
+    Permission(Box<BoolExpr>),
+    /// Some row of another table, optionally joined to this one, satisfies the inner filter.
+    Exists {
+        /// The other table.
+        table: QualifiedTable,
+        /// (this table's column, other table's column); empty for `_exists`.
+        join: Vec<(String, String)>,
+        /// Condition on the other table.
+        filter: Box<BoolExpr>,
+    },
+}
+
+/// An ordering direction with nulls placement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Direction {
+    /// Descending.
+    pub descending: bool,
+    /// Nulls first.
+    pub nulls_first: bool,
+}
+
+impl Direction {
+    /// From an `order_by` enum value.
+    pub fn from_name(name: &str) -> Option<Self> {
+        let (descending, nulls_first) = match name {
+            "asc" | "asc_nulls_last" => (false, false),
+            "asc_nulls_first" => (false, true),
+            "desc" | "desc_nulls_first" => (true, true),
+            "desc_nulls_last" => (true, false),
+            _ => return None,
+        };
+        Some(Direction { descending, nulls_first })
+    }
+}
+
+/// What to order by.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OrderExpr {
+    /// A column of the table.
+    Column(String),
+    /// Through an object relationship.
+    Object {
+        /// Target table.
+        table: QualifiedTable,
+        /// Join (local, remote).
+        join: Vec<(String, String)>,
+        /// Target's permission filter.
+        filter: Box<BoolExpr>,
+        /// Ordering inside the target.
+        inner: Box<OrderExpr>,
+    },
+    /// An aggregate over an array relationship.
+    Aggregate {
+        /// Target table.
+        table: QualifiedTable,
+        /// Join (local, remote).
+        join: Vec<(String, String)>,
+        /// Target's permission filter.
+        filter: Box<BoolExpr>,
+        /// `count`, or (`sum`/`max`/…, column).
+        function: String,
+        /// Column for functions other than count.
+        column: Option<String>,
+    },
+}
+
+/// One `ORDER BY` item.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OrderBy {
+    /// Expression.
+    pub expr: OrderExpr,
+    /// Direction.
+    pub direction: Direction,
+}
+
+/// The rows a selection reads from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Source {
+    /// A table or view.
+    Table(QualifiedTable),
+    /// A set-returning function of the parent row (computed field).
+    Function {
+        /// Function.
+        function: QualifiedTable,
+        /// Arguments.
+        args: Vec<FunctionArg>,
+    },
+}
+
+/// An argument of a function call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FunctionArg {
+    /// Name (empty: positional).
+    pub name: String,
+    /// Value.
+    pub value: FunctionArgValue,
+}
+
+/// What is passed to a function argument.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FunctionArgValue {
+    /// The parent row.
+    Row,
+    /// A value.
+    Value(ValueExpr),
+}
+
+/// Row selection arguments: filter, order, paging.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RowArgs {
+    /// `where` AND permission filter.
+    pub filter: Vec<BoolExpr>,
+    /// `order_by`.
+    pub order_by: Vec<OrderBy>,
+    /// `distinct_on` columns.
+    pub distinct_on: Vec<String>,
+    /// Limits (several are combined with `least`).
+    pub limit: Vec<ValueExpr>,
+    /// `offset`.
+    pub offset: Option<ValueExpr>,
+}
+
+/// A selection of rows as JSON objects.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Select {
+    /// Where the rows come from.
+    pub source: Source,
+    /// Join to the parent row: (parent column, this column).
+    pub join: Vec<(String, String)>,
+    /// Filter, order and paging.
+    pub args: RowArgs,
+    /// Output fields (response key, field).
+    pub fields: Vec<(String, Field)>,
+    /// One object (or null) instead of an array.
+    pub single: bool,
+}
+
+/// An output field of a row.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Field {
+    /// A column (with an optional JSON path).
+    Column {
+        /// Postgres column.
+        column: String,
+        /// JSON path segments (for json/jsonb columns).
+        path: Option<ValueExpr>,
+    },
+    /// A constant string (`__typename`).
+    Constant(String),
+    /// Related rows.
+    Relationship {
+        /// Cardinality.
+        kind: RelationshipKind,
+        /// The related selection.
+        select: Box<Select>,
+    },
+    /// An aggregate over related rows.
+    Aggregate(Box<AggregateSelect>),
+    /// A scalar computed field.
+    Computed {
+        /// Function.
+        function: QualifiedTable,
+        /// Arguments.
+        args: Vec<FunctionArg>,
+    },
+}
+
+/// An aggregate selection (`<t>_aggregate`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AggregateSelect {
+    /// Table.
+    pub table: QualifiedTable,
+    /// Join to the parent row (relationship aggregates).
+    pub join: Vec<(String, String)>,
+    /// Filter, order and paging.
+    pub args: RowArgs,
+    /// Output fields.
+    pub fields: Vec<(String, AggregateField)>,
+}
+
+/// A field of `<t>_aggregate`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AggregateField {
+    /// `__typename`.
+    Constant(String),
+    /// `aggregate { … }`.
+    Aggregate(Vec<(String, AggregateOp)>),
+    /// `nodes { … }`.
+    Nodes(Vec<(String, Field)>),
+}
+
+/// A field of `<t>_aggregate_fields`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AggregateOp {
+    /// `__typename`.
+    Constant(String),
+    /// `count(columns, distinct)`.
+    Count {
+        /// Columns (empty: rows).
+        columns: Vec<String>,
+        /// `DISTINCT`.
+        distinct: bool,
+    },
+    /// `sum { a b }` and friends: (response key, column or `__typename` constant).
+    Function {
+        /// SQL aggregate function.
+        function: String,
+        /// Columns.
+        columns: Vec<(String, Option<String>)>,
+    },
+}
+
+/// A query root field.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RootField {
+    /// Rows, one row or null.
+    Select(Select),
+    /// Aggregate.
+    Aggregate(AggregateSelect),
+    /// A constant (`__typename`, `no_queries_available`).
+    Constant(Value),
+}
+
+/// The data part of a query operation.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct QueryPlan {
+    /// Root fields (response key, field) in document order.
+    pub fields: Vec<(String, RootField)>,
+}

@@ -1,0 +1,212 @@
+//! A GraphQL type system as plain data: what a role's schema contains. The validator checks
+//! documents against it and [`super::introspection`] turns it into an async-graphql dynamic
+//! schema that answers `__schema` / `__type`.
+
+use indexmap::IndexMap;
+use serde_json::Value;
+use std::fmt;
+
+/// A type reference: `T`, `[T]`, `T!` and nestings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TypeRef {
+    /// A named type.
+    Named(String),
+    /// A list of the inner type.
+    List(Box<TypeRef>),
+    /// The inner type, not null.
+    NonNull(Box<TypeRef>),
+}
+
+impl TypeRef {
+    /// `T`.
+    pub fn named(name: impl Into<String>) -> Self {
+        TypeRef::Named(name.into())
+    }
+
+    /// `T!`.
+    pub fn non_null(name: impl Into<String>) -> Self {
+        TypeRef::NonNull(Box::new(TypeRef::named(name)))
+    }
+
+    /// `[T!]!`.
+    pub fn list_of_non_null(name: impl Into<String>) -> Self {
+        TypeRef::NonNull(Box::new(TypeRef::List(Box::new(TypeRef::non_null(name)))))
+    }
+
+    /// `[T!]`.
+    pub fn nullable_list_of_non_null(name: impl Into<String>) -> Self {
+        TypeRef::List(Box::new(TypeRef::non_null(name)))
+    }
+
+    /// The innermost named type.
+    pub fn base(&self) -> &str {
+        match self {
+            TypeRef::Named(n) => n,
+            TypeRef::List(inner) | TypeRef::NonNull(inner) => inner.base(),
+        }
+    }
+
+    /// Whether null is not allowed at the top.
+    pub fn is_non_null(&self) -> bool {
+        matches!(self, TypeRef::NonNull(_))
+    }
+}
+
+impl fmt::Display for TypeRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TypeRef::Named(n) => f.write_str(n),
+            TypeRef::List(inner) => write!(f, "[{inner}]"),
+            TypeRef::NonNull(inner) => write!(f, "{inner}!"),
+        }
+    }
+}
+
+/// An argument or input-object field.
+#[derive(Debug, Clone)]
+pub struct InputValueDef {
+    /// Name.
+    pub name: String,
+    /// Free text.
+    pub description: Option<String>,
+    /// Type.
+    pub ty: TypeRef,
+    /// Default value (JSON form of a GraphQL constant).
+    pub default: Option<Value>,
+}
+
+impl InputValueDef {
+    /// An input value without description or default.
+    pub fn new(name: impl Into<String>, ty: TypeRef) -> Self {
+        InputValueDef { name: name.into(), description: None, ty, default: None }
+    }
+}
+
+/// An output field.
+#[derive(Debug, Clone)]
+pub struct FieldDef {
+    /// Name.
+    pub name: String,
+    /// Free text.
+    pub description: Option<String>,
+    /// Arguments.
+    pub args: IndexMap<String, InputValueDef>,
+    /// Type.
+    pub ty: TypeRef,
+}
+
+impl FieldDef {
+    /// A field without arguments.
+    pub fn new(name: impl Into<String>, ty: TypeRef) -> Self {
+        FieldDef { name: name.into(), description: None, args: IndexMap::new(), ty }
+    }
+
+    /// Adds an argument.
+    pub fn arg(mut self, arg: InputValueDef) -> Self {
+        self.args.insert(arg.name.clone(), arg);
+        self
+    }
+
+    /// Sets the description.
+    pub fn describe(mut self, text: impl Into<String>) -> Self {
+        self.description = Some(text.into());
+        self
+    }
+}
+
+/// One enum value.
+#[derive(Debug, Clone)]
+pub struct EnumValueDef {
+    /// The GraphQL name.
+    pub name: String,
+    /// Free text.
+    pub description: Option<String>,
+}
+
+/// A named type.
+#[derive(Debug, Clone)]
+pub enum TypeDef {
+    /// Object with fields.
+    Object {
+        /// Name.
+        name: String,
+        /// Free text.
+        description: Option<String>,
+        /// Fields in order.
+        fields: IndexMap<String, FieldDef>,
+    },
+    /// Input object.
+    Input {
+        /// Name.
+        name: String,
+        /// Free text.
+        description: Option<String>,
+        /// Fields in order.
+        fields: IndexMap<String, InputValueDef>,
+    },
+    /// Enum.
+    Enum {
+        /// Name.
+        name: String,
+        /// Free text.
+        description: Option<String>,
+        /// Values in order.
+        values: Vec<EnumValueDef>,
+    },
+    /// Custom scalar (built-ins are implicit).
+    Scalar {
+        /// Name.
+        name: String,
+        /// Free text.
+        description: Option<String>,
+    },
+}
+
+impl TypeDef {
+    /// The type's name.
+    pub fn name(&self) -> &str {
+        match self {
+            TypeDef::Object { name, .. }
+            | TypeDef::Input { name, .. }
+            | TypeDef::Enum { name, .. }
+            | TypeDef::Scalar { name, .. } => name,
+        }
+    }
+}
+
+/// The built-in scalars every schema has.
+pub const BUILTIN_SCALARS: [&str; 5] = ["Int", "Float", "String", "Boolean", "ID"];
+
+/// A role's whole type system.
+#[derive(Debug, Clone, Default)]
+pub struct TypeSystem {
+    /// Named types (built-in scalars excluded).
+    pub types: IndexMap<String, TypeDef>,
+    /// Name of the query root.
+    pub query_root: String,
+}
+
+impl TypeSystem {
+    /// Adds a type unless one of that name exists.
+    pub fn add(&mut self, def: TypeDef) {
+        self.types.entry(def.name().to_owned()).or_insert(def);
+    }
+
+    /// A type by name.
+    pub fn get(&self, name: &str) -> Option<&TypeDef> {
+        self.types.get(name)
+    }
+
+    /// Fields of an object type.
+    pub fn object_fields(&self, name: &str) -> Option<&IndexMap<String, FieldDef>> {
+        match self.types.get(name) {
+            Some(TypeDef::Object { fields, .. }) => Some(fields),
+            _ => None,
+        }
+    }
+
+    /// Whether `name` is a scalar or enum (a leaf).
+    pub fn is_leaf(&self, name: &str) -> bool {
+        BUILTIN_SCALARS.contains(&name) || matches!(self.types.get(name), Some(TypeDef::Scalar { .. } | TypeDef::Enum { .. }))
+    }
+}
