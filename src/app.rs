@@ -14,6 +14,31 @@ use std::time::Duration;
 use tokio::sync::{watch, Mutex};
 use tokio_postgres::{AsyncMessage, NoTls};
 
+/// What a process serves for one metadata version: the catalog snapshot and the GraphQL
+/// schemas built from it.
+#[derive(Debug)]
+pub struct Served {
+    /// Metadata, version and schema cache.
+    pub snapshot: Snapshot,
+    /// Per-role GraphQL schemas.
+    pub graphql: crate::graphql::schemas::Schemas,
+}
+
+impl Served {
+    fn new(snapshot: Snapshot) -> Self {
+        let graphql = crate::graphql::schemas::Schemas::build(&snapshot.schema.resolved);
+        Served { snapshot, graphql }
+    }
+}
+
+impl std::ops::Deref for Served {
+    type Target = Snapshot;
+
+    fn deref(&self) -> &Snapshot {
+        &self.snapshot
+    }
+}
+
 /// Shared state of a running server. Cheap to clone.
 #[derive(Clone)]
 pub struct AppState {
@@ -21,8 +46,8 @@ pub struct AppState {
     pub pool: Pool,
     /// Configuration.
     pub config: Arc<ServeConfig>,
-    /// The current snapshot, swapped whole on every rebuild.
-    snapshot: Arc<RwLock<Arc<Snapshot>>>,
+    /// What is served, swapped whole on every rebuild.
+    snapshot: Arc<RwLock<Arc<Served>>>,
     /// Serializes rebuilds so an older one never overwrites a newer one.
     rebuild: Arc<Mutex<()>>,
 }
@@ -36,8 +61,8 @@ impl std::fmt::Debug for AppState {
 }
 
 impl AppState {
-    /// The snapshot being served.
-    pub fn snapshot(&self) -> Arc<Snapshot> {
+    /// The snapshot being served, with its GraphQL schemas.
+    pub fn snapshot(&self) -> Arc<Served> {
         match self.snapshot.read() {
             Ok(guard) => guard.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
@@ -46,6 +71,11 @@ impl AppState {
 
     /// Installs `next` unless a newer version is already served.
     pub fn install(&self, next: Snapshot) {
+        if next.version < self.snapshot().version {
+            return;
+        }
+        // Build the schemas outside the lock; requests keep using the old ones meanwhile.
+        let next = Served::new(next);
         let mut guard = match self.snapshot.write() {
             Ok(g) => g,
             Err(poisoned) => poisoned.into_inner(),
@@ -120,10 +150,10 @@ pub async fn start(config: ServeConfig) -> Result<Running> {
     let state = AppState {
         pool,
         config: Arc::new(config),
-        snapshot: Arc::new(RwLock::new(Arc::new(Snapshot {
+        snapshot: Arc::new(RwLock::new(Arc::new(Served::new(Snapshot {
             version: -1,
             ..Snapshot::default()
-        }))),
+        })))),
         rebuild: Arc::new(Mutex::new(())),
     };
     state.reload().await.context("cannot load the metadata")?;

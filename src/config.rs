@@ -64,6 +64,12 @@ pub struct ServeConfig {
     /// Longest accepted `bulk` list.
     #[arg(long, env = "BASALT_MAX_BATCH_SIZE", default_value_t = 64)]
     pub max_batch_size: usize,
+    /// Deepest accepted GraphQL selection nesting.
+    #[arg(long, env = "BASALT_MAX_QUERY_DEPTH", default_value_t = 64)]
+    pub max_query_depth: usize,
+    /// Most root fields in one GraphQL operation.
+    #[arg(long, env = "BASALT_MAX_ROOT_FIELDS", default_value_t = 100)]
+    pub max_root_fields: usize,
     /// Where the embedded Postgres cluster lives when no database URL is given.
     #[arg(long, env = "BASALT_DATA_DIR", default_value = ".basalt")]
     pub data_dir: PathBuf,
@@ -96,6 +102,8 @@ impl ServeConfig {
             dev_mode: false,
             max_body_bytes: 10 * 1024 * 1024,
             max_batch_size: 64,
+            max_query_depth: 64,
+            max_root_fields: 100,
             data_dir: PathBuf::from(".basalt"),
             metadata_poll_seconds: 5,
             pool_size: 8,

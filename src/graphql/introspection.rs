@@ -32,13 +32,19 @@ pub fn build(types: &TypeSystem) -> Result<dynamic::Schema, String> {
     let mut builder = dynamic::Schema::build(&types.query_root, None, None);
     for def in types.types.values() {
         builder = match def {
-            TypeDef::Object { name, description, fields } => {
+            TypeDef::Object {
+                name,
+                description,
+                fields,
+            } => {
                 let mut object = dynamic::Object::new(name.clone());
                 if let Some(d) = description {
                     object = object.description(d.clone());
                 }
                 for f in fields.values() {
-                    let mut field = dynamic::Field::new(f.name.clone(), type_ref(&f.ty), |_| FieldFuture::from_value(None));
+                    let mut field = dynamic::Field::new(f.name.clone(), type_ref(&f.ty), |_| {
+                        FieldFuture::from_value(None)
+                    });
                     if let Some(d) = &f.description {
                         field = field.description(d.clone());
                     }
@@ -49,7 +55,11 @@ pub fn build(types: &TypeSystem) -> Result<dynamic::Schema, String> {
                 }
                 builder.register(object)
             }
-            TypeDef::Input { name, description, fields } => {
+            TypeDef::Input {
+                name,
+                description,
+                fields,
+            } => {
                 let mut input = dynamic::InputObject::new(name.clone());
                 if let Some(d) = description {
                     input = input.description(d.clone());
@@ -59,7 +69,11 @@ pub fn build(types: &TypeSystem) -> Result<dynamic::Schema, String> {
                 }
                 builder.register(input)
             }
-            TypeDef::Enum { name, description, values } => {
+            TypeDef::Enum {
+                name,
+                description,
+                values,
+            } => {
                 let mut e = dynamic::Enum::new(name.clone());
                 if let Some(d) = description {
                     e = e.description(d.clone());

@@ -134,13 +134,30 @@ impl CompareOp {
 
     /// Whether the right-hand side is a list of values.
     pub fn takes_list(self) -> bool {
-        matches!(self, CompareOp::In | CompareOp::Nin | CompareOp::HasKeysAny | CompareOp::HasKeysAll)
+        matches!(
+            self,
+            CompareOp::In | CompareOp::Nin | CompareOp::HasKeysAny | CompareOp::HasKeysAll
+        )
     }
 
     /// Whether the right-hand side is text whatever the column type.
     pub fn takes_text(self) -> bool {
         use CompareOp::*;
-        matches!(self, Like | Nlike | Ilike | Nilike | Similar | Nsimilar | Regex | Iregex | Nregex | Niregex | HasKey | HasKeysAny | HasKeysAll)
+        matches!(
+            self,
+            Like | Nlike
+                | Ilike
+                | Nilike
+                | Similar
+                | Nsimilar
+                | Regex
+                | Iregex
+                | Nregex
+                | Niregex
+                | HasKey
+                | HasKeysAny
+                | HasKeysAll
+        )
     }
 }
 
@@ -212,7 +229,10 @@ impl Direction {
             "desc_nulls_last" => (true, false),
             _ => return None,
         };
-        Some(Direction { descending, nulls_first })
+        Some(Direction {
+            descending,
+            nulls_first,
+        })
     }
 }
 

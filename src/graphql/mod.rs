@@ -6,4 +6,5 @@ pub mod introspection;
 pub mod ir;
 pub mod model;
 pub mod plan;
+pub mod schemas;
 pub mod types;

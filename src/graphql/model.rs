@@ -12,8 +12,16 @@ use serde_json::Value;
 pub const ADMIN: &str = "admin";
 
 /// Aggregate operators over numeric columns, each giving `<t>_<op>_fields`.
-pub const NUMERIC_AGGREGATES: [&str; 8] =
-    ["avg", "stddev", "stddev_pop", "stddev_samp", "sum", "var_pop", "var_samp", "variance"];
+pub const NUMERIC_AGGREGATES: [&str; 8] = [
+    "avg",
+    "stddev",
+    "stddev_pop",
+    "stddev_samp",
+    "sum",
+    "var_pop",
+    "var_samp",
+    "variance",
+];
 
 /// A visible column.
 #[derive(Debug, Clone)]
@@ -103,7 +111,10 @@ pub struct RoleTable {
 impl RoleTable {
     /// The GraphQL name of a Postgres column, if visible.
     pub fn field_of_column(&self, column: &str) -> Option<&str> {
-        self.columns.iter().find(|(_, c)| c.column == column).map(|(n, _)| n.as_str())
+        self.columns
+            .iter()
+            .find(|(_, c)| c.column == column)
+            .map(|(n, _)| n.as_str())
     }
 }
 
@@ -162,7 +173,10 @@ pub fn scalar_for(column: &DbColumn) -> String {
 }
 
 fn is_numeric_scalar(scalar: &str) -> bool {
-    matches!(scalar, "Int" | "smallint" | "bigint" | "Float" | "float8" | "numeric" | "money")
+    matches!(
+        scalar,
+        "Int" | "smallint" | "bigint" | "Float" | "float8" | "numeric" | "money"
+    )
 }
 
 fn is_orderable_scalar(scalar: &str, column: &DbColumn) -> bool {
@@ -188,7 +202,10 @@ fn enum_tables(resolved: &Resolved) -> EnumTables {
         .iter()
         .filter_map(|(name, t)| {
             let values = t.enum_values.clone()?;
-            Some((name.clone(), (format!("{}_enum", name.graphql_base_name()), values)))
+            Some((
+                name.clone(),
+                (format!("{}_enum", name.graphql_base_name()), values),
+            ))
         })
         .collect()
 }
@@ -199,7 +216,9 @@ fn enum_of_column(table: &ResolvedTable, column: &str, enums: &EnumTables) -> Op
         if fk.columns.len() != 1 || fk.columns[0] != column {
             return None;
         }
-        enums.get(&fk.referenced_table()?).map(|(name, _)| name.clone())
+        enums
+            .get(&fk.referenced_table()?)
+            .map(|(name, _)| name.clone())
     })
 }
 
@@ -221,7 +240,10 @@ fn role_column(table: &ResolvedTable, column: &DbColumn, enums: &EnumTables) -> 
 pub fn build_all(resolved: &Resolved) -> IndexMap<String, RoleModel> {
     let mut roles = vec![ADMIN.to_owned()];
     roles.extend(resolved.roles.iter().filter(|r| *r != ADMIN).cloned());
-    roles.into_iter().map(|r| (r.clone(), build(resolved, &r))).collect()
+    roles
+        .into_iter()
+        .map(|r| (r.clone(), build(resolved, &r)))
+        .collect()
 }
 
 /// Builds one role's model.
@@ -235,7 +257,13 @@ pub fn build(resolved: &Resolved, role: &str) -> RoleModel {
         if !admin && permission.is_none() {
             continue;
         }
-        let visible = |c: &str| admin || permission.as_ref().map(|p| p.columns.contains(c)).unwrap_or(false);
+        let visible = |c: &str| {
+            admin
+                || permission
+                    .as_ref()
+                    .map(|p| p.columns.contains(c))
+                    .unwrap_or(false)
+        };
         let mut columns = IndexMap::new();
         for column in table.db.columns.iter().filter(|c| visible(&c.name)) {
             let field = table
@@ -246,11 +274,20 @@ pub fn build(resolved: &Resolved, role: &str) -> RoleModel {
                 .unwrap_or_else(|| column.name.clone());
             columns.insert(field, role_column(table, column, &enums));
         }
-        let primary_key = table.db.primary_key().filter(|_| !table.db.is_view()).and_then(|pk| {
-            pk.iter()
-                .map(|c| columns.iter().find(|(_, rc)| &rc.column == c).map(|(n, _)| n.clone()))
-                .collect::<Option<Vec<_>>>()
-        });
+        let primary_key = table
+            .db
+            .primary_key()
+            .filter(|_| !table.db.is_view())
+            .and_then(|pk| {
+                pk.iter()
+                    .map(|c| {
+                        columns
+                            .iter()
+                            .find(|(_, rc)| &rc.column == c)
+                            .map(|(n, _)| n.clone())
+                    })
+                    .collect::<Option<Vec<_>>>()
+            });
         tables.insert(
             name.clone(),
             RoleTable {
@@ -260,19 +297,34 @@ pub fn build(resolved: &Resolved, role: &str) -> RoleModel {
                 columns,
                 filter: permission.as_ref().map(|p| p.filter.clone()),
                 limit: permission.as_ref().and_then(|p| p.limit),
-                aggregations: admin || permission.as_ref().map(|p| p.allow_aggregations).unwrap_or(false),
+                aggregations: admin
+                    || permission
+                        .as_ref()
+                        .map(|p| p.allow_aggregations)
+                        .unwrap_or(false),
                 primary_key,
             },
         );
     }
     // Pass 2: fields, now that targets are known.
     let selectable: Vec<QualifiedTable> = tables.keys().cloned().collect();
-    let aggregatable: Vec<QualifiedTable> = tables.values().filter(|t| t.aggregations).map(|t| t.name.clone()).collect();
+    let aggregatable: Vec<QualifiedTable> = tables
+        .values()
+        .filter(|t| t.aggregations)
+        .map(|t| t.name.clone())
+        .collect();
     for name in &selectable {
-        let Some(resolved_table) = resolved.tables.get(name) else { continue };
-        let permission = resolved_table.permissions.get(role).and_then(|p| p.select.clone());
+        let Some(resolved_table) = resolved.tables.get(name) else {
+            continue;
+        };
+        let permission = resolved_table
+            .permissions
+            .get(role)
+            .and_then(|p| p.select.clone());
         let mut fields = IndexMap::new();
-        let Some(role_table) = tables.get(name) else { continue };
+        let Some(role_table) = tables.get(name) else {
+            continue;
+        };
         for (field, column) in &role_table.columns {
             fields.insert(field.clone(), TableField::Column(column.clone()));
         }
@@ -280,16 +332,28 @@ pub fn build(resolved: &Resolved, role: &str) -> RoleModel {
             if !selectable.contains(&rel.target) {
                 continue;
             }
-            let r = RoleRelationship { name: rel.name.clone(), kind: rel.kind, target: rel.target.clone(), mapping: rel.mapping.clone() };
+            let r = RoleRelationship {
+                name: rel.name.clone(),
+                kind: rel.kind,
+                target: rel.target.clone(),
+                mapping: rel.mapping.clone(),
+            };
             if rel.kind == RelationshipKind::Array && aggregatable.contains(&rel.target) {
-                fields.insert(format!("{}_aggregate", rel.name), TableField::RelationshipAggregate(r.clone()));
+                fields.insert(
+                    format!("{}_aggregate", rel.name),
+                    TableField::RelationshipAggregate(r.clone()),
+                );
             }
             fields.insert(rel.name.clone(), TableField::Relationship(r));
         }
         for cf in resolved_table.computed_fields.values() {
             let allowed = match &cf.returns {
                 ComputedReturn::Scalar(_) => {
-                    admin || permission.as_ref().map(|p| p.computed_fields.contains(&cf.name)).unwrap_or(false)
+                    admin
+                        || permission
+                            .as_ref()
+                            .map(|p| p.computed_fields.contains(&cf.name))
+                            .unwrap_or(false)
                 }
                 ComputedReturn::Table { table, .. } => selectable.contains(table),
             };
@@ -320,25 +384,54 @@ pub fn build(resolved: &Resolved, role: &str) -> RoleModel {
     }
     let mut roots = IndexMap::new();
     for (name, t) in &tables {
-        let Some(resolved_table) = resolved.tables.get(name) else { continue };
+        let Some(resolved_table) = resolved.tables.get(name) else {
+            continue;
+        };
         let custom = &resolved_table.configuration.custom_root_fields;
-        let pick = |c: &Option<crate::metadata::types::GraphQLName>, default: String| c.as_ref().map(|n| n.0.clone()).unwrap_or(default);
-        roots.insert(pick(&custom.select, t.type_name.clone()), RootField { kind: RootKind::Select, table: name.clone() });
+        let pick = |c: &Option<crate::metadata::types::GraphQLName>, default: String| {
+            c.as_ref().map(|n| n.0.clone()).unwrap_or(default)
+        };
+        roots.insert(
+            pick(&custom.select, t.type_name.clone()),
+            RootField {
+                kind: RootKind::Select,
+                table: name.clone(),
+            },
+        );
         if t.primary_key.is_some() {
             roots.insert(
                 pick(&custom.select_by_pk, format!("{}_by_pk", t.type_name)),
-                RootField { kind: RootKind::SelectByPk, table: name.clone() },
+                RootField {
+                    kind: RootKind::SelectByPk,
+                    table: name.clone(),
+                },
             );
         }
         if t.aggregations {
             roots.insert(
-                pick(&custom.select_aggregate, format!("{}_aggregate", t.type_name)),
-                RootField { kind: RootKind::Aggregate, table: name.clone() },
+                pick(
+                    &custom.select_aggregate,
+                    format!("{}_aggregate", t.type_name),
+                ),
+                RootField {
+                    kind: RootKind::Aggregate,
+                    table: name.clone(),
+                },
             );
         }
     }
-    let types = TypeBuilder { tables: &tables, enums: &enums, types: TypeSystem::default() }.build(&roots);
-    RoleModel { role: role.to_owned(), tables, roots, types }
+    let types = TypeBuilder {
+        tables: &tables,
+        enums: &enums,
+        types: TypeSystem::default(),
+    }
+    .build(&roots);
+    RoleModel {
+        role: role.to_owned(),
+        tables,
+        roots,
+        types,
+    }
 }
 
 /// Generates the GraphQL types of a role from its tables.
@@ -351,10 +444,16 @@ struct TypeBuilder<'a> {
 /// Arguments of list fields: `distinct_on`, `limit`, `offset`, `order_by`, `where`.
 fn list_args(t: &str) -> Vec<InputValueDef> {
     vec![
-        InputValueDef::new("distinct_on", TypeRef::nullable_list_of_non_null(format!("{t}_select_column"))),
+        InputValueDef::new(
+            "distinct_on",
+            TypeRef::nullable_list_of_non_null(format!("{t}_select_column")),
+        ),
         InputValueDef::new("limit", TypeRef::named("Int")),
         InputValueDef::new("offset", TypeRef::named("Int")),
-        InputValueDef::new("order_by", TypeRef::nullable_list_of_non_null(format!("{t}_order_by"))),
+        InputValueDef::new(
+            "order_by",
+            TypeRef::nullable_list_of_non_null(format!("{t}_order_by")),
+        ),
         InputValueDef::new("where", TypeRef::named(format!("{t}_bool_exp"))),
     ]
 }
@@ -372,18 +471,29 @@ impl TypeBuilder<'_> {
         self.order_by_enum();
         let mut root_fields = IndexMap::new();
         for (field, root) in roots {
-            let Some(t) = self.tables.get(&root.table) else { continue };
+            let Some(t) = self.tables.get(&root.table) else {
+                continue;
+            };
             let tn = &t.type_name;
             let def = match root.kind {
-                RootKind::Select => with_args(FieldDef::new(field, TypeRef::list_of_non_null(tn)), list_args(tn))
-                    .describe(format!("fetch data from the table: \"{}\"", root.table)),
-                RootKind::Aggregate => {
-                    with_args(FieldDef::new(field, TypeRef::non_null(format!("{tn}_aggregate"))), list_args(tn))
-                        .describe(format!("fetch aggregated fields from the table: \"{}\"", root.table))
-                }
+                RootKind::Select => with_args(
+                    FieldDef::new(field, TypeRef::list_of_non_null(tn)),
+                    list_args(tn),
+                )
+                .describe(format!("fetch data from the table: \"{}\"", root.table)),
+                RootKind::Aggregate => with_args(
+                    FieldDef::new(field, TypeRef::non_null(format!("{tn}_aggregate"))),
+                    list_args(tn),
+                )
+                .describe(format!(
+                    "fetch aggregated fields from the table: \"{}\"",
+                    root.table
+                )),
                 RootKind::SelectByPk => {
-                    let mut def = FieldDef::new(field, TypeRef::named(tn))
-                        .describe(format!("fetch data from the table: \"{}\" using primary key columns", root.table));
+                    let mut def = FieldDef::new(field, TypeRef::named(tn)).describe(format!(
+                        "fetch data from the table: \"{}\" using primary key columns",
+                        root.table
+                    ));
                     for column in t.primary_key.iter().flatten() {
                         if let Some(c) = t.columns.get(column) {
                             def = def.arg(InputValueDef::new(column, TypeRef::non_null(&c.scalar)));
@@ -403,9 +513,16 @@ impl TypeBuilder<'_> {
         for t in self.tables.values() {
             self.table_types(t);
         }
-        self.types.add(TypeDef::Object { name: "query_root".to_owned(), description: None, fields: root_fields });
+        self.types.add(TypeDef::Object {
+            name: "query_root".to_owned(),
+            description: None,
+            fields: root_fields,
+        });
         // The root first, as introspection clients expect it near the top.
-        let mut ordered = TypeSystem { types: IndexMap::new(), query_root: self.types.query_root.clone() };
+        let mut ordered = TypeSystem {
+            types: IndexMap::new(),
+            query_root: self.types.query_root.clone(),
+        };
         if let Some(root) = self.types.types.shift_remove("query_root") {
             ordered.add(root);
         }
@@ -427,15 +544,26 @@ impl TypeBuilder<'_> {
         self.types.add(TypeDef::Enum {
             name: "order_by".to_owned(),
             description: Some("column ordering options".to_owned()),
-            values: values.iter().map(|(n, d)| EnumValueDef { name: (*n).to_owned(), description: Some((*d).to_owned()) }).collect(),
+            values: values
+                .iter()
+                .map(|(n, d)| EnumValueDef {
+                    name: (*n).to_owned(),
+                    description: Some((*d).to_owned()),
+                })
+                .collect(),
         });
     }
 
     fn scalar(&mut self, scalar: &str) {
-        if BUILTIN_SCALARS.contains(&scalar) || scalar.ends_with("_enum") && self.is_enum_type(scalar) {
+        if BUILTIN_SCALARS.contains(&scalar)
+            || scalar.ends_with("_enum") && self.is_enum_type(scalar)
+        {
             return;
         }
-        self.types.add(TypeDef::Scalar { name: scalar.to_owned(), description: None });
+        self.types.add(TypeDef::Scalar {
+            name: scalar.to_owned(),
+            description: None,
+        });
     }
 
     fn is_enum_type(&self, name: &str) -> bool {
@@ -478,8 +606,14 @@ impl TypeBuilder<'_> {
             add("_gte", TypeRef::named(&s));
             if jsonb {
                 add("_has_key", TypeRef::named("String"));
-                add("_has_keys_all", TypeRef::nullable_list_of_non_null("String"));
-                add("_has_keys_any", TypeRef::nullable_list_of_non_null("String"));
+                add(
+                    "_has_keys_all",
+                    TypeRef::nullable_list_of_non_null("String"),
+                );
+                add(
+                    "_has_keys_any",
+                    TypeRef::nullable_list_of_non_null("String"),
+                );
             }
             if text {
                 add("_ilike", TypeRef::named("String"));
@@ -496,7 +630,15 @@ impl TypeBuilder<'_> {
             add("_lte", TypeRef::named(&s));
             add("_neq", TypeRef::named(&s));
             if text {
-                for op in ["_nilike", "_niregex", "_nlike", "_nregex", "_nsimilar", "_regex", "_similar"] {
+                for op in [
+                    "_nilike",
+                    "_niregex",
+                    "_nlike",
+                    "_nregex",
+                    "_nsimilar",
+                    "_regex",
+                    "_similar",
+                ] {
                     add(op, TypeRef::named("String"));
                 }
             }
@@ -525,8 +667,15 @@ impl TypeBuilder<'_> {
         };
         self.comparison(&string);
         let mut fields = IndexMap::new();
-        fields.insert("String".to_owned(), InputValueDef::new("String", TypeRef::named("String_comparison_exp")));
-        self.types.add(TypeDef::Input { name: "jsonb_cast_exp".to_owned(), description: None, fields });
+        fields.insert(
+            "String".to_owned(),
+            InputValueDef::new("String", TypeRef::named("String_comparison_exp")),
+        );
+        self.types.add(TypeDef::Input {
+            name: "jsonb_cast_exp".to_owned(),
+            description: None,
+            fields,
+        });
     }
 
     fn target(&self, name: &QualifiedTable) -> Option<&RoleTable> {
@@ -539,14 +688,27 @@ impl TypeBuilder<'_> {
         let mut bool_exp = IndexMap::new();
         let mut order_by = IndexMap::new();
         for name in ["_and", "_or"] {
-            bool_exp.insert(name.to_owned(), InputValueDef::new(name, TypeRef::nullable_list_of_non_null(format!("{tn}_bool_exp"))));
+            bool_exp.insert(
+                name.to_owned(),
+                InputValueDef::new(
+                    name,
+                    TypeRef::nullable_list_of_non_null(format!("{tn}_bool_exp")),
+                ),
+            );
         }
-        bool_exp.insert("_not".to_owned(), InputValueDef::new("_not", TypeRef::named(format!("{tn}_bool_exp"))));
+        bool_exp.insert(
+            "_not".to_owned(),
+            InputValueDef::new("_not", TypeRef::named(format!("{tn}_bool_exp"))),
+        );
         for (field, value) in &t.fields {
             match value {
                 TableField::Column(c) => {
                     self.scalar(&c.scalar);
-                    let ty = if c.nullable { TypeRef::named(&c.scalar) } else { TypeRef::non_null(&c.scalar) };
+                    let ty = if c.nullable {
+                        TypeRef::named(&c.scalar)
+                    } else {
+                        TypeRef::non_null(&c.scalar)
+                    };
                     let mut def = FieldDef::new(field, ty);
                     if c.json {
                         def = def.arg(InputValueDef {
@@ -558,33 +720,61 @@ impl TypeBuilder<'_> {
                     }
                     object.insert(field.clone(), def);
                     let cmp = self.comparison(c);
-                    bool_exp.insert(field.clone(), InputValueDef::new(field, TypeRef::named(cmp)));
-                    order_by.insert(field.clone(), InputValueDef::new(field, TypeRef::named("order_by")));
+                    bool_exp.insert(
+                        field.clone(),
+                        InputValueDef::new(field, TypeRef::named(cmp)),
+                    );
+                    order_by.insert(
+                        field.clone(),
+                        InputValueDef::new(field, TypeRef::named("order_by")),
+                    );
                 }
                 TableField::Relationship(r) => {
-                    let Some(target) = self.target(&r.target) else { continue };
+                    let Some(target) = self.target(&r.target) else {
+                        continue;
+                    };
                     let rn = target.type_name.clone();
                     let def = match r.kind {
                         RelationshipKind::Object => {
-                            order_by.insert(field.clone(), InputValueDef::new(field, TypeRef::named(format!("{rn}_order_by"))));
-                            FieldDef::new(field, TypeRef::named(&rn)).describe("An object relationship")
+                            order_by.insert(
+                                field.clone(),
+                                InputValueDef::new(field, TypeRef::named(format!("{rn}_order_by"))),
+                            );
+                            FieldDef::new(field, TypeRef::named(&rn))
+                                .describe("An object relationship")
                         }
-                        RelationshipKind::Array => {
-                            with_args(FieldDef::new(field, TypeRef::list_of_non_null(&rn)), list_args(&rn)).describe("An array relationship")
-                        }
+                        RelationshipKind::Array => with_args(
+                            FieldDef::new(field, TypeRef::list_of_non_null(&rn)),
+                            list_args(&rn),
+                        )
+                        .describe("An array relationship"),
                     };
                     object.insert(field.clone(), def);
-                    bool_exp.insert(field.clone(), InputValueDef::new(field, TypeRef::named(format!("{rn}_bool_exp"))));
+                    bool_exp.insert(
+                        field.clone(),
+                        InputValueDef::new(field, TypeRef::named(format!("{rn}_bool_exp"))),
+                    );
                 }
                 TableField::RelationshipAggregate(r) => {
-                    let Some(target) = self.target(&r.target) else { continue };
+                    let Some(target) = self.target(&r.target) else {
+                        continue;
+                    };
                     let rn = target.type_name.clone();
                     object.insert(
                         field.clone(),
-                        with_args(FieldDef::new(field, TypeRef::non_null(format!("{rn}_aggregate"))), list_args(&rn))
-                            .describe("An aggregate relationship"),
+                        with_args(
+                            FieldDef::new(field, TypeRef::non_null(format!("{rn}_aggregate"))),
+                            list_args(&rn),
+                        )
+                        .describe("An aggregate relationship"),
                     );
-                    order_by.insert(field.clone(), InputValueDef::new(field, TypeRef::named(format!("{rn}_aggregate_order_by"))));
+                    order_by.insert(
+                        field.clone(),
+                        InputValueDef::new(
+                            field,
+                            TypeRef::named(format!("{rn}_aggregate_order_by")),
+                        ),
+                    );
                 }
                 TableField::Computed(cf) => {
                     let mut args = Vec::new();
@@ -599,11 +789,16 @@ impl TypeBuilder<'_> {
                             with_args(FieldDef::new(field, TypeRef::named(scalar)), args)
                         }
                         ComputedReturn::Table { table, set } => {
-                            let Some(target) = self.target(table) else { continue };
+                            let Some(target) = self.target(table) else {
+                                continue;
+                            };
                             let rn = target.type_name.clone();
                             if *set {
                                 args.extend(list_args(&rn));
-                                with_args(FieldDef::new(field, TypeRef::list_of_non_null(&rn)), args)
+                                with_args(
+                                    FieldDef::new(field, TypeRef::list_of_non_null(&rn)),
+                                    args,
+                                )
                             } else {
                                 with_args(FieldDef::new(field, TypeRef::named(&rn)), args)
                             }
@@ -625,20 +820,36 @@ impl TypeBuilder<'_> {
         });
         self.types.add(TypeDef::Input {
             name: format!("{tn}_order_by"),
-            description: Some(format!("Ordering options when selecting data from \"{}\".", t.name)),
+            description: Some(format!(
+                "Ordering options when selecting data from \"{}\".",
+                t.name
+            )),
             fields: order_by,
         });
         self.types.add(TypeDef::Enum {
             name: format!("{tn}_select_column"),
             description: Some(format!("select columns of table \"{}\"", t.name)),
-            values: t.columns.keys().map(|c| EnumValueDef { name: c.clone(), description: Some("column name".to_owned()) }).collect(),
+            values: t
+                .columns
+                .keys()
+                .map(|c| EnumValueDef {
+                    name: c.clone(),
+                    description: Some("column name".to_owned()),
+                })
+                .collect(),
         });
         self.aggregate_types(t);
         if let Some((name, values)) = self.enums.get(&t.name).cloned() {
             self.types.add(TypeDef::Enum {
                 name,
                 description: None,
-                values: values.into_iter().map(|(v, d)| EnumValueDef { name: v, description: d }).collect(),
+                values: values
+                    .into_iter()
+                    .map(|(v, d)| EnumValueDef {
+                        name: v,
+                        description: d,
+                    })
+                    .collect(),
             });
         }
         for (enum_table, (name, values)) in self.enums.iter() {
@@ -648,7 +859,13 @@ impl TypeBuilder<'_> {
                 self.types.add(TypeDef::Enum {
                     name: name.clone(),
                     description: None,
-                    values: values.into_iter().map(|(v, d)| EnumValueDef { name: v, description: d }).collect(),
+                    values: values
+                        .into_iter()
+                        .map(|(v, d)| EnumValueDef {
+                            name: v,
+                            description: d,
+                        })
+                        .collect(),
                 });
             }
         }
@@ -662,9 +879,16 @@ impl TypeBuilder<'_> {
             }
             let scalar = scalar_for(&pseudo_column(pg_type));
             self.scalar(&scalar);
-            fields.insert(name.clone(), InputValueDef::new(name, TypeRef::named(scalar)));
+            fields.insert(
+                name.clone(),
+                InputValueDef::new(name, TypeRef::named(scalar)),
+            );
         }
-        self.types.add(TypeDef::Input { name: args_type.to_owned(), description: None, fields });
+        self.types.add(TypeDef::Input {
+            name: args_type.to_owned(),
+            description: None,
+            fields,
+        });
     }
 
     fn aggregate_types(&mut self, t: &RoleTable) {
@@ -673,17 +897,25 @@ impl TypeBuilder<'_> {
             // Still needed by `<rel>_aggregate` order_by of other tables? Only when aggregatable.
             return;
         }
-        let numeric: Vec<(&String, &RoleColumn)> = t.columns.iter().filter(|(_, c)| c.numeric).collect();
-        let orderable: Vec<(&String, &RoleColumn)> = t.columns.iter().filter(|(_, c)| c.orderable).collect();
+        let numeric: Vec<(&String, &RoleColumn)> =
+            t.columns.iter().filter(|(_, c)| c.numeric).collect();
+        let orderable: Vec<(&String, &RoleColumn)> =
+            t.columns.iter().filter(|(_, c)| c.orderable).collect();
         let mut fields = IndexMap::new();
         fields.insert(
             "count".to_owned(),
             FieldDef::new("count", TypeRef::non_null("Int"))
-                .arg(InputValueDef::new("columns", TypeRef::nullable_list_of_non_null(format!("{tn}_select_column"))))
+                .arg(InputValueDef::new(
+                    "columns",
+                    TypeRef::nullable_list_of_non_null(format!("{tn}_select_column")),
+                ))
                 .arg(InputValueDef::new("distinct", TypeRef::named("Boolean"))),
         );
         let mut order_fields = IndexMap::new();
-        order_fields.insert("count".to_owned(), InputValueDef::new("count", TypeRef::named("order_by")));
+        order_fields.insert(
+            "count".to_owned(),
+            InputValueDef::new("count", TypeRef::named("order_by")),
+        );
         let mut ops: Vec<(&str, Vec<(&String, &RoleColumn)>)> = Vec::new();
         if !numeric.is_empty() {
             for op in NUMERIC_AGGREGATES {
@@ -704,13 +936,30 @@ impl TypeBuilder<'_> {
                     "sum" | "max" | "min" => c.scalar.clone(),
                     _ => "Float".to_owned(),
                 };
-                op_fields.insert((*name).clone(), FieldDef::new(*name, TypeRef::named(scalar)));
-                op_order.insert((*name).clone(), InputValueDef::new(*name, TypeRef::named("order_by")));
+                op_fields.insert(
+                    (*name).clone(),
+                    FieldDef::new(*name, TypeRef::named(scalar)),
+                );
+                op_order.insert(
+                    (*name).clone(),
+                    InputValueDef::new(*name, TypeRef::named("order_by")),
+                );
             }
-            self.types.add(TypeDef::Object { name: type_name.clone(), description: None, fields: op_fields });
-            self.types.add(TypeDef::Input { name: format!("{tn}_{op}_order_by"), description: None, fields: op_order });
+            self.types.add(TypeDef::Object {
+                name: type_name.clone(),
+                description: None,
+                fields: op_fields,
+            });
+            self.types.add(TypeDef::Input {
+                name: format!("{tn}_{op}_order_by"),
+                description: None,
+                fields: op_order,
+            });
             fields.insert(op.to_owned(), FieldDef::new(op, TypeRef::named(type_name)));
-            order_fields.insert(op.to_owned(), InputValueDef::new(op, TypeRef::named(format!("{tn}_{op}_order_by"))));
+            order_fields.insert(
+                op.to_owned(),
+                InputValueDef::new(op, TypeRef::named(format!("{tn}_{op}_order_by"))),
+            );
         }
         self.types.add(TypeDef::Object {
             name: format!("{tn}_aggregate_fields"),
@@ -718,8 +967,17 @@ impl TypeBuilder<'_> {
             fields,
         });
         let mut aggregate = IndexMap::new();
-        aggregate.insert("aggregate".to_owned(), FieldDef::new("aggregate", TypeRef::named(format!("{tn}_aggregate_fields"))));
-        aggregate.insert("nodes".to_owned(), FieldDef::new("nodes", TypeRef::list_of_non_null(tn)));
+        aggregate.insert(
+            "aggregate".to_owned(),
+            FieldDef::new(
+                "aggregate",
+                TypeRef::named(format!("{tn}_aggregate_fields")),
+            ),
+        );
+        aggregate.insert(
+            "nodes".to_owned(),
+            FieldDef::new("nodes", TypeRef::list_of_non_null(tn)),
+        );
         self.types.add(TypeDef::Object {
             name: format!("{tn}_aggregate"),
             description: Some(format!("aggregated selection of \"{}\"", t.name)),

@@ -9,8 +9,8 @@ use super::types::{FieldDef, TypeDef, TypeRef, TypeSystem, BUILTIN_SCALARS};
 use crate::metadata::types::QualifiedTable;
 use crate::schema::{ComputedReturn, RelationshipKind, Resolved, ResolvedTable};
 use async_graphql_parser::types::{
-    BaseType, DocumentOperations, ExecutableDocument, Field as AstField, OperationDefinition, OperationType, Selection,
-    SelectionSet, Type,
+    BaseType, DocumentOperations, ExecutableDocument, Field as AstField, OperationDefinition,
+    OperationType, Selection, SelectionSet, Type,
 };
 use async_graphql_parser::Positioned;
 use async_graphql_value::Value as GqlValue;
@@ -31,7 +31,11 @@ pub struct PlanError {
 
 impl PlanError {
     fn validation(path: &str, message: impl Into<String>) -> Self {
-        PlanError { message: message.into(), path: path.to_owned(), code: "validation-failed" }
+        PlanError {
+            message: message.into(),
+            path: path.to_owned(),
+            code: "validation-failed",
+        }
     }
 }
 
@@ -80,10 +84,15 @@ pub fn prepare(query: &str, operation_name: Option<&str>) -> Result<Prepared> {
         path: "$.query".to_owned(),
         code: "validation-failed",
     })?;
-    let prepared = Prepared { document, operation_name: operation_name.map(str::to_owned) };
+    let prepared = Prepared {
+        document,
+        operation_name: operation_name.map(str::to_owned),
+    };
     if prepared.operation().is_none() {
         let message = match (&prepared.document.operations, operation_name) {
-            (DocumentOperations::Multiple(_), None) => "operationName is required if query has multiple operations".to_owned(),
+            (DocumentOperations::Multiple(_), None) => {
+                "operationName is required if query has multiple operations".to_owned()
+            }
             (_, Some(name)) => format!("no such operation found in the document: \"{name}\""),
             _ => "no operation found in the document".to_owned(),
         };
@@ -171,7 +180,10 @@ fn variable_fits(given: &TypeRef, expected: &TypeRef, has_default: bool) -> bool
     }
     match (strip_non_null(given), strip_non_null(expected)) {
         (TypeRef::Named(a), TypeRef::Named(b)) => a == b,
-        (TypeRef::List(a), TypeRef::List(b)) => variable_fits(a, b, false) || (!b.is_non_null() && variable_fits(a, &strip_non_null(b).clone(), false)),
+        (TypeRef::List(a), TypeRef::List(b)) => {
+            variable_fits(a, b, false)
+                || (!b.is_non_null() && variable_fits(a, &strip_non_null(b).clone(), false))
+        }
         _ => false,
     }
 }
@@ -185,12 +197,17 @@ pub fn plan(
     limits: Limits,
 ) -> Result<Planned> {
     let Some(operation) = prepared.operation() else {
-        return Err(PlanError::validation("$", "no operation found in the document"));
+        return Err(PlanError::validation(
+            "$",
+            "no operation found in the document",
+        ));
     };
     match operation.ty {
         OperationType::Query => {}
         OperationType::Mutation => return Err(PlanError::validation("$", "no mutations exist")),
-        OperationType::Subscription => return Err(PlanError::validation("$", "no subscriptions exist")),
+        OperationType::Subscription => {
+            return Err(PlanError::validation("$", "no subscriptions exist"))
+        }
     }
     let mut planner = Planner {
         model,
@@ -204,6 +221,35 @@ pub fn plan(
     };
     planner.coerce_variables(operation, variables)?;
     planner.root(&operation.selection_set.node)
+}
+
+/// Checks request variables against the operation's definitions (for reused plans).
+pub fn check_variables(
+    model: &RoleModel,
+    resolved: &Resolved,
+    prepared: &Prepared,
+    variables: &Map<String, Value>,
+) -> Result<()> {
+    let Some(operation) = prepared.operation() else {
+        return Err(PlanError::validation(
+            "$",
+            "no operation found in the document",
+        ));
+    };
+    let mut planner = Planner {
+        model,
+        resolved,
+        types: &model.types,
+        document: &prepared.document,
+        var_types: IndexMap::new(),
+        variables: Map::new(),
+        shape_dependent: false,
+        limits: Limits {
+            max_depth: usize::MAX,
+            max_root_fields: usize::MAX,
+        },
+    };
+    planner.coerce_variables(operation, variables)
 }
 
 struct Planner<'a> {
@@ -223,16 +269,26 @@ type Collected<'d> = Vec<(String, Vec<&'d AstField>)>;
 impl<'a> Planner<'a> {
     // ---- variables -------------------------------------------------------------------
 
-    fn coerce_variables(&mut self, operation: &OperationDefinition, given: &Map<String, Value>) -> Result<()> {
+    fn coerce_variables(
+        &mut self,
+        operation: &OperationDefinition,
+        given: &Map<String, Value>,
+    ) -> Result<()> {
         for def in &operation.variable_definitions {
             let def = &def.node;
             let name = def.name.node.to_string();
             let ty = to_type_ref(&def.var_type.node);
             let base = ty.base().to_owned();
             let input_type = BUILTIN_SCALARS.contains(&base.as_str())
-                || matches!(self.types.get(&base), Some(TypeDef::Scalar { .. } | TypeDef::Enum { .. } | TypeDef::Input { .. }));
+                || matches!(
+                    self.types.get(&base),
+                    Some(TypeDef::Scalar { .. } | TypeDef::Enum { .. } | TypeDef::Input { .. })
+                );
             if !input_type {
-                return Err(PlanError::validation("$.variableValues", format!("variable \"{name}\" has unknown or non-input type \"{ty}\"")));
+                return Err(PlanError::validation(
+                    "$.variableValues",
+                    format!("variable \"{name}\" has unknown or non-input type \"{ty}\""),
+                ));
             }
             let value = match given.get(&name) {
                 Some(v) => v.clone(),
@@ -242,10 +298,14 @@ impl<'a> Planner<'a> {
                 },
             };
             if value.is_null() && ty.is_non_null() {
-                return Err(PlanError::validation("$.variableValues", format!("expecting a value for non-nullable variable: \"{name}\"")));
+                return Err(PlanError::validation(
+                    "$.variableValues",
+                    format!("expecting a value for non-nullable variable: \"{name}\""),
+                ));
             }
             self.coerce_json(&value, &ty, &format!("$.variableValues.{name}"))?;
-            self.var_types.insert(name.clone(), (ty, def.default_value.is_some()));
+            self.var_types
+                .insert(name.clone(), (ty, def.default_value.is_some()));
             self.variables.insert(name, value);
         }
         Ok(())
@@ -262,16 +322,15 @@ impl<'a> Planner<'a> {
     fn coerce_ast(&mut self, value: &GqlValue, ty: &TypeRef, path: &str) -> Result<Input> {
         if let GqlValue::Variable(name) = value {
             let name = name.to_string();
-            let (given, has_default) = self
-                .var_types
-                .get(&name)
-                .cloned()
-                .ok_or_else(|| PlanError::validation(path, format!("unbound variable \"{name}\"")))?;
+            let (given, has_default) = self.var_types.get(&name).cloned().ok_or_else(|| {
+                PlanError::validation(path, format!("unbound variable \"{name}\""))
+            })?;
             if !variable_fits(&given, ty, has_default) {
                 return Err(PlanError::validation(path, format!("variable \"{name}\" of type \"{given}\" cannot be used where \"{ty}\" is expected")));
             }
             let base = ty.base();
-            let scalar = BUILTIN_SCALARS.contains(&base) || matches!(self.types.get(base), Some(TypeDef::Scalar { .. }));
+            let scalar = BUILTIN_SCALARS.contains(&base)
+                || matches!(self.types.get(base), Some(TypeDef::Scalar { .. }));
             if scalar && given.is_non_null() {
                 return Ok(Input::Value(Param::Variable(name)));
             }
@@ -281,7 +340,10 @@ impl<'a> Planner<'a> {
         }
         if matches!(value, GqlValue::Null) {
             return if ty.is_non_null() {
-                Err(PlanError::validation(path, format!("expected a value of type \"{ty}\", found null")))
+                Err(PlanError::validation(
+                    path,
+                    format!("expected a value of type \"{ty}\", found null"),
+                ))
             } else {
                 Ok(Input::Null)
             };
@@ -305,23 +367,37 @@ impl<'a> Planner<'a> {
         match self.types.get(name) {
             Some(TypeDef::Input { fields, .. }) => {
                 let GqlValue::Object(map) = value else {
-                    return Err(PlanError::validation(path, format!("expected an object for type \"{name}\"")));
+                    return Err(PlanError::validation(
+                        path,
+                        format!("expected an object for type \"{name}\""),
+                    ));
                 };
                 let fields = fields.clone();
                 let mut out = IndexMap::new();
                 for (key, v) in map {
                     let key = key.to_string();
-                    let def = fields
-                        .get(&key)
-                        .ok_or_else(|| PlanError::validation(&format!("{path}.{key}"), format!("field \"{key}\" not found in type: '{name}'")))?;
-                    out.insert(key.clone(), self.coerce_ast(v, &def.ty, &format!("{path}.{key}"))?);
+                    let def = fields.get(&key).ok_or_else(|| {
+                        PlanError::validation(
+                            &format!("{path}.{key}"),
+                            format!("field \"{key}\" not found in type: '{name}'"),
+                        )
+                    })?;
+                    out.insert(
+                        key.clone(),
+                        self.coerce_ast(v, &def.ty, &format!("{path}.{key}"))?,
+                    );
                 }
                 self.check_required(&fields, &out, path)?;
                 Ok(Input::Object(out))
             }
             Some(TypeDef::Enum { values, .. }) => match value {
-                GqlValue::Enum(v) if values.iter().any(|e| e.name == v.as_str()) => Ok(Input::Enum(v.to_string())),
-                other => Err(PlanError::validation(path, format!("expected one of the values of enum \"{name}\", found {other}"))),
+                GqlValue::Enum(v) if values.iter().any(|e| e.name == v.as_str()) => {
+                    Ok(Input::Enum(v.to_string()))
+                }
+                other => Err(PlanError::validation(
+                    path,
+                    format!("expected one of the values of enum \"{name}\", found {other}"),
+                )),
             },
             _ => {
                 let json = self.ast_to_json(value, path)?;
@@ -330,10 +406,18 @@ impl<'a> Planner<'a> {
         }
     }
 
-    fn check_required(&self, fields: &IndexMap<String, super::types::InputValueDef>, given: &IndexMap<String, Input>, path: &str) -> Result<()> {
+    fn check_required(
+        &self,
+        fields: &IndexMap<String, super::types::InputValueDef>,
+        given: &IndexMap<String, Input>,
+        path: &str,
+    ) -> Result<()> {
         for (name, def) in fields {
             if def.ty.is_non_null() && def.default.is_none() && !given.contains_key(name) {
-                return Err(PlanError::validation(path, format!("missing required field '{name}'")));
+                return Err(PlanError::validation(
+                    path,
+                    format!("missing required field '{name}'"),
+                ));
             }
         }
         Ok(())
@@ -349,9 +433,19 @@ impl<'a> Planner<'a> {
             GqlValue::Number(n) => serde_json::to_value(n).unwrap_or(Value::Null),
             GqlValue::String(s) => Value::String(s.clone()),
             GqlValue::Boolean(b) => Value::Bool(*b),
-            GqlValue::Binary(_) => return Err(PlanError::validation(path, "binary values are not supported")),
+            GqlValue::Binary(_) => {
+                return Err(PlanError::validation(
+                    path,
+                    "binary values are not supported",
+                ))
+            }
             GqlValue::Enum(e) => Value::String(e.to_string()),
-            GqlValue::List(items) => Value::Array(items.iter().map(|v| self.ast_to_json(v, path)).collect::<Result<_>>()?),
+            GqlValue::List(items) => Value::Array(
+                items
+                    .iter()
+                    .map(|v| self.ast_to_json(v, path))
+                    .collect::<Result<_>>()?,
+            ),
             GqlValue::Object(map) => Value::Object(
                 map.iter()
                     .map(|(k, v)| Ok((k.to_string(), self.ast_to_json(v, path)?)))
@@ -362,16 +456,29 @@ impl<'a> Planner<'a> {
 
     fn coerce_scalar(&self, value: Value, name: &str, path: &str) -> Result<Input> {
         let ok = match name {
-            "Int" => value.as_i64().map(|n| i32::try_from(n).is_ok()).unwrap_or(false),
+            "Int" => value
+                .as_i64()
+                .map(|n| i32::try_from(n).is_ok())
+                .unwrap_or(false),
             "Float" => value.is_number(),
             "String" => value.is_string(),
             "Boolean" => value.is_boolean(),
             "ID" => value.is_string() || value.as_i64().is_some(),
-            _ if self.types.get(name).is_some() || BUILTIN_SCALARS.contains(&name) => !value.is_null(),
-            _ => return Err(PlanError::validation(path, format!("unknown type \"{name}\""))),
+            _ if self.types.get(name).is_some() || BUILTIN_SCALARS.contains(&name) => {
+                !value.is_null()
+            }
+            _ => {
+                return Err(PlanError::validation(
+                    path,
+                    format!("unknown type \"{name}\""),
+                ))
+            }
         };
         if !ok {
-            return Err(PlanError::validation(path, format!("expected a value of type \"{name}\", found {value}")));
+            return Err(PlanError::validation(
+                path,
+                format!("expected a value of type \"{name}\", found {value}"),
+            ));
         }
         Ok(Input::Value(Param::Literal(value)))
     }
@@ -379,7 +486,10 @@ impl<'a> Planner<'a> {
     fn coerce_json(&self, value: &Value, ty: &TypeRef, path: &str) -> Result<Input> {
         if value.is_null() {
             return if ty.is_non_null() {
-                Err(PlanError::validation(path, format!("expected a value of type \"{ty}\", found null")))
+                Err(PlanError::validation(
+                    path,
+                    format!("expected a value of type \"{ty}\", found null"),
+                ))
             } else {
                 Ok(Input::Null)
             };
@@ -397,21 +507,33 @@ impl<'a> Planner<'a> {
             TypeRef::Named(name) => match self.types.get(name) {
                 Some(TypeDef::Input { fields, .. }) => {
                     let Value::Object(map) = value else {
-                        return Err(PlanError::validation(path, format!("expected an object for type \"{name}\"")));
+                        return Err(PlanError::validation(
+                            path,
+                            format!("expected an object for type \"{name}\""),
+                        ));
                     };
                     let mut out = IndexMap::new();
                     for (key, v) in map {
-                        let def = fields
-                            .get(key)
-                            .ok_or_else(|| PlanError::validation(&format!("{path}.{key}"), format!("field \"{key}\" not found in type: '{name}'")))?;
-                        out.insert(key.clone(), self.coerce_json(v, &def.ty, &format!("{path}.{key}"))?);
+                        let def = fields.get(key).ok_or_else(|| {
+                            PlanError::validation(
+                                &format!("{path}.{key}"),
+                                format!("field \"{key}\" not found in type: '{name}'"),
+                            )
+                        })?;
+                        out.insert(
+                            key.clone(),
+                            self.coerce_json(v, &def.ty, &format!("{path}.{key}"))?,
+                        );
                     }
                     self.check_required(fields, &out, path)?;
                     Ok(Input::Object(out))
                 }
                 Some(TypeDef::Enum { values, .. }) => match value.as_str() {
                     Some(v) if values.iter().any(|e| e.name == v) => Ok(Input::Enum(v.to_owned())),
-                    _ => Err(PlanError::validation(path, format!("expected one of the values of enum \"{name}\", found {value}"))),
+                    _ => Err(PlanError::validation(
+                        path,
+                        format!("expected one of the values of enum \"{name}\", found {value}"),
+                    )),
                 },
                 _ => self.coerce_scalar(value.clone(), name, path),
             },
@@ -419,21 +541,31 @@ impl<'a> Planner<'a> {
         }
     }
 
-    fn field_args(&mut self, def: &FieldDef, field: &AstField, path: &str) -> Result<IndexMap<String, Input>> {
+    fn field_args(
+        &mut self,
+        def: &FieldDef,
+        field: &AstField,
+        path: &str,
+    ) -> Result<IndexMap<String, Input>> {
         let mut out = IndexMap::new();
         for (name, value) in &field.arguments {
             let name = name.node.to_string();
             let arg_path = format!("{path}.args.{name}");
-            let arg = def
-                .args
-                .get(&name)
-                .ok_or_else(|| PlanError::validation(&arg_path, format!("'{}' has no argument named '{name}'", def.name)))?;
+            let arg = def.args.get(&name).ok_or_else(|| {
+                PlanError::validation(
+                    &arg_path,
+                    format!("'{}' has no argument named '{name}'", def.name),
+                )
+            })?;
             let ty = arg.ty.clone();
             out.insert(name, self.coerce_ast(&value.node, &ty, &arg_path)?);
         }
         for (name, arg) in &def.args {
             if arg.ty.is_non_null() && arg.default.is_none() && !out.contains_key(name) {
-                return Err(PlanError::validation(path, format!("missing required field '{name}'")));
+                return Err(PlanError::validation(
+                    path,
+                    format!("missing required field '{name}'"),
+                ));
             }
         }
         Ok(out)
@@ -441,21 +573,31 @@ impl<'a> Planner<'a> {
 
     // ---- field collection ------------------------------------------------------------------
 
-    fn directives_allow(&self, directives: &[Positioned<async_graphql_parser::types::Directive>], path: &str) -> Result<bool> {
+    fn directives_allow(
+        &self,
+        directives: &[Positioned<async_graphql_parser::types::Directive>],
+        path: &str,
+    ) -> Result<bool> {
         for d in directives {
             let name = d.node.name.node.as_str();
             if name != "skip" && name != "include" {
-                return Err(PlanError::validation(path, format!("directive \"{name}\" is not allowed here")));
+                return Err(PlanError::validation(
+                    path,
+                    format!("directive \"{name}\" is not allowed here"),
+                ));
             }
-            let value = d
-                .node
-                .get_argument("if")
-                .ok_or_else(|| PlanError::validation(path, format!("directive \"{name}\" needs an \"if\" argument")))?;
+            let value = d.node.get_argument("if").ok_or_else(|| {
+                PlanError::validation(
+                    path,
+                    format!("directive \"{name}\" needs an \"if\" argument"),
+                )
+            })?;
             let flag = match &value.node {
                 GqlValue::Boolean(b) => *b,
-                GqlValue::Variable(v) => {
-                    self.variable(v.as_str(), path)?.as_bool().ok_or_else(|| PlanError::validation(path, "expected a Boolean for \"if\""))?
-                }
+                GqlValue::Variable(v) => self
+                    .variable(v.as_str(), path)?
+                    .as_bool()
+                    .ok_or_else(|| PlanError::validation(path, "expected a Boolean for \"if\""))?,
                 _ => return Err(PlanError::validation(path, "expected a Boolean for \"if\"")),
             };
             if (name == "skip" && flag) || (name == "include" && !flag) {
@@ -465,12 +607,22 @@ impl<'a> Planner<'a> {
         Ok(true)
     }
 
-    fn collect<'d>(&mut self, set: &'d SelectionSet, parent: &str, path: &str, out: &mut Collected<'d>, depth: usize) -> Result<()>
+    fn collect<'d>(
+        &mut self,
+        set: &'d SelectionSet,
+        parent: &str,
+        path: &str,
+        out: &mut Collected<'d>,
+        depth: usize,
+    ) -> Result<()>
     where
         'a: 'd,
     {
         if depth > 32 {
-            return Err(PlanError::validation(path, "fragment nesting too deep (cycle?)"));
+            return Err(PlanError::validation(
+                path,
+                "fragment nesting too deep (cycle?)",
+            ));
         }
         for item in &set.items {
             match &item.node {
@@ -493,14 +645,19 @@ impl<'a> Planner<'a> {
                     }
                     let name = spread.node.fragment_name.node.as_str();
                     let document: &'d ExecutableDocument = self.document;
-                    let fragment = document
-                        .fragments
-                        .get(name)
-                        .ok_or_else(|| PlanError::validation(path, format!("fragment \"{name}\" not found")))?;
+                    let fragment = document.fragments.get(name).ok_or_else(|| {
+                        PlanError::validation(path, format!("fragment \"{name}\" not found"))
+                    })?;
                     let on = fragment.node.type_condition.node.on.node.as_str();
                     self.check_type_condition(on, path)?;
                     if on == parent {
-                        self.collect(&fragment.node.selection_set.node, parent, path, out, depth + 1)?;
+                        self.collect(
+                            &fragment.node.selection_set.node,
+                            parent,
+                            path,
+                            out,
+                            depth + 1,
+                        )?;
                     }
                 }
                 Selection::InlineFragment(inline) => {
@@ -516,7 +673,13 @@ impl<'a> Planner<'a> {
                         }
                     };
                     if matches {
-                        self.collect(&inline.node.selection_set.node, parent, path, out, depth + 1)?;
+                        self.collect(
+                            &inline.node.selection_set.node,
+                            parent,
+                            path,
+                            out,
+                            depth + 1,
+                        )?;
                     }
                 }
             }
@@ -524,24 +687,44 @@ impl<'a> Planner<'a> {
         Ok(())
     }
 
-    fn shape_dependent_directives(&self, directives: &[Positioned<async_graphql_parser::types::Directive>]) -> bool {
-        directives.iter().any(|d| d.node.arguments.iter().any(|(_, v)| matches!(v.node, GqlValue::Variable(_))))
+    fn shape_dependent_directives(
+        &self,
+        directives: &[Positioned<async_graphql_parser::types::Directive>],
+    ) -> bool {
+        directives.iter().any(|d| {
+            d.node
+                .arguments
+                .iter()
+                .any(|(_, v)| matches!(v.node, GqlValue::Variable(_)))
+        })
     }
 
     fn check_type_condition(&self, on: &str, path: &str) -> Result<()> {
         if self.types.object_fields(on).is_none() && !on.starts_with("__") {
-            return Err(PlanError::validation(path, format!("type \"{on}\" not found or not an object type")));
+            return Err(PlanError::validation(
+                path,
+                format!("type \"{on}\" not found or not an object type"),
+            ));
         }
         Ok(())
     }
 
     /// Collects a field's sub-selection over all fields sharing its response key.
-    fn sub_fields<'d>(&mut self, fields: &[&'d AstField], parent: &str, path: &str, depth: usize) -> Result<Collected<'d>>
+    fn sub_fields<'d>(
+        &mut self,
+        fields: &[&'d AstField],
+        parent: &str,
+        path: &str,
+        depth: usize,
+    ) -> Result<Collected<'d>>
     where
         'a: 'd,
     {
         if depth > self.limits.max_depth {
-            return Err(PlanError::validation(path, format!("query depth exceeds {}", self.limits.max_depth)));
+            return Err(PlanError::validation(
+                path,
+                format!("query depth exceeds {}", self.limits.max_depth),
+            ));
         }
         let mut out = Vec::new();
         for f in fields {
@@ -553,7 +736,10 @@ impl<'a> Planner<'a> {
             self.collect(&f.selection_set.node, parent, path, &mut out, 0)?;
         }
         if out.is_empty() {
-            return Err(PlanError::validation(path, format!("missing selection set for field of type \"{parent}\"")));
+            return Err(PlanError::validation(
+                path,
+                format!("missing selection set for field of type \"{parent}\""),
+            ));
         }
         Ok(out)
     }
@@ -567,14 +753,25 @@ impl<'a> Planner<'a> {
             .object_fields(parent)
             .and_then(|f| f.get(name))
             .cloned()
-            .ok_or_else(|| PlanError::validation(path, format!("field \"{name}\" not found in type: '{parent}'")))
+            .ok_or_else(|| {
+                PlanError::validation(
+                    path,
+                    format!("field \"{name}\" not found in type: '{parent}'"),
+                )
+            })
     }
 
     fn no_selection(field: &AstField, path: &str) -> Result<()> {
         if field.selection_set.node.items.is_empty() {
             Ok(())
         } else {
-            Err(PlanError::validation(path, format!("field \"{}\" must not have a selection since its type is a scalar", field.name.node)))
+            Err(PlanError::validation(
+                path,
+                format!(
+                    "field \"{}\" must not have a selection since its type is a scalar",
+                    field.name.node
+                ),
+            ))
         }
     }
 
@@ -582,12 +779,23 @@ impl<'a> Planner<'a> {
 
     fn root(mut self, set: &SelectionSet) -> Result<Planned> {
         let mut collected = Vec::new();
-        if set.items.iter().any(|i| matches!(&i.node, Selection::Field(f) if self.directives_shape(&f.node))) {
+        if set
+            .items
+            .iter()
+            .any(|i| matches!(&i.node, Selection::Field(f) if self.directives_shape(&f.node)))
+        {
             self.shape_dependent = true;
         }
         self.collect(set, "query_root", "$", &mut collected, 0)?;
         if collected.len() > self.limits.max_root_fields {
-            return Err(PlanError::validation("$", format!("too many root fields: {} (at most {})", collected.len(), self.limits.max_root_fields)));
+            return Err(PlanError::validation(
+                "$",
+                format!(
+                    "too many root fields: {} (at most {})",
+                    collected.len(),
+                    self.limits.max_root_fields
+                ),
+            ));
         }
         let mut data = QueryPlan::default();
         let mut keys = Vec::new();
@@ -601,7 +809,10 @@ impl<'a> Planner<'a> {
             match name {
                 "__typename" => {
                     Self::no_selection(field, &path)?;
-                    data.fields.push((key.clone(), RootField::Constant(Value::String("query_root".into()))));
+                    data.fields.push((
+                        key.clone(),
+                        RootField::Constant(Value::String("query_root".into())),
+                    ));
                 }
                 "__schema" | "__type" => {
                     introspection_keys.push(key.clone());
@@ -610,52 +821,106 @@ impl<'a> Planner<'a> {
                 }
                 "no_queries_available" if self.model.roots.is_empty() => {
                     Self::no_selection(field, &path)?;
-                    data.fields.push((key.clone(), RootField::Constant(Value::Null)));
+                    data.fields
+                        .push((key.clone(), RootField::Constant(Value::Null)));
                 }
                 _ => {
-                    let root = self
-                        .model
-                        .roots
-                        .get(name)
-                        .cloned()
-                        .ok_or_else(|| PlanError::validation(&path, format!("field \"{name}\" not found in type: 'query_root'")))?;
+                    let root = self.model.roots.get(name).cloned().ok_or_else(|| {
+                        PlanError::validation(
+                            &path,
+                            format!("field \"{name}\" not found in type: 'query_root'"),
+                        )
+                    })?;
                     let def = self.field_def("query_root", name, &path)?;
                     let args = self.field_args(&def, field, &path)?;
                     let table = self.table(&root.table, &path)?;
                     let planned = match root.kind {
                         RootKind::Select => {
                             let sub = self.sub_fields(fields, &table.type_name, &path, 1)?;
-                            RootField::Select(self.select(table, Source::Table(root.table.clone()), Vec::new(), &args, &sub, &path, false, 1)?)
+                            RootField::Select(self.select(
+                                table,
+                                Source::Table(root.table.clone()),
+                                Vec::new(),
+                                &args,
+                                &sub,
+                                &path,
+                                false,
+                                1,
+                            )?)
                         }
                         RootKind::SelectByPk => {
                             let sub = self.sub_fields(fields, &table.type_name, &path, 1)?;
-                            let mut select = self.select(table, Source::Table(root.table.clone()), Vec::new(), &IndexMap::new(), &sub, &path, true, 1)?;
+                            let mut select = self.select(
+                                table,
+                                Source::Table(root.table.clone()),
+                                Vec::new(),
+                                &IndexMap::new(),
+                                &sub,
+                                &path,
+                                true,
+                                1,
+                            )?;
                             for column in table.primary_key.iter().flatten() {
-                                let (Some(c), Some(Input::Value(param))) = (table.columns.get(column), args.get(column)) else { continue };
+                                let (Some(c), Some(Input::Value(param))) =
+                                    (table.columns.get(column), args.get(column))
+                                else {
+                                    continue;
+                                };
                                 select.args.filter.push(BoolExpr::Compare {
-                                    column: ColumnExpr { scope: Scope::Current, column: c.column.clone(), cast: None },
+                                    column: ColumnExpr {
+                                        scope: Scope::Current,
+                                        column: c.column.clone(),
+                                        cast: None,
+                                    },
                                     op: CompareOp::Eq,
-                                    value: ValueExpr { param: param.clone(), cast: c.pg_type.clone() },
+                                    value: ValueExpr {
+                                        param: param.clone(),
+                                        cast: c.pg_type.clone(),
+                                    },
                                 });
                             }
                             RootField::Select(select)
                         }
                         RootKind::Aggregate => {
-                            let sub = self.sub_fields(fields, &format!("{}_aggregate", table.type_name), &path, 1)?;
-                            RootField::Aggregate(self.aggregate(table, Vec::new(), &args, &sub, &path, 1)?)
+                            let sub = self.sub_fields(
+                                fields,
+                                &format!("{}_aggregate", table.type_name),
+                                &path,
+                                1,
+                            )?;
+                            RootField::Aggregate(self.aggregate(
+                                table,
+                                Vec::new(),
+                                &args,
+                                &sub,
+                                &path,
+                                1,
+                            )?)
                         }
                     };
                     data.fields.push((key.clone(), planned));
                 }
             }
         }
-        let introspection = (!introspection_keys.is_empty()).then(|| (introspection_keys, format!("query {{ {introspection_doc}}}")));
-        Ok(Planned { data, introspection, keys, shape_dependent: self.shape_dependent })
+        let introspection = (!introspection_keys.is_empty()).then(|| {
+            (
+                introspection_keys,
+                format!("query {{ {introspection_doc}}}"),
+            )
+        });
+        Ok(Planned {
+            data,
+            introspection,
+            keys,
+            shape_dependent: self.shape_dependent,
+        })
     }
 
     fn table(&self, name: &QualifiedTable, path: &str) -> Result<&'a RoleTable> {
         let model: &'a RoleModel = self.model;
-        model.tables.get(name).ok_or_else(|| PlanError::validation(path, format!("table \"{name}\" is not available")))
+        model.tables.get(name).ok_or_else(|| {
+            PlanError::validation(path, format!("table \"{name}\" is not available"))
+        })
     }
 
     fn resolved_table(&self, name: &QualifiedTable) -> Option<&'a ResolvedTable> {
@@ -679,16 +944,28 @@ impl<'a> Planner<'a> {
     ) -> Result<Select> {
         let row_args = self.row_args(table, args, path)?;
         let fields = self.table_fields(table, sub, path, depth)?;
-        Ok(Select { source, join, args: row_args, fields, single })
+        Ok(Select {
+            source,
+            join,
+            args: row_args,
+            fields,
+            single,
+        })
     }
 
-    fn row_args(&mut self, table: &'a RoleTable, args: &IndexMap<String, Input>, path: &str) -> Result<RowArgs> {
+    fn row_args(
+        &mut self,
+        table: &'a RoleTable,
+        args: &IndexMap<String, Input>,
+        path: &str,
+    ) -> Result<RowArgs> {
         let mut row = RowArgs::default();
         if let Some(filter) = self.permission_filter(table) {
             row.filter.push(filter);
         }
         if let Some(w) = args.get("where") {
-            row.filter.push(self.where_expr(table, w, &format!("{path}.args.where"))?);
+            row.filter
+                .push(self.where_expr(table, w, &format!("{path}.args.where"))?);
         }
         if let Some(order) = args.get("order_by") {
             row.order_by = self.order_by(table, order, &format!("{path}.args.order_by"))?;
@@ -709,30 +986,53 @@ impl<'a> Planner<'a> {
                     _ => None,
                 })
                 .collect();
-            if !row.order_by.is_empty() && prefix != row.distinct_on.iter().map(Some).collect::<Vec<_>>() {
-                return Err(PlanError::validation(&format!("{path}.args"), "\"distinct_on\" columns must match initial \"order_by\" columns"));
+            if !row.order_by.is_empty()
+                && prefix != row.distinct_on.iter().map(Some).collect::<Vec<_>>()
+            {
+                return Err(PlanError::validation(
+                    &format!("{path}.args"),
+                    "\"distinct_on\" columns must match initial \"order_by\" columns",
+                ));
             }
         }
         if let Some(limit) = args.get("limit") {
             if let Input::Value(p) = limit {
                 if let Param::Literal(v) = p {
                     if v.as_i64().map(|n| n < 0).unwrap_or(false) {
-                        return Err(PlanError::validation(&format!("{path}.args.limit"), "unexpected negative value"));
+                        return Err(PlanError::validation(
+                            &format!("{path}.args.limit"),
+                            "unexpected negative value",
+                        ));
                     }
                 }
-                row.limit.push(ValueExpr { param: p.clone(), cast: "bigint".into() });
+                row.limit.push(ValueExpr {
+                    param: p.clone(),
+                    cast: "bigint".into(),
+                });
             }
         }
         if let Some(cap) = table.limit {
-            row.limit.push(ValueExpr { param: Param::Literal(Value::from(cap)), cast: "bigint".into() });
+            row.limit.push(ValueExpr {
+                param: Param::Literal(Value::from(cap)),
+                cast: "bigint".into(),
+            });
         }
         if let Some(Input::Value(p)) = args.get("offset") {
-            row.offset = Some(ValueExpr { param: p.clone(), cast: "bigint".into() });
+            row.offset = Some(ValueExpr {
+                param: p.clone(),
+                cast: "bigint".into(),
+            });
         }
         Ok(row)
     }
 
-    fn table_fields(&mut self, table: &'a RoleTable, sub: &Collected<'_>, path: &str, depth: usize) -> Result<Vec<(String, Field)>> {
+    fn table_fields(
+        &mut self,
+        table: &'a RoleTable,
+        sub: &Collected<'_>,
+        path: &str,
+        depth: usize,
+    ) -> Result<Vec<(String, Field)>> {
         let mut out = Vec::new();
         for (key, fields) in sub {
             let field = fields[0];
@@ -745,10 +1045,12 @@ impl<'a> Planner<'a> {
             }
             let def = self.field_def(&table.type_name, name, &fpath)?;
             let args = self.field_args(&def, field, &fpath)?;
-            let kind = table
-                .fields
-                .get(name)
-                .ok_or_else(|| PlanError::validation(&fpath, format!("field \"{name}\" not found in type: '{}'", table.type_name)))?;
+            let kind = table.fields.get(name).ok_or_else(|| {
+                PlanError::validation(
+                    &fpath,
+                    format!("field \"{name}\" not found in type: '{}'", table.type_name),
+                )
+            })?;
             let planned = match kind {
                 TableField::Column(c) => {
                     Self::no_selection(field, &fpath)?;
@@ -759,24 +1061,61 @@ impl<'a> Planner<'a> {
                         }),
                         Some(Input::Value(Param::Variable(name))) => {
                             self.shape_dependent = true;
-                            let text = self.variable(name, &fpath)?.as_str().unwrap_or_default().to_owned();
-                            Some(ValueExpr { param: Param::Literal(json_path(&text, &format!("{fpath}.args.path"))?), cast: "jsonb".into() })
+                            let text = self
+                                .variable(name, &fpath)?
+                                .as_str()
+                                .unwrap_or_default()
+                                .to_owned();
+                            Some(ValueExpr {
+                                param: Param::Literal(json_path(
+                                    &text,
+                                    &format!("{fpath}.args.path"),
+                                )?),
+                                cast: "jsonb".into(),
+                            })
                         }
                         _ => None,
                     };
-                    Field::Column { column: c.column.clone(), path: path_arg }
+                    Field::Column {
+                        column: c.column.clone(),
+                        path: path_arg,
+                    }
                 }
                 TableField::Relationship(r) => {
                     let target = self.table(&r.target, &fpath)?;
                     let sub = self.sub_fields(fields, &target.type_name, &fpath, depth + 1)?;
                     let single = r.kind == RelationshipKind::Object;
-                    let select = self.select(target, Source::Table(r.target.clone()), r.mapping.clone(), &args, &sub, &fpath, single, depth + 1)?;
-                    Field::Relationship { kind: r.kind, select: Box::new(select) }
+                    let select = self.select(
+                        target,
+                        Source::Table(r.target.clone()),
+                        r.mapping.clone(),
+                        &args,
+                        &sub,
+                        &fpath,
+                        single,
+                        depth + 1,
+                    )?;
+                    Field::Relationship {
+                        kind: r.kind,
+                        select: Box::new(select),
+                    }
                 }
                 TableField::RelationshipAggregate(r) => {
                     let target = self.table(&r.target, &fpath)?;
-                    let sub = self.sub_fields(fields, &format!("{}_aggregate", target.type_name), &fpath, depth + 1)?;
-                    Field::Aggregate(Box::new(self.aggregate(target, r.mapping.clone(), &args, &sub, &fpath, depth + 1)?))
+                    let sub = self.sub_fields(
+                        fields,
+                        &format!("{}_aggregate", target.type_name),
+                        &fpath,
+                        depth + 1,
+                    )?;
+                    Field::Aggregate(Box::new(self.aggregate(
+                        target,
+                        r.mapping.clone(),
+                        &args,
+                        &sub,
+                        &fpath,
+                        depth + 1,
+                    )?))
                 }
                 TableField::Computed(cf) => self.computed(cf, fields, &args, &fpath, depth)?,
             };
@@ -785,41 +1124,90 @@ impl<'a> Planner<'a> {
         Ok(out)
     }
 
-    fn computed(&mut self, cf: &RoleComputed, fields: &[&AstField], args: &IndexMap<String, Input>, path: &str, depth: usize) -> Result<Field> {
-        let given = args.get("args").and_then(Input::as_object).cloned().unwrap_or_default();
+    fn computed(
+        &mut self,
+        cf: &RoleComputed,
+        fields: &[&AstField],
+        args: &IndexMap<String, Input>,
+        path: &str,
+        depth: usize,
+    ) -> Result<Field> {
+        let given = args
+            .get("args")
+            .and_then(Input::as_object)
+            .cloned()
+            .unwrap_or_default();
         let all_named = cf.arguments.iter().all(|(n, _)| !n.is_empty());
         let mut fn_args = Vec::new();
         for (i, (name, pg_type)) in cf.arguments.iter().enumerate() {
             let value = if i == cf.table_argument {
                 Some(FunctionArgValue::Row)
             } else if Some(i) == cf.session_argument {
-                Some(FunctionArgValue::Value(ValueExpr { param: Param::SessionObject, cast: pg_type.clone() }))
+                Some(FunctionArgValue::Value(ValueExpr {
+                    param: Param::SessionObject,
+                    cast: pg_type.clone(),
+                }))
             } else {
                 match given.get(name) {
-                    Some(Input::Value(p)) => Some(FunctionArgValue::Value(ValueExpr { param: p.clone(), cast: pg_type.clone() })),
+                    Some(Input::Value(p)) => Some(FunctionArgValue::Value(ValueExpr {
+                        param: p.clone(),
+                        cast: pg_type.clone(),
+                    })),
                     Some(Input::Null) | None if !all_named => {
-                        Some(FunctionArgValue::Value(ValueExpr { param: Param::Literal(Value::Null), cast: pg_type.clone() }))
+                        Some(FunctionArgValue::Value(ValueExpr {
+                            param: Param::Literal(Value::Null),
+                            cast: pg_type.clone(),
+                        }))
                     }
                     _ => None,
                 }
             };
             if let Some(value) = value {
-                fn_args.push(FunctionArg { name: if all_named { name.clone() } else { String::new() }, value });
+                fn_args.push(FunctionArg {
+                    name: if all_named {
+                        name.clone()
+                    } else {
+                        String::new()
+                    },
+                    value,
+                });
             }
         }
         match &cf.returns {
             ComputedReturn::Scalar(_) => {
                 Self::no_selection(fields[0], path)?;
-                Ok(Field::Computed { function: cf.function.clone(), args: fn_args })
+                Ok(Field::Computed {
+                    function: cf.function.clone(),
+                    args: fn_args,
+                })
             }
             ComputedReturn::Table { table, set } => {
                 let target = self.table(table, path)?;
                 let sub = self.sub_fields(fields, &target.type_name, path, depth + 1)?;
-                let source = Source::Function { function: cf.function.clone(), args: fn_args };
+                let source = Source::Function {
+                    function: cf.function.clone(),
+                    args: fn_args,
+                };
                 let row_args = if *set { args.clone() } else { IndexMap::new() };
-                let select = self.select(target, source, Vec::new(), &row_args, &sub, path, !set, depth + 1)?;
-                let kind = if *set { RelationshipKind::Array } else { RelationshipKind::Object };
-                Ok(Field::Relationship { kind, select: Box::new(select) })
+                let select = self.select(
+                    target,
+                    source,
+                    Vec::new(),
+                    &row_args,
+                    &sub,
+                    path,
+                    !set,
+                    depth + 1,
+                )?;
+                let kind = if *set {
+                    RelationshipKind::Array
+                } else {
+                    RelationshipKind::Object
+                };
+                Ok(Field::Relationship {
+                    kind,
+                    select: Box::new(select),
+                })
             }
         }
     }
@@ -841,10 +1229,15 @@ impl<'a> Planner<'a> {
             let name = field.name.node.as_str();
             let fpath = format!("{path}.selectionSet.{key}");
             match name {
-                "__typename" => fields.push((key.clone(), AggregateField::Constant(type_name.clone()))),
+                "__typename" => {
+                    fields.push((key.clone(), AggregateField::Constant(type_name.clone())))
+                }
                 "nodes" => {
                     let sub = self.sub_fields(group, &table.type_name, &fpath, depth + 1)?;
-                    fields.push((key.clone(), AggregateField::Nodes(self.table_fields(table, &sub, &fpath, depth + 1)?)));
+                    fields.push((
+                        key.clone(),
+                        AggregateField::Nodes(self.table_fields(table, &sub, &fpath, depth + 1)?),
+                    ));
                 }
                 "aggregate" => {
                     let fields_type = format!("{}_aggregate_fields", table.type_name);
@@ -868,13 +1261,18 @@ impl<'a> Planner<'a> {
                                     c.as_list()
                                         .into_iter()
                                         .filter_map(|i| match i {
-                                            Input::Enum(n) => table.columns.get(n).map(|c| c.column.clone()),
+                                            Input::Enum(n) => {
+                                                table.columns.get(n).map(|c| c.column.clone())
+                                            }
                                             _ => None,
                                         })
                                         .collect()
                                 })
                                 .unwrap_or_default();
-                            let distinct = oargs.get("distinct").and_then(Input::as_bool_literal).unwrap_or(false);
+                            let distinct = oargs
+                                .get("distinct")
+                                .and_then(Input::as_bool_literal)
+                                .unwrap_or(false);
                             ops.push((okey.clone(), AggregateOp::Count { columns, distinct }));
                             continue;
                         }
@@ -892,14 +1290,30 @@ impl<'a> Planner<'a> {
                             let column = table.columns.get(cname).map(|c| c.column.clone());
                             columns.push((ckey.clone(), column));
                         }
-                        ops.push((okey.clone(), AggregateOp::Function { function: oname.to_owned(), columns }));
+                        ops.push((
+                            okey.clone(),
+                            AggregateOp::Function {
+                                function: oname.to_owned(),
+                                columns,
+                            },
+                        ));
                     }
                     fields.push((key.clone(), AggregateField::Aggregate(ops)));
                 }
-                other => return Err(PlanError::validation(&fpath, format!("field \"{other}\" not found in type: '{type_name}'"))),
+                other => {
+                    return Err(PlanError::validation(
+                        &fpath,
+                        format!("field \"{other}\" not found in type: '{type_name}'"),
+                    ))
+                }
             }
         }
-        Ok(AggregateSelect { table: table.name.clone(), join, args: row_args, fields })
+        Ok(AggregateSelect {
+            table: table.name.clone(),
+            join,
+            args: row_args,
+            fields,
+        })
     }
 
     // ---- filters -----------------------------------------------------------------------
@@ -908,7 +1322,11 @@ impl<'a> Planner<'a> {
     fn permission_filter(&self, table: &RoleTable) -> Option<BoolExpr> {
         let filter = table.filter.as_ref()?;
         let resolved = self.resolved_table(&table.name)?;
-        Some(BoolExpr::Permission(Box::new(permission_expr(self.resolved, resolved, filter))))
+        Some(BoolExpr::Permission(Box::new(permission_expr(
+            self.resolved,
+            resolved,
+            filter,
+        ))))
     }
 
     fn where_expr(&mut self, table: &'a RoleTable, input: &Input, path: &str) -> Result<BoolExpr> {
@@ -926,16 +1344,26 @@ impl<'a> Planner<'a> {
                         .enumerate()
                         .map(|(i, v)| self.where_expr(table, v, &format!("{kpath}[{i}]")))
                         .collect::<Result<Vec<_>>>()?;
-                    all.push(if key == "_and" { BoolExpr::And(parts) } else { BoolExpr::Or(parts) });
+                    all.push(if key == "_and" {
+                        BoolExpr::And(parts)
+                    } else {
+                        BoolExpr::Or(parts)
+                    });
                 }
                 "_not" => {
                     if !matches!(value, Input::Null) {
-                        all.push(BoolExpr::Not(Box::new(self.where_expr(table, value, &kpath)?)));
+                        all.push(BoolExpr::Not(Box::new(
+                            self.where_expr(table, value, &kpath)?,
+                        )));
                     }
                 }
                 _ => match table.fields.get(key) {
                     Some(TableField::Column(c)) => {
-                        let column = ColumnExpr { scope: Scope::Current, column: c.column.clone(), cast: None };
+                        let column = ColumnExpr {
+                            scope: Scope::Current,
+                            column: c.column.clone(),
+                            cast: None,
+                        };
                         all.push(comparison(&column, &c.pg_type, value));
                     }
                     Some(TableField::Relationship(r)) => {
@@ -945,21 +1373,47 @@ impl<'a> Planner<'a> {
                             inner.push(f);
                         }
                         inner.push(self.where_expr(target, value, &kpath)?);
-                        all.push(BoolExpr::Exists { table: r.target.clone(), join: r.mapping.clone(), filter: Box::new(BoolExpr::And(inner)) });
+                        all.push(BoolExpr::Exists {
+                            table: r.target.clone(),
+                            join: r.mapping.clone(),
+                            filter: Box::new(BoolExpr::And(inner)),
+                        });
                     }
-                    _ => return Err(PlanError::validation(&kpath, format!("field \"{key}\" not found in type: '{}_bool_exp'", table.type_name))),
+                    _ => {
+                        return Err(PlanError::validation(
+                            &kpath,
+                            format!(
+                                "field \"{key}\" not found in type: '{}_bool_exp'",
+                                table.type_name
+                            ),
+                        ))
+                    }
                 },
             }
         }
         Ok(BoolExpr::And(all))
     }
 
-    fn order_by(&mut self, table: &'a RoleTable, input: &Input, path: &str) -> Result<Vec<OrderBy>> {
+    fn order_by(
+        &mut self,
+        table: &'a RoleTable,
+        input: &Input,
+        path: &str,
+    ) -> Result<Vec<OrderBy>> {
         let mut out = Vec::new();
         for (i, item) in input.as_list().into_iter().enumerate() {
-            let Some(map) = item.as_object() else { continue };
+            let Some(map) = item.as_object() else {
+                continue;
+            };
             for (key, value) in map {
-                self.order_item(table, key, value, &format!("{path}[{i}].{key}"), &mut out, &mut |e| e)?;
+                self.order_item(
+                    table,
+                    key,
+                    value,
+                    &format!("{path}[{i}].{key}"),
+                    &mut out,
+                    &mut |e| e,
+                )?;
             }
         }
         Ok(out)
@@ -981,17 +1435,27 @@ impl<'a> Planner<'a> {
         match table.fields.get(key) {
             Some(TableField::Column(c)) => {
                 if let Some(d) = direction(value) {
-                    out.push(OrderBy { expr: wrap(OrderExpr::Column(c.column.clone())), direction: d });
+                    out.push(OrderBy {
+                        expr: wrap(OrderExpr::Column(c.column.clone())),
+                        direction: d,
+                    });
                 }
             }
             Some(TableField::Relationship(r)) if r.kind == RelationshipKind::Object => {
                 let target = self.table(&r.target, path)?;
                 let filter = Box::new(self.permission_filter(target).unwrap_or(BoolExpr::True));
-                let Some(map) = value.as_object() else { return Ok(()) };
+                let Some(map) = value.as_object() else {
+                    return Ok(());
+                };
                 for (k, v) in map {
                     let (t, j, f) = (r.target.clone(), r.mapping.clone(), filter.clone());
                     let mut nested = |inner: OrderExpr| {
-                        wrap(OrderExpr::Object { table: t.clone(), join: j.clone(), filter: f.clone(), inner: Box::new(inner) })
+                        wrap(OrderExpr::Object {
+                            table: t.clone(),
+                            join: j.clone(),
+                            filter: f.clone(),
+                            inner: Box::new(inner),
+                        })
                     };
                     self.order_item(target, k, v, &format!("{path}.{k}"), out, &mut nested)?;
                 }
@@ -999,18 +1463,34 @@ impl<'a> Planner<'a> {
             Some(TableField::RelationshipAggregate(r)) => {
                 let target = self.table(&r.target, path)?;
                 let filter = Box::new(self.permission_filter(target).unwrap_or(BoolExpr::True));
-                let Some(map) = value.as_object() else { return Ok(()) };
+                let Some(map) = value.as_object() else {
+                    return Ok(());
+                };
                 for (function, v) in map {
                     if function == "count" {
                         if let Some(d) = direction(v) {
-                            let expr = OrderExpr::Aggregate { table: r.target.clone(), join: r.mapping.clone(), filter: filter.clone(), function: "count".into(), column: None };
-                            out.push(OrderBy { expr: wrap(expr), direction: d });
+                            let expr = OrderExpr::Aggregate {
+                                table: r.target.clone(),
+                                join: r.mapping.clone(),
+                                filter: filter.clone(),
+                                function: "count".into(),
+                                column: None,
+                            };
+                            out.push(OrderBy {
+                                expr: wrap(expr),
+                                direction: d,
+                            });
                         }
                         continue;
                     }
-                    let Some(columns) = v.as_object() else { continue };
+                    let Some(columns) = v.as_object() else {
+                        continue;
+                    };
                     for (column, dir) in columns {
-                        let (Some(c), Some(d)) = (target.columns.get(column), direction(dir)) else { continue };
+                        let (Some(c), Some(d)) = (target.columns.get(column), direction(dir))
+                        else {
+                            continue;
+                        };
                         let expr = OrderExpr::Aggregate {
                             table: r.target.clone(),
                             join: r.mapping.clone(),
@@ -1018,11 +1498,22 @@ impl<'a> Planner<'a> {
                             function: function.clone(),
                             column: Some(c.column.clone()),
                         };
-                        out.push(OrderBy { expr: wrap(expr), direction: d });
+                        out.push(OrderBy {
+                            expr: wrap(expr),
+                            direction: d,
+                        });
                     }
                 }
             }
-            _ => return Err(PlanError::validation(path, format!("field \"{key}\" not found in type: '{}_order_by'", table.type_name))),
+            _ => {
+                return Err(PlanError::validation(
+                    path,
+                    format!(
+                        "field \"{key}\" not found in type: '{}_order_by'",
+                        table.type_name
+                    ),
+                ))
+            }
         }
         Ok(())
     }
@@ -1063,9 +1554,18 @@ impl<'a> Planner<'a> {
         Ok(())
     }
 
-    fn print_selection(&mut self, set: &SelectionSet, path: &str, out: &mut String, depth: usize) -> Result<()> {
+    fn print_selection(
+        &mut self,
+        set: &SelectionSet,
+        path: &str,
+        out: &mut String,
+        depth: usize,
+    ) -> Result<()> {
         if depth > 64 {
-            return Err(PlanError::validation(path, "fragment nesting too deep (cycle?)"));
+            return Err(PlanError::validation(
+                path,
+                "fragment nesting too deep (cycle?)",
+            ));
         }
         for item in &set.items {
             match &item.node {
@@ -1080,10 +1580,9 @@ impl<'a> Planner<'a> {
                     }
                     let document: &ExecutableDocument = self.document;
                     let name = s.node.fragment_name.node.as_str();
-                    let fragment = document
-                        .fragments
-                        .get(name)
-                        .ok_or_else(|| PlanError::validation(path, format!("fragment \"{name}\" not found")))?;
+                    let fragment = document.fragments.get(name).ok_or_else(|| {
+                        PlanError::validation(path, format!("fragment \"{name}\" not found"))
+                    })?;
                     out.push_str("... on ");
                     out.push_str(fragment.node.type_condition.node.on.node.as_str());
                     out.push_str(" { ");
@@ -1115,9 +1614,19 @@ fn graphql_literal(value: &Value) -> String {
     match value {
         Value::Object(map) => format!(
             "{{{}}}",
-            map.iter().map(|(k, v)| format!("{k}: {}", graphql_literal(v))).collect::<Vec<_>>().join(", ")
+            map.iter()
+                .map(|(k, v)| format!("{k}: {}", graphql_literal(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
-        Value::Array(items) => format!("[{}]", items.iter().map(graphql_literal).collect::<Vec<_>>().join(", ")),
+        Value::Array(items) => format!(
+            "[{}]",
+            items
+                .iter()
+                .map(graphql_literal)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         other => other.to_string(),
     }
 }
@@ -1151,7 +1660,11 @@ pub fn json_path(path: &str, at: &str) -> Result<Value> {
 }
 
 fn bad_path(path: &str, at: &str) -> PlanError {
-    PlanError { message: format!("parse json path error: invalid path \"{path}\""), path: at.to_owned(), code: "parse-failed" }
+    PlanError {
+        message: format!("parse json path error: invalid path \"{path}\""),
+        path: at.to_owned(),
+        code: "parse-failed",
+    }
 }
 
 /// Comparisons of one column from a `<S>_comparison_exp` input.
@@ -1164,20 +1677,28 @@ fn comparison(column: &ColumnExpr, pg_type: &str, input: &Input) -> BoolExpr {
         let op_name = name.trim_start_matches('_');
         if op_name == "is_null" {
             if let Some(b) = value.as_bool_literal() {
-                all.push(BoolExpr::IsNull { column: column.clone(), is_null: b });
+                all.push(BoolExpr::IsNull {
+                    column: column.clone(),
+                    is_null: b,
+                });
             }
             continue;
         }
         if op_name == "cast" {
             if let Some(casts) = value.as_object() {
                 if let Some(text) = casts.get("String") {
-                    let cast = ColumnExpr { cast: Some("text".into()), ..column.clone() };
+                    let cast = ColumnExpr {
+                        cast: Some("text".into()),
+                        ..column.clone()
+                    };
                     all.push(comparison(&cast, "text", text));
                 }
             }
             continue;
         }
-        let Some(op) = CompareOp::from_name(op_name) else { continue };
+        let Some(op) = CompareOp::from_name(op_name) else {
+            continue;
+        };
         let param = match value {
             Input::Null => continue,
             Input::Value(p) => p.clone(),
@@ -1185,8 +1706,16 @@ fn comparison(column: &ColumnExpr, pg_type: &str, input: &Input) -> BoolExpr {
             Input::List(items) => list_param(items),
             Input::Object(_) => continue,
         };
-        let cast = if op.takes_text() { "text".to_owned() } else { pg_type.to_owned() };
-        all.push(BoolExpr::Compare { column: column.clone(), op, value: ValueExpr { param, cast } });
+        let cast = if op.takes_text() {
+            "text".to_owned()
+        } else {
+            pg_type.to_owned()
+        };
+        all.push(BoolExpr::Compare {
+            column: column.clone(),
+            op,
+            value: ValueExpr { param, cast },
+        });
     }
     BoolExpr::And(all)
 }
@@ -1238,8 +1767,26 @@ pub fn permission_expr(resolved: &Resolved, table: &ResolvedTable, exp: &Value) 
     let mut all = Vec::new();
     for (key, value) in map {
         let expr = match operator(key) {
-            Some("and") => BoolExpr::And(value.as_array().map(|a| a.iter().map(|v| permission_expr(resolved, table, v)).collect()).unwrap_or_default()),
-            Some("or") => BoolExpr::Or(value.as_array().map(|a| a.iter().map(|v| permission_expr(resolved, table, v)).collect()).unwrap_or_default()),
+            Some("and") => BoolExpr::And(
+                value
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .map(|v| permission_expr(resolved, table, v))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            ),
+            Some("or") => BoolExpr::Or(
+                value
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .map(|v| permission_expr(resolved, table, v))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            ),
             Some("not") => BoolExpr::Not(Box::new(permission_expr(resolved, table, value))),
             Some("exists") => {
                 let target = value
@@ -1247,17 +1794,29 @@ pub fn permission_expr(resolved: &Resolved, table: &ResolvedTable, exp: &Value) 
                     .and_then(|t| serde_json::from_value::<QualifiedTable>(t.clone()).ok())
                     .and_then(|t| resolved.tables.get(&t));
                 match (target, value.get("_where")) {
-                    (Some(t), Some(w)) => BoolExpr::Exists { table: t.name.clone(), join: Vec::new(), filter: Box::new(permission_expr(resolved, t, w)) },
+                    (Some(t), Some(w)) => BoolExpr::Exists {
+                        table: t.name.clone(),
+                        join: Vec::new(),
+                        filter: Box::new(permission_expr(resolved, t, w)),
+                    },
                     _ => BoolExpr::Or(Vec::new()),
                 }
             }
             _ => {
                 if let Some(c) = table.db.column(key) {
-                    let column = ColumnExpr { scope: Scope::Current, column: c.name.clone(), cast: None };
+                    let column = ColumnExpr {
+                        scope: Scope::Current,
+                        column: c.name.clone(),
+                        cast: None,
+                    };
                     permission_comparison(&column, &c.data_type, value)
                 } else if let Some(r) = table.relationships.get(key) {
                     match resolved.tables.get(&r.target) {
-                        Some(target) => BoolExpr::Exists { table: r.target.clone(), join: r.mapping.clone(), filter: Box::new(permission_expr(resolved, target, value)) },
+                        Some(target) => BoolExpr::Exists {
+                            table: r.target.clone(),
+                            join: r.mapping.clone(),
+                            filter: Box::new(permission_expr(resolved, target, value)),
+                        },
                         None => BoolExpr::Or(Vec::new()),
                     }
                 } else {
@@ -1272,21 +1831,40 @@ pub fn permission_expr(resolved: &Resolved, table: &ResolvedTable, exp: &Value) 
 
 fn permission_comparison(column: &ColumnExpr, pg_type: &str, value: &Value) -> BoolExpr {
     let Some(ops) = value.as_object() else {
-        return BoolExpr::Compare { column: column.clone(), op: CompareOp::Eq, value: ValueExpr { param: permission_value(value), cast: pg_type.to_owned() } };
+        return BoolExpr::Compare {
+            column: column.clone(),
+            op: CompareOp::Eq,
+            value: ValueExpr {
+                param: permission_value(value),
+                cast: pg_type.to_owned(),
+            },
+        };
     };
     let mut all = Vec::new();
     for (key, arg) in ops {
         let Some(name) = operator(key) else { continue };
         if name == "is_null" {
             if let Some(b) = arg.as_bool() {
-                all.push(BoolExpr::IsNull { column: column.clone(), is_null: b });
+                all.push(BoolExpr::IsNull {
+                    column: column.clone(),
+                    is_null: b,
+                });
             }
             continue;
         }
-        if let Some(base) = name.strip_prefix('c').filter(|b| matches!(*b, "eq" | "ne" | "neq" | "gt" | "lt" | "gte" | "lte")) {
-            let Some(op) = CompareOp::from_name(base) else { continue };
+        if let Some(base) = name
+            .strip_prefix('c')
+            .filter(|b| matches!(*b, "eq" | "ne" | "neq" | "gt" | "lt" | "gte" | "lte"))
+        {
+            let Some(op) = CompareOp::from_name(base) else {
+                continue;
+            };
             let right = match arg {
-                Value::String(c) => ColumnExpr { scope: Scope::Current, column: c.clone(), cast: None },
+                Value::String(c) => ColumnExpr {
+                    scope: Scope::Current,
+                    column: c.clone(),
+                    cast: None,
+                },
                 Value::Array(items) if items.len() == 2 => ColumnExpr {
                     scope: Scope::Root,
                     column: items[1].as_str().unwrap_or_default().to_owned(),
@@ -1294,7 +1872,11 @@ fn permission_comparison(column: &ColumnExpr, pg_type: &str, value: &Value) -> B
                 },
                 _ => continue,
             };
-            all.push(BoolExpr::CompareColumns { left: column.clone(), op, right });
+            all.push(BoolExpr::CompareColumns {
+                left: column.clone(),
+                op,
+                right,
+            });
             continue;
         }
         let Some(op) = CompareOp::from_name(name) else {
@@ -1304,8 +1886,19 @@ fn permission_comparison(column: &ColumnExpr, pg_type: &str, value: &Value) -> B
         if arg.is_null() {
             continue;
         }
-        let cast = if op.takes_text() { "text".to_owned() } else { pg_type.to_owned() };
-        all.push(BoolExpr::Compare { column: column.clone(), op, value: ValueExpr { param: permission_value(arg), cast } });
+        let cast = if op.takes_text() {
+            "text".to_owned()
+        } else {
+            pg_type.to_owned()
+        };
+        all.push(BoolExpr::Compare {
+            column: column.clone(),
+            op,
+            value: ValueExpr {
+                param: permission_value(arg),
+                cast,
+            },
+        });
     }
     BoolExpr::And(all)
 }
@@ -1316,14 +1909,23 @@ mod tests {
 
     #[test]
     fn json_paths_become_key_lists() {
-        assert_eq!(json_path("$.a.b[0]", "$").unwrap(), serde_json::json!(["a", "b", "0"]));
+        assert_eq!(
+            json_path("$.a.b[0]", "$").unwrap(),
+            serde_json::json!(["a", "b", "0"])
+        );
         assert_eq!(json_path("a", "$").unwrap(), serde_json::json!(["a"]));
-        assert_eq!(json_path("$['x y']", "$").unwrap(), serde_json::json!(["x y"]));
+        assert_eq!(
+            json_path("$['x y']", "$").unwrap(),
+            serde_json::json!(["x y"])
+        );
         assert!(json_path("$.a[", "$").is_err());
     }
 
     #[test]
     fn literals_print_as_graphql() {
-        assert_eq!(graphql_literal(&serde_json::json!({"name": "a\"b", "n": [1, true]})), "{name: \"a\\\"b\", n: [1, true]}");
+        assert_eq!(
+            graphql_literal(&serde_json::json!({"name": "a\"b", "n": [1, true]})),
+            "{name: \"a\\\"b\", n: [1, true]}"
+        );
     }
 }

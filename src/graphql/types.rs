@@ -78,7 +78,12 @@ pub struct InputValueDef {
 impl InputValueDef {
     /// An input value without description or default.
     pub fn new(name: impl Into<String>, ty: TypeRef) -> Self {
-        InputValueDef { name: name.into(), description: None, ty, default: None }
+        InputValueDef {
+            name: name.into(),
+            description: None,
+            ty,
+            default: None,
+        }
     }
 }
 
@@ -98,7 +103,12 @@ pub struct FieldDef {
 impl FieldDef {
     /// A field without arguments.
     pub fn new(name: impl Into<String>, ty: TypeRef) -> Self {
-        FieldDef { name: name.into(), description: None, args: IndexMap::new(), ty }
+        FieldDef {
+            name: name.into(),
+            description: None,
+            args: IndexMap::new(),
+            ty,
+        }
     }
 
     /// Adds an argument.
@@ -207,6 +217,10 @@ impl TypeSystem {
 
     /// Whether `name` is a scalar or enum (a leaf).
     pub fn is_leaf(&self, name: &str) -> bool {
-        BUILTIN_SCALARS.contains(&name) || matches!(self.types.get(name), Some(TypeDef::Scalar { .. } | TypeDef::Enum { .. }))
+        BUILTIN_SCALARS.contains(&name)
+            || matches!(
+                self.types.get(name),
+                Some(TypeDef::Scalar { .. } | TypeDef::Enum { .. })
+            )
     }
 }

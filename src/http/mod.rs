@@ -2,6 +2,7 @@
 //! `catalog`; they never build SQL or edit metadata themselves.
 
 pub mod error;
+mod graphql;
 mod health;
 mod query;
 
@@ -24,6 +25,11 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/version", get(health::version));
     if state.config.api_enabled("metadata") {
         router = router.route("/v1/query", post(query::handle));
+    }
+    if state.config.api_enabled("graphql") {
+        router = router
+            .route("/v1/graphql", post(graphql::post).get(graphql::get))
+            .route("/console", get(graphql::console));
     }
     router
         .fallback(|| async { ApiError::NotFound })

@@ -13,6 +13,11 @@ use std::sync::OnceLock;
 /// The library fixture.
 pub const LIBRARY: &str = include_str!("../fixtures/library.sql");
 
+/// The blog fixture (data included) and its metadata.
+pub const BLOG: &str = include_str!("../fixtures/blog.sql");
+/// Metadata tracking the blog fixture.
+pub const BLOG_METADATA: &str = include_str!("../fixtures/blog_metadata.json");
+
 struct Cluster {
     /// URL of a maintenance database on the server.
     admin_url: String,
@@ -163,6 +168,46 @@ impl TestServer {
         assert_eq!(response["code"], code, "request {body}: {response}");
         assert_eq!(response["path"], path, "request {body}: {response}");
         response
+    }
+
+    /// A server on the blog fixture with its metadata applied.
+    pub async fn blog() -> Self {
+        let s = Self::with_fixture(BLOG).await;
+        let metadata: Value = serde_json::from_str(BLOG_METADATA).expect("blog metadata");
+        s.ok(serde_json::json!({"type": "replace_metadata", "args": metadata}))
+            .await;
+        s
+    }
+
+    /// POSTs a GraphQL request with extra headers; returns the response body.
+    pub async fn graphql_as(&self, body: Value, headers: &[(&str, &str)]) -> Value {
+        let mut request = self
+            .http
+            .post(format!("{}/v1/graphql", self.base))
+            .json(&body);
+        if let Some(secret) = &self.admin_secret {
+            request = request.header("X-Svc-Admin-Secret", secret);
+        }
+        for (k, v) in headers {
+            request = request.header(*k, *v);
+        }
+        let response = request.send().await.expect("request");
+        assert_eq!(response.status().as_u16(), 200);
+        response.json().await.expect("json body")
+    }
+
+    /// Runs a GraphQL query as admin and returns the body.
+    pub async fn gql(&self, query: &str) -> Value {
+        self.graphql_as(serde_json::json!({"query": query}), &[])
+            .await
+    }
+
+    /// Runs a query as a role with session variables.
+    pub async fn gql_role(&self, query: &str, role: &str, vars: &[(&str, &str)]) -> Value {
+        let mut headers = vec![("X-Svc-Role", role)];
+        headers.extend_from_slice(vars);
+        self.graphql_as(serde_json::json!({"query": query}), &headers)
+            .await
     }
 
     /// Runs SQL against this server's database.

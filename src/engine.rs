@@ -1,0 +1,204 @@
+//! One GraphQL request, end to end: role schema → cached or new plan → SQL → execute →
+//! response bytes. The JSON Postgres builds is spliced into `{"data": …}` as it is; only an
+//! operation that mixes introspection and data fields merges parsed values.
+
+use crate::app::AppState;
+use crate::execute;
+use crate::graphql::introspection;
+use crate::graphql::plan::{self, Limits, PlanError};
+use crate::graphql::schemas::{CachedPlan, RoleSchema};
+use crate::session::Session;
+use crate::translate;
+use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+/// A GraphQL request body.
+#[derive(Debug, Clone, Deserialize)]
+pub struct GraphqlRequest {
+    /// Document text.
+    pub query: String,
+    /// Variable values.
+    #[serde(default)]
+    pub variables: Option<Map<String, Value>>,
+    /// Operation to run.
+    #[serde(default, rename = "operationName")]
+    pub operation_name: Option<String>,
+}
+
+/// A GraphQL error for the `errors` array.
+#[derive(Debug, Clone)]
+pub struct GraphqlError {
+    /// Message.
+    pub message: String,
+    /// JSON path into the request.
+    pub path: String,
+    /// Code.
+    pub code: &'static str,
+    /// Admin/dev-mode detail.
+    pub internal: Option<Value>,
+}
+
+impl From<PlanError> for GraphqlError {
+    fn from(e: PlanError) -> Self {
+        GraphqlError {
+            message: e.message,
+            path: e.path,
+            code: e.code,
+            internal: None,
+        }
+    }
+}
+
+impl From<execute::ExecuteError> for GraphqlError {
+    fn from(e: execute::ExecuteError) -> Self {
+        GraphqlError {
+            message: e.message,
+            path: "$".into(),
+            code: e.code,
+            internal: e.internal,
+        }
+    }
+}
+
+impl GraphqlError {
+    /// An error at the request level.
+    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+        GraphqlError {
+            message: message.into(),
+            path: "$".into(),
+            code,
+            internal: None,
+        }
+    }
+
+    /// `{"errors":[…]}` bytes; `internal` only when `expose` (admin or dev mode).
+    pub fn body(&self, expose: bool) -> Bytes {
+        let mut extensions = json!({"path": self.path, "code": self.code});
+        if let (true, Some(internal)) = (expose, &self.internal) {
+            extensions["internal"] = internal.clone();
+        }
+        Bytes::from(
+            json!({"errors": [{"message": self.message, "extensions": extensions}]}).to_string(),
+        )
+    }
+}
+
+/// Runs one request for a session; always produces a response body.
+pub async fn run(state: &AppState, session: &Session, request: GraphqlRequest) -> Bytes {
+    let expose = session.is_admin() || state.config.dev_mode;
+    match run_inner(state, session, request).await {
+        Ok(body) => body,
+        Err(err) => err.body(expose),
+    }
+}
+
+async fn run_inner(
+    state: &AppState,
+    session: &Session,
+    request: GraphqlRequest,
+) -> Result<Bytes, GraphqlError> {
+    let served = state.snapshot();
+    let role = served
+        .graphql
+        .role(&session.role)
+        .ok_or_else(|| GraphqlError::new("unexpected", "schema not ready"))?;
+    let variables = request.variables.unwrap_or_default();
+    let variables_key = Value::Object(variables.clone()).to_string();
+    let operation = request.operation_name.as_deref();
+    let cached = match role.cached(&request.query, operation, &variables_key) {
+        Some(plan) => {
+            plan::check_variables(
+                &role.model,
+                &served.schema.resolved,
+                &plan.prepared,
+                &variables,
+            )?;
+            plan
+        }
+        None => {
+            let plan = compile(
+                state,
+                &role,
+                &served.schema.resolved,
+                &request.query,
+                operation,
+                &variables,
+            )?;
+            role.remember(&request.query, operation, &variables_key, plan.clone());
+            plan
+        }
+    };
+    let data = match &cached.sql {
+        Some(sql) => {
+            let client = state
+                .pool
+                .get()
+                .await
+                .map_err(execute::ExecuteError::from)?;
+            Some(execute::run(&client, sql, &variables, &session.variables).await?)
+        }
+        None => None,
+    };
+    let Some((keys, document)) = &cached.planned.introspection else {
+        let mut body = Vec::with_capacity(data.as_ref().map(|d| d.len()).unwrap_or(2) + 9);
+        body.extend_from_slice(b"{\"data\":");
+        body.extend_from_slice(data.as_deref().unwrap_or(b"{}"));
+        body.push(b'}');
+        return Ok(Bytes::from(body));
+    };
+    let schema = role.introspection.as_ref().ok_or_else(|| {
+        GraphqlError::new("unexpected", "introspection is unavailable for this role")
+    })?;
+    let answered = introspection::execute(schema, document)
+        .await
+        .map_err(|errors| GraphqlError::new("validation-failed", errors.join("; ")))?;
+    let mut parts: Map<String, Value> = match &data {
+        Some(bytes) => serde_json::from_slice(bytes)
+            .map_err(|e| GraphqlError::new("unexpected", e.to_string()))?,
+        None => Map::new(),
+    };
+    if let Value::Object(answers) = answered {
+        for key in keys {
+            if let Some(v) = answers.get(key) {
+                parts.insert(key.clone(), v.clone());
+            }
+        }
+    }
+    let mut ordered = Map::new();
+    for key in &cached.planned.keys {
+        if let Some(v) = parts.remove(key) {
+            ordered.insert(key.clone(), v);
+        }
+    }
+    Ok(Bytes::from(json!({"data": ordered}).to_string()))
+}
+
+fn compile(
+    state: &AppState,
+    role: &RoleSchema,
+    resolved: &crate::schema::Resolved,
+    query: &str,
+    operation: Option<&str>,
+    variables: &Map<String, Value>,
+) -> Result<Arc<CachedPlan>, GraphqlError> {
+    let _span = tracing::debug_span!("plan").entered();
+    let prepared = plan::prepare(query, operation)?;
+    let limits = Limits {
+        max_depth: state.config.max_query_depth,
+        max_root_fields: state.config.max_root_fields,
+    };
+    let planned = plan::plan(&role.model, resolved, &prepared, variables, limits)?;
+    let reads = planned
+        .data
+        .fields
+        .iter()
+        .any(|(_, f)| !matches!(f, crate::graphql::ir::RootField::Constant(_)));
+    let sql = reads.then(|| translate::query(&planned.data));
+    Ok(Arc::new(CachedPlan {
+        prepared,
+        planned,
+        sql,
+    }))
+}

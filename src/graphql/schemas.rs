@@ -1,0 +1,123 @@
+//! The GraphQL schemas of one metadata version: a [`RoleSchema`] per role (model, introspection
+//! schema, plan cache), built once when the version is installed, never per request.
+
+use super::model::{self, RoleModel};
+use super::plan::{Planned, Prepared};
+use crate::schema::Resolved;
+use crate::translate::SqlText;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Plans kept per role before the cache is emptied.
+const PLAN_CACHE_SIZE: usize = 1000;
+
+/// A planned and compiled operation, reusable for the same document.
+#[derive(Debug)]
+pub struct CachedPlan {
+    /// The parsed document (variables are checked against it on every use).
+    pub prepared: Prepared,
+    /// The plan.
+    pub planned: Planned,
+    /// The SQL, when the operation reads data.
+    pub sql: Option<SqlText>,
+}
+
+/// (query text, operation name, variables when they shape the plan).
+type PlanKey = (String, Option<String>, Option<String>);
+
+/// One role's schema.
+pub struct RoleSchema {
+    /// What the role may query.
+    pub model: RoleModel,
+    /// Answers `__schema`/`__type`; `None` if the type system could not be built (logged).
+    pub introspection: Option<async_graphql::dynamic::Schema>,
+    plans: Mutex<HashMap<PlanKey, Arc<CachedPlan>>>,
+}
+
+impl std::fmt::Debug for RoleSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RoleSchema")
+            .field("role", &self.model.role)
+            .finish()
+    }
+}
+
+impl RoleSchema {
+    fn new(model: RoleModel) -> Self {
+        let introspection = match super::introspection::build(&model.types) {
+            Ok(schema) => Some(schema),
+            Err(err) => {
+                tracing::error!(role = %model.role, %err, "cannot build the introspection schema");
+                None
+            }
+        };
+        RoleSchema {
+            model,
+            introspection,
+            plans: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn key(query: &str, operation: Option<&str>, variables: Option<String>) -> PlanKey {
+        (query.to_owned(), operation.map(str::to_owned), variables)
+    }
+
+    /// A cached plan: first one valid for any variables, then one for exactly these.
+    pub fn cached(
+        &self,
+        query: &str,
+        operation: Option<&str>,
+        variables: &str,
+    ) -> Option<Arc<CachedPlan>> {
+        let plans = self.plans.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(plan) = plans.get(&Self::key(query, operation, None)) {
+            return Some(plan.clone());
+        }
+        plans
+            .get(&Self::key(query, operation, Some(variables.to_owned())))
+            .cloned()
+    }
+
+    /// Remembers a plan.
+    pub fn remember(
+        &self,
+        query: &str,
+        operation: Option<&str>,
+        variables: &str,
+        plan: Arc<CachedPlan>,
+    ) {
+        let mut plans = self.plans.lock().unwrap_or_else(|p| p.into_inner());
+        if plans.len() >= PLAN_CACHE_SIZE {
+            plans.clear();
+        }
+        let vars = plan.planned.shape_dependent.then(|| variables.to_owned());
+        plans.insert(Self::key(query, operation, vars), plan);
+    }
+}
+
+/// Every role's schema for one metadata version.
+#[derive(Debug, Default)]
+pub struct Schemas {
+    roles: HashMap<String, Arc<RoleSchema>>,
+    fallback: Option<Arc<RoleSchema>>,
+}
+
+impl Schemas {
+    /// Builds the schema of admin and of every role named by a permission.
+    pub fn build(resolved: &Resolved) -> Self {
+        let roles = model::build_all(resolved)
+            .into_iter()
+            .map(|(role, m)| (role, Arc::new(RoleSchema::new(m))))
+            .collect();
+        let fallback = Some(Arc::new(RoleSchema::new(model::build(resolved, ""))));
+        Schemas { roles, fallback }
+    }
+
+    /// The schema of a role; roles without permissions get an empty schema.
+    pub fn role(&self, role: &str) -> Option<Arc<RoleSchema>> {
+        self.roles
+            .get(role)
+            .cloned()
+            .or_else(|| self.fallback.clone())
+    }
+}

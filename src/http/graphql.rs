@@ -1,0 +1,207 @@
+//! `/v1/graphql` (POST, GET for queries, batches) and the GraphiQL console at `/console`.
+//! Every outcome is HTTP 200 except an oversized body (413).
+
+use super::error::ApiError;
+use crate::app::AppState;
+use crate::engine::{self, GraphqlError, GraphqlRequest};
+use crate::session;
+use axum::body::{to_bytes, Body};
+use axum::extract::{Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::Value;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+const GRAPHQL_RESPONSE: &str = "application/graphql-response+json";
+
+/// `POST /v1/graphql`.
+pub async fn post(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let limit = state.config.max_body_bytes;
+    let bytes = to_bytes(body, limit)
+        .await
+        .map_err(|_| ApiError::PayloadTooLarge(limit))?;
+    let body = match serde_json::from_slice::<Value>(&bytes) {
+        Err(e) => GraphqlError::new("parse-failed", format!("invalid JSON: {e}")).body(false),
+        Ok(Value::Array(items)) => batch(&state, &headers, items).await,
+        Ok(single) => one(&state, &headers, single, false).await,
+    };
+    Ok(respond(&headers, body))
+}
+
+/// Query-string form of a request.
+#[derive(Debug, Deserialize)]
+pub struct GetParams {
+    query: Option<String>,
+    variables: Option<String>,
+    #[serde(rename = "operationName")]
+    operation_name: Option<String>,
+}
+
+/// `GET /v1/graphql?query=…` (queries only).
+pub async fn get(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(params): Query<GetParams>,
+) -> Response {
+    let mut request = serde_json::Map::new();
+    request.insert(
+        "query".into(),
+        Value::String(params.query.unwrap_or_default()),
+    );
+    if let Some(op) = params.operation_name {
+        request.insert("operationName".into(), Value::String(op));
+    }
+    let body = match params.variables.map(|v| serde_json::from_str::<Value>(&v)) {
+        Some(Err(e)) => {
+            GraphqlError::new("parse-failed", format!("invalid variables: {e}")).body(false)
+        }
+        Some(Ok(vars)) => {
+            request.insert("variables".into(), vars);
+            one(&state, &headers, Value::Object(request), true).await
+        }
+        None => one(&state, &headers, Value::Object(request), true).await,
+    };
+    respond(&headers, body)
+}
+
+async fn batch(state: &AppState, headers: &HeaderMap, items: Vec<Value>) -> Bytes {
+    if items.len() > state.config.max_batch_size {
+        return GraphqlError::new(
+            "validation-failed",
+            format!(
+                "batch of {} requests is larger than the limit of {}",
+                items.len(),
+                state.config.max_batch_size
+            ),
+        )
+        .body(false);
+    }
+    let mut out = Vec::from(&b"["[..]);
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(&one(state, headers, item, false).await);
+    }
+    out.push(b']');
+    Bytes::from(out)
+}
+
+async fn one(state: &AppState, headers: &HeaderMap, value: Value, via_get: bool) -> Bytes {
+    let session = match session::authenticate(headers, state.config.admin_secret.as_deref()) {
+        Ok(s) => s,
+        Err(e) => return GraphqlError::new("access-denied", e.to_string()).body(false),
+    };
+    let expose = session.is_admin() || state.config.dev_mode;
+    let request: GraphqlRequest = match serde_json::from_value(value) {
+        Ok(r) => r,
+        Err(e) => {
+            return GraphqlError::new("parse-failed", format!("invalid request: {e}")).body(expose)
+        }
+    };
+    if via_get && !is_query(&request) {
+        return GraphqlError::new(
+            "validation-failed",
+            "mutations and subscriptions are not allowed over GET",
+        )
+        .body(expose);
+    }
+    tracing::Span::current().record("role", session.role.as_str());
+    engine::run(state, &session, request).await
+}
+
+/// Whether the chosen operation is a query (GET allows only queries).
+fn is_query(request: &GraphqlRequest) -> bool {
+    match crate::graphql::plan::prepare(&request.query, request.operation_name.as_deref()) {
+        Ok(p) => matches!(
+            p.operation_type(),
+            Some(async_graphql_parser::types::OperationType::Query)
+        ),
+        Err(_) => true,
+    }
+}
+
+static REQUEST_IDS: AtomicU64 = AtomicU64::new(0);
+
+fn request_id(headers: &HeaderMap) -> HeaderValue {
+    if let Some(v) = headers.get("x-request-id") {
+        return v.clone();
+    }
+    let n = REQUEST_IDS.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let id = format!("{:016x}-{:08x}-{:08x}", nanos as u64, std::process::id(), n);
+    HeaderValue::from_str(&id).unwrap_or(HeaderValue::from_static("unknown"))
+}
+
+fn respond(headers: &HeaderMap, body: Bytes) -> Response {
+    let wants_graphql = headers
+        .get(header::ACCEPT)
+        .and_then(|a| a.to_str().ok())
+        .map(|a| prefers_graphql_response(a))
+        .unwrap_or(false);
+    let content_type = if wants_graphql {
+        GRAPHQL_RESPONSE
+    } else {
+        "application/json"
+    };
+    let mut response = (StatusCode::OK, body).into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+        .headers_mut()
+        .insert("x-request-id", request_id(headers));
+    response
+}
+
+/// Whether an `Accept` header ranks `application/graphql-response+json` above `application/json`.
+fn prefers_graphql_response(accept: &str) -> bool {
+    let mut best_graphql = -1.0f32;
+    let mut best_json = -1.0f32;
+    for part in accept.split(',') {
+        let mut pieces = part.split(';').map(str::trim);
+        let media = pieces.next().unwrap_or_default().to_ascii_lowercase();
+        let q = pieces
+            .find_map(|p| p.strip_prefix("q=").and_then(|v| v.parse::<f32>().ok()))
+            .unwrap_or(1.0);
+        match media.as_str() {
+            GRAPHQL_RESPONSE => best_graphql = best_graphql.max(q),
+            "application/json" => best_json = best_json.max(q),
+            _ => {}
+        }
+    }
+    best_graphql > 0.0 && best_graphql >= best_json
+}
+
+/// `GET /console`: GraphiQL with a headers editor (for `X-Svc-Admin-Secret`, `X-Svc-Role` …).
+pub async fn console() -> Html<&'static str> {
+    Html(include_str!("console.html"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prefers_graphql_response;
+
+    #[test]
+    fn accept_negotiation() {
+        assert!(prefers_graphql_response(
+            "application/graphql-response+json"
+        ));
+        assert!(prefers_graphql_response(
+            "application/graphql-response+json, application/json;q=0.9"
+        ));
+        assert!(!prefers_graphql_response(
+            "application/json, application/graphql-response+json;q=0.5"
+        ));
+        assert!(!prefers_graphql_response("*/*"));
+    }
+}
