@@ -139,7 +139,7 @@ async fn run_inner(
                 .map_err(execute::ExecuteError::from)?;
             Some(execute::run(&client, sql, &variables, &session.variables).await?)
         }
-        None => None,
+        None => constants_only(&cached.planned.data),
     };
     let Some((keys, document)) = &cached.planned.introspection else {
         let mut body = Vec::with_capacity(data.as_ref().map(|d| d.len()).unwrap_or(2) + 9);
@@ -201,4 +201,15 @@ fn compile(
         planned,
         sql,
     }))
+}
+
+/// The `data` of an operation with no database reads (`__typename`, placeholders).
+fn constants_only(plan: &crate::graphql::ir::QueryPlan) -> Option<Bytes> {
+    let mut object = Map::new();
+    for (key, field) in &plan.fields {
+        if let crate::graphql::ir::RootField::Constant(v) = field {
+            object.insert(key.clone(), v.clone());
+        }
+    }
+    (!object.is_empty()).then(|| Bytes::from(Value::Object(object).to_string()))
 }

@@ -66,6 +66,7 @@ impl Prepared {
             DocumentOperations::Single(op) => Some(&op.node),
             DocumentOperations::Multiple(ops) => match &self.operation_name {
                 Some(name) => ops.get(name.as_str()).map(|o| &o.node),
+                None if ops.len() == 1 => ops.values().next().map(|o| &o.node),
                 None => None,
             },
         }
@@ -82,7 +83,7 @@ pub fn prepare(query: &str, operation_name: Option<&str>) -> Result<Prepared> {
     let document = async_graphql_parser::parse_query(query).map_err(|e| PlanError {
         message: e.to_string(),
         path: "$.query".to_owned(),
-        code: "validation-failed",
+        code: "parse-failed",
     })?;
     let prepared = Prepared {
         document,

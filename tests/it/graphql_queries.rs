@@ -1,10 +1,24 @@
 //! GraphQL queries through HTTP on the blog fixture.
 
 use crate::harness::TestServer;
-use serde_json::json;
+use serde_json::{json, Value};
+
+fn ids(v: &Value) -> Vec<i64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_i64().unwrap())
+        .collect()
+}
+
+async fn data(s: &TestServer, q: &str) -> Value {
+    let r = s.gql(q).await;
+    assert!(r.get("errors").is_none(), "{q}: {r}");
+    r["data"].clone()
+}
 
 #[tokio::test]
-async fn smoke() {
+async fn lists_by_pk_custom_names_and_nesting() {
     let s = TestServer::blog().await;
     let r = s
         .gql("{ author(order_by: {id: asc}) { id name articles(order_by: {id: asc}) { title } } }")
@@ -19,5 +33,600 @@ async fn smoke() {
     assert_eq!(
         r,
         json!({"data": {"articleById": {"title": "Lund guide", "viewCount": 300, "author": {"name": "Bo"}}}})
+    );
+    assert_eq!(
+        data(&s, "{ articleById(id: 99) { id } }").await,
+        json!({"articleById": null})
+    );
+    // Aliases, __typename, nested array arguments, object relationship from a view (manual).
+    let d = data(&s, r#"{ a: author(where: {id: {_eq: 1}}) { __typename who: name
+        latest: articles(order_by: {id: desc}, limit: 1) { id } comments { body article { title } } }
+        popular_article(order_by: {views: desc}) { title author { name } } }"#).await;
+    assert_eq!(
+        d["a"],
+        json!([{"__typename": "author", "who": "Ann", "latest": [{"id": 2}],
+        "comments": [{"body": "Nice city", "article": {"title": "Lund guide"}}, {"body": "Ha", "article": {"title": "Quotes 'n' stuff"}}]}])
+    );
+    assert_eq!(
+        d["popular_article"],
+        json!([{"title": "Lund guide", "author": {"name": "Bo"}},
+        {"title": "Rust in practice", "author": {"name": "Ann"}}, {"title": "Quotes 'n' stuff", "author": {"name": "Cy"}}])
+    );
+    // Scalars: numeric, date, jsonb with a path, enum column values.
+    let d = data(&s, r#"{ author(where: {id: {_eq: 1}}) { rating joined profile city: profile(path: "$.city") lang: profile(path: "langs[1]") } articles(where: {id: {_eq: 1}}) { status tags } }"#).await;
+    assert_eq!(
+        d["author"][0],
+        json!({"rating": 4.5, "joined": "2019-05-01", "profile": {"city": "Oslo", "langs": ["no", "en"]}, "city": "Oslo", "lang": "en"})
+    );
+    assert_eq!(
+        d["articles"][0],
+        json!({"status": "published", "tags": ["rust", "systems"]})
+    );
+    // Computed fields: scalar, set-returning with args and list arguments, session argument.
+    let d = data(&s, r#"{ author(where: {id: {_eq: 1}}) { full_name search_articles(args: {term: "POE"}) { title } is_me } }"#).await;
+    // The admin session has no x-svc-user-id, so the comparison inside the function is null.
+    assert_eq!(
+        d["author"][0],
+        json!({"full_name": "Ann (poet)", "search_articles": [{"title": "Poems"}], "is_me": null})
+    );
+    let r = s
+        .gql_role(
+            "{ author(where: {id: {_eq: 1}}) { is_me } }",
+            "user",
+            &[("X-Svc-User-Id", "2")],
+        )
+        .await;
+    assert_eq!(r, json!({"data": {"author": [{"is_me": false}]}}));
+    let r = s
+        .gql_role(
+            "{ author(where: {id: {_eq: 2}}) { is_me } }",
+            "user",
+            &[("X-Svc-User-Id", "2")],
+        )
+        .await;
+    assert_eq!(r, json!({"data": {"author": [{"is_me": true}]}}));
+}
+
+#[tokio::test]
+async fn every_operator() {
+    let s = TestServer::blog().await;
+    let cases: Vec<(&str, Vec<i64>)> = vec![
+        (r#"{id: {_eq: 2}}"#, vec![2]),
+        (r#"{id: {_neq: 2}}"#, vec![1, 3, 4, 5]),
+        (r#"{id: {_gt: 3}}"#, vec![4, 5]),
+        (r#"{id: {_gte: 4}}"#, vec![4, 5]),
+        (r#"{id: {_lt: 2}}"#, vec![1]),
+        (r#"{id: {_lte: 2}}"#, vec![1, 2]),
+        (r#"{id: {_in: [1, 5]}}"#, vec![1, 5]),
+        (r#"{id: {_nin: [1, 5]}}"#, vec![2, 3, 4]),
+        (r#"{id: {_in: []}}"#, vec![]),
+        (r#"{tags: {_is_null: true}}"#, vec![4]),
+        (r#"{tags: {_is_null: false}, id: {_lt: 3}}"#, vec![1, 2]),
+        (r#"{title: {_like: "%in%"}}"#, vec![1]),
+        (r#"{title: {_nlike: "%o%"}}"#, vec![1, 3]),
+        (r#"{title: {_ilike: "r%"}}"#, vec![1]),
+        (r#"{title: {_nilike: "%O%"}}"#, vec![1, 3]),
+        (r#"{title: {_similar: "(Poems|Draft)%"}}"#, vec![2, 4]),
+        (r#"{title: {_nsimilar: "(Poems|Draft)%"}}"#, vec![1, 3, 5]),
+        (r#"{title: {_regex: "^[PD]"}}"#, vec![2, 4]),
+        (r#"{title: {_iregex: "^l"}}"#, vec![3]),
+        (r#"{title: {_nregex: "s"}}"#, vec![3]),
+        (r#"{title: {_niregex: "^[a-q]"}}"#, vec![1]),
+        (r#"{tags: {_contains: ["rust"]}}"#, vec![1]),
+        (
+            r#"{tags: {_contained_in: ["poetry", "travel"]}}"#,
+            vec![2, 3, 5],
+        ),
+        (r#"{tags: {_has_key: "travel"}}"#, vec![3]),
+        (r#"{tags: {_has_keys_any: ["poetry", "rust"]}}"#, vec![1, 2]),
+        (r#"{tags: {_has_keys_all: ["rust", "systems"]}}"#, vec![1]),
+        (
+            r#"{tags: {_cast: {String: {_ilike: "%TRAVEL%"}}}}"#,
+            vec![3],
+        ),
+        (r#"{status: {_eq: draft}}"#, vec![2, 4]),
+        (
+            r#"{status: {_in: [published]}, viewCount: {_gte: 150}}"#,
+            vec![1, 3],
+        ),
+        (r#"{_and: [{id: {_gt: 1}}, {id: {_lt: 4}}]}"#, vec![2, 3]),
+        (r#"{_or: [{id: {_eq: 1}}, {id: {_eq: 5}}]}"#, vec![1, 5]),
+        (r#"{_not: {id: {_gt: 1}}}"#, vec![1]),
+        (r#"{author: {name: {_eq: "Bo"}}}"#, vec![3, 4]),
+        (r#"{comments: {body: {_ilike: "%agree%"}}}"#, vec![1]),
+        (r#"{comments: {}}"#, vec![1, 3, 5]),
+        (r#"{id: {_eq: null}}"#, vec![1, 2, 3, 4, 5]),
+        (r#"{}"#, vec![1, 2, 3, 4, 5]),
+    ];
+    for (filter, expected) in cases {
+        let q = format!("{{ articles(where: {filter}, order_by: {{id: asc}}) {{ id }} }}");
+        let d = data(&s, &q).await;
+        assert_eq!(ids(&d["articles"]), expected, "{filter}");
+    }
+    let d = data(
+        &s,
+        r#"{ author(where: {profile: {_contains: {city: "Lund"}}}) { id } }"#,
+    )
+    .await;
+    assert_eq!(ids(&d["author"]), [2]);
+    let d = data(
+        &s,
+        r#"{ author(where: {joined: {_gt: "2020-01-01"}}, order_by: {id: asc}) { id } }"#,
+    )
+    .await;
+    assert_eq!(ids(&d["author"]), [2, 3]);
+}
+
+#[tokio::test]
+async fn ordering_pagination_and_distinct() {
+    let s = TestServer::blog().await;
+    let d = data(
+        &s,
+        "{ articles(order_by: [{author: {name: desc}}, {viewCount: asc}]) { id } }",
+    )
+    .await;
+    assert_eq!(ids(&d["articles"]), [5, 4, 3, 2, 1]);
+    let d = data(
+        &s,
+        "{ author(order_by: {articles_aggregate: {count: desc}}, limit: 1) { id } }",
+    )
+    .await;
+    assert_eq!(ids(&d["author"]), [1]);
+    let d = data(
+        &s,
+        "{ author(order_by: {articles_aggregate: {max: {viewCount: desc}}}) { id } }",
+    )
+    .await;
+    assert_eq!(ids(&d["author"]), [2, 1, 3]);
+    let d = data(&s, "{ author(order_by: {rating: desc_nulls_last}) { id } }").await;
+    assert_eq!(ids(&d["author"]), [1, 2, 3]);
+    let d = data(&s, "{ author(order_by: {rating: desc}) { id } }").await;
+    assert_eq!(ids(&d["author"]), [3, 1, 2]);
+    let d = data(&s, "{ author(order_by: {bio: asc_nulls_first}) { id } }").await;
+    assert_eq!(ids(&d["author"]), [2, 3, 1]);
+    let d = data(
+        &s,
+        "{ articles(order_by: {id: asc}, limit: 2, offset: 1) { id } }",
+    )
+    .await;
+    assert_eq!(ids(&d["articles"]), [2, 3]);
+    let d = data(&s, "{ articles(distinct_on: author_id, order_by: [{author_id: asc}, {viewCount: desc}]) { id } }").await;
+    assert_eq!(ids(&d["articles"]), [1, 3, 5]);
+    let r = s
+        .gql("{ articles(distinct_on: author_id, order_by: {id: asc}) { id } }")
+        .await;
+    assert_eq!(
+        r["errors"][0]["message"],
+        "\"distinct_on\" columns must match initial \"order_by\" columns"
+    );
+    assert_eq!(r["errors"][0]["extensions"]["code"], "validation-failed");
+}
+
+#[tokio::test]
+async fn aggregates() {
+    let s = TestServer::blog().await;
+    let d = data(&s, r#"{ articles_aggregate: article_aggregate(where: {status: {_eq: published}}) {
+        aggregate { count sum { viewCount } avg { viewCount } max { title viewCount } min { id } distinct: count(columns: [author_id], distinct: true) }
+        nodes { id } } }"#).await;
+    let avg = d["articles_aggregate"]["aggregate"]["avg"]["viewCount"]
+        .as_f64()
+        .unwrap();
+    assert!((avg - 183.333).abs() < 0.01, "{avg}");
+    let mut aggregate = d["articles_aggregate"]["aggregate"].clone();
+    aggregate.as_object_mut().unwrap().remove("avg");
+    assert_eq!(
+        aggregate,
+        json!({"count": 3, "sum": {"viewCount": 550},
+        "max": {"title": "Rust in practice", "viewCount": 300}, "min": {"id": 1}, "distinct": 3})
+    );
+    assert_eq!(ids(&d["articles_aggregate"]["nodes"]), [1, 3, 5]);
+    let d = data(&s, "{ author(order_by: {id: asc}) { articles_aggregate { aggregate { count stddev { viewCount } } } } }").await;
+    assert_eq!(
+        d["author"][0]["articles_aggregate"]["aggregate"]["count"],
+        2
+    );
+    assert!(
+        d["author"][0]["articles_aggregate"]["aggregate"]["stddev"]["viewCount"]
+            .as_f64()
+            .unwrap()
+            > 98.0
+    );
+    let d = data(
+        &s,
+        "{ author_aggregate { aggregate { count(columns: [bio]) __typename } } }",
+    )
+    .await;
+    assert_eq!(
+        d["author_aggregate"]["aggregate"],
+        json!({"count": 2, "__typename": "author_aggregate_fields"})
+    );
+}
+
+#[tokio::test]
+async fn variables_fragments_and_directives() {
+    let s = TestServer::blog().await;
+    let body = json!({
+        "query": r#"query Q($id: Int!, $ids: [Int!]!, $w: article_bool_exp!, $skip: Boolean!) {
+            articleById(id: $id) { ...F }
+            articles(where: {_and: [{id: {_in: $ids}}, $w]}, order_by: {id: asc}) { id title @skip(if: $skip) ... on article { viewCount } }
+        }
+        fragment F on article { title author { ...A } }
+        fragment A on author { name }"#,
+        "variables": {"id": 1, "ids": [1, 2, 3], "w": {"status": {"_eq": "published"}}, "skip": true}
+    });
+    let r = s.graphql_as(body.clone(), &[]).await;
+    assert_eq!(
+        r,
+        json!({"data": {"articleById": {"title": "Rust in practice", "author": {"name": "Ann"}},
+        "articles": [{"id": 1, "viewCount": 150}, {"id": 3, "viewCount": 300}]}})
+    );
+    // The same document again with other values (plan reuse) gives their result.
+    let mut other = body.clone();
+    other["variables"] = json!({"id": 2, "ids": [2], "w": {}, "skip": false});
+    let r = s.graphql_as(other, &[]).await;
+    assert_eq!(
+        r,
+        json!({"data": {"articleById": {"title": "Poems", "author": {"name": "Ann"}}, "articles": [{"id": 2, "title": "Poems", "viewCount": 10}]}})
+    );
+    // Operation selection and defaults.
+    let r = s.graphql_as(json!({"query": "query A { articleById(id: 1) { id } } query B($n: Int = 2) { articles(limit: $n, order_by: {id: desc}) { id } }", "operationName": "B"}), &[]).await;
+    assert_eq!(r, json!({"data": {"articles": [{"id": 5}, {"id": 4}]}}));
+    let r = s
+        .graphql_as(
+            json!({"query": "query A { __typename } query B { __typename }"}),
+            &[],
+        )
+        .await;
+    assert_eq!(r["errors"][0]["extensions"]["code"], "validation-failed");
+}
+
+#[tokio::test]
+async fn validation_errors() {
+    let s = TestServer::blog().await;
+    let cases = [
+        (
+            "{ author { nickname } }",
+            "$.selectionSet.author.selectionSet.nickname",
+            "field \"nickname\" not found in type: 'author'",
+        ),
+        (
+            "{ nobody { id } }",
+            "$.selectionSet.nobody",
+            "field \"nobody\" not found in type: 'query_root'",
+        ),
+        (
+            "{ author(where: {nope: {_eq: 1}}) { id } }",
+            "$.selectionSet.author.args.where.nope",
+            "field \"nope\" not found in type: 'author_bool_exp'",
+        ),
+        (
+            "{ author(limit: \"x\") { id } }",
+            "$.selectionSet.author.args.limit",
+            "expected a value of type \"Int\", found \"x\"",
+        ),
+        (
+            "{ author(bogus: 1) { id } }",
+            "$.selectionSet.author.args.bogus",
+            "'author' has no argument named 'bogus'",
+        ),
+        (
+            "{ articleById { id } }",
+            "$.selectionSet.articleById",
+            "missing required field 'id'",
+        ),
+        (
+            "{ author }",
+            "$.selectionSet.author",
+            "missing selection set for field of type \"author\"",
+        ),
+        (
+            "{ author { id { x } } }",
+            "$.selectionSet.author.selectionSet.id",
+            "field \"id\" must not have a selection since its type is a scalar",
+        ),
+        (
+            "{ author(order_by: {id: sideways}) { id } }",
+            "$.selectionSet.author.args.order_by.id",
+            "expected one of the values of enum \"order_by\", found sideways",
+        ),
+        (
+            "query($x: Int) { articleById(id: $x) { id } }",
+            "$.selectionSet.articleById.args.id",
+            "variable \"x\" of type \"Int\" cannot be used where \"Int!\" is expected",
+        ),
+        ("mutation { x }", "$", "no mutations exist"),
+        (
+            "subscription { author { id } }",
+            "$",
+            "no subscriptions exist",
+        ),
+        (
+            "{ author { ...Missing } }",
+            "$.selectionSet.author",
+            "fragment \"Missing\" not found",
+        ),
+    ];
+    for (q, path, message) in cases {
+        let r = s.gql(q).await;
+        assert_eq!(
+            r["errors"][0]["extensions"],
+            json!({"path": path, "code": "validation-failed"}),
+            "{q}: {r}"
+        );
+        assert_eq!(r["errors"][0]["message"], message, "{q}");
+        assert!(r.get("data").is_none());
+    }
+    let r = s.gql("{ author { id ").await;
+    assert_eq!(r["errors"][0]["extensions"]["code"], "parse-failed");
+    let r = s.graphql_as(json!({"query": "query($id: Int!) { articleById(id: $id) { id } }", "variables": {"id": "one"}}), &[]).await;
+    assert_eq!(r["errors"][0]["extensions"]["path"], "$.variableValues.id");
+    let r = s
+        .graphql_as(
+            json!({"query": "query($id: Int!) { articleById(id: $id) { id } }"}),
+            &[],
+        )
+        .await;
+    assert_eq!(
+        r["errors"][0]["message"],
+        "expecting a value for non-nullable variable: \"id\""
+    );
+    let r = s.gql("{ author { profile(path: \"$.a[\") } }").await;
+    assert_eq!(r["errors"][0]["extensions"]["code"], "parse-failed");
+}
+
+#[tokio::test]
+async fn query_depth_and_root_field_limits() {
+    let db = crate::harness::fresh_database().await;
+    crate::harness::run_sql(&db, crate::harness::BLOG).await;
+    let s = TestServer::on(&db, |c| {
+        c.max_query_depth = 4;
+        c.max_root_fields = 3;
+    })
+    .await;
+    let metadata: Value = serde_json::from_str(crate::harness::BLOG_METADATA).unwrap();
+    s.ok(json!({"type": "replace_metadata", "args": metadata}))
+        .await;
+    let r = s
+        .gql("{ author { articles { author { articles { id } } } } }")
+        .await;
+    assert!(r["data"].is_object(), "depth 4 is allowed: {r}");
+    let r = s
+        .gql("{ author { articles { author { articles { author { id } } } } } }")
+        .await;
+    assert_eq!(r["errors"][0]["message"], "query depth exceeds 4");
+    let r = s
+        .gql("{ a: __typename b: __typename c: __typename d: __typename }")
+        .await;
+    assert_eq!(r["errors"][0]["extensions"]["code"], "validation-failed");
+}
+
+#[tokio::test]
+async fn permissions_filter_rows_and_columns() {
+    let s = TestServer::blog().await;
+    // user: drafts only of their own; columns limited; aggregates allowed on author only.
+    let r = s
+        .gql_role(
+            "{ articles(order_by: {id: asc}) { id status } }",
+            "user",
+            &[("X-Svc-User-Id", "1")],
+        )
+        .await;
+    assert_eq!(ids(&r["data"]["articles"]), [1, 2, 3, 5], "{r}");
+    let r = s
+        .gql_role(
+            "{ articles(order_by: {id: asc}) { id } }",
+            "user",
+            &[("X-Svc-User-Id", "2")],
+        )
+        .await;
+    assert_eq!(ids(&r["data"]["articles"]), [1, 3, 4, 5]);
+    let r = s
+        .gql_role("{ author { bio } }", "user", &[("X-Svc-User-Id", "1")])
+        .await;
+    assert_eq!(
+        r["errors"][0]["message"],
+        "field \"bio\" not found in type: 'author'"
+    );
+    let r = s
+        .gql_role(
+            "{ article_aggregate { aggregate { count } } }",
+            "user",
+            &[("X-Svc-User-Id", "1")],
+        )
+        .await;
+    assert_eq!(r["errors"][0]["extensions"]["code"], "validation-failed");
+    let r = s.gql_role("{ author_aggregate { aggregate { count } } author(order_by: {id: asc}) { id articles { id } } }", "user", &[("X-Svc-User-Id", "1")]).await;
+    assert_eq!(r["data"]["author_aggregate"]["aggregate"]["count"], 3);
+    // Related rows are filtered by the related table's permission.
+    assert_eq!(ids(&r["data"]["author"][1]["articles"]), [3]);
+    // A missing session variable is an error, not an empty filter.
+    let r = s.gql_role("{ articles { id } }", "user", &[]).await;
+    assert_eq!(
+        r["errors"][0],
+        json!({"message": "missing session variable: \"x-svc-user-id\"", "extensions": {"path": "$", "code": "not-found"}})
+    );
+    // guest: relationship-based filter, limit cap, no access to comments at all.
+    let r = s
+        .gql_role("{ author(order_by: {id: asc}) { id name } }", "guest", &[])
+        .await;
+    assert_eq!(
+        ids(&r["data"]["author"]),
+        [1, 2],
+        "limit 2 caps the 3 visible authors"
+    );
+    let r = s
+        .gql_role(
+            "{ author(order_by: {id: asc}, limit: 10) { id } }",
+            "guest",
+            &[],
+        )
+        .await;
+    assert_eq!(ids(&r["data"]["author"]), [1, 2]);
+    let r = s
+        .gql_role(
+            "{ author(order_by: {id: asc}, limit: 1) { id } }",
+            "guest",
+            &[],
+        )
+        .await;
+    assert_eq!(ids(&r["data"]["author"]), [1]);
+    let r = s.gql_role("{ comment { id } }", "guest", &[]).await;
+    assert_eq!(
+        r["errors"][0]["message"],
+        "field \"comment\" not found in type: 'query_root'"
+    );
+    let r = s
+        .gql_role("{ author { articles { id } } }", "guest", &[])
+        .await;
+    assert!(r["data"]["author"][0]["articles"].is_array(), "{r}");
+    let r = s
+        .gql_role("{ comment_by_pk(id: 1) { id } }", "guest", &[])
+        .await;
+    assert_eq!(
+        r["errors"][0]["message"],
+        "field \"comment_by_pk\" not found in type: 'query_root'"
+    );
+    let r = s
+        .gql_role(
+            "{ articleById(id: 2) { id } a: articleById(id: 1) { id } }",
+            "guest",
+            &[],
+        )
+        .await;
+    assert_eq!(
+        r,
+        json!({"data": {"articleById": null, "a": {"id": 1}}}),
+        "by_pk obeys the filter"
+    );
+    // A role without any permission gets the placeholder root.
+    let r = s
+        .gql_role("{ no_queries_available }", "stranger", &[])
+        .await;
+    assert_eq!(r, json!({"data": {"no_queries_available": null}}));
+}
+
+#[tokio::test]
+async fn injection_attempts_are_plain_values() {
+    let s = TestServer::blog().await;
+    let nasty = [
+        "x' OR '1'='1",
+        "it's \"quoted\" \\ back",
+        "'); DROP TABLE author; --",
+        "\\'; SELECT pg_sleep(1); --",
+        "$1::text",
+        "%' OR title LIKE '%",
+    ];
+    for value in nasty {
+        let r = s.graphql_as(
+            json!({"query": "query($v: String!) { author(where: {_or: [{name: {_eq: $v}}, {bio: {_like: $v}}]}) { id } articles(where: {title: {_eq: $v}}) { id } }", "variables": {"v": value}}),
+            &[],
+        )
+        .await;
+        assert_eq!(
+            r,
+            json!({"data": {"author": [], "articles": []}}),
+            "{value}"
+        );
+        let literal = serde_json::to_string(value).unwrap();
+        let q = format!("{{ author(where: {{bio: {{_eq: {literal}}}}}) {{ id }} a2: author(where: {{profile: {{_has_key: {literal}}}}}) {{ id }} }}");
+        let r = s.gql(&q).await;
+        let expected = if value == "it's \"quoted\" \\ back" {
+            vec![3]
+        } else {
+            vec![]
+        };
+        assert_eq!(ids(&r["data"]["author"]), expected, "{value}: {r}");
+        assert_eq!(r["data"]["a2"], json!([]));
+        let r = s
+            .gql_role("{ articles { id } }", "user", &[("X-Svc-User-Id", value)])
+            .await;
+        assert_eq!(
+            r["errors"][0]["extensions"]["code"], "data-exception",
+            "{value}: {r}"
+        );
+    }
+    // Still intact.
+    let r = s.gql("{ author_aggregate { aggregate { count } } }").await;
+    assert_eq!(r["data"]["author_aggregate"]["aggregate"]["count"], 3);
+}
+
+#[tokio::test]
+async fn transport_get_batch_accept_request_id() {
+    let s = TestServer::blog().await;
+    let url = format!("{}/v1/graphql", s.base);
+    let r = s
+        .http
+        .get(&url)
+        .query(&[
+            ("query", "query($id: Int!) { articleById(id: $id) { id } }"),
+            ("variables", "{\"id\": 3}"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["content-type"], "application/json");
+    assert!(r.headers().contains_key("x-request-id"));
+    assert_eq!(
+        r.json::<Value>().await.unwrap(),
+        json!({"data": {"articleById": {"id": 3}}})
+    );
+    let r = s
+        .http
+        .get(&url)
+        .query(&[("query", "mutation { x }")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.json::<Value>().await.unwrap()["errors"][0]["message"],
+        "mutations and subscriptions are not allowed over GET"
+    );
+    let r = s.http.post(&url).header("accept", "application/graphql-response+json").header("x-request-id", "abc-123")
+        .json(&json!([{"query": "{ articleById(id: 1) { id } }"}, {"query": "{ nope }"}, {"query": "{ __typename }"}])).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        r.headers()["content-type"],
+        "application/graphql-response+json"
+    );
+    assert_eq!(r.headers()["x-request-id"], "abc-123");
+    let batch: Value = r.json().await.unwrap();
+    assert_eq!(batch[0], json!({"data": {"articleById": {"id": 1}}}));
+    assert_eq!(
+        batch[1]["errors"][0]["extensions"]["code"],
+        "validation-failed"
+    );
+    assert_eq!(batch[2], json!({"data": {"__typename": "query_root"}}));
+    let r = s.http.post(&url).body("{not json").send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        r.json::<Value>().await.unwrap()["errors"][0]["extensions"]["code"],
+        "parse-failed"
+    );
+    let console = s
+        .http
+        .get(format!("{}/console", s.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(console.status(), 200);
+    assert!(console.text().await.unwrap().contains("/v1/graphql"));
+}
+
+#[tokio::test]
+async fn auth_errors_on_graphql_are_http_200() {
+    let db = crate::harness::fresh_database().await;
+    crate::harness::run_sql(&db, crate::harness::BLOG).await;
+    let s = TestServer::on(&db, |c| c.admin_secret = Some("pw".to_owned())).await;
+    let r = s
+        .http
+        .post(format!("{}/v1/graphql", s.base))
+        .json(&json!({"query": "{ __typename }"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        r.json::<Value>().await.unwrap(),
+        json!({"errors": [{"message": "x-svc-admin-secret/x-svc-access-key required, but not found", "extensions": {"path": "$", "code": "access-denied"}}]})
     );
 }
