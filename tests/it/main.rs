@@ -3,6 +3,7 @@
 mod harness;
 
 mod catalog;
+mod graphql_introspection;
 mod graphql_queries;
 mod http;
 mod manage;
