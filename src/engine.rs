@@ -36,8 +36,8 @@ pub struct GraphqlError {
     pub path: String,
     /// Code.
     pub code: &'static str,
-    /// Admin/dev-mode detail.
-    pub internal: Option<Value>,
+    /// Admin/dev-mode detail (boxed to keep results small).
+    pub internal: Option<Box<Value>>,
 }
 
 impl From<PlanError> for GraphqlError {
@@ -57,7 +57,7 @@ impl From<execute::ExecuteError> for GraphqlError {
             message: e.message,
             path: "$".into(),
             code: e.code,
-            internal: e.internal,
+            internal: e.internal.map(Box::new),
         }
     }
 }
@@ -77,7 +77,7 @@ impl GraphqlError {
     pub fn body(&self, expose: bool) -> Bytes {
         let mut extensions = json!({"path": self.path, "code": self.code});
         if let (true, Some(internal)) = (expose, &self.internal) {
-            extensions["internal"] = internal.clone();
+            extensions["internal"] = (**internal).clone();
         }
         Bytes::from(
             json!({"errors": [{"message": self.message, "extensions": extensions}]}).to_string(),

@@ -996,21 +996,17 @@ impl<'a> Planner<'a> {
                 ));
             }
         }
-        if let Some(limit) = args.get("limit") {
-            if let Input::Value(p) = limit {
-                if let Param::Literal(v) = p {
-                    if v.as_i64().map(|n| n < 0).unwrap_or(false) {
-                        return Err(PlanError::validation(
-                            &format!("{path}.args.limit"),
-                            "unexpected negative value",
-                        ));
-                    }
-                }
-                row.limit.push(ValueExpr {
-                    param: p.clone(),
-                    cast: "bigint".into(),
-                });
+        if let Some(Input::Value(p)) = args.get("limit") {
+            if matches!(p, Param::Literal(v) if v.as_i64().is_some_and(|n| n < 0)) {
+                return Err(PlanError::validation(
+                    &format!("{path}.args.limit"),
+                    "unexpected negative value",
+                ));
             }
+            row.limit.push(ValueExpr {
+                param: p.clone(),
+                cast: "bigint".into(),
+            });
         }
         if let Some(cap) = table.limit {
             row.limit.push(ValueExpr {

@@ -146,7 +146,7 @@ fn respond(headers: &HeaderMap, body: Bytes) -> Response {
     let wants_graphql = headers
         .get(header::ACCEPT)
         .and_then(|a| a.to_str().ok())
-        .map(|a| prefers_graphql_response(a))
+        .map(prefers_graphql_response)
         .unwrap_or(false);
     let content_type = if wants_graphql {
         GRAPHQL_RESPONSE

@@ -239,7 +239,7 @@ impl Builder {
     }
 
     /// `FROM source AS alias WHERE join AND filters` (without ORDER BY/LIMIT).
-    fn from_where(
+    fn select_from(
         &mut self,
         source: &Source,
         join: &[(String, String)],
@@ -253,9 +253,14 @@ impl Builder {
         self.push(alias);
         let mut first = true;
         self.join(join, parent, alias, &mut first);
-        for f in &args.filter {
+        for f in args
+            .filter
+            .iter()
+            .map(simplify)
+            .filter(|f| *f != BoolExpr::True)
+        {
             self.and(&mut first);
-            self.bool_expr(f, alias, alias);
+            self.bool_expr(&f, alias, alias);
         }
     }
 
@@ -342,7 +347,7 @@ impl Builder {
         if s.single {
             self.push("(SELECT ");
             self.row_object(&s.fields, &alias, parent);
-            self.from_where(&s.source, &s.join, &s.args, parent, &alias);
+            self.select_from(&s.source, &s.join, &s.args, parent, &alias);
             self.order_and_page(&s.args, &alias, true);
             self.push(")");
             return;
@@ -357,7 +362,7 @@ impl Builder {
         self.row_object(&s.fields, &alias, parent);
         self.push(" AS \"__j\"");
         self.order_keys(&s.args, &alias);
-        self.from_where(&s.source, &s.join, &s.args, parent, &alias);
+        self.select_from(&s.source, &s.join, &s.args, parent, &alias);
         self.order_and_page(&s.args, &alias, false);
         self.push(") AS ");
         self.push(&outer);
@@ -535,7 +540,7 @@ impl Builder {
             self.push(" AS \"__j\"");
         }
         self.order_keys(&a.args, &alias);
-        self.from_where(
+        self.select_from(
             &Source::Table(a.table.clone()),
             &a.join,
             &a.args,
@@ -566,8 +571,7 @@ impl Builder {
                 self.push(&r);
                 let mut first = true;
                 self.join(join, Some(alias), &r, &mut first);
-                self.and(&mut first);
-                self.bool_expr(filter, &r, &r);
+                self.filter(filter, &r, &mut first);
                 self.push(" LIMIT 1)");
             }
             OrderExpr::Aggregate {
@@ -599,10 +603,18 @@ impl Builder {
                 self.push(&r);
                 let mut first = true;
                 self.join(join, Some(alias), &r, &mut first);
-                self.and(&mut first);
-                self.bool_expr(filter, &r, &r);
+                self.filter(filter, &r, &mut first);
                 self.push(")");
             }
+        }
+    }
+
+    /// `AND <filter>` unless the filter is trivially true.
+    fn filter(&mut self, filter: &BoolExpr, alias: &str, first: &mut bool) {
+        let f = simplify(filter);
+        if f != BoolExpr::True {
+            self.and(first);
+            self.bool_expr(&f, alias, alias);
         }
     }
 
@@ -620,6 +632,7 @@ impl Builder {
         }
     }
 
+    /// Renders an already [`simplify`]-ed expression.
     fn bool_expr(&mut self, e: &BoolExpr, current: &str, root: &str) {
         match e {
             BoolExpr::True => self.push("true"),
@@ -704,6 +717,53 @@ impl Builder {
                 self.push(")");
             }
         }
+    }
+}
+
+/// Flattens nested conjunctions, drops `true` conjuncts and unwraps one-element lists, so the
+/// SQL stays small and readable. Never changes the meaning.
+fn simplify(e: &BoolExpr) -> BoolExpr {
+    match e {
+        BoolExpr::And(parts) => {
+            let mut flat = Vec::new();
+            for p in parts.iter().map(simplify) {
+                match p {
+                    BoolExpr::True => {}
+                    BoolExpr::And(inner) => flat.extend(inner),
+                    other => flat.push(other),
+                }
+            }
+            match flat.len() {
+                0 => BoolExpr::True,
+                1 => flat.remove(0),
+                _ => BoolExpr::And(flat),
+            }
+        }
+        BoolExpr::Or(parts) => {
+            let parts: Vec<BoolExpr> = parts.iter().map(simplify).collect();
+            if parts.contains(&BoolExpr::True) {
+                return BoolExpr::True;
+            }
+            match parts.len() {
+                1 => parts.into_iter().next().unwrap_or(BoolExpr::True),
+                _ => BoolExpr::Or(parts),
+            }
+        }
+        BoolExpr::Not(inner) => BoolExpr::Not(Box::new(simplify(inner))),
+        BoolExpr::Permission(inner) => match simplify(inner) {
+            BoolExpr::True => BoolExpr::True,
+            other => BoolExpr::Permission(Box::new(other)),
+        },
+        BoolExpr::Exists {
+            table,
+            join,
+            filter,
+        } => BoolExpr::Exists {
+            table: table.clone(),
+            join: join.clone(),
+            filter: Box::new(simplify(filter)),
+        },
+        other => other.clone(),
     }
 }
 

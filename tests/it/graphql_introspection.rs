@@ -18,10 +18,16 @@ fn graphql_js() -> PathBuf {
                 .arg(&dir)
                 .arg("graphql@16.9.0")
                 .status()
-                .expect("npm must be installed (Node.js 20) to check introspection with graphql-js");
+                .expect(
+                    "npm must be installed (Node.js 20) to check introspection with graphql-js",
+                );
             assert!(status.success(), "npm install graphql failed");
         }
-        std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/js/validate-schema.mjs"), dir.join("validate-schema.mjs")).unwrap();
+        std::fs::copy(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/js/validate-schema.mjs"),
+            dir.join("validate-schema.mjs"),
+        )
+        .unwrap();
         dir
     })
     .clone()
@@ -40,18 +46,29 @@ fn node(args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
         .expect("node");
     if let Some(input) = stdin {
         use std::io::Write;
-        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
     } else {
         drop(child.stdin.take());
     }
     let out = child.wait_with_output().unwrap();
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 async fn full_introspection(s: &TestServer, role: Option<&str>) -> Value {
     let (ok, query, err) = node(&["--query"], None);
     assert!(ok, "{err}");
-    let headers: Vec<(&str, &str)> = role.map(|r| vec![("X-Svc-Role", r), ("X-Svc-User-Id", "1")]).unwrap_or_default();
+    let headers: Vec<(&str, &str)> = role
+        .map(|r| vec![("X-Svc-Role", r), ("X-Svc-User-Id", "1")])
+        .unwrap_or_default();
     let r = s.graphql_as(json!({"query": query}), &headers).await;
     assert!(r.get("errors").is_none(), "{r}");
     r["data"].clone()
@@ -77,25 +94,75 @@ async fn introspection_shows_exactly_the_roles_schema() {
         author: __type(name: "author") { fields { name type { kind name ofType { name } } } }
         cmp: __type(name: "article_status_enum") { enumValues { name description } } }"#;
     let admin = s.gql(q).await["data"].clone();
-    assert_eq!(admin["__schema"], json!({"queryType": {"name": "query_root"}, "mutationType": null}));
-    let root: Vec<&str> = admin["root"]["fields"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
-    assert!(root.contains(&"articles") && root.contains(&"articleById") && root.contains(&"article_aggregate") && root.contains(&"comment_by_pk"), "{root:?}");
-    assert!(!root.contains(&"article"), "custom root name replaces the default");
-    assert_eq!(admin["cmp"]["enumValues"], json!([{"name": "draft", "description": "Not visible"}, {"name": "published", "description": "Visible to all"}]));
-    let fields: Vec<&str> = admin["author"]["fields"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
-    assert!(fields.contains(&"bio") && fields.contains(&"articles_aggregate") && fields.contains(&"search_articles"));
-    let name = admin["author"]["fields"].as_array().unwrap().iter().find(|f| f["name"] == "name").unwrap();
-    assert_eq!(name["type"], json!({"kind": "NON_NULL", "name": null, "ofType": {"name": "String"}}));
+    assert_eq!(
+        admin["__schema"],
+        json!({"queryType": {"name": "query_root"}, "mutationType": null})
+    );
+    let root: Vec<&str> = admin["root"]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        root.contains(&"articles")
+            && root.contains(&"articleById")
+            && root.contains(&"article_aggregate")
+            && root.contains(&"comment_by_pk"),
+        "{root:?}"
+    );
+    assert!(
+        !root.contains(&"article"),
+        "custom root name replaces the default"
+    );
+    assert_eq!(
+        admin["cmp"]["enumValues"],
+        json!([{"name": "draft", "description": "Not visible"}, {"name": "published", "description": "Visible to all"}])
+    );
+    let fields: Vec<&str> = admin["author"]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        fields.contains(&"bio")
+            && fields.contains(&"articles_aggregate")
+            && fields.contains(&"search_articles")
+    );
+    let name = admin["author"]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "name")
+        .unwrap();
+    assert_eq!(
+        name["type"],
+        json!({"kind": "NON_NULL", "name": null, "ofType": {"name": "String"}})
+    );
 
     let guest = s.gql_role(q, "guest", &[]).await["data"].clone();
-    let root: Vec<&str> = guest["root"]["fields"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
+    let root: Vec<&str> = guest["root"]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
     assert_eq!(root, ["author", "author_by_pk", "articles", "articleById"]);
-    let fields: Vec<&str> = guest["author"]["fields"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
+    let fields: Vec<&str> = guest["author"]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
     // No aggregates, hidden columns or unlisted scalar computed fields; a set-returning computed
     // field follows the select permission of the table it returns.
     assert_eq!(fields, ["id", "name", "articles", "search_articles"]);
     let stranger = s.gql_role(q, "stranger", &[]).await["data"].clone();
-    assert_eq!(stranger["root"]["fields"], json!([{"name": "no_queries_available"}]));
+    assert_eq!(
+        stranger["root"]["fields"],
+        json!([{"name": "no_queries_available"}])
+    );
     assert_eq!(stranger["author"], Value::Null);
 }
 
@@ -108,7 +175,13 @@ async fn introspection_mixed_with_data_keeps_field_order() {
             &[],
         )
         .await;
-    assert_eq!(r, json!({"data": {"first": {"id": 1}, "t": {"name": "author"}, "__typename": "query_root", "last": [{"id": 5}]}}));
+    assert_eq!(
+        r,
+        json!({"data": {"first": {"id": 1}, "t": {"name": "author"}, "__typename": "query_root", "last": [{"id": 5}]}})
+    );
     let text = serde_json::to_string(&r).unwrap();
-    assert!(text.find("\"first\"").unwrap() < text.find("\"t\"").unwrap() && text.find("\"t\"").unwrap() < text.find("\"last\"").unwrap());
+    assert!(
+        text.find("\"first\"").unwrap() < text.find("\"t\"").unwrap()
+            && text.find("\"t\"").unwrap() < text.find("\"last\"").unwrap()
+    );
 }

@@ -10,5 +10,6 @@ mod manage;
 mod permissions;
 mod relationships;
 mod run_sql;
+mod sql_snapshots;
 mod tables;
 mod types_and_collections;
