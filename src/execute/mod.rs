@@ -117,7 +117,28 @@ fn text_of(value: &Value, encoding: Encoding) -> Option<String> {
         (Value::String(s), Encoding::Text) => Some(s.clone()),
         (Value::Bool(b), Encoding::Text) => Some(b.to_string()),
         (other, Encoding::Text) => Some(other.to_string()),
+        (Value::Array(items), Encoding::PgArray) => Some(pg_array(items)),
+        (Value::String(s), Encoding::PgArray) => Some(s.clone()),
+        (other, Encoding::PgArray) => Some(other.to_string()),
     }
+}
+
+/// A JSON array as a Postgres array literal: elements double-quoted with `"` and `\` escaped,
+/// `NULL` for null, nested arrays as nested braces.
+fn pg_array(items: &[Value]) -> String {
+    let parts: Vec<String> = items
+        .iter()
+        .map(|v| match v {
+            Value::Null => "NULL".to_owned(),
+            Value::Array(inner) => pg_array(inner),
+            Value::String(s) => format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\"")),
+            other => format!(
+                "\"{}\"",
+                other.to_string().replace('\\', "\\\\").replace('"', "\\\"")
+            ),
+        })
+        .collect();
+    format!("{{{}}}", parts.join(","))
 }
 
 /// Resolves a parameter to a JSON value.
@@ -247,6 +268,21 @@ mod tests {
                 Some("[3,4]".into()),
                 None
             ]
+        );
+        let arrays = bind(
+            &[BoundParam {
+                source: Param::Literal(json!(["a b", "q\"uote", "back\\slash", null, 3])),
+                encoding: Encoding::PgArray,
+            }],
+            &variables,
+            &session,
+        )
+        .unwrap();
+        assert_eq!(
+            arrays,
+            vec![Some(
+                r#"{"a b","q\"uote","back\\slash",NULL,"3"}"#.to_owned()
+            )]
         );
         let missing = bind(
             &[BoundParam {

@@ -15,6 +15,8 @@ pub enum Encoding {
     Text,
     /// Always JSON text (for `json`/`jsonb` casts).
     Json,
+    /// A Postgres array literal (`{a,"b c"}`) from a JSON array; strings pass unchanged.
+    PgArray,
 }
 
 /// A numbered parameter: where its value comes from and how it is encoded.
@@ -126,6 +128,8 @@ impl Builder {
     fn value(&mut self, v: &ValueExpr) {
         let encoding = if v.cast.starts_with("json") {
             Encoding::Json
+        } else if v.cast.ends_with("[]") {
+            Encoding::PgArray
         } else {
             Encoding::Text
         };

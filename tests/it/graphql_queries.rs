@@ -630,3 +630,41 @@ async fn auth_errors_on_graphql_are_http_200() {
         json!({"errors": [{"message": "x-svc-admin-secret/x-svc-access-key required, but not found", "extensions": {"path": "$", "code": "access-denied"}}]})
     );
 }
+
+#[tokio::test]
+async fn array_columns() {
+    let s = TestServer::blog().await;
+    let d = data(&s, r#"{ author(where: {id: {_eq: 1}}) { nicknames } }"#).await;
+    assert_eq!(d["author"][0]["nicknames"], json!(["Annie", "A. N."]));
+    let d = data(&s, r#"{ a: author(where: {nicknames: {_eq: ["Annie", "A. N."]}}) { id } b: author(where: {nicknames: {_eq: "{}"}}) { id } }"#).await;
+    assert_eq!(ids(&d["a"]), [1]);
+    assert_eq!(ids(&d["b"]), [2]);
+    let r = s.graphql_as(json!({"query": "query($n: _text!) { author(where: {nicknames: {_neq: $n}}, order_by: {id: asc}) { id } }", "variables": {"n": ["Annie", "A. N."]}}), &[]).await;
+    assert_eq!(ids(&r["data"]["author"]), [2]);
+}
+
+#[tokio::test]
+async fn permission_exists_and_column_comparisons() {
+    let s = TestServer::blog().await;
+    s.ok(json!({"type": "create_select_permission", "args": {"table": "article", "role": "auditor", "permission": {"columns": ["id"],
+        "filter": {"$exists": {"_table": "comment", "_where": {"article_id": {"_ceq": ["$", "id"]}}}}}}})).await;
+    let r = s
+        .gql_role("{ articles(order_by: {id: asc}) { id } }", "auditor", &[])
+        .await;
+    assert_eq!(ids(&r["data"]["articles"]), [1, 3, 5], "{r}");
+    s.ok(json!({"type": "create_select_permission", "args": {"table": "article", "role": "selfish", "permission": {"columns": ["id"],
+        "filter": {"id": {"$ceq": "author_id"}}}}})).await;
+    let r = s.gql_role("{ articles { id } }", "selfish", &[]).await;
+    assert_eq!(ids(&r["data"]["articles"]), [1]);
+    // A session variable holding a Postgres array literal works with _in.
+    s.ok(json!({"type": "create_select_permission", "args": {"table": "article", "role": "picker", "permission": {"columns": ["id"],
+        "filter": {"id": {"_in": "X-Svc-Allowed-Ids"}}}}})).await;
+    let r = s
+        .gql_role(
+            "{ articles(order_by: {id: asc}) { id } }",
+            "picker",
+            &[("X-Svc-Allowed-Ids", "{2,4}")],
+        )
+        .await;
+    assert_eq!(ids(&r["data"]["articles"]), [2, 4], "{r}");
+}
