@@ -102,7 +102,7 @@ async fn run_inner(
     let served = state.snapshot();
     let role = served
         .graphql
-        .role(&session.role)
+        .role(&session.role, session.backend_only)
         .ok_or_else(|| GraphqlError::new("unexpected", "schema not ready"))?;
     let variables = request.variables.unwrap_or_default();
     let variables_key = Value::Object(variables.clone()).to_string();
@@ -130,6 +130,9 @@ async fn run_inner(
             plan
         }
     };
+    if let Some(mutation) = &cached.planned.mutation {
+        return run_mutation(state, session, mutation, &variables).await;
+    }
     let data = match &cached.sql {
         Some(sql) => {
             let client = state
@@ -212,4 +215,68 @@ fn constants_only(plan: &crate::graphql::ir::QueryPlan) -> Option<Bytes> {
         }
     }
     (!object.is_empty()).then(|| Bytes::from(Value::Object(object).to_string()))
+}
+
+/// Runs a mutation: every root field in order, one transaction, any error rolls back all.
+async fn run_mutation(
+    state: &AppState,
+    session: &Session,
+    plan: &crate::graphql::ir::MutationPlan,
+    variables: &Map<String, Value>,
+) -> Result<Bytes, GraphqlError> {
+    let mut client = state
+        .pool
+        .get()
+        .await
+        .map_err(execute::ExecuteError::from)?;
+    let tx = client
+        .transaction()
+        .await
+        .map_err(execute::ExecuteError::from)?;
+    let session_json = Value::Object(
+        session
+            .variables
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect(),
+    )
+    .to_string();
+    tx.execute(
+        "SELECT set_config('basalt.user', $1, true)",
+        &[&session_json],
+    )
+    .await
+    .map_err(execute::ExecuteError::from)?;
+    let binding = execute::mutation::Binding {
+        variables,
+        session: &session.variables,
+    };
+    let mut body = Vec::from(&b"{\"data\":{"[..]);
+    for (i, (key, field)) in plan.fields.iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        body.extend_from_slice(Value::String(key.clone()).to_string().as_bytes());
+        body.push(b':');
+        match field {
+            crate::graphql::ir::MutationField::Constant(v) => {
+                body.extend_from_slice(v.to_string().as_bytes())
+            }
+            crate::graphql::ir::MutationField::Write { action, output } => {
+                let bytes = execute::mutation::run(&tx, action, output, &binding)
+                    .await
+                    .map_err(|e| {
+                        let mut err = GraphqlError::from(e);
+                        if err.code != "permission-error" {
+                            err.path = format!("$.selectionSet.{key}");
+                        }
+                        err
+                    })?;
+                body.extend_from_slice(&bytes);
+            }
+        }
+    }
+    body.extend_from_slice(b"}}");
+    tx.commit().await.map_err(execute::ExecuteError::from)?;
+    Ok(Bytes::from(body))
 }

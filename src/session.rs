@@ -11,6 +11,9 @@ pub struct Session {
     pub role: String,
     /// Session variables, keys lower-case (`x-svc-user-id`); never holds credentials.
     pub variables: BTreeMap<String, String>,
+    /// Trusted backend request: `X-Svc-Use-Backend-Only-Permissions: true` with the admin
+    /// secret (or in open mode). Only backend-only insert permissions apply to it.
+    pub backend_only: bool,
 }
 
 impl Session {
@@ -29,7 +32,22 @@ pub enum AuthError {
     /// A secret is configured and none was sent.
     #[error("x-svc-admin-secret/x-svc-access-key required, but not found")]
     MissingSecret,
+    /// A header has a value that cannot be understood.
+    #[error("{0}")]
+    InvalidHeader(String),
 }
+
+impl AuthError {
+    /// The wire code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            AuthError::InvalidSecret | AuthError::MissingSecret => "access-denied",
+            AuthError::InvalidHeader(_) => "invalid-headers",
+        }
+    }
+}
+
+const BACKEND_ONLY_HEADER: &str = "x-svc-use-backend-only-permissions";
 
 const SECRET_HEADERS: [&str; 2] = ["x-svc-admin-secret", "x-svc-access-key"];
 
@@ -61,7 +79,22 @@ pub fn authenticate(headers: &HeaderMap, admin_secret: Option<&str>) -> Result<S
         .cloned()
         .unwrap_or_else(|| "admin".to_owned());
     variables.insert("x-svc-role".to_owned(), role.clone());
-    Ok(Session { role, variables })
+    // Reaching here means the secret matched, or there is none (open mode): trusted either way.
+    let backend_only = match variables.get(BACKEND_ONLY_HEADER) {
+        None => false,
+        Some(v) if v.eq_ignore_ascii_case("true") => true,
+        Some(v) if v.eq_ignore_ascii_case("false") => false,
+        Some(v) => {
+            return Err(AuthError::InvalidHeader(format!(
+                "x-svc-use-backend-only-permissions: expected true or false, found \"{v}\""
+            )))
+        }
+    };
+    Ok(Session {
+        role,
+        variables,
+        backend_only,
+    })
 }
 
 #[cfg(test)]
@@ -112,5 +145,21 @@ mod tests {
         assert_eq!(s.role, "user");
         let s = authenticate(&headers(&[("x-svc-access-key", "s3")]), Some("s3")).unwrap();
         assert!(s.is_admin());
+        assert!(!s.backend_only);
+        let s = authenticate(
+            &headers(&[
+                ("x-svc-admin-secret", "s3"),
+                ("x-svc-use-backend-only-permissions", "TRUE"),
+            ]),
+            Some("s3"),
+        )
+        .unwrap();
+        assert!(s.backend_only);
+        let e = authenticate(
+            &headers(&[("x-svc-use-backend-only-permissions", "yes")]),
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(e.code(), "invalid-headers");
     }
 }

@@ -9,6 +9,8 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use tokio_postgres::types::{FromSql, Type};
 
+pub mod mutation;
+
 /// A failure to run a query, with the GraphQL code it maps to.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{message}")]

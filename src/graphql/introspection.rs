@@ -29,7 +29,8 @@ fn input_value(def: &super::types::InputValueDef) -> dynamic::InputValue {
 
 /// Builds the dynamic schema of a type system.
 pub fn build(types: &TypeSystem) -> Result<dynamic::Schema, String> {
-    let mut builder = dynamic::Schema::build(&types.query_root, None, None);
+    let mut builder =
+        dynamic::Schema::build(&types.query_root, types.mutation_root.as_deref(), None);
     for def in types.types.values() {
         builder = match def {
             TypeDef::Object {

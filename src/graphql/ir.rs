@@ -197,6 +197,8 @@ pub enum BoolExpr {
         /// Right side.
         right: ColumnExpr,
     },
+    /// The row's `ctid` is one of these (rows written earlier in the same transaction).
+    CtidIn(ValueExpr),
     /// A permission filter: inside it, `Scope::Root` means the table it is applied to.
     Permission(Box<BoolExpr>),
     /// Some row of another table, optionally joined to this one, satisfies the inner filter.
@@ -281,6 +283,8 @@ pub struct OrderBy {
 pub enum Source {
     /// A table or view.
     Table(QualifiedTable),
+    /// The rows of a data-modifying CTE of the same statement (`DELETE … RETURNING`).
+    Written(String),
     /// A set-returning function of the parent row (computed field).
     Function {
         /// Function.
@@ -404,13 +408,22 @@ pub enum AggregateOp {
         /// `DISTINCT`.
         distinct: bool,
     },
-    /// `sum { a b }` and friends: (response key, column or `__typename` constant).
+    /// `sum { a b }` and friends.
     Function {
         /// SQL aggregate function.
         function: String,
-        /// Columns.
-        columns: Vec<(String, Option<String>)>,
+        /// (response key, what to compute).
+        columns: Vec<(String, AggregateColumn)>,
     },
+}
+
+/// A field of `<t>_<op>_fields`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AggregateColumn {
+    /// The aggregate of a column.
+    Column(String),
+    /// `__typename` (the type's name).
+    Typename(String),
 }
 
 /// A query root field.
@@ -429,4 +442,163 @@ pub enum RootField {
 pub struct QueryPlan {
     /// Root fields (response key, field) in document order.
     pub fields: Vec<(String, RootField)>,
+}
+
+/// A value written to a column.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SetValue {
+    /// A bound value.
+    Value(ValueExpr),
+    /// `now()`.
+    Now,
+    /// The value of a column of the row inserted for the parent (nested inserts), filled in at
+    /// execution time.
+    Parent {
+        /// Column of the parent row.
+        column: String,
+        /// Type of the column written.
+        cast: String,
+    },
+}
+
+/// One row to insert with its nested rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InsertRow {
+    /// (column, value), presets included.
+    pub values: Vec<(String, SetValue)>,
+    /// Rows inserted first through object relationships; their keys fill this row's columns.
+    pub parents: Vec<NestedInsert>,
+    /// Rows inserted after through array relationships; this row's keys fill theirs.
+    pub children: Vec<NestedInsert>,
+}
+
+/// Rows inserted through a relationship.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NestedInsert {
+    /// For object relationships: columns of the owning row filled from the inserted parent,
+    /// as (column, its type, parent column).
+    pub fill: Vec<(String, String, String)>,
+    /// The nested insert.
+    pub insert: InsertPlan,
+}
+
+/// `ON CONFLICT` of an insert.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OnConflict {
+    /// Constraint name.
+    pub constraint: String,
+    /// Columns set from the proposed row (`DO NOTHING` when empty).
+    pub update_columns: Vec<String>,
+    /// Update presets applied on conflict.
+    pub presets: Vec<(String, SetValue)>,
+    /// Update permission filter and `on_conflict.where`, over the existing row.
+    pub filter: Vec<BoolExpr>,
+}
+
+/// Rows to insert into one table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InsertPlan {
+    /// Table.
+    pub table: QualifiedTable,
+    /// Rows.
+    pub rows: Vec<InsertRow>,
+    /// Upsert.
+    pub on_conflict: Option<OnConflict>,
+    /// Insert permission check on every inserted row.
+    pub check: Option<BoolExpr>,
+    /// Update permission check, for rows an upsert updated.
+    pub update_check: Option<BoolExpr>,
+}
+
+/// Update operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpdateOp {
+    /// `_set`.
+    Set,
+    /// `_inc`.
+    Inc,
+    /// `_append`.
+    Append,
+    /// `_prepend`.
+    Prepend,
+    /// `_delete_key`.
+    DeleteKey,
+    /// `_delete_elem`.
+    DeleteElem,
+    /// `_delete_at_path`.
+    DeleteAtPath,
+}
+
+/// An update of one table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpdatePlan {
+    /// Table.
+    pub table: QualifiedTable,
+    /// `where` (or primary key) AND update permission filter.
+    pub filter: Vec<BoolExpr>,
+    /// (column, operator, value).
+    pub sets: Vec<(String, UpdateOp, SetValue)>,
+    /// Post-condition on updated rows.
+    pub check: Option<BoolExpr>,
+}
+
+/// A delete from one table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeletePlan {
+    /// Table.
+    pub table: QualifiedTable,
+    /// `where` (or primary key) AND delete permission filter.
+    pub filter: Vec<BoolExpr>,
+}
+
+/// A field of `<t>_mutation_response`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResponseField {
+    /// `affected_rows`.
+    AffectedRows,
+    /// `returning { … }`: the affected rows the role may select.
+    Returning(Select),
+    /// `__typename`.
+    Constant(String),
+}
+
+/// What a mutation root field answers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MutationOutput {
+    /// `<t>_mutation_response`.
+    Response(Vec<(String, ResponseField)>),
+    /// One row (or null): `insert_<t>_one`, `_by_pk` mutations.
+    Row(Select),
+}
+
+/// What a mutation root field does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MutationAction {
+    /// Insert.
+    Insert(InsertPlan),
+    /// Update.
+    Update(UpdatePlan),
+    /// Delete.
+    Delete(DeletePlan),
+}
+
+/// A mutation root field.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MutationField {
+    /// `__typename`.
+    Constant(Value),
+    /// A write and its answer.
+    Write {
+        /// The write.
+        action: MutationAction,
+        /// The answer.
+        output: MutationOutput,
+    },
+}
+
+/// A mutation operation: root fields run in order in one transaction.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct MutationPlan {
+    /// (response key, field).
+    pub fields: Vec<(String, MutationField)>,
 }

@@ -5,6 +5,8 @@
 pub mod introspection;
 pub mod ir;
 pub mod model;
+pub mod mutations;
 pub mod plan;
+mod plan_mutation;
 pub mod schemas;
 pub mod types;

@@ -147,6 +147,13 @@ pub struct RoleModel {
     pub tables: IndexMap<QualifiedTable, RoleTable>,
     /// Query root fields by name.
     pub roots: IndexMap<String, RootField>,
+    /// Tables the role may write to.
+    pub writes: IndexMap<QualifiedTable, super::mutations::RoleWrite>,
+    /// Mutation root fields by name.
+    pub mutations: IndexMap<String, super::mutations::MutationRoot>,
+    /// Empty select views of tables the role writes but cannot select (`where` has only the
+    /// connectives there).
+    pub write_views: IndexMap<QualifiedTable, RoleTable>,
     /// The GraphQL type system.
     pub types: TypeSystem,
 }
@@ -194,7 +201,7 @@ fn function_base_name(f: &QualifiedTable) -> String {
 }
 
 /// Enum tables: table → (GraphQL enum name, values).
-type EnumTables = IndexMap<QualifiedTable, (String, Vec<(String, Option<String>)>)>;
+pub(super) type EnumTables = IndexMap<QualifiedTable, (String, Vec<(String, Option<String>)>)>;
 
 fn enum_tables(resolved: &Resolved) -> EnumTables {
     resolved
@@ -222,7 +229,12 @@ fn enum_of_column(table: &ResolvedTable, column: &str, enums: &EnumTables) -> Op
     })
 }
 
-fn role_column(table: &ResolvedTable, column: &DbColumn, enums: &EnumTables) -> RoleColumn {
+/// The role-facing description of a column (scalar, enum type, numeric/orderable flags).
+pub(super) fn scalar_for_column(
+    table: &ResolvedTable,
+    column: &DbColumn,
+    enums: &EnumTables,
+) -> RoleColumn {
     let base = scalar_for(column);
     let scalar = enum_of_column(table, &column.name, enums).unwrap_or_else(|| base.clone());
     RoleColumn {
@@ -246,8 +258,24 @@ pub fn build_all(resolved: &Resolved) -> IndexMap<String, RoleModel> {
         .collect()
 }
 
-/// Builds one role's model.
+/// Builds one role's model for ordinary requests.
 pub fn build(resolved: &Resolved, role: &str) -> RoleModel {
+    build_for(resolved, role, false)
+}
+
+/// Whether any insert permission of the role is backend-only (it then has a second schema for
+/// backend-flagged requests).
+pub fn has_backend_only(resolved: &Resolved, role: &str) -> bool {
+    resolved.tables.values().any(|t| {
+        t.permissions
+            .get(role)
+            .and_then(|p| p.insert.as_ref())
+            .is_some_and(|i| i.backend_only.unwrap_or(false))
+    })
+}
+
+/// Builds one role's model; `backend_flagged` selects which insert permissions are active.
+pub fn build_for(resolved: &Resolved, role: &str, backend_flagged: bool) -> RoleModel {
     let admin = role == ADMIN;
     let enums = enum_tables(resolved);
     // Pass 1: which tables are selectable, with their column sets and rules.
@@ -272,7 +300,7 @@ pub fn build(resolved: &Resolved, role: &str) -> RoleModel {
                 .get(&column.name)
                 .map(|n| n.0.clone())
                 .unwrap_or_else(|| column.name.clone());
-            columns.insert(field, role_column(table, column, &enums));
+            columns.insert(field, scalar_for_column(table, column, &enums));
         }
         let primary_key = table
             .db
@@ -420,25 +448,47 @@ pub fn build(resolved: &Resolved, role: &str) -> RoleModel {
             );
         }
     }
+    let (writes, mutations) =
+        super::mutations::build(resolved, role, &tables, &enums, backend_flagged);
     let types = TypeBuilder {
         tables: &tables,
         enums: &enums,
         types: TypeSystem::default(),
     }
-    .build(&roots);
+    .build(&roots, &writes, &mutations);
+    let write_views = writes
+        .values()
+        .filter(|w| !tables.contains_key(&w.name))
+        .map(|w| {
+            let view = RoleTable {
+                name: w.name.clone(),
+                type_name: w.type_name.clone(),
+                fields: IndexMap::new(),
+                columns: IndexMap::new(),
+                filter: None,
+                limit: None,
+                aggregations: false,
+                primary_key: None,
+            };
+            (w.name.clone(), view)
+        })
+        .collect();
     RoleModel {
         role: role.to_owned(),
         tables,
         roots,
+        writes,
+        mutations,
+        write_views,
         types,
     }
 }
 
 /// Generates the GraphQL types of a role from its tables.
-struct TypeBuilder<'a> {
-    tables: &'a IndexMap<QualifiedTable, RoleTable>,
-    enums: &'a EnumTables,
-    types: TypeSystem,
+pub(super) struct TypeBuilder<'a> {
+    pub(super) tables: &'a IndexMap<QualifiedTable, RoleTable>,
+    pub(super) enums: &'a EnumTables,
+    pub(super) types: TypeSystem,
 }
 
 /// Arguments of list fields: `distinct_on`, `limit`, `offset`, `order_by`, `where`.
@@ -466,7 +516,12 @@ fn with_args(mut field: FieldDef, args: Vec<InputValueDef>) -> FieldDef {
 }
 
 impl TypeBuilder<'_> {
-    fn build(mut self, roots: &IndexMap<String, RootField>) -> TypeSystem {
+    fn build(
+        mut self,
+        roots: &IndexMap<String, RootField>,
+        writes: &IndexMap<QualifiedTable, super::mutations::RoleWrite>,
+        mutations: &IndexMap<String, super::mutations::MutationRoot>,
+    ) -> TypeSystem {
         self.types.query_root = "query_root".to_owned();
         self.order_by_enum();
         let mut root_fields = IndexMap::new();
@@ -513,15 +568,20 @@ impl TypeBuilder<'_> {
         for t in self.tables.values() {
             self.table_types(t);
         }
+        let has_mutations = self.mutation_types(writes, mutations);
         self.types.add(TypeDef::Object {
             name: "query_root".to_owned(),
             description: None,
             fields: root_fields,
         });
+        if has_mutations {
+            self.types.mutation_root = Some("mutation_root".to_owned());
+        }
         // The root first, as introspection clients expect it near the top.
         let mut ordered = TypeSystem {
             types: IndexMap::new(),
             query_root: self.types.query_root.clone(),
+            mutation_root: self.types.mutation_root.clone(),
         };
         if let Some(root) = self.types.types.shift_remove("query_root") {
             ordered.add(root);
@@ -552,6 +612,11 @@ impl TypeBuilder<'_> {
                 })
                 .collect(),
         });
+    }
+
+    /// Registers a custom scalar (built-ins and enum types are skipped).
+    pub(super) fn scalar_type(&mut self, scalar: &str) {
+        self.scalar(scalar);
     }
 
     fn scalar(&mut self, scalar: &str) {

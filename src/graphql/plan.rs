@@ -30,7 +30,7 @@ pub struct PlanError {
 }
 
 impl PlanError {
-    fn validation(path: &str, message: impl Into<String>) -> Self {
+    pub(super) fn validation(path: &str, message: impl Into<String>) -> Self {
         PlanError {
             message: message.into(),
             path: path.to_owned(),
@@ -39,7 +39,7 @@ impl PlanError {
     }
 }
 
-type Result<T> = std::result::Result<T, PlanError>;
+pub(super) type Result<T> = std::result::Result<T, PlanError>;
 
 /// Limits on documents.
 #[derive(Debug, Clone, Copy)]
@@ -112,6 +112,8 @@ pub struct Planned {
     pub introspection: Option<(Vec<String>, String)>,
     /// Every response key in document order (data and introspection).
     pub keys: Vec<String>,
+    /// For mutation operations: the writes, in order.
+    pub mutation: Option<MutationPlan>,
     /// Variable values changed the plan's shape, so it may only be reused with equal variables.
     pub shape_dependent: bool,
 }
@@ -205,7 +207,10 @@ pub fn plan(
     };
     match operation.ty {
         OperationType::Query => {}
-        OperationType::Mutation => return Err(PlanError::validation("$", "no mutations exist")),
+        OperationType::Mutation if model.types.mutation_root.is_none() => {
+            return Err(PlanError::validation("$", "no mutations exist"))
+        }
+        OperationType::Mutation => {}
         OperationType::Subscription => {
             return Err(PlanError::validation("$", "no subscriptions exist"))
         }
@@ -221,6 +226,9 @@ pub fn plan(
         limits,
     };
     planner.coerce_variables(operation, variables)?;
+    if operation.ty == OperationType::Mutation {
+        return planner.mutation_root(&operation.selection_set.node);
+    }
     planner.root(&operation.selection_set.node)
 }
 
@@ -253,19 +261,19 @@ pub fn check_variables(
     planner.coerce_variables(operation, variables)
 }
 
-struct Planner<'a> {
-    model: &'a RoleModel,
-    resolved: &'a Resolved,
-    types: &'a TypeSystem,
-    document: &'a ExecutableDocument,
-    var_types: IndexMap<String, (TypeRef, bool)>,
-    variables: Map<String, Value>,
-    shape_dependent: bool,
-    limits: Limits,
+pub(super) struct Planner<'a> {
+    pub(super) model: &'a RoleModel,
+    pub(super) resolved: &'a Resolved,
+    pub(super) types: &'a TypeSystem,
+    pub(super) document: &'a ExecutableDocument,
+    pub(super) var_types: IndexMap<String, (TypeRef, bool)>,
+    pub(super) variables: Map<String, Value>,
+    pub(super) shape_dependent: bool,
+    pub(super) limits: Limits,
 }
 
 /// Fields grouped by response key, in document order.
-type Collected<'d> = Vec<(String, Vec<&'d AstField>)>;
+pub(super) type Collected<'d> = Vec<(String, Vec<&'d AstField>)>;
 
 impl<'a> Planner<'a> {
     // ---- variables -------------------------------------------------------------------
@@ -320,7 +328,12 @@ impl<'a> Planner<'a> {
 
     // ---- input coercion ------------------------------------------------------------------
 
-    fn coerce_ast(&mut self, value: &GqlValue, ty: &TypeRef, path: &str) -> Result<Input> {
+    pub(super) fn coerce_ast(
+        &mut self,
+        value: &GqlValue,
+        ty: &TypeRef,
+        path: &str,
+    ) -> Result<Input> {
         if let GqlValue::Variable(name) = value {
             let name = name.to_string();
             let (given, has_default) = self.var_types.get(&name).cloned().ok_or_else(|| {
@@ -542,7 +555,7 @@ impl<'a> Planner<'a> {
         }
     }
 
-    fn field_args(
+    pub(super) fn field_args(
         &mut self,
         def: &FieldDef,
         field: &AstField,
@@ -574,8 +587,10 @@ impl<'a> Planner<'a> {
 
     // ---- field collection ------------------------------------------------------------------
 
+    /// Evaluates `@skip`/`@include`. A variable condition makes the plan depend on variable
+    /// values, so it is then cached per variables.
     fn directives_allow(
-        &self,
+        &mut self,
         directives: &[Positioned<async_graphql_parser::types::Directive>],
         path: &str,
     ) -> Result<bool> {
@@ -595,10 +610,12 @@ impl<'a> Planner<'a> {
             })?;
             let flag = match &value.node {
                 GqlValue::Boolean(b) => *b,
-                GqlValue::Variable(v) => self
-                    .variable(v.as_str(), path)?
-                    .as_bool()
-                    .ok_or_else(|| PlanError::validation(path, "expected a Boolean for \"if\""))?,
+                GqlValue::Variable(v) => {
+                    self.shape_dependent = true;
+                    self.variable(v.as_str(), path)?.as_bool().ok_or_else(|| {
+                        PlanError::validation(path, "expected a Boolean for \"if\"")
+                    })?
+                }
                 _ => return Err(PlanError::validation(path, "expected a Boolean for \"if\"")),
             };
             if (name == "skip" && flag) || (name == "include" && !flag) {
@@ -608,7 +625,7 @@ impl<'a> Planner<'a> {
         Ok(true)
     }
 
-    fn collect<'d>(
+    pub(super) fn collect<'d>(
         &mut self,
         set: &'d SelectionSet,
         parent: &str,
@@ -711,7 +728,7 @@ impl<'a> Planner<'a> {
     }
 
     /// Collects a field's sub-selection over all fields sharing its response key.
-    fn sub_fields<'d>(
+    pub(super) fn sub_fields<'d>(
         &mut self,
         fields: &[&'d AstField],
         parent: &str,
@@ -745,11 +762,11 @@ impl<'a> Planner<'a> {
         Ok(out)
     }
 
-    fn directives_shape(&self, f: &AstField) -> bool {
+    pub(super) fn directives_shape(&self, f: &AstField) -> bool {
         self.shape_dependent_directives(&f.directives)
     }
 
-    fn field_def(&self, parent: &str, name: &str, path: &str) -> Result<FieldDef> {
+    pub(super) fn field_def(&self, parent: &str, name: &str, path: &str) -> Result<FieldDef> {
         self.types
             .object_fields(parent)
             .and_then(|f| f.get(name))
@@ -762,7 +779,7 @@ impl<'a> Planner<'a> {
             })
     }
 
-    fn no_selection(field: &AstField, path: &str) -> Result<()> {
+    pub(super) fn no_selection(field: &AstField, path: &str) -> Result<()> {
         if field.selection_set.node.items.is_empty() {
             Ok(())
         } else {
@@ -822,8 +839,11 @@ impl<'a> Planner<'a> {
                 }
                 "no_queries_available" if self.model.roots.is_empty() => {
                     Self::no_selection(field, &path)?;
-                    data.fields
-                        .push((key.clone(), RootField::Constant(Value::Null)));
+                    let message = "There are no queries available to the current role: it has no select permission on any table.";
+                    data.fields.push((
+                        key.clone(),
+                        RootField::Constant(Value::String(message.into())),
+                    ));
                 }
                 _ => {
                     let root = self.model.roots.get(name).cloned().ok_or_else(|| {
@@ -913,18 +933,19 @@ impl<'a> Planner<'a> {
             data,
             introspection,
             keys,
+            mutation: None,
             shape_dependent: self.shape_dependent,
         })
     }
 
-    fn table(&self, name: &QualifiedTable, path: &str) -> Result<&'a RoleTable> {
+    pub(super) fn table(&self, name: &QualifiedTable, path: &str) -> Result<&'a RoleTable> {
         let model: &'a RoleModel = self.model;
         model.tables.get(name).ok_or_else(|| {
             PlanError::validation(path, format!("table \"{name}\" is not available"))
         })
     }
 
-    fn resolved_table(&self, name: &QualifiedTable) -> Option<&'a ResolvedTable> {
+    pub(super) fn resolved_table(&self, name: &QualifiedTable) -> Option<&'a ResolvedTable> {
         let resolved: &'a Resolved = self.resolved;
         resolved.tables.get(name)
     }
@@ -932,7 +953,7 @@ impl<'a> Planner<'a> {
     // ---- selections --------------------------------------------------------------------
 
     #[allow(clippy::too_many_arguments)]
-    fn select(
+    pub(super) fn select(
         &mut self,
         table: &'a RoleTable,
         source: Source,
@@ -1023,7 +1044,7 @@ impl<'a> Planner<'a> {
         Ok(row)
     }
 
-    fn table_fields(
+    pub(super) fn table_fields(
         &mut self,
         table: &'a RoleTable,
         sub: &Collected<'_>,
@@ -1280,12 +1301,19 @@ impl<'a> Planner<'a> {
                             let cname = cgroup[0].name.node.as_str();
                             let cpath = format!("{opath}.selectionSet.{ckey}");
                             if cname == "__typename" {
-                                columns.push((ckey.clone(), None));
+                                columns.push((
+                                    ckey.clone(),
+                                    AggregateColumn::Typename(op_type.clone()),
+                                ));
                                 continue;
                             }
                             self.field_def(&op_type, cname, &cpath)?;
-                            let column = table.columns.get(cname).map(|c| c.column.clone());
-                            columns.push((ckey.clone(), column));
+                            if let Some(c) = table.columns.get(cname) {
+                                columns.push((
+                                    ckey.clone(),
+                                    AggregateColumn::Column(c.column.clone()),
+                                ));
+                            }
                         }
                         ops.push((
                             okey.clone(),
@@ -1316,7 +1344,7 @@ impl<'a> Planner<'a> {
     // ---- filters -----------------------------------------------------------------------
 
     /// The role's row filter for a table; `["$", col]` inside it refers to that table.
-    fn permission_filter(&self, table: &RoleTable) -> Option<BoolExpr> {
+    pub(super) fn permission_filter(&self, table: &RoleTable) -> Option<BoolExpr> {
         let filter = table.filter.as_ref()?;
         let resolved = self.resolved_table(&table.name)?;
         Some(BoolExpr::Permission(Box::new(permission_expr(
@@ -1326,7 +1354,12 @@ impl<'a> Planner<'a> {
         ))))
     }
 
-    fn where_expr(&mut self, table: &'a RoleTable, input: &Input, path: &str) -> Result<BoolExpr> {
+    pub(super) fn where_expr(
+        &mut self,
+        table: &'a RoleTable,
+        input: &Input,
+        path: &str,
+    ) -> Result<BoolExpr> {
         let Some(map) = input.as_object() else {
             return Ok(BoolExpr::True);
         };

@@ -100,6 +100,10 @@ impl RoleSchema {
 pub struct Schemas {
     roles: HashMap<String, Arc<RoleSchema>>,
     fallback: Option<Arc<RoleSchema>>,
+    /// The metadata, for schemas built on first use (backend-flagged variants).
+    resolved: Arc<Resolved>,
+    /// Schemas of backend-flagged requests, by role, built when first needed.
+    flagged: Mutex<HashMap<String, Arc<RoleSchema>>>,
 }
 
 impl Schemas {
@@ -110,14 +114,32 @@ impl Schemas {
             .map(|(role, m)| (role, Arc::new(RoleSchema::new(m))))
             .collect();
         let fallback = Some(Arc::new(RoleSchema::new(model::build(resolved, ""))));
-        Schemas { roles, fallback }
+        Schemas {
+            roles,
+            fallback,
+            resolved: Arc::new(resolved.clone()),
+            flagged: Mutex::new(HashMap::new()),
+        }
     }
 
-    /// The schema of a role; roles without permissions get an empty schema.
-    pub fn role(&self, role: &str) -> Option<Arc<RoleSchema>> {
-        self.roles
-            .get(role)
-            .cloned()
-            .or_else(|| self.fallback.clone())
+    /// The schema of a role; roles without permissions get an empty schema. Backend-flagged
+    /// requests of non-admin roles see only backend-only insert permissions.
+    pub fn role(&self, role: &str, backend_flagged: bool) -> Option<Arc<RoleSchema>> {
+        if !backend_flagged || role == model::ADMIN || !self.roles.contains_key(role) {
+            return self
+                .roles
+                .get(role)
+                .cloned()
+                .or_else(|| self.fallback.clone());
+        }
+        let mut flagged = self.flagged.lock().unwrap_or_else(|p| p.into_inner());
+        let schema = flagged.entry(role.to_owned()).or_insert_with(|| {
+            Arc::new(RoleSchema::new(model::build_for(
+                &self.resolved,
+                role,
+                true,
+            )))
+        });
+        Some(schema.clone())
     }
 }

@@ -194,6 +194,8 @@ pub struct TypeSystem {
     pub types: IndexMap<String, TypeDef>,
     /// Name of the query root.
     pub query_root: String,
+    /// Name of the mutation root, when the role may write.
+    pub mutation_root: Option<String>,
 }
 
 impl TypeSystem {

@@ -88,9 +88,12 @@ impl IntoResponse for ApiError {
                 }
                 (StatusCode::BAD_REQUEST, v)
             }
+            ApiError::Auth(e @ AuthError::InvalidHeader(_)) => {
+                (StatusCode::BAD_REQUEST, body("$", &e.to_string(), e.code()))
+            }
             ApiError::Auth(e) => (
                 StatusCode::UNAUTHORIZED,
-                body("$", &e.to_string(), "access-denied"),
+                body("$", &e.to_string(), e.code()),
             ),
             ApiError::AdminOnly => (
                 StatusCode::BAD_REQUEST,

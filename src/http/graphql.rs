@@ -96,7 +96,7 @@ async fn batch(state: &AppState, headers: &HeaderMap, items: Vec<Value>) -> Byte
 async fn one(state: &AppState, headers: &HeaderMap, value: Value, via_get: bool) -> Bytes {
     let session = match session::authenticate(headers, state.config.admin_secret.as_deref()) {
         Ok(s) => s,
-        Err(e) => return GraphqlError::new("access-denied", e.to_string()).body(false),
+        Err(e) => return GraphqlError::new(e.code(), e.to_string()).body(false),
     };
     let expose = session.is_admin() || state.config.dev_mode;
     let request: GraphqlRequest = match serde_json::from_value(value) {

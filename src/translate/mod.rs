@@ -71,11 +71,14 @@ pub fn query(plan: &QueryPlan) -> SqlText {
     }
 }
 
-struct Builder {
+pub(crate) struct Builder {
     sql: String,
     params: Vec<BoundParam>,
     aliases: usize,
 }
+
+mod mutation;
+pub use mutation::{check, delete, insert, response, update, InsertStatement};
 
 /// Most key/value pairs in one `json_build_object` call (Postgres allows 100 arguments).
 const MAX_PAIRS: usize = 50;
@@ -94,6 +97,21 @@ const AGGREGATE_FUNCTIONS: [&str; 10] = [
 ];
 
 impl Builder {
+    fn new() -> Self {
+        Builder {
+            sql: String::new(),
+            params: Vec::new(),
+            aliases: 0,
+        }
+    }
+
+    fn finish(self) -> SqlText {
+        SqlText {
+            sql: self.sql,
+            params: self.params,
+        }
+    }
+
     fn push(&mut self, s: &str) {
         self.sql.push_str(s);
     }
@@ -217,6 +235,7 @@ impl Builder {
     fn source(&mut self, source: &Source, parent: Option<&str>) {
         match source {
             Source::Table(t) => self.table(t),
+            Source::Written(name) => self.ident(name),
             Source::Function { function, args } => {
                 self.call(function, args, parent.unwrap_or("NULL"))
             }
@@ -438,9 +457,13 @@ impl Builder {
                 for (_, op) in ops {
                     let columns: Vec<&String> = match op {
                         AggregateOp::Count { columns, .. } => columns.iter().collect(),
-                        AggregateOp::Function { columns, .. } => {
-                            columns.iter().filter_map(|(_, c)| c.as_ref()).collect()
-                        }
+                        AggregateOp::Function { columns, .. } => columns
+                            .iter()
+                            .filter_map(|(_, c)| match c {
+                                AggregateColumn::Column(c) => Some(c),
+                                AggregateColumn::Typename(_) => None,
+                            })
+                            .collect(),
                         AggregateOp::Constant(_) => Vec::new(),
                     };
                     for c in columns {
@@ -518,10 +541,10 @@ impl Builder {
                                     b.literal(ckey);
                                     b.push(", ");
                                     match column {
-                                        Some(c) => {
+                                        AggregateColumn::Column(c) => {
                                             b.push(&format!("{function}({})", slot(c, &projected)))
                                         }
-                                        None => b.literal(&format!("{}_fields", function)),
+                                        AggregateColumn::Typename(t) => b.literal(t),
                                     }
                                 });
                             }
@@ -660,6 +683,13 @@ impl Builder {
                 self.bool_expr(inner, current, root);
             }
             BoolExpr::Permission(inner) => self.bool_expr(inner, current, current),
+            BoolExpr::CtidIn(ctids) => {
+                self.push("(");
+                self.push(current);
+                self.push(".ctid = ANY(");
+                self.value(ctids);
+                self.push("))");
+            }
             BoolExpr::IsNull { column, is_null } => {
                 self.push("(");
                 self.column_expr(column, current, root);

@@ -96,7 +96,7 @@ async fn introspection_shows_exactly_the_roles_schema() {
     let admin = s.gql(q).await["data"].clone();
     assert_eq!(
         admin["__schema"],
-        json!({"queryType": {"name": "query_root"}, "mutationType": null})
+        json!({"queryType": {"name": "query_root"}, "mutationType": {"name": "mutation_root"}})
     );
     let root: Vec<&str> = admin["root"]["fields"]
         .as_array()
@@ -142,6 +142,11 @@ async fn introspection_shows_exactly_the_roles_schema() {
     );
 
     let guest = s.gql_role(q, "guest", &[]).await["data"].clone();
+    assert_eq!(
+        guest["__schema"]["mutationType"],
+        Value::Null,
+        "guest writes nothing"
+    );
     let root: Vec<&str> = guest["root"]["fields"]
         .as_array()
         .unwrap()
