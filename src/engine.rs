@@ -266,8 +266,9 @@ async fn run_mutation(
                 let bytes = execute::mutation::run(&tx, action, output, &binding)
                     .await
                     .map_err(|e| {
+                        let located = e.located;
                         let mut err = GraphqlError::from(e);
-                        if err.code != "permission-error" {
+                        if !located {
                             err.path = format!("$.selectionSet.{key}");
                         }
                         err

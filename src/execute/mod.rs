@@ -21,6 +21,8 @@ pub struct ExecuteError {
     pub message: String,
     /// Detail for admins (Postgres error object).
     pub internal: Option<Value>,
+    /// The error's path is `$` (request-level, e.g. a permission check), not the field's.
+    pub located: bool,
 }
 
 impl ExecuteError {
@@ -29,6 +31,7 @@ impl ExecuteError {
             code: "unexpected",
             message: "database query error".into(),
             internal: Some(Value::String(detail.into())),
+            located: false,
         }
     }
 }
@@ -78,6 +81,7 @@ impl From<tokio_postgres::Error> for ExecuteError {
             code: wire,
             message: text,
             internal,
+            located: false,
         }
     }
 }
@@ -159,6 +163,7 @@ fn resolve(
                     code: "not-found",
                     message: format!("missing session variable: \"{name}\""),
                     internal: None,
+                    located: true,
                 })
             }
         },

@@ -103,6 +103,7 @@ fn insert<'p, 'a>(
     tx: &'a deadpool_postgres::Transaction<'_>,
     plan: &'p InsertPlan,
     parent: Option<&'a Map<String, Value>>,
+    want_rows: bool,
     binding: &'a Binding<'_>,
     written: &'a mut Vec<Written<'p>>,
 ) -> std::pin::Pin<
@@ -128,7 +129,7 @@ where
                 table: &plan.table,
                 rows: &rows_values,
                 on_conflict: plan.on_conflict.as_ref(),
-                want_row: false,
+                want_row: want_rows,
             });
             for row in rows(tx, &sql, binding).await? {
                 results.push(inserted_row(&row)?);
@@ -137,12 +138,13 @@ where
             for row in &plan.rows {
                 let mut values = resolve_parent(&row.values, parent);
                 for p in &row.parents {
-                    let made = insert(tx, &p.insert, None, binding, written).await?;
+                    let made = insert(tx, &p.insert, None, true, binding, written).await?;
                     let Some(parent_row) = made.first().and_then(|m| m.row.clone()) else {
                         return Err(ExecuteError {
                             code: "constraint-violation",
                             message: format!("the related row in \"{}\" was not inserted (on_conflict do nothing)", p.insert.table),
                             internal: None,
+                            located: false,
                         });
                     };
                     for (column, cast, from) in &p.fill {
@@ -171,7 +173,7 @@ where
                     .collect::<Result<_, _>>()?;
                 if let Some(this) = made.first() {
                     for c in &row.children {
-                        insert(tx, &c.insert, this.row.as_ref(), binding, written).await?;
+                        insert(tx, &c.insert, this.row.as_ref(), false, binding, written).await?;
                     }
                 }
                 results.extend(made);
@@ -218,6 +220,7 @@ async fn check(
             code: "permission-error",
             message: format!("check constraint of an {what} permission has failed"),
             internal: None,
+            located: true,
         })
     }
 }
@@ -232,7 +235,7 @@ pub async fn run(
     match action {
         MutationAction::Insert(plan) => {
             let mut written = Vec::new();
-            let top = insert(tx, plan, None, binding, &mut written).await?;
+            let top = insert(tx, plan, None, false, binding, &mut written).await?;
             let mut affected = 0;
             for w in &written {
                 affected += w.inserted.len() + w.updated.len();

@@ -552,6 +552,8 @@ pub struct DeletePlan {
 }
 
 /// A field of `<t>_mutation_response`.
+// Plans are built once per cached document, so variant sizes do not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum ResponseField {
     /// `affected_rows`.
@@ -563,6 +565,8 @@ pub enum ResponseField {
 }
 
 /// What a mutation root field answers.
+// Plans are built once per cached document, so variant sizes do not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum MutationOutput {
     /// `<t>_mutation_response`.
@@ -572,6 +576,8 @@ pub enum MutationOutput {
 }
 
 /// What a mutation root field does.
+// Plans are built once per cached document, so variant sizes do not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum MutationAction {
     /// Insert.
@@ -583,6 +589,8 @@ pub enum MutationAction {
 }
 
 /// A mutation root field.
+// Plans are built once per cached document, so variant sizes do not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum MutationField {
     /// `__typename`.

@@ -4,6 +4,7 @@ mod harness;
 
 mod catalog;
 mod graphql_introspection;
+mod graphql_mutations;
 mod graphql_queries;
 mod http;
 mod manage;

@@ -106,3 +106,93 @@ async fn generated_sql() {
         insta::assert_snapshot!(name, text, query);
     }
 }
+
+#[tokio::test]
+async fn generated_mutation_sql() {
+    use basalt::graphql::ir::{MutationAction, MutationField};
+    use basalt::translate::InsertStatement;
+    let s = TestServer::blog().await;
+    let (client, conn) = tokio_postgres::connect(&s.db_url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let snapshot = basalt::catalog::build(&client).await.unwrap();
+    let cases = [
+        (
+            "mutation_insert_upsert_user",
+            "user",
+            r#"mutation { insert_article(objects: [{id: 1, title: "t", author_id: 1}], on_conflict: {constraint: article_pkey, update_columns: [title], where: {viewCount: {_lt: 10}}}) { affected_rows returning { id title } } }"#,
+        ),
+        (
+            "mutation_update_user",
+            "user",
+            r#"mutation { update_article(where: {title: {_like: "a%"}}, _inc: {viewCount: 1}, _set: {title: "x"}, _append: {tags: ["n"]}) { affected_rows } }"#,
+        ),
+        (
+            "mutation_delete_by_pk",
+            "admin",
+            r#"mutation { delete_comment_by_pk(id: 3) { id article { title } } }"#,
+        ),
+    ];
+    for (name, role, query) in cases {
+        let model = model::build(&snapshot.schema.resolved, role);
+        let prepared = plan::prepare(query, None).unwrap();
+        let limits = plan::Limits {
+            max_depth: 64,
+            max_root_fields: 100,
+        };
+        let planned = plan::plan(
+            &model,
+            &snapshot.schema.resolved,
+            &prepared,
+            &Map::new(),
+            limits,
+        )
+        .unwrap();
+        let mut parts = Vec::new();
+        for (_, field) in &planned.mutation.unwrap().fields {
+            let MutationField::Write { action, output } = field else {
+                continue;
+            };
+            let statements = match action {
+                MutationAction::Insert(p) => {
+                    let rows: Vec<_> = p.rows.iter().map(|r| r.values.clone()).collect();
+                    vec![
+                        translate::insert(&InsertStatement {
+                            table: &p.table,
+                            rows: &rows,
+                            on_conflict: p.on_conflict.as_ref(),
+                            want_row: false,
+                        }),
+                        translate::check(
+                            &p.table,
+                            p.check.as_ref().unwrap(),
+                            &["(0,1)".to_owned()],
+                        ),
+                        translate::response(output, 1, &["(0,1)".to_owned()]),
+                    ]
+                }
+                MutationAction::Update(p) => vec![
+                    translate::update(p),
+                    translate::check(&p.table, p.check.as_ref().unwrap(), &["(0,1)".to_owned()]),
+                ],
+                MutationAction::Delete(p) => vec![translate::delete(p, output)],
+            };
+            for sql in statements {
+                let pretty = sqlformat::format(
+                    &sql.sql,
+                    &sqlformat::QueryParams::None,
+                    &sqlformat::FormatOptions::default(),
+                );
+                let params: Vec<String> = sql
+                    .params
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| format!("${} = {:?} ({:?})", i + 1, p.source, p.encoding))
+                    .collect();
+                parts.push(format!("{pretty}\n-- params\n{}", params.join("\n")));
+            }
+        }
+        insta::assert_snapshot!(name, parts.join("\n\n-- next statement\n\n"), query);
+    }
+}
