@@ -351,10 +351,10 @@ impl<'a> Planner<'a> {
             None => None,
             Some(oc) => Some(self.on_conflict(w, oc, &format!("{path}.on_conflict"))?),
         };
-        let update_check = on_conflict
-            .as_ref()
-            .and_then(|_| w.update.as_ref())
-            .and_then(|u| self.permission(&w.name, &u.check));
+        let update_check = match (&on_conflict, &w.update) {
+            (Some(_), Some(u)) => self.permission(&w.name, &u.check),
+            _ => None,
+        };
         Ok(InsertPlan {
             table: w.name.clone(),
             rows: planned,
