@@ -50,6 +50,8 @@ pub struct AppState {
     snapshot: Arc<RwLock<Arc<Served>>>,
     /// Serializes rebuilds so an older one never overwrites a newer one.
     rebuild: Arc<Mutex<()>>,
+    /// Authentication (admin secret, JWT, webhook, unauthorized role).
+    pub auth: Arc<crate::auth::Authenticator>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -140,6 +142,16 @@ fn pool_for(url: &str, size: usize) -> Result<(Pool, tokio_postgres::Config)> {
 /// Connects, migrates the catalog, builds the schema cache and starts serving.
 pub async fn start(config: ServeConfig) -> Result<Running> {
     let url = config.database_url.clone().context("no database URL")?;
+    let auth = crate::auth::Authenticator::new(
+        config.admin_secret.clone(),
+        config.jwt_secret.as_deref(),
+        config.auth_hook.as_deref(),
+        &config.auth_hook_mode,
+        config.unauthorized_role.clone(),
+    )
+    .await
+    .map_err(anyhow::Error::msg)
+    .context("invalid authentication settings")?;
     let (pool, pg_config) = pool_for(&url, config.pool_size)?;
     {
         let mut client = pool.get().await.context("cannot connect to the database")?;
@@ -155,6 +167,7 @@ pub async fn start(config: ServeConfig) -> Result<Running> {
             ..Snapshot::default()
         })))),
         rebuild: Arc::new(Mutex::new(())),
+        auth: Arc::new(auth),
     };
     state.reload().await.context("cannot load the metadata")?;
     let addr = SocketAddr::new(

@@ -44,6 +44,21 @@ pub struct ServeConfig {
     /// Admin secret; when set, `/v1/query` requires `X-Svc-Admin-Secret`.
     #[arg(long, env = "BASALT_ADMIN_SECRET", hide_env_values = true)]
     pub admin_secret: Option<String>,
+    /// JWT mode: the JSON configuration (`type`/`key` or `jwk_url`, claims settings).
+    #[arg(long, env = "BASALT_JWT_SECRET", hide_env_values = true)]
+    pub jwt_secret: Option<String>,
+    /// Webhook mode: URL of the auth hook.
+    #[arg(long, env = "BASALT_AUTH_HOOK")]
+    pub auth_hook: Option<String>,
+    /// Webhook mode: `GET` (client headers forwarded) or `POST` (`{headers, request}` body).
+    #[arg(long, env = "BASALT_AUTH_HOOK_MODE", default_value = "GET")]
+    pub auth_hook_mode: String,
+    /// Role for requests without credentials (needs the admin secret; not with a webhook).
+    #[arg(long, env = "BASALT_UNAUTHORIZED_ROLE")]
+    pub unauthorized_role: Option<String>,
+    /// Only allow-listed operations for non-admin roles.
+    #[arg(long, env = "BASALT_ENABLE_ALLOWLIST", default_value_t = false, action = clap::ArgAction::Set)]
+    pub enable_allowlist: bool,
     /// Log format.
     #[arg(long, env = "BASALT_LOG_FORMAT", value_enum, default_value_t = LogFormat::Json)]
     pub log_format: LogFormat,
@@ -97,6 +112,11 @@ impl ServeConfig {
             host: "127.0.0.1".to_owned(),
             database_url: Some(database_url.into()),
             admin_secret: None,
+            jwt_secret: None,
+            auth_hook: None,
+            auth_hook_mode: "GET".to_owned(),
+            unauthorized_role: None,
+            enable_allowlist: false,
             log_format: LogFormat::Json,
             enabled_apis: vec!["metadata".to_owned(), "graphql".to_owned()],
             dev_mode: false,

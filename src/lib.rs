@@ -19,6 +19,7 @@
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod app;
+pub mod auth;
 pub mod catalog;
 pub mod config;
 pub mod embedded;

@@ -1,9 +1,9 @@
 //! The only place errors become HTTP responses: status, `{"path","error","code"}` body, and
 //! `internal` detail for admins. Internal failures are logged and answered generically.
 
+use crate::auth::AuthError;
 use crate::catalog::CatalogError;
 use crate::metadata::MetadataError;
-use crate::session::AuthError;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -88,11 +88,8 @@ impl IntoResponse for ApiError {
                 }
                 (StatusCode::BAD_REQUEST, v)
             }
-            ApiError::Auth(e @ AuthError::InvalidHeader(_)) => {
-                (StatusCode::BAD_REQUEST, body("$", &e.to_string(), e.code()))
-            }
             ApiError::Auth(e) => (
-                StatusCode::UNAUTHORIZED,
+                StatusCode::from_u16(e.status()).unwrap_or(StatusCode::BAD_REQUEST),
                 body("$", &e.to_string(), e.code()),
             ),
             ApiError::AdminOnly => (

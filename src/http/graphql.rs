@@ -4,7 +4,6 @@
 use super::error::ApiError;
 use crate::app::AppState;
 use crate::engine::{self, GraphqlError, GraphqlRequest};
-use crate::session;
 use axum::body::{to_bytes, Body};
 use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -94,7 +93,7 @@ async fn batch(state: &AppState, headers: &HeaderMap, items: Vec<Value>) -> Byte
 }
 
 async fn one(state: &AppState, headers: &HeaderMap, value: Value, via_get: bool) -> Bytes {
-    let session = match session::authenticate(headers, state.config.admin_secret.as_deref()) {
+    let session = match state.auth.authenticate(headers, Some(&value)).await {
         Ok(s) => s,
         Err(e) => return GraphqlError::new(e.code(), e.to_string()).body(false),
     };

@@ -5,7 +5,6 @@ use super::error::ApiError;
 use crate::app::AppState;
 use crate::catalog;
 use crate::metadata::ops::{Limits, Op};
-use crate::session;
 use axum::body::{to_bytes, Body};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue};
@@ -29,7 +28,7 @@ pub async fn handle(
 }
 
 async fn run(state: AppState, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
-    let session = session::authenticate(&headers, state.config.admin_secret.as_deref())?;
+    let session = state.auth.authenticate(&headers, None).await?;
     tracing::Span::current().record("role", session.role.as_str());
     let limit = state.config.max_body_bytes;
     let bytes = to_bytes(body, limit)

@@ -1,0 +1,282 @@
+//! Who is calling: the admin secret, JWT, auth webhook or unauthorized role, resolved per
+//! request into a [`Session`] (`auth.md` §2–§3, §7). Credentials never become session data.
+
+pub mod jwt;
+pub mod webhook;
+
+use crate::session::{header_variables, Session};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::time::Duration;
+use subtle::ConstantTimeEq;
+
+/// Authentication failures, each with the status and code of `auth.md`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    /// A secret was sent and it is wrong (401).
+    #[error("invalid x-svc-admin-secret/x-svc-access-key")]
+    InvalidSecret,
+    /// A secret is configured and no credential was sent (401).
+    #[error("x-svc-admin-secret/x-svc-access-key required, but not found")]
+    MissingSecret,
+    /// A header cannot be understood (400 `invalid-headers`).
+    #[error("{0}")]
+    InvalidHeader(String),
+    /// The token does not verify (400 `invalid-jwt`).
+    #[error("{0}")]
+    InvalidJwt(String),
+    /// Claims present but malformed (400 `jwt-invalid-claims`).
+    #[error("{0}")]
+    JwtInvalidClaims(String),
+    /// Role claims absent (400 `jwt-missing-role-claims`).
+    #[error("{0}")]
+    JwtMissingRoleClaims(String),
+    /// The requested role is not allowed (400 `access-denied`).
+    #[error("Your requested role is not in allowed roles")]
+    RoleNotAllowed,
+    /// The hook said 401 (401 `access-denied`).
+    #[error("Authentication hook unauthorized this request")]
+    HookUnauthorized,
+    /// The hook answered 200 without a role (400 `invalid-params`).
+    #[error("x-svc-role not found in session variables")]
+    HookNoRole,
+    /// The hook failed or answered badly (500 `unexpected`).
+    #[error("{0}")]
+    HookFailed(String),
+}
+
+impl AuthError {
+    /// The wire code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            AuthError::InvalidSecret
+            | AuthError::MissingSecret
+            | AuthError::RoleNotAllowed
+            | AuthError::HookUnauthorized => "access-denied",
+            AuthError::InvalidHeader(_) => "invalid-headers",
+            AuthError::InvalidJwt(_) => "invalid-jwt",
+            AuthError::JwtInvalidClaims(_) => "jwt-invalid-claims",
+            AuthError::JwtMissingRoleClaims(_) => "jwt-missing-role-claims",
+            AuthError::HookNoRole => "invalid-params",
+            AuthError::HookFailed(_) => "unexpected",
+        }
+    }
+
+    /// The HTTP status on `/v1/query` (GraphQL always answers 200).
+    pub fn status(&self) -> u16 {
+        match self {
+            AuthError::InvalidSecret | AuthError::MissingSecret | AuthError::HookUnauthorized => {
+                401
+            }
+            AuthError::HookFailed(_) => 500,
+            _ => 400,
+        }
+    }
+}
+
+/// How requests without the admin secret are authenticated.
+#[derive(Debug)]
+pub enum Mode {
+    /// No admin secret: everyone is admin unless `X-Svc-Role` says otherwise.
+    Open,
+    /// Admin secret only.
+    AdminSecret,
+    /// JWT.
+    Jwt(Box<jwt::JwtVerifier>),
+    /// Auth webhook.
+    Webhook(webhook::Webhook),
+}
+
+/// Authentication settings, validated at startup.
+#[derive(Debug)]
+pub struct Authenticator {
+    secret: Option<String>,
+    mode: Mode,
+    unauthorized_role: Option<String>,
+}
+
+const SECRET_HEADERS: [&str; 2] = ["x-svc-admin-secret", "x-svc-access-key"];
+const BACKEND_ONLY_HEADER: &str = "x-svc-use-backend-only-permissions";
+
+impl Authenticator {
+    /// Checks the combination of settings (`auth.md` §2) and prepares the mode.
+    pub async fn new(
+        secret: Option<String>,
+        jwt_secret: Option<&str>,
+        hook: Option<&str>,
+        hook_mode: &str,
+        unauthorized_role: Option<String>,
+    ) -> Result<Self, String> {
+        if secret.is_none() {
+            if unauthorized_role.is_some() {
+                return Err("--unauthorized-role (BASALT_UNAUTHORIZED_ROLE) requires --admin-secret (BASALT_ADMIN_SECRET) to be set".into());
+            }
+            if jwt_secret.is_some() {
+                return Err("--jwt-secret (BASALT_JWT_SECRET) requires --admin-secret (BASALT_ADMIN_SECRET) to be set".into());
+            }
+            if hook.is_some() {
+                return Err("--auth-hook (BASALT_AUTH_HOOK) requires --admin-secret (BASALT_ADMIN_SECRET) to be set".into());
+            }
+        }
+        let mode = match (jwt_secret, hook) {
+            (Some(_), Some(_)) => {
+                return Err("JWT mode and webhook mode cannot be used together".into())
+            }
+            (Some(config), None) => {
+                let verifier = jwt::JwtVerifier::new(config)?;
+                if let Err(err) = verifier.refresh().await {
+                    // The JWK set may be unreachable right now; it is fetched again on demand.
+                    tracing::warn!(%err, "could not fetch the JWK set at startup");
+                }
+                Mode::Jwt(Box::new(verifier))
+            }
+            (None, Some(url)) => {
+                if unauthorized_role.is_some() {
+                    return Err("--unauthorized-role cannot be used with an auth webhook".into());
+                }
+                let mode = match hook_mode.to_ascii_uppercase().as_str() {
+                    "GET" => webhook::HookMode::Get,
+                    "POST" => webhook::HookMode::Post,
+                    other => {
+                        return Err(format!(
+                            "BASALT_AUTH_HOOK_MODE must be GET or POST, not {other}"
+                        ))
+                    }
+                };
+                Mode::Webhook(webhook::Webhook::new(url, mode, Duration::from_secs(10))?)
+            }
+            (None, None) if secret.is_some() => Mode::AdminSecret,
+            (None, None) => Mode::Open,
+        };
+        Ok(Authenticator {
+            secret,
+            mode,
+            unauthorized_role,
+        })
+    }
+
+    /// No authentication at all (tests and embedding).
+    pub fn open() -> Self {
+        Authenticator {
+            secret: None,
+            mode: Mode::Open,
+            unauthorized_role: None,
+        }
+    }
+
+    /// Whether anyone may act as admin without credentials.
+    pub fn is_open(&self) -> bool {
+        matches!(self.mode, Mode::Open)
+    }
+
+    /// Resolves the caller. `request` is the GraphQL request (for POST webhooks).
+    pub async fn authenticate(
+        &self,
+        headers: &http::HeaderMap,
+        request: Option<&Value>,
+    ) -> Result<Session, AuthError> {
+        let given = SECRET_HEADERS.iter().find_map(|h| headers.get(*h));
+        let trusted = match (&self.secret, given) {
+            (None, _) => true,
+            (Some(secret), Some(value)) => {
+                if !bool::from(value.as_bytes().ct_eq(secret.as_bytes())) {
+                    return Err(AuthError::InvalidSecret);
+                }
+                true
+            }
+            (Some(_), None) => false,
+        };
+        if trusted {
+            let mut variables = header_variables(headers);
+            let role = variables
+                .get("x-svc-role")
+                .cloned()
+                .unwrap_or_else(|| "admin".to_owned());
+            variables.insert("x-svc-role".to_owned(), role.clone());
+            let backend_only = backend_flag(&variables)?;
+            return Ok(Session {
+                role,
+                variables,
+                backend_only,
+            });
+        }
+        match &self.mode {
+            Mode::Open | Mode::AdminSecret => self.unauthorized(headers, true),
+            Mode::Jwt(verifier) => {
+                match verifier.token(headers)? {
+                    None => {
+                        if self.unauthorized_role.is_some() {
+                            self.unauthorized(headers, false)
+                        } else {
+                            Err(AuthError::InvalidHeader("Missing 'Authorization' or 'Cookie' header in JWT authentication mode".into()))
+                        }
+                    }
+                    Some(token) => {
+                        let claims = verifier.verify(token).await?;
+                        let requested = headers
+                            .get("x-svc-role")
+                            .and_then(|v| v.to_str().ok())
+                            .map(str::to_owned);
+                        let role = match requested {
+                            Some(r) if claims.allowed.contains(&r) => r,
+                            Some(_) => return Err(AuthError::RoleNotAllowed),
+                            None => claims.default.clone(),
+                        };
+                        let mut variables = claims.variables;
+                        variables.insert("x-svc-role".to_owned(), role.clone());
+                        Ok(Session {
+                            role,
+                            variables,
+                            backend_only: false,
+                        })
+                    }
+                }
+            }
+            Mode::Webhook(hook) => {
+                let variables = hook.session(headers, request).await?;
+                let role = variables.get("x-svc-role").cloned().unwrap_or_default();
+                Ok(Session {
+                    role,
+                    variables,
+                    backend_only: false,
+                })
+            }
+        }
+    }
+
+    /// The unauthorized role, or the missing-secret error. In admin-secret mode the client's
+    /// `X-Svc-*` headers (except the role) are kept; in JWT mode none are.
+    fn unauthorized(
+        &self,
+        headers: &http::HeaderMap,
+        keep_headers: bool,
+    ) -> Result<Session, AuthError> {
+        let role = self
+            .unauthorized_role
+            .clone()
+            .ok_or(AuthError::MissingSecret)?;
+        let mut variables: BTreeMap<String, String> = if keep_headers {
+            header_variables(headers)
+        } else {
+            BTreeMap::new()
+        };
+        variables.insert("x-svc-role".to_owned(), role.clone());
+        Ok(Session {
+            role,
+            variables,
+            backend_only: false,
+        })
+    }
+}
+
+/// `X-Svc-Use-Backend-Only-Permissions` of a trusted request.
+fn backend_flag(variables: &BTreeMap<String, String>) -> Result<bool, AuthError> {
+    match variables.get(BACKEND_ONLY_HEADER) {
+        None => Ok(false),
+        Some(v) if v.eq_ignore_ascii_case("true") => Ok(true),
+        Some(v) if v.eq_ignore_ascii_case("false") => Ok(false),
+        Some(v) => Err(AuthError::InvalidHeader(format!(
+            "x-svc-use-backend-only-permissions: expected true or false, found \"{v}\""
+        ))),
+    }
+}

@@ -1,0 +1,188 @@
+//! Webhook mode: ask an HTTP hook who the caller is (`auth.md` §6), caching answers that say
+//! how long they stay valid.
+
+use super::AuthError;
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash, Hasher};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Headers never forwarded to a GET hook.
+const NOT_FORWARDED: &[&str] = &[
+    "content-length",
+    "content-type",
+    "content-md5",
+    "user-agent",
+    "host",
+    "origin",
+    "referer",
+    "accept",
+    "accept-encoding",
+    "accept-language",
+    "accept-datetime",
+    "cache-control",
+    "connection",
+    "dnt",
+];
+
+/// Most cached answers kept.
+const CACHE_SIZE: usize = 10_000;
+
+/// GET or POST.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookMode {
+    /// Client headers forwarded as headers.
+    Get,
+    /// `{headers, request}` as a JSON body.
+    Post,
+}
+
+/// The auth webhook client.
+#[derive(Debug)]
+pub struct Webhook {
+    url: String,
+    mode: HookMode,
+    http: reqwest::Client,
+    cache: Mutex<HashMap<u64, (BTreeMap<String, String>, Instant)>>,
+}
+
+fn is_credential(name: &str) -> bool {
+    name.eq_ignore_ascii_case("x-svc-admin-secret") || name.eq_ignore_ascii_case("x-svc-access-key")
+}
+
+impl Webhook {
+    /// A client for `url`; requests time out after `timeout`.
+    pub fn new(url: &str, mode: HookMode, timeout: Duration) -> Result<Self, String> {
+        reqwest::Url::parse(url).map_err(|e| format!("invalid BASALT_AUTH_HOOK: {e}"))?;
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .user_agent(concat!("basalt/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| e.to_string())?;
+        Ok(Webhook {
+            url: url.to_owned(),
+            mode,
+            http,
+            cache: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn headers_of(headers: &http::HeaderMap) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = headers
+            .iter()
+            .filter(|(k, _)| !is_credential(k.as_str()))
+            .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// The session variables (lower-case keys, including `x-svc-role`) the hook grants.
+    pub async fn session(
+        &self,
+        headers: &http::HeaderMap,
+        request: Option<&Value>,
+    ) -> Result<BTreeMap<String, String>, AuthError> {
+        let forwarded = Self::headers_of(headers);
+        let key = {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            forwarded.hash(&mut h);
+            if self.mode == HookMode::Post {
+                request.map(|r| r.to_string()).hash(&mut h);
+            }
+            h.finish()
+        };
+        if let Some((vars, until)) = self
+            .cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
+            if Instant::now() < *until {
+                return Ok(vars.clone());
+            }
+        }
+        let call = match self.mode {
+            HookMode::Get => {
+                let mut req = self.http.get(&self.url);
+                for (k, v) in forwarded
+                    .iter()
+                    .filter(|(k, _)| !NOT_FORWARDED.contains(&k.as_str()))
+                {
+                    req = req.header(k, v);
+                }
+                req
+            }
+            HookMode::Post => {
+                let map: Map<String, Value> = forwarded
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                    .collect();
+                self.http.post(&self.url).json(
+                    &json!({"headers": map, "request": request.cloned().unwrap_or(Value::Null)}),
+                )
+            }
+        };
+        let response = call.send().await.map_err(|e| {
+            tracing::warn!(error = %e, "auth hook request failed");
+            AuthError::HookFailed("webhook authentication request failed".into())
+        })?;
+        match response.status().as_u16() {
+            200 => {}
+            401 => return Err(AuthError::HookUnauthorized),
+            status => {
+                tracing::warn!(status, "auth hook answered with an unexpected status");
+                return Err(AuthError::HookFailed(
+                    "Invalid response from authorization hook".into(),
+                ));
+            }
+        }
+        let body: Value = response.json().await.map_err(|e| {
+            AuthError::HookFailed(format!("Invalid response from authorization hook: {e}"))
+        })?;
+        let Value::Object(map) = body else {
+            return Err(AuthError::HookFailed(
+                "Invalid response from authorization hook: expected a JSON object".into(),
+            ));
+        };
+        let mut vars = BTreeMap::new();
+        let mut ttl = None;
+        for (k, v) in &map {
+            let lower = k.to_ascii_lowercase();
+            let text = v
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| v.to_string());
+            if lower == "cache-control" {
+                ttl = text
+                    .split(',')
+                    .find_map(|p| {
+                        p.trim()
+                            .strip_prefix("max-age=")
+                            .and_then(|n| n.parse::<u64>().ok())
+                    })
+                    .map(Duration::from_secs);
+            } else if lower == "expires" {
+                ttl = ttl.or_else(|| {
+                    httpdate::parse_http_date(&text)
+                        .ok()
+                        .and_then(|t| t.duration_since(std::time::SystemTime::now()).ok())
+                });
+            } else if lower.starts_with("x-svc-") && !is_credential(&lower) {
+                vars.insert(lower, text);
+            }
+        }
+        if !vars.contains_key("x-svc-role") {
+            return Err(AuthError::HookNoRole);
+        }
+        if let Some(ttl) = ttl {
+            let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+            if cache.len() >= CACHE_SIZE {
+                cache.clear();
+            }
+            cache.insert(key, (vars.clone(), Instant::now() + ttl));
+        }
+        Ok(vars)
+    }
+}
