@@ -26,7 +26,8 @@ pub struct Served {
 
 impl Served {
     fn new(snapshot: Snapshot) -> Self {
-        let graphql = crate::graphql::schemas::Schemas::build(&snapshot.schema.resolved);
+        let graphql =
+            crate::graphql::schemas::Schemas::build(&snapshot.schema.resolved, &snapshot.metadata);
         Served { snapshot, graphql }
     }
 }
@@ -147,6 +148,7 @@ pub async fn start(config: ServeConfig) -> Result<Running> {
         config.jwt_secret.as_deref(),
         config.auth_hook.as_deref(),
         &config.auth_hook_mode,
+        std::time::Duration::from_secs(config.auth_hook_timeout_seconds.max(1)),
         config.unauthorized_role.clone(),
     )
     .await

@@ -53,6 +53,9 @@ pub struct ServeConfig {
     /// Webhook mode: `GET` (client headers forwarded) or `POST` (`{headers, request}` body).
     #[arg(long, env = "BASALT_AUTH_HOOK_MODE", default_value = "GET")]
     pub auth_hook_mode: String,
+    /// Webhook mode: seconds before a hook call is abandoned.
+    #[arg(long, env = "BASALT_AUTH_HOOK_TIMEOUT_SECONDS", default_value_t = 10)]
+    pub auth_hook_timeout_seconds: u64,
     /// Role for requests without credentials (needs the admin secret; not with a webhook).
     #[arg(long, env = "BASALT_UNAUTHORIZED_ROLE")]
     pub unauthorized_role: Option<String>,
@@ -115,6 +118,7 @@ impl ServeConfig {
             jwt_secret: None,
             auth_hook: None,
             auth_hook_mode: "GET".to_owned(),
+            auth_hook_timeout_seconds: 10,
             unauthorized_role: None,
             enable_allowlist: false,
             log_format: LogFormat::Json,

@@ -104,6 +104,17 @@ async fn run_inner(
         .graphql
         .role(&session.role, session.backend_only)
         .ok_or_else(|| GraphqlError::new("unexpected", "schema not ready"))?;
+    if state.config.enable_allowlist && !session.is_admin() {
+        let allowed = crate::graphql::allowlist::normalize(&request.query)
+            .is_some_and(|n| served.graphql.allowlist.contains(&n));
+        if !allowed {
+            let mut err = GraphqlError::new("validation-failed", "query is not allowed");
+            err.internal = Some(Box::new(
+                json!({"message": "query is not in any of the allowlists"}),
+            ));
+            return Err(err);
+        }
+    }
     let variables = request.variables.unwrap_or_default();
     let variables_key = Value::Object(variables.clone()).to_string();
     let operation = request.operation_name.as_deref();

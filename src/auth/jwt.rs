@@ -79,7 +79,7 @@ pub struct JwtVerifier {
 }
 
 /// Least time between refetches caused by unknown key ids.
-const REFETCH_GAP: Duration = Duration::from_secs(5);
+const REFETCH_GAP: Duration = Duration::from_secs(1);
 
 fn algorithm(name: &str) -> Result<Algorithm, String> {
     match name {
@@ -238,20 +238,22 @@ impl JwtVerifier {
             None if set.keys.len() == 1 => &set.keys[0],
             None => return None,
         };
+        // The algorithm the key declares, else the usual one for its key type.
+        let by_type = match &jwk.algorithm {
+            jsonwebtoken::jwk::AlgorithmParameters::RSA(_) => Some(Algorithm::RS256),
+            jsonwebtoken::jwk::AlgorithmParameters::EllipticCurve(p) => Some(match p.curve {
+                jsonwebtoken::jwk::EllipticCurve::P384 => Algorithm::ES384,
+                _ => Algorithm::ES256,
+            }),
+            jsonwebtoken::jwk::AlgorithmParameters::OctetKeyPair(_) => Some(Algorithm::EdDSA),
+            jsonwebtoken::jwk::AlgorithmParameters::OctetKey(_) => Some(Algorithm::HS256),
+            _ => None,
+        };
         let alg = jwk
             .common
             .key_algorithm
             .and_then(|a| Algorithm::from_str(&a.to_string()).ok())
-            .or_else(|| match &jwk.algorithm {
-                jsonwebtoken::jwk::AlgorithmParameters::RSA(_) => Some(Algorithm::RS256),
-                jsonwebtoken::jwk::AlgorithmParameters::EllipticCurve(p) => Some(match p.curve {
-                    jsonwebtoken::jwk::EllipticCurve::P384 => Algorithm::ES384,
-                    _ => Algorithm::ES256,
-                }),
-                jsonwebtoken::jwk::AlgorithmParameters::OctetKeyPair(_) => Some(Algorithm::EdDSA),
-                jsonwebtoken::jwk::AlgorithmParameters::OctetKey(_) => Some(Algorithm::HS256),
-                _ => None,
-            })?;
+            .or(by_type)?;
         Some((DecodingKey::from_jwk(jwk).ok()?, alg))
     }
 

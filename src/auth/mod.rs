@@ -105,6 +105,7 @@ impl Authenticator {
         jwt_secret: Option<&str>,
         hook: Option<&str>,
         hook_mode: &str,
+        hook_timeout: Duration,
         unauthorized_role: Option<String>,
     ) -> Result<Self, String> {
         if secret.is_none() {
@@ -143,7 +144,7 @@ impl Authenticator {
                         ))
                     }
                 };
-                Mode::Webhook(webhook::Webhook::new(url, mode, Duration::from_secs(10))?)
+                Mode::Webhook(webhook::Webhook::new(url, mode, hook_timeout)?)
             }
             (None, None) if secret.is_some() => Mode::AdminSecret,
             (None, None) => Mode::Open,

@@ -29,6 +29,9 @@ const NOT_FORWARDED: &[&str] = &[
 /// Most cached answers kept.
 const CACHE_SIZE: usize = 10_000;
 
+/// A cached answer: the session variables and until when they hold.
+type Cached = (BTreeMap<String, String>, Instant);
+
 /// GET or POST.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HookMode {
@@ -44,7 +47,7 @@ pub struct Webhook {
     url: String,
     mode: HookMode,
     http: reqwest::Client,
-    cache: Mutex<HashMap<u64, (BTreeMap<String, String>, Instant)>>,
+    cache: Mutex<HashMap<u64, Cached>>,
 }
 
 fn is_credential(name: &str) -> bool {

@@ -2,6 +2,7 @@
 //! ([`introspection`]), and turning documents into plans ([`plan`]) that [`crate::translate`]
 //! compiles to SQL. No SQL text and no IO here, except running the introspection schema.
 
+pub mod allowlist;
 pub mod introspection;
 pub mod ir;
 pub mod model;

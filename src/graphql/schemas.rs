@@ -104,11 +104,13 @@ pub struct Schemas {
     resolved: Arc<Resolved>,
     /// Schemas of backend-flagged requests, by role, built when first needed.
     flagged: Mutex<HashMap<String, Arc<RoleSchema>>>,
+    /// Normalized documents of the allow-listed collections.
+    pub allowlist: std::collections::HashSet<String>,
 }
 
 impl Schemas {
     /// Builds the schema of admin and of every role named by a permission.
-    pub fn build(resolved: &Resolved) -> Self {
+    pub fn build(resolved: &Resolved, metadata: &crate::metadata::Metadata) -> Self {
         let roles = model::build_all(resolved)
             .into_iter()
             .map(|(role, m)| (role, Arc::new(RoleSchema::new(m))))
@@ -119,6 +121,7 @@ impl Schemas {
             fallback,
             resolved: Arc::new(resolved.clone()),
             flagged: Mutex::new(HashMap::new()),
+            allowlist: super::allowlist::build(metadata),
         }
     }
 

@@ -2,6 +2,7 @@
 
 mod harness;
 
+mod auth;
 mod catalog;
 mod graphql_introspection;
 mod graphql_mutations;
