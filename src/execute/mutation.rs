@@ -130,6 +130,7 @@ where
                 rows: &rows_values,
                 on_conflict: plan.on_conflict.as_ref(),
                 want_row: want_rows,
+                all_columns: false,
             });
             for row in rows(tx, &sql, binding).await? {
                 results.push(inserted_row(&row)?);
@@ -165,6 +166,7 @@ where
                     rows: &one,
                     on_conflict: plan.on_conflict.as_ref(),
                     want_row: true,
+                    all_columns: false,
                 });
                 let made: Vec<InsertedRow> = rows(tx, &sql, binding)
                     .await?
@@ -233,6 +235,30 @@ pub async fn run(
     binding: &Binding<'_>,
 ) -> Result<Bytes, ExecuteError> {
     match action {
+        MutationAction::Insert(plan) if plan.view => {
+            let rows_values: Vec<Vec<(String, SetValue)>> =
+                plan.rows.iter().map(|r| r.values.clone()).collect();
+            if rows_values.is_empty() {
+                return json(tx, &translate::response(output, 0, &[]), binding).await;
+            }
+            let statement = InsertStatement {
+                table: &plan.table,
+                rows: &rows_values,
+                on_conflict: None,
+                want_row: false,
+                all_columns: true,
+            };
+            through_view(
+                tx,
+                &translate::insert_view(&statement, plan.check.as_ref(), output),
+                binding,
+                "insert",
+            )
+            .await
+        }
+        MutationAction::Update(plan) if plan.view => {
+            through_view(tx, &translate::update_view(plan, output), binding, "update").await
+        }
         MutationAction::Insert(plan) => {
             let mut written = Vec::new();
             let top = insert(tx, plan, None, false, binding, &mut written).await?;
@@ -285,4 +311,30 @@ pub async fn run(
         }
         MutationAction::Delete(plan) => json(tx, &translate::delete(plan, output), binding).await,
     }
+}
+
+/// Runs a write through a view: one row of (check passed, answer).
+async fn through_view(
+    tx: &deadpool_postgres::Transaction<'_>,
+    sql: &SqlText,
+    binding: &Binding<'_>,
+    what: &str,
+) -> Result<Bytes, ExecuteError> {
+    let result = rows(tx, sql, binding).await?;
+    let Some(row) = result.first() else {
+        return Ok(Bytes::from_static(b"null"));
+    };
+    let passed: bool = row.try_get(0)?;
+    if !passed {
+        return Err(ExecuteError {
+            code: "permission-error",
+            message: format!("check constraint of an {what} permission has failed"),
+            internal: None,
+            located: true,
+        });
+    }
+    let answer: Option<RawJson> = row.try_get(1)?;
+    Ok(answer
+        .map(|a| a.0)
+        .unwrap_or_else(|| Bytes::from_static(b"null")))
 }

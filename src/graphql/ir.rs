@@ -508,6 +508,9 @@ pub struct InsertPlan {
     pub check: Option<BoolExpr>,
     /// Update permission check, for rows an upsert updated.
     pub update_check: Option<BoolExpr>,
+    /// The target is a view: rows have no `ctid`, so the write, its check and its answer run
+    /// as one statement over the written rows.
+    pub view: bool,
 }
 
 /// Update operators.
@@ -540,6 +543,8 @@ pub struct UpdatePlan {
     pub sets: Vec<(String, UpdateOp, SetValue)>,
     /// Post-condition on updated rows.
     pub check: Option<BoolExpr>,
+    /// The target is a view (see [`InsertPlan::view`]).
+    pub view: bool,
 }
 
 /// A delete from one table.

@@ -275,6 +275,15 @@ impl<'a> Planner<'a> {
                     };
                     let data = nested.get("data").cloned().unwrap_or(Input::Null);
                     match r.kind {
+                        RelationshipKind::Object if self.is_view(&r.target) => {
+                            return Err(PlanError::validation(
+                                &fpath,
+                                format!(
+                                    "nested inserts into the view \"{}\" are not supported",
+                                    r.target
+                                ),
+                            ));
+                        }
                         RelationshipKind::Object => {
                             let casts = self.column_types(&w.name);
                             let fill = r
@@ -355,13 +364,35 @@ impl<'a> Planner<'a> {
             (Some(_), Some(u)) => self.permission(&w.name, &u.check),
             _ => None,
         };
+        let view = self.is_view(&w.name);
+        let nested = !filled.is_empty()
+            || planned
+                .iter()
+                .any(|r| !r.parents.is_empty() || !r.children.is_empty());
+        if view && nested {
+            return Err(PlanError::validation(
+                path,
+                format!(
+                    "nested inserts into or through the view \"{}\" are not supported",
+                    w.name
+                ),
+            ));
+        }
         Ok(InsertPlan {
             table: w.name.clone(),
             rows: planned,
             on_conflict,
             check: self.permission(&w.name, &insert.check),
             update_check,
+            view,
         })
+    }
+
+    fn is_view(&self, table: &crate::metadata::types::QualifiedTable) -> bool {
+        self.resolved
+            .tables
+            .get(table)
+            .is_some_and(|t| t.db.is_view())
     }
 
     fn column_types(
@@ -540,6 +571,7 @@ impl<'a> Planner<'a> {
             filter,
             sets,
             check: self.permission(&w.name, &update.check),
+            view: self.is_view(&w.name),
         })
     }
 

@@ -78,7 +78,9 @@ pub(crate) struct Builder {
 }
 
 mod mutation;
-pub use mutation::{check, delete, insert, response, update, InsertStatement};
+pub use mutation::{
+    check, delete, insert, insert_view, response, update, update_view, InsertStatement,
+};
 
 /// Most key/value pairs in one `json_build_object` call (Postgres allows 100 arguments).
 const MAX_PAIRS: usize = 50;

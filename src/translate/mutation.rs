@@ -17,6 +17,8 @@ pub struct InsertStatement<'a> {
     pub on_conflict: Option<&'a OnConflict>,
     /// Also return each row as JSON (for nested inserts).
     pub want_row: bool,
+    /// Return every column instead (views, which have no `ctid`).
+    pub all_columns: bool,
 }
 
 impl Builder {
@@ -42,7 +44,10 @@ impl Builder {
 
 /// `INSERT … [ON CONFLICT …] RETURNING ctid, inserted?, row`: one result row per written row.
 pub fn insert(statement: &InsertStatement<'_>) -> SqlText {
-    let mut b = Builder::new();
+    insert_into(Builder::new(), statement).finish()
+}
+
+fn insert_into(mut b: Builder, statement: &InsertStatement<'_>) -> Builder {
     let alias = b.alias();
     let mut columns: Vec<&String> = Vec::new();
     for row in statement.rows {
@@ -114,20 +119,27 @@ pub fn insert(statement: &InsertStatement<'_>) -> SqlText {
             }
         }
     }
-    b.push(&format!(
-        " RETURNING {alias}.ctid::text, ({alias}.xmax::text = '0') AS inserted, "
-    ));
-    if statement.want_row {
-        b.push(&format!("row_to_json({alias}.*)"));
+    if statement.all_columns {
+        b.push(&format!(" RETURNING {alias}.*"));
     } else {
-        b.push("NULL::json");
+        b.push(&format!(
+            " RETURNING {alias}.ctid::text, ({alias}.xmax::text = '0') AS inserted, "
+        ));
+        if statement.want_row {
+            b.push(&format!("row_to_json({alias}.*)"));
+        } else {
+            b.push("NULL::json");
+        }
     }
-    b.finish()
+    b
 }
 
 /// `UPDATE … SET … WHERE … RETURNING ctid`.
 pub fn update(plan: &UpdatePlan) -> SqlText {
-    let mut b = Builder::new();
+    update_into(Builder::new(), plan, false).finish()
+}
+
+fn update_into(mut b: Builder, plan: &UpdatePlan, all_columns: bool) -> Builder {
     let alias = b.alias();
     b.push("UPDATE ");
     b.table(&plan.table);
@@ -170,8 +182,62 @@ pub fn update(plan: &UpdatePlan) -> SqlText {
         b.push(" WHERE ");
         b.bool_expr(&filter, &alias, &alias);
     }
-    b.push(&format!(" RETURNING {alias}.ctid::text"));
+    if all_columns {
+        b.push(&format!(" RETURNING {alias}.*"));
+    } else {
+        b.push(&format!(" RETURNING {alias}.ctid::text"));
+    }
+    b
+}
+
+const WRITTEN: &str = "_written";
+
+/// Views have no `ctid`: the write, its check and its answer form one statement over the rows
+/// the write returns. Result: one row of (check passed, answer).
+fn through_view(
+    write: impl FnOnce(Builder) -> Builder,
+    check: Option<&BoolExpr>,
+    output: &MutationOutput,
+) -> SqlText {
+    let mut b = Builder::new();
+    b.push(&format!("WITH \"{WRITTEN}\" AS ("));
+    let mut b = write(b);
+    b.push(") SELECT ");
+    match check.map(simplify) {
+        Some(rule) if rule != BoolExpr::True => {
+            let alias = b.alias();
+            b.push("(SELECT coalesce(bool_and(");
+            b.bool_expr(&rule, &alias, &alias);
+            b.push(&format!("), true) FROM \"{WRITTEN}\" AS {alias})"));
+        }
+        _ => b.push("true"),
+    }
+    b.push(", ");
+    let restrict = |s: &mut Select| s.source = Source::Written(WRITTEN.to_owned());
+    b.output(
+        output,
+        &format!("(SELECT count(*) FROM \"{WRITTEN}\")"),
+        &restrict,
+    );
     b.finish()
+}
+
+/// An insert into a view with its check and answer (see [`through_view`]).
+pub fn insert_view(
+    statement: &InsertStatement<'_>,
+    check: Option<&BoolExpr>,
+    output: &MutationOutput,
+) -> SqlText {
+    let statement = InsertStatement {
+        all_columns: true,
+        ..statement.clone()
+    };
+    through_view(|b| insert_into(b, &statement), check, output)
+}
+
+/// An update of a view with its check and answer (see [`through_view`]).
+pub fn update_view(plan: &UpdatePlan, output: &MutationOutput) -> SqlText {
+    through_view(|b| update_into(b, plan, true), plan.check.as_ref(), output)
 }
 
 /// Whether every written row satisfies `check`: one boolean.

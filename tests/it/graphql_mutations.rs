@@ -460,3 +460,28 @@ async fn injection_attempts_in_mutation_values() {
     }
     assert_eq!(count(&s, "article").await, 9);
 }
+
+#[tokio::test]
+async fn writes_through_views() {
+    let s = TestServer::blog().await;
+    let d = ok(&s, r#"mutation { insert_author_name_one(object: {id: 90, name: "Via view"}) { id name }
+        insert_author_name(objects: [{id: 91, name: "Two"}, {id: 92, name: "Three"}]) { affected_rows returning { name } } }"#).await;
+    assert_eq!(
+        d["insert_author_name_one"],
+        json!({"id": 90, "name": "Via view"})
+    );
+    assert_eq!(d["insert_author_name"]["affected_rows"], 2);
+    let d = ok(&s, r#"mutation { update_popular_article(where: {id: {_eq: 3}}, _set: {title: "Lund, again"}, _inc: {views: 1}) { affected_rows returning { title views } } }"#).await;
+    assert_eq!(
+        d["update_popular_article"],
+        json!({"affected_rows": 1, "returning": [{"title": "Lund, again", "views": 301}]})
+    );
+    let d = ok(
+        &s,
+        r#"mutation { delete_author_name(where: {id: {_gte: 91}}) { affected_rows } }"#,
+    )
+    .await;
+    assert_eq!(d["delete_author_name"]["affected_rows"], 2);
+    let d = ok(&s, "{ author_by_pk(id: 90) { name } }").await;
+    assert_eq!(d["author_by_pk"]["name"], "Via view");
+}

@@ -163,6 +163,7 @@ async fn generated_mutation_sql() {
                             rows: &rows,
                             on_conflict: p.on_conflict.as_ref(),
                             want_row: false,
+                            all_columns: false,
                         }),
                         translate::check(
                             &p.table,
