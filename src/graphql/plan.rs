@@ -157,6 +157,18 @@ impl Input {
     }
 }
 
+/// `null` where a value of `ty` is expected.
+fn null_input(ty: &TypeRef, path: &str) -> Result<Input> {
+    if ty.is_non_null() {
+        Err(PlanError::validation(
+            path,
+            format!("expected a value of type \"{ty}\", found null"),
+        ))
+    } else {
+        Ok(Input::Null)
+    }
+}
+
 fn to_type_ref(t: &Type) -> TypeRef {
     let base = match &t.base {
         BaseType::Named(n) => TypeRef::Named(n.to_string()),
@@ -353,14 +365,7 @@ impl<'a> Planner<'a> {
             return self.coerce_json(&value, ty, path);
         }
         if matches!(value, GqlValue::Null) {
-            return if ty.is_non_null() {
-                Err(PlanError::validation(
-                    path,
-                    format!("expected a value of type \"{ty}\", found null"),
-                ))
-            } else {
-                Ok(Input::Null)
-            };
+            return null_input(ty, path);
         }
         match strip_non_null(ty) {
             TypeRef::List(inner) => match value {
@@ -499,14 +504,7 @@ impl<'a> Planner<'a> {
 
     fn coerce_json(&self, value: &Value, ty: &TypeRef, path: &str) -> Result<Input> {
         if value.is_null() {
-            return if ty.is_non_null() {
-                Err(PlanError::validation(
-                    path,
-                    format!("expected a value of type \"{ty}\", found null"),
-                ))
-            } else {
-                Ok(Input::Null)
-            };
+            return null_input(ty, path);
         }
         match strip_non_null(ty) {
             TypeRef::List(inner) => match value {
@@ -655,9 +653,6 @@ impl<'a> Planner<'a> {
                     }
                 }
                 Selection::FragmentSpread(spread) => {
-                    if self.shape_dependent_directives(&spread.node.directives) {
-                        self.shape_dependent = true;
-                    }
                     if !self.directives_allow(&spread.node.directives, path)? {
                         continue;
                     }
@@ -705,18 +700,6 @@ impl<'a> Planner<'a> {
         Ok(())
     }
 
-    fn shape_dependent_directives(
-        &self,
-        directives: &[Positioned<async_graphql_parser::types::Directive>],
-    ) -> bool {
-        directives.iter().any(|d| {
-            d.node
-                .arguments
-                .iter()
-                .any(|(_, v)| matches!(v.node, GqlValue::Variable(_)))
-        })
-    }
-
     fn check_type_condition(&self, on: &str, path: &str) -> Result<()> {
         if self.types.object_fields(on).is_none() && !on.starts_with("__") {
             return Err(PlanError::validation(
@@ -746,11 +729,6 @@ impl<'a> Planner<'a> {
         }
         let mut out = Vec::new();
         for f in fields {
-            for item in &f.selection_set.node.items {
-                if matches!(item.node, Selection::Field(ref f) if self.directives_shape(&f.node)) {
-                    self.shape_dependent = true;
-                }
-            }
             self.collect(&f.selection_set.node, parent, path, &mut out, 0)?;
         }
         if out.is_empty() {
@@ -762,8 +740,28 @@ impl<'a> Planner<'a> {
         Ok(out)
     }
 
-    pub(super) fn directives_shape(&self, f: &AstField) -> bool {
-        self.shape_dependent_directives(&f.directives)
+    /// Collects the root fields of an operation and enforces the root-field limit.
+    pub(super) fn collect_root<'d>(
+        &mut self,
+        set: &'d SelectionSet,
+        root: &str,
+        out: &mut Collected<'d>,
+    ) -> Result<()>
+    where
+        'a: 'd,
+    {
+        self.collect(set, root, "$", out, 0)?;
+        if out.len() > self.limits.max_root_fields {
+            return Err(PlanError::validation(
+                "$",
+                format!(
+                    "too many root fields: {} (at most {})",
+                    out.len(),
+                    self.limits.max_root_fields
+                ),
+            ));
+        }
+        Ok(())
     }
 
     pub(super) fn field_def(&self, parent: &str, name: &str, path: &str) -> Result<FieldDef> {
@@ -797,24 +795,7 @@ impl<'a> Planner<'a> {
 
     fn root(mut self, set: &SelectionSet) -> Result<Planned> {
         let mut collected = Vec::new();
-        if set
-            .items
-            .iter()
-            .any(|i| matches!(&i.node, Selection::Field(f) if self.directives_shape(&f.node)))
-        {
-            self.shape_dependent = true;
-        }
-        self.collect(set, "query_root", "$", &mut collected, 0)?;
-        if collected.len() > self.limits.max_root_fields {
-            return Err(PlanError::validation(
-                "$",
-                format!(
-                    "too many root fields: {} (at most {})",
-                    collected.len(),
-                    self.limits.max_root_fields
-                ),
-            ));
-        }
+        self.collect_root(set, "query_root", &mut collected)?;
         let mut data = QueryPlan::default();
         let mut keys = Vec::new();
         let mut introspection_keys = Vec::new();

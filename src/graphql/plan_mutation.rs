@@ -92,17 +92,7 @@ impl<'a> Planner<'a> {
 
     pub(super) fn mutation_root(mut self, set: &SelectionSet) -> Result<Planned> {
         let mut collected = Vec::new();
-        self.collect(set, "mutation_root", "$", &mut collected, 0)?;
-        if collected.len() > self.limits.max_root_fields {
-            return Err(PlanError::validation(
-                "$",
-                format!(
-                    "too many root fields: {} (at most {})",
-                    collected.len(),
-                    self.limits.max_root_fields
-                ),
-            ));
-        }
+        self.collect_root(set, "mutation_root", &mut collected)?;
         let mut plan = MutationPlan::default();
         let mut keys = Vec::new();
         for (key, fields) in &collected {

@@ -85,18 +85,10 @@ pub use mutation::{
 /// Most key/value pairs in one `json_build_object` call (Postgres allows 100 arguments).
 const MAX_PAIRS: usize = 50;
 
-const AGGREGATE_FUNCTIONS: [&str; 10] = [
-    "avg",
-    "max",
-    "min",
-    "stddev",
-    "stddev_pop",
-    "stddev_samp",
-    "sum",
-    "var_pop",
-    "var_samp",
-    "variance",
-];
+/// Whether `f` is one of the aggregate functions the schema offers (safe to print as SQL).
+fn is_aggregate_function(f: &str) -> bool {
+    f == "max" || f == "min" || crate::graphql::model::NUMERIC_AGGREGATES.contains(&f)
+}
 
 impl Builder {
     fn new() -> Self {
@@ -533,7 +525,7 @@ impl Builder {
                                 }
                             }
                             AggregateOp::Function { function, columns } => {
-                                let function = if AGGREGATE_FUNCTIONS.contains(&function.as_str()) {
+                                let function = if is_aggregate_function(function) {
                                     function.as_str()
                                 } else {
                                     "max"
@@ -615,7 +607,7 @@ impl Builder {
                 match column {
                     None => self.push("count(*)"),
                     Some(c) => {
-                        let function = if AGGREGATE_FUNCTIONS.contains(&function.as_str()) {
+                        let function = if is_aggregate_function(function) {
                             function.as_str()
                         } else {
                             "max"
