@@ -156,9 +156,11 @@ fn respond(headers: &HeaderMap, body: Bytes) -> Response {
     response
         .headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    response
-        .headers_mut()
-        .insert("x-request-id", request_id(headers));
+    let id = request_id(headers);
+    if let Ok(text) = id.to_str() {
+        tracing::Span::current().record("request_id", text);
+    }
+    response.headers_mut().insert("x-request-id", id);
     response
 }
 

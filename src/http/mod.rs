@@ -14,7 +14,7 @@ use error::ApiError;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tower_http::timeout::TimeoutLayer;
-use tower_http::trace::TraceLayer;
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
 static REQUEST_IDS: AtomicU64 = AtomicU64::new(1);
 
@@ -34,9 +34,10 @@ pub fn router(state: AppState) -> Router {
     router
         .fallback(|| async { ApiError::NotFound })
         .layer(TimeoutLayer::with_status_code(axum::http::StatusCode::REQUEST_TIMEOUT, Duration::from_secs(120)))
-        .layer(TraceLayer::new_for_http().make_span_with(|request: &Request| {
+        .layer(TraceLayer::new_for_http()
+            .on_response(DefaultOnResponse::new().level(tracing::Level::INFO)).make_span_with(|request: &Request| {
             let id = REQUEST_IDS.fetch_add(1, Ordering::Relaxed);
-            tracing::info_span!("request", id, method = %request.method(), path = %request.uri().path(), role = tracing::field::Empty, operation = tracing::field::Empty)
+            tracing::info_span!("request", id, method = %request.method(), path = %request.uri().path(), role = tracing::field::Empty, operation = tracing::field::Empty, request_id = tracing::field::Empty)
         }))
         .with_state(state)
 }
