@@ -715,3 +715,16 @@ async fn directive_variables_inside_fragments_are_not_cached_across_values() {
         json!({"__typename": "article_sum_fields", "viewCount": 560})
     );
 }
+
+#[tokio::test]
+async fn batch_size_limit() {
+    let db = crate::harness::fresh_database().await;
+    crate::harness::run_sql(&db, crate::harness::BLOG).await;
+    let s = TestServer::on(&db, |c| c.max_batch_size = 2).await;
+    let one = json!({"query": "{ __typename }"});
+    let r = s.graphql_as(json!([one, one]), &[]).await;
+    assert_eq!(r, json!([{"data": {"__typename": "query_root"}}, {"data": {"__typename": "query_root"}}]));
+    let r = s.graphql_as(json!([one, one, one]), &[]).await;
+    assert_eq!(r["errors"][0]["extensions"]["code"], "validation-failed");
+    assert_eq!(r["errors"][0]["message"], "batch of 3 requests is larger than the limit of 2");
+}
