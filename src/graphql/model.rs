@@ -62,8 +62,8 @@ pub struct RoleComputed {
     pub name: String,
     /// Function.
     pub function: QualifiedTable,
-    /// Input arguments (name, Postgres type name); positions match the function.
-    pub arguments: Vec<(String, String)>,
+    /// Input arguments; positions match the function.
+    pub arguments: Vec<crate::schema::FunctionArgument>,
     /// Position of the row argument.
     pub table_argument: usize,
     /// Position of the session argument.
@@ -938,7 +938,8 @@ impl TypeBuilder<'_> {
 
     fn function_args(&mut self, cf: &RoleComputed, args_type: &str) {
         let mut fields = IndexMap::new();
-        for (i, (name, pg_type)) in cf.arguments.iter().enumerate() {
+        for (i, arg) in cf.arguments.iter().enumerate() {
+            let (name, pg_type) = (&arg.name, &arg.type_name);
             if i == cf.table_argument || Some(i) == cf.session_argument || name.is_empty() {
                 continue;
             }

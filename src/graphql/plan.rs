@@ -1136,9 +1136,10 @@ impl<'a> Planner<'a> {
             .and_then(Input::as_object)
             .cloned()
             .unwrap_or_default();
-        let all_named = cf.arguments.iter().all(|(n, _)| !n.is_empty());
+        let all_named = cf.arguments.iter().all(|a| !a.name.is_empty());
         let mut fn_args = Vec::new();
-        for (i, (name, pg_type)) in cf.arguments.iter().enumerate() {
+        for (i, arg) in cf.arguments.iter().enumerate() {
+            let (name, pg_type) = (&arg.name, &arg.cast);
             let value = if i == cf.table_argument {
                 Some(FunctionArgValue::Row)
             } else if Some(i) == cf.session_argument {

@@ -72,7 +72,8 @@ funcs AS (
          COALESCE(to_json(p.proargnames), '[]'::json) AS arg_names,
          COALESCE(to_json(p.proargmodes::text[]), 'null'::json) AS arg_modes,
          COALESCE((SELECT json_agg(json_build_object(
-                     'schema', tn.nspname, 'name', t.typname, 'kind', t.typtype,
+                                          'schema', tn.nspname, 'name', t.typname, 'kind', t.typtype,
+                     'formatted', format_type(t.oid, NULL),
                      'relation_schema', rn.nspname, 'relation', rc.relname) ORDER BY a.ord)
                    FROM unnest(p.proargtypes::oid[]) WITH ORDINALITY AS a(typ, ord)
                    JOIN pg_catalog.pg_type t ON t.oid = a.typ

@@ -184,6 +184,9 @@ pub struct DbTypeRef {
     pub name: String,
     /// `pg_type.typtype`.
     pub kind: String,
+    /// The type as SQL writes it (`format_type`: quoted and qualified as needed), for casts.
+    #[serde(default)]
+    pub formatted: Option<String>,
     /// Schema of the relation whose row type this is.
     pub relation_schema: Option<String>,
     /// Relation whose row type this is.

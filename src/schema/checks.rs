@@ -220,7 +220,14 @@ pub fn check_computed_field(
             arguments: names
                 .iter()
                 .zip(&function.input_types)
-                .map(|(n, t)| (n.clone(), t.name.clone()))
+                .map(|(n, t)| super::FunctionArgument {
+                    name: n.clone(),
+                    type_name: t.name.clone(),
+                    cast: t
+                        .formatted
+                        .clone()
+                        .unwrap_or_else(|| crate::sql::quote_qualified(&t.schema, &t.name)),
+                })
                 .collect(),
             returns,
         }),

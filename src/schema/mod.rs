@@ -146,6 +146,17 @@ pub struct ResolvedRelationship {
     pub mapping: Vec<(String, String)>,
 }
 
+/// An input argument of a computed field's function.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FunctionArgument {
+    /// Name (empty when unnamed).
+    pub name: String,
+    /// `pg_type.typname`, for the GraphQL scalar.
+    pub type_name: String,
+    /// The type as SQL writes it, for casts.
+    pub cast: String,
+}
+
 /// What a computed field returns.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ComputedReturn {
@@ -171,8 +182,8 @@ pub struct ResolvedComputedField {
     pub table_argument: usize,
     /// Position of the session argument, if any.
     pub session_argument: Option<usize>,
-    /// Input arguments as (name, type name); the caller passes the ones not bound above.
-    pub arguments: Vec<(String, String)>,
+    /// Input arguments; the caller passes the ones not bound above.
+    pub arguments: Vec<FunctionArgument>,
     /// Return shape.
     pub returns: ComputedReturn,
 }

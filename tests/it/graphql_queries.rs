@@ -723,8 +723,29 @@ async fn batch_size_limit() {
     let s = TestServer::on(&db, |c| c.max_batch_size = 2).await;
     let one = json!({"query": "{ __typename }"});
     let r = s.graphql_as(json!([one, one]), &[]).await;
-    assert_eq!(r, json!([{"data": {"__typename": "query_root"}}, {"data": {"__typename": "query_root"}}]));
+    assert_eq!(
+        r,
+        json!([{"data": {"__typename": "query_root"}}, {"data": {"__typename": "query_root"}}])
+    );
     let r = s.graphql_as(json!([one, one, one]), &[]).await;
     assert_eq!(r["errors"][0]["extensions"]["code"], "validation-failed");
-    assert_eq!(r["errors"][0]["message"], "batch of 3 requests is larger than the limit of 2");
+    assert_eq!(
+        r["errors"][0]["message"],
+        "batch of 3 requests is larger than the limit of 2"
+    );
+}
+
+#[tokio::test]
+async fn computed_field_arguments_of_quoted_types() {
+    let s = TestServer::blog().await;
+    s.sql(r#"CREATE DOMAIN "SearchTerm" AS text;
+        CREATE FUNCTION author_titles_like(a author, "Term" "SearchTerm") RETURNS SETOF article LANGUAGE sql STABLE
+        AS $$ SELECT * FROM article WHERE author_id = a.id AND title ILIKE '%' || "Term" || '%' $$"#).await;
+    s.ok(json!({"type": "add_computed_field", "args": {"table": "author", "name": "titles_like", "definition": {"function": "author_titles_like"}}})).await;
+    let d = data(
+        &s,
+        r#"{ author(where: {id: {_eq: 2}}) { titles_like(args: {Term: "GUIDE"}) { id } } }"#,
+    )
+    .await;
+    assert_eq!(d["author"][0]["titles_like"], json!([{"id": 3}]));
 }
