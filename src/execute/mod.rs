@@ -203,6 +203,16 @@ pub fn bind(
         .collect()
 }
 
+/// Most prepared statements kept per connection; past it the cache starts over.
+const STATEMENT_CACHE_SIZE: usize = 500;
+
+/// Keeps a connection's prepared-statement cache bounded.
+pub fn bound_statement_cache(cache: &deadpool_postgres::StatementCache) {
+    if cache.size() >= STATEMENT_CACHE_SIZE {
+        cache.clear();
+    }
+}
+
 /// Runs a compiled query and returns the `data` JSON bytes.
 pub async fn run(
     client: &deadpool_postgres::Client,
@@ -213,6 +223,7 @@ pub async fn run(
     let values = bind(&sql.params, variables, session)?;
     tracing::debug!(sql = %sql.sql, "execute");
     let types = vec![Type::TEXT; values.len()];
+    bound_statement_cache(&client.statement_cache);
     let statement = client.prepare_typed_cached(&sql.sql, &types).await?;
     let refs: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = values
         .iter()

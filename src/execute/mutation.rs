@@ -27,6 +27,7 @@ async fn rows(
     let values = bind(&sql.params, binding.variables, binding.session)?;
     tracing::debug!(sql = %sql.sql, "execute");
     let types = vec![Type::TEXT; values.len()];
+    super::bound_statement_cache(&tx.statement_cache);
     let statement = tx.prepare_typed_cached(&sql.sql, &types).await?;
     let refs: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
     Ok(tx.query(&statement, &refs).await?)

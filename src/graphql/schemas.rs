@@ -8,6 +8,9 @@ use crate::translate::SqlText;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+/// Largest document (and variables) whose plan is cached, in bytes.
+const MAX_CACHED_DOCUMENT: usize = 64 * 1024;
+
 /// Plans kept per role before the cache is emptied.
 const PLAN_CACHE_SIZE: usize = 1000;
 
@@ -86,6 +89,12 @@ impl RoleSchema {
         variables: &str,
         plan: Arc<CachedPlan>,
     ) {
+        // Very large documents (or variables, for shape-dependent plans) are not worth keeping.
+        if query.len() > MAX_CACHED_DOCUMENT
+            || (plan.planned.shape_dependent && variables.len() > MAX_CACHED_DOCUMENT)
+        {
+            return;
+        }
         let mut plans = self.plans.lock().unwrap_or_else(|p| p.into_inner());
         if plans.len() >= PLAN_CACHE_SIZE {
             plans.clear();
