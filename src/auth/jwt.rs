@@ -342,6 +342,13 @@ impl JwtVerifier {
         validation.required_spec_claims = HashSet::new();
         validation.leeway = self.config.allowed_skew;
         validation.validate_nbf = true;
+        // A configured audience or issuer must be present in the token, not merely match if given.
+        if self.config.audience.is_some() {
+            validation.required_spec_claims.insert("aud".to_owned());
+        }
+        if self.config.issuer.is_some() {
+            validation.required_spec_claims.insert("iss".to_owned());
+        }
         match &self.config.audience {
             Some(Value::String(a)) => validation.set_audience(&[a]),
             Some(Value::Array(items)) => {
@@ -446,7 +453,12 @@ impl JwtVerifier {
             .to_owned();
         let mut variables = BTreeMap::new();
         for (k, v) in &object {
-            if k.starts_with("x-svc-") && k != "x-svc-allowed-roles" && k != "x-svc-default-role" {
+            let credential = k == "x-svc-admin-secret" || k == "x-svc-access-key";
+            if k.starts_with("x-svc-")
+                && k != "x-svc-allowed-roles"
+                && k != "x-svc-default-role"
+                && !credential
+            {
                 let text = v
                     .as_str()
                     .map(str::to_owned)

@@ -387,6 +387,23 @@ async fn jwt_audience_issuer_skew_namespace_and_cookie() {
         r["errors"][0]["message"],
         "Could not verify JWT: JWTNotInIssuer"
     );
+    let r = with_token(
+        &s,
+        &hs_token(&claims(json!({"iss": "https://issuer.example"}))),
+        &[],
+    )
+    .await;
+    assert_eq!(
+        error_code(&r),
+        "invalid-jwt",
+        "a configured audience must be in the token: {r}"
+    );
+    let r = with_token(&s, &hs_token(&claims(json!({"aud": "app"}))), &[]).await;
+    assert_eq!(
+        error_code(&r),
+        "invalid-jwt",
+        "a configured issuer must be in the token: {r}"
+    );
 
     let s = jwt_server(json!({"type": "HS256", "key": HS_KEY, "claims_namespace_path": "$.app.auth", "claims_format": "stringified_json",
         "header": {"type": "Cookie", "name": "session"}})).await;
@@ -835,5 +852,30 @@ async fn admin_secret_never_reaches_the_session() {
     assert_eq!(
         session,
         json!({"x-svc-role": "admin", "x-svc-user-id": "7"})
+    );
+}
+
+#[tokio::test]
+async fn credential_claims_never_reach_the_session() {
+    let s = jwt_server(json!({"type": "HS256", "key": HS_KEY})).await;
+    s.sql("CREATE FUNCTION author_session(a author) RETURNS text LANGUAGE sql STABLE AS $$ SELECT current_setting('basalt.user', true) $$").await;
+    s.ok(json!({"type": "add_computed_field", "args": {"table": "author", "name": "session", "definition": {"function": "author_session"}}})).await;
+    s.ok(json!({"type": "create_select_permission", "args": {"table": "author", "role": "reader", "permission": {"columns": ["id"], "computed_fields": ["session"], "filter": {}}}})).await;
+    let token = hs_token(
+        &json!({"exp": now() + 60, "https://basalt.dev/jwt/claims": {"x-svc-allowed-roles": ["reader"], "x-svc-default-role": "reader",
+        "x-svc-admin-secret": "leak", "X-Svc-Access-Key": "leak", "x-svc-user-id": "5"}}),
+    );
+    let auth = format!("Bearer {token}");
+    let r = raw_gql(
+        &s,
+        "{ author_by_pk(id: 1) { session } }",
+        &[("Authorization", auth.as_str())],
+    )
+    .await;
+    let session: Value =
+        serde_json::from_str(r["data"]["author_by_pk"]["session"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        session,
+        json!({"x-svc-role": "reader", "x-svc-user-id": "5"})
     );
 }
