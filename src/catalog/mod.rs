@@ -261,8 +261,10 @@ fn run<'a>(
                 let outcome = ops::apply(&work.metadata, op, Context { db: &work.db })?;
                 work.metadata = outcome.metadata;
                 work.own_consistency_rules |= outcome.own_consistency_rules;
-                work.rebuild |=
-                    matches!(op.as_ref(), ops::MetadataOp::Manage(ops::ManageOp::Reload));
+                work.rebuild |= matches!(
+                    op.as_ref(),
+                    ops::MetadataOp::Manage(ops::ManageOp::Reload { .. })
+                );
                 Ok(outcome.response)
             }
             Op::Bulk(ops) => {

@@ -28,7 +28,11 @@ pub enum ManageOp {
         allow_inconsistent: bool,
     },
     /// `reload_metadata`.
-    Reload,
+    Reload {
+        /// Refetch remote schemas too (they are stored but not served in this release, so
+        /// there is nothing to refetch yet).
+        remote_schemas: bool,
+    },
     /// `clear_metadata`.
     Clear,
     /// `get_inconsistent_metadata`.
@@ -47,7 +51,6 @@ struct ReplaceV2 {
 #[derive(Deserialize)]
 struct Reload {
     #[serde(default)]
-    #[allow(dead_code)]
     reload_remote_schemas: bool,
 }
 
@@ -283,8 +286,10 @@ impl ManageOp {
                 }
             }
             "reload_metadata" => {
-                let _: Reload = parse(args, path)?;
-                ManageOp::Reload
+                let a: Reload = parse(args, path)?;
+                ManageOp::Reload {
+                    remote_schemas: a.reload_remote_schemas,
+                }
             }
             "clear_metadata" => ManageOp::Clear,
             "get_inconsistent_metadata" => ManageOp::GetInconsistent,
@@ -321,7 +326,7 @@ impl ManageOp {
         Ok(match self {
             ManageOp::Export => keep(serde_json::to_value(metadata).unwrap_or_default(), false),
             ManageOp::GetInconsistent => keep(consistency(cache), false),
-            ManageOp::Reload => {
+            ManageOp::Reload { .. } => {
                 let mut response = json!({"message": "success", "is_consistent": cache.inconsistencies.is_empty()});
                 if !cache.inconsistencies.is_empty() {
                     response["inconsistent_objects"] = cache.inconsistencies_json();
