@@ -15,8 +15,14 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Serve the metadata API (and, as features land, GraphQL).
-    Serve(ServeConfig),
+    /// Serve the metadata API and GraphQL.
+    Serve(Box<ServeConfig>),
+    /// Write the CustomResourceDefinitions as YAML, one file per kind.
+    Crds {
+        /// Directory to write into (created if missing).
+        #[arg(long, default_value = "crds")]
+        out: PathBuf,
+    },
 }
 
 /// Log output format.

@@ -22,6 +22,7 @@ pub mod app;
 pub mod auth;
 pub mod catalog;
 pub mod config;
+pub mod controller;
 pub mod embedded;
 pub mod engine;
 pub mod execute;

@@ -7,9 +7,19 @@ use clap::Parser;
 async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Crds { out } => match write_crds(&out) {
+            Ok(n) => {
+                println!("wrote {n} CRDs to {}", out.display());
+                std::process::ExitCode::SUCCESS
+            }
+            Err(err) => {
+                eprintln!("basalt: {err:#}");
+                std::process::ExitCode::FAILURE
+            }
+        },
         Command::Serve(config) => {
             basalt::telemetry::init(config.log_format);
-            match basalt::app::serve(config).await {
+            match basalt::app::serve(*config).await {
                 Ok(()) => std::process::ExitCode::SUCCESS,
                 Err(err) => {
                     tracing::error!(error = format!("{err:#}"), "basalt stopped");
@@ -19,4 +29,16 @@ async fn main() -> std::process::ExitCode {
             }
         }
     }
+}
+
+/// Writes every CRD into `dir`; returns how many.
+fn write_crds(dir: &std::path::Path) -> anyhow::Result<usize> {
+    use anyhow::Context;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let files = basalt::controller::crd_files()?;
+    for (name, yaml) in &files {
+        let path = dir.join(name);
+        std::fs::write(&path, yaml).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(files.len())
 }

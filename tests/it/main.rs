@@ -4,6 +4,7 @@ mod harness;
 
 mod auth;
 mod catalog;
+mod crds;
 mod graphql_introspection;
 mod graphql_mutations;
 mod graphql_queries;

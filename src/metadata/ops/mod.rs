@@ -13,6 +13,7 @@ mod tables;
 
 pub use run_sql::RunSql;
 
+pub use collections::check_collection;
 pub use manage::{parse_metadata, ManageOp};
 
 use super::error::{parse_failed, Code, MetadataError, Result};

@@ -1,0 +1,329 @@
+//! Custom resource specs → metadata objects. Each field is mapped explicitly to its metadata
+//! API name (design §3.2: no generic case conversion); the result is then parsed by the same
+//! metadata types `/v1/query` uses, so a resource is valid exactly when the equivalent request
+//! would be. User data (BoolExps, presets, column maps) is copied verbatim.
+
+use super::crd::*;
+use crate::metadata::parse::parse;
+use crate::metadata::path::JsonPath;
+use crate::metadata::types::{
+    AllowlistEntry, CollectionEntry, ComputedFieldEntry, CustomTypes, PermissionEntry,
+    QualifiedTable, TableEntry,
+};
+use crate::metadata::MetadataError;
+use crate::schema::PermissionKind;
+use serde_json::{json, Map, Value};
+
+/// Inserts `key: value` when the value is present.
+fn put<T: serde::Serialize>(map: &mut Map<String, Value>, key: &str, value: &Option<T>) {
+    if let Some(v) = value {
+        if let Ok(v) = serde_json::to_value(v) {
+            map.insert(key.to_owned(), v);
+        }
+    }
+}
+
+fn table_name(name: &QualifiedName) -> Value {
+    json!({"schema": name.schema, "name": name.name})
+}
+
+fn spec_path() -> JsonPath {
+    JsonPath::root().key("spec")
+}
+
+fn relationship_using_object(using: &ObjectRelationshipUsing) -> Value {
+    let mut map = Map::new();
+    put(
+        &mut map,
+        "foreign_key_constraint_on",
+        &using.foreign_key_constraint_on,
+    );
+    if let Some(m) = &using.manual_configuration {
+        map.insert("manual_configuration".into(), manual(m));
+    }
+    Value::Object(map)
+}
+
+fn relationship_using_array(using: &ArrayRelationshipUsing) -> Value {
+    let mut map = Map::new();
+    if let Some(fk) = &using.foreign_key_constraint_on {
+        map.insert(
+            "foreign_key_constraint_on".into(),
+            json!({"table": table_name(&fk.table), "column": fk.column}),
+        );
+    }
+    if let Some(m) = &using.manual_configuration {
+        map.insert("manual_configuration".into(), manual(m));
+    }
+    Value::Object(map)
+}
+
+fn manual(m: &ManualConfigurationSpec) -> Value {
+    json!({"remote_table": table_name(&m.remote_table), "column_mapping": m.column_mapping})
+}
+
+/// The metadata API form of a TrackedTable (a table entry with its relationships).
+pub fn tracked_table_json(spec: &TrackedTableSpec) -> Value {
+    let mut entry = Map::new();
+    entry.insert("table".into(), table_name(&spec.table));
+    entry.insert("is_enum".into(), json!(spec.is_enum));
+    if let Some(config) = &spec.configuration {
+        let mut roots = Map::new();
+        if let Some(r) = &config.custom_root_fields {
+            put(&mut roots, "select", &r.select);
+            put(&mut roots, "select_by_pk", &r.select_by_pk);
+            put(&mut roots, "select_aggregate", &r.select_aggregate);
+            put(&mut roots, "insert", &r.insert);
+            put(&mut roots, "insert_one", &r.insert_one);
+            put(&mut roots, "update", &r.update);
+            put(&mut roots, "update_by_pk", &r.update_by_pk);
+            put(&mut roots, "delete", &r.delete);
+            put(&mut roots, "delete_by_pk", &r.delete_by_pk);
+        }
+        let columns = config
+            .custom_column_names
+            .clone()
+            .unwrap_or_else(|| json!({}));
+        entry.insert(
+            "configuration".into(),
+            json!({"custom_root_fields": roots, "custom_column_names": columns}),
+        );
+    }
+    let objects: Vec<Value> = spec
+        .object_relationships
+        .iter()
+        .map(|r| {
+            let mut m = Map::new();
+            m.insert("name".into(), json!(r.name));
+            m.insert("using".into(), relationship_using_object(&r.using));
+            put(&mut m, "comment", &r.comment);
+            Value::Object(m)
+        })
+        .collect();
+    let arrays: Vec<Value> = spec
+        .array_relationships
+        .iter()
+        .map(|r| {
+            let mut m = Map::new();
+            m.insert("name".into(), json!(r.name));
+            m.insert("using".into(), relationship_using_array(&r.using));
+            put(&mut m, "comment", &r.comment);
+            Value::Object(m)
+        })
+        .collect();
+    if !objects.is_empty() {
+        entry.insert("object_relationships".into(), Value::Array(objects));
+    }
+    if !arrays.is_empty() {
+        entry.insert("array_relationships".into(), Value::Array(arrays));
+    }
+    Value::Object(entry)
+}
+
+/// A TrackedTable as a metadata table entry (validated like `replace_metadata` would).
+pub fn tracked_table(spec: &TrackedTableSpec) -> Result<TableEntry, MetadataError> {
+    parse(&tracked_table_json(spec), &spec_path())
+}
+
+/// The permission kind of an operation.
+pub fn permission_kind(operation: Operation) -> PermissionKind {
+    match operation {
+        Operation::Insert => PermissionKind::Insert,
+        Operation::Select => PermissionKind::Select,
+        Operation::Update => PermissionKind::Update,
+        Operation::Delete => PermissionKind::Delete,
+    }
+}
+
+/// The metadata API form of a Permission's rules (only the fields of its operation).
+pub fn permission_rules_json(operation: Operation, p: &PermissionRules) -> Value {
+    let mut m = Map::new();
+    match operation {
+        Operation::Insert => {
+            put(&mut m, "check", &p.check);
+            put(&mut m, "set", &p.set);
+            put(&mut m, "columns", &p.columns);
+            put(&mut m, "backend_only", &p.backend_only);
+        }
+        Operation::Select => {
+            put(&mut m, "columns", &p.columns);
+            put(&mut m, "computed_fields", &p.computed_fields);
+            put(&mut m, "filter", &p.filter);
+            put(&mut m, "limit", &p.limit);
+            put(&mut m, "allow_aggregations", &p.allow_aggregations);
+        }
+        Operation::Update => {
+            put(&mut m, "columns", &p.columns);
+            put(&mut m, "filter", &p.filter);
+            put(&mut m, "check", &p.check);
+            put(&mut m, "set", &p.set);
+        }
+        Operation::Delete => put(&mut m, "filter", &p.filter),
+    }
+    Value::Object(m)
+}
+
+/// A Permission as (table, kind, permission entry), its rules checked against the kind's shape.
+pub fn permission(
+    spec: &PermissionSpec,
+) -> Result<(QualifiedTable, PermissionKind, PermissionEntry<Value>), MetadataError> {
+    let rules = permission_rules_json(spec.operation, &spec.permission);
+    let path = spec_path().key("permission");
+    // Parse with the typed rules of the kind, as create_<op>_permission does.
+    match spec.operation {
+        Operation::Insert => {
+            parse::<crate::metadata::types::InsertPermission>(&rules, &path).map(|_| ())?
+        }
+        Operation::Select => {
+            parse::<crate::metadata::types::SelectPermission>(&rules, &path).map(|_| ())?
+        }
+        Operation::Update => {
+            parse::<crate::metadata::types::UpdatePermission>(&rules, &path).map(|_| ())?
+        }
+        Operation::Delete => {
+            parse::<crate::metadata::types::DeletePermission>(&rules, &path).map(|_| ())?
+        }
+    }
+    let table: QualifiedTable = parse(&table_name(&spec.table), &spec_path().key("table"))?;
+    let entry = PermissionEntry {
+        role: parse(&json!(spec.role), &spec_path().key("role"))?,
+        permission: rules,
+        comment: spec.comment.clone(),
+    };
+    Ok((table, permission_kind(spec.operation), entry))
+}
+
+/// The metadata API form of a ComputedField.
+pub fn computed_field_json(spec: &ComputedFieldSpec) -> Value {
+    let mut definition = Map::new();
+    definition.insert("function".into(), table_name(&spec.definition.function));
+    put(
+        &mut definition,
+        "table_argument",
+        &spec.definition.table_argument,
+    );
+    put(
+        &mut definition,
+        "session_argument",
+        &spec.definition.session_argument,
+    );
+    let mut m = Map::new();
+    m.insert("name".into(), json!(spec.name));
+    m.insert("definition".into(), Value::Object(definition));
+    put(&mut m, "comment", &spec.comment);
+    Value::Object(m)
+}
+
+/// A ComputedField as (table, entry).
+pub fn computed_field(
+    spec: &ComputedFieldSpec,
+) -> Result<(QualifiedTable, ComputedFieldEntry), MetadataError> {
+    let table = parse(&table_name(&spec.table), &spec_path().key("table"))?;
+    Ok((table, parse(&computed_field_json(spec), &spec_path())?))
+}
+
+fn fields_json(fields: &[TypeFieldSpec]) -> Value {
+    Value::Array(
+        fields
+            .iter()
+            .map(|f| {
+                let mut m = Map::new();
+                m.insert("name".into(), json!(f.name));
+                put(&mut m, "description", &f.description);
+                m.insert("type".into(), json!(f.field_type));
+                Value::Object(m)
+            })
+            .collect(),
+    )
+}
+
+/// The metadata API form of a CustomTypeSet.
+pub fn custom_types_json(spec: &CustomTypeSetSpec) -> Value {
+    let named = |name: &str, description: &Option<String>| {
+        let mut m = Map::new();
+        m.insert("name".into(), json!(name));
+        put(&mut m, "description", description);
+        m
+    };
+    let input_objects: Vec<Value> = spec
+        .input_objects
+        .iter()
+        .map(|t| {
+            let mut m = named(&t.name, &t.description);
+            m.insert("fields".into(), fields_json(&t.fields));
+            Value::Object(m)
+        })
+        .collect();
+    let objects: Vec<Value> = spec
+        .objects
+        .iter()
+        .map(|t| {
+            let mut m = named(&t.name, &t.description);
+            m.insert("fields".into(), fields_json(&t.fields));
+            if !t.relationships.is_empty() {
+                let rels: Vec<Value> = t
+                    .relationships
+                    .iter()
+                    .map(|r| {
+                        json!({"name": r.name, "type": r.rel_type, "remote_table": table_name(&r.remote_table), "field_mapping": r.field_mapping})
+                    })
+                    .collect();
+                m.insert("relationships".into(), Value::Array(rels));
+            }
+            Value::Object(m)
+        })
+        .collect();
+    let scalars: Vec<Value> = spec
+        .scalars
+        .iter()
+        .map(|s| Value::Object(named(&s.name, &s.description)))
+        .collect();
+    let enums: Vec<Value> = spec
+        .enums
+        .iter()
+        .map(|e| {
+            let mut m = named(&e.name, &e.description);
+            let values: Vec<Value> = e
+                .values
+                .iter()
+                .map(|v| {
+                    let mut vm = Map::new();
+                    vm.insert("value".into(), json!(v.value));
+                    put(&mut vm, "description", &v.description);
+                    put(&mut vm, "is_deprecated", &v.is_deprecated);
+                    Value::Object(vm)
+                })
+                .collect();
+            m.insert("values".into(), Value::Array(values));
+            Value::Object(m)
+        })
+        .collect();
+    json!({"input_objects": input_objects, "objects": objects, "scalars": scalars, "enums": enums})
+}
+
+/// A CustomTypeSet as custom types.
+pub fn custom_types(spec: &CustomTypeSetSpec) -> Result<CustomTypes, MetadataError> {
+    parse(&custom_types_json(spec), &spec_path())
+}
+
+/// A QueryCollection as a collection entry (queries must parse, as for the API).
+pub fn query_collection(spec: &QueryCollectionSpec) -> Result<CollectionEntry, MetadataError> {
+    let queries: Vec<Value> = spec
+        .definition
+        .queries
+        .iter()
+        .map(|q| json!({"name": q.name, "query": q.query}))
+        .collect();
+    let mut m = Map::new();
+    m.insert("name".into(), json!(spec.name));
+    m.insert("definition".into(), json!({"queries": queries}));
+    put(&mut m, "comment", &spec.comment);
+    let entry: CollectionEntry = parse(&Value::Object(m), &spec_path())?;
+    crate::metadata::ops::check_collection(&entry, &spec_path())?;
+    Ok(entry)
+}
+
+/// An AllowListEntry as an allow-list entry.
+pub fn allowlist_entry(spec: &AllowListEntrySpec) -> Result<AllowlistEntry, MetadataError> {
+    parse(&json!({"collection": spec.collection}), &spec_path())
+}

@@ -1,0 +1,342 @@
+//! The CustomResourceDefinitions: generated files up to date, structural schemas, printer
+//! columns, client-side CEL rules, and the mapping of resources to metadata.
+
+use basalt::controller::crd::*;
+use basalt::controller::{crd_files, crds, mapping};
+use kube::core::ObjectMeta;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+#[test]
+fn committed_crds_are_up_to_date() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("crds");
+    let generated: BTreeMap<String, String> = crd_files().unwrap().into_iter().collect();
+    let mut committed = BTreeMap::new();
+    for entry in std::fs::read_dir(&dir).expect("crds/ exists") {
+        let path = entry.unwrap().path();
+        committed.insert(
+            path.file_name().unwrap().to_string_lossy().into_owned(),
+            std::fs::read_to_string(&path).unwrap(),
+        );
+    }
+    assert_eq!(
+        committed.keys().collect::<Vec<_>>(),
+        generated.keys().collect::<Vec<_>>(),
+        "crds/ is stale: run `cargo run -- crds --out crds`"
+    );
+    for (name, yaml) in &generated {
+        assert_eq!(
+            &committed[name], yaml,
+            "crds/{name} is stale: run `cargo run -- crds --out crds`"
+        );
+    }
+}
+
+/// The apiserver's structural-schema rules, checked on every node.
+fn lint(node: &Value, path: &str, in_combinator: bool, problems: &mut Vec<String>) {
+    let Value::Object(map) = node else { return };
+    if map.is_empty() {
+        problems.push(format!("{path}: empty schema"));
+        return;
+    }
+    if map.contains_key("$ref") {
+        problems.push(format!("{path}: $ref"));
+    }
+    let preserve = map.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true));
+    let int_or_string = map.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true));
+    if in_combinator {
+        for forbidden in ["type", "default", "nullable", "description"] {
+            if map.contains_key(forbidden) {
+                problems.push(format!("{path}: {forbidden} inside anyOf/oneOf/allOf/not"));
+            }
+        }
+    } else if !map.contains_key("type") && !preserve && !int_or_string {
+        problems.push(format!(
+            "{path}: no type and no x-kubernetes-preserve-unknown-fields"
+        ));
+    }
+    if map.contains_key("additionalProperties") && map.contains_key("properties") {
+        problems.push(format!("{path}: additionalProperties with properties"));
+    }
+    if let Some(Value::Object(props)) = map.get("properties") {
+        for (k, v) in props {
+            lint(v, &format!("{path}.{k}"), false, problems);
+        }
+    }
+    if let Some(items) = map.get("items") {
+        lint(items, &format!("{path}[]"), false, problems);
+    }
+    if let Some(extra @ Value::Object(_)) = map.get("additionalProperties") {
+        lint(extra, &format!("{path}.*"), false, problems);
+    }
+    for combinator in ["anyOf", "oneOf", "allOf"] {
+        if let Some(Value::Array(options)) = map.get(combinator) {
+            for (i, o) in options.iter().enumerate() {
+                lint(o, &format!("{path}.{combinator}[{i}]"), true, problems);
+            }
+        }
+    }
+    if let Some(not) = map.get("not") {
+        lint(not, &format!("{path}.not"), true, problems);
+    }
+}
+
+fn schema_of(
+    crd: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+) -> Value {
+    let version = &crd.spec.versions[0];
+    serde_json::to_value(&version.schema.as_ref().unwrap().open_api_v3_schema).unwrap()
+}
+
+#[test]
+fn every_schema_is_structural() {
+    for crd in crds() {
+        let mut problems = Vec::new();
+        let schema = schema_of(&crd);
+        lint(
+            &schema,
+            crd.metadata.name.as_deref().unwrap(),
+            false,
+            &mut problems,
+        );
+        assert!(problems.is_empty(), "{problems:#?}");
+        // Kinds carrying user data (BoolExps, presets, column maps) keep every key of it.
+        let opaque = [
+            "trackedtables.basalt.dev",
+            "permissions.basalt.dev",
+            "customtypesets.basalt.dev",
+        ];
+        if opaque.contains(&crd.metadata.name.as_deref().unwrap()) {
+            assert!(serde_json::to_string(&schema)
+                .unwrap()
+                .contains("x-kubernetes-preserve-unknown-fields"));
+        }
+    }
+}
+
+#[test]
+fn kinds_names_and_printer_columns() {
+    let expected = [
+        ("TrackedTable", "trackedtables", "btable"),
+        ("Permission", "permissions", "bperm"),
+        ("ComputedField", "computedfields", "bcf"),
+        ("CustomTypeSet", "customtypesets", "bct"),
+        ("QueryCollection", "querycollections", "bqc"),
+        ("AllowListEntry", "allowlistentries", "ballow"),
+    ];
+    for (crd, (kind, plural, short)) in crds().iter().zip(expected) {
+        assert_eq!(crd.spec.group, "basalt.dev");
+        assert_eq!(crd.spec.scope, "Namespaced");
+        assert_eq!(crd.spec.names.kind, kind);
+        assert_eq!(crd.spec.names.plural, plural);
+        assert_eq!(
+            crd.spec.names.short_names.as_deref(),
+            Some(&[short.to_owned()][..])
+        );
+        assert_eq!(
+            crd.spec.names.categories.as_deref(),
+            Some(&["basalt".to_owned()][..])
+        );
+        let version = &crd.spec.versions[0];
+        assert_eq!(version.name, "v1alpha1");
+        assert!(
+            version
+                .subresources
+                .as_ref()
+                .and_then(|s| s.status.as_ref())
+                .is_some(),
+            "{kind} has a status subresource"
+        );
+        let schema = schema_of(crd);
+        let columns = version.additional_printer_columns.as_ref().unwrap();
+        for name in ["Ready", "Drifted", "Age"] {
+            assert!(
+                columns.iter().any(|c| c.name == name),
+                "{kind} lacks {name}"
+            );
+        }
+        for column in columns {
+            // Each JSONPath names fields that exist in the schema (or metadata).
+            let path = column
+                .json_path
+                .split('[')
+                .next()
+                .unwrap()
+                .trim_start_matches('.');
+            let mut node = &schema;
+            let parts: Vec<&str> = path.split('.').collect();
+            if parts[0] == "metadata" {
+                continue;
+            }
+            for part in parts {
+                node = &node["properties"][part];
+                assert!(
+                    !node.is_null(),
+                    "{kind}: column {} path {} not in schema",
+                    column.name,
+                    column.json_path
+                );
+                if node["type"] == "array" {
+                    node = &node["items"];
+                }
+            }
+        }
+    }
+}
+
+fn permission(spec: Value) -> Permission {
+    Permission {
+        metadata: ObjectMeta {
+            name: Some("p".into()),
+            ..Default::default()
+        },
+        spec: serde_json::from_value(spec).unwrap(),
+        status: None,
+    }
+}
+
+#[test]
+fn permission_cel_rules() {
+    let ok = permission(
+        json!({"table": {"name": "article"}, "role": "user", "operation": "select", "permission": {"columns": "*", "filter": {"author_id": {"_eq": "X-Svc-User-Id"}}}}),
+    );
+    ok.validate_cel().expect("valid");
+    let cases = [
+        (
+            json!({"table": {"name": "a"}, "role": "admin", "operation": "delete", "permission": {"filter": {}}}),
+            "cannot define permission for admin role",
+        ),
+        (
+            json!({"table": {"name": "a"}, "role": "u", "operation": "select", "permission": {"columns": "*"}}),
+            "select needs permission.columns and permission.filter",
+        ),
+        (
+            json!({"table": {"name": "a"}, "role": "u", "operation": "insert", "permission": {"columns": "*"}}),
+            "insert needs permission.check",
+        ),
+        (
+            json!({"table": {"name": "a"}, "role": "u", "operation": "delete", "permission": {"filter": {}, "limit": 3}}),
+            "computedFields, limit and allowAggregations are for select only",
+        ),
+        (
+            json!({"table": {"name": "a"}, "role": "u", "operation": "select", "permission": {"columns": "*", "filter": {}, "backendOnly": true}}),
+            "backendOnly is for insert only",
+        ),
+    ];
+    for (spec, message) in cases {
+        let err = permission(spec.clone())
+            .validate_cel()
+            .expect_err("must fail");
+        assert!(format!("{err:?}").contains(message), "{spec}: {err:?}");
+    }
+    let moved = permission(
+        json!({"table": {"name": "article"}, "role": "editor", "operation": "select", "permission": {"columns": "*", "filter": {}}}),
+    );
+    let err = moved
+        .validate_cel_update(&ok)
+        .expect_err("role is immutable");
+    assert!(format!("{err:?}").contains("role is immutable"), "{err:?}");
+    ok.validate_cel_update(&ok).expect("unchanged is fine");
+}
+
+#[test]
+fn relationship_using_needs_exactly_one_key() {
+    let table = |using: Value| -> TrackedTable {
+        TrackedTable {
+            metadata: ObjectMeta::default(),
+            spec: serde_json::from_value(json!({"table": {"name": "article"}, "objectRelationships": [{"name": "author", "using": using}]})).unwrap(),
+            status: None,
+        }
+    };
+    table(json!({"foreignKeyConstraintOn": "author_id"}))
+        .validate_cel()
+        .expect("one key");
+    for using in [
+        json!({}),
+        json!({"foreignKeyConstraintOn": "a", "manualConfiguration": {"remoteTable": {"name": "b"}, "columnMapping": {"a": "id"}}}),
+    ] {
+        let err = table(using).validate_cel().expect_err("both or neither");
+        assert!(format!("{err:?}").contains("exactly one of"), "{err:?}");
+    }
+}
+
+#[test]
+fn resources_map_to_metadata_field_by_field() {
+    let spec: TrackedTableSpec = serde_json::from_value(json!({
+        "table": {"name": "article"}, "isEnum": false,
+        "configuration": {"customRootFields": {"select": "articles", "selectByPk": "articleById"}, "customColumnNames": {"author_id": "authorId"}},
+        "objectRelationships": [{"name": "author", "using": {"foreignKeyConstraintOn": "author_id"}, "comment": "who"}],
+        "arrayRelationships": [{"name": "comments", "using": {"manualConfiguration": {"remoteTable": {"schema": "public", "name": "comment"}, "columnMapping": {"id": "article_id"}}}}]
+    }))
+    .unwrap();
+    let entry = mapping::tracked_table(&spec).unwrap();
+    assert_eq!(
+        serde_json::to_value(&entry).unwrap(),
+        json!({
+            "table": {"schema": "public", "name": "article"},
+            "configuration": {"custom_root_fields": {"select": "articles", "select_by_pk": "articleById"}, "custom_column_names": {"author_id": "authorId"}},
+            "object_relationships": [{"name": "author", "using": {"foreign_key_constraint_on": "author_id"}, "comment": "who"}],
+            "array_relationships": [{"name": "comments", "using": {"manual_configuration": {"remote_table": {"schema": "public", "name": "comment"}, "column_mapping": {"id": "article_id"}}}}]
+        })
+    );
+
+    // BoolExps and presets pass through byte for byte, whatever their spelling.
+    let filter =
+        json!({"$or": [{"author_id": {"_eq": "X-SVC-USER-ID"}}, {"status": {"$eq": "published"}}]});
+    let spec: PermissionSpec = serde_json::from_value(json!({"table": {"name": "article"}, "role": "user", "operation": "update",
+        "permission": {"columns": ["title"], "filter": filter, "set": {"edited_at": "now()"}, "check": null}})).unwrap();
+    let (table, kind, entry) = mapping::permission(&spec).unwrap();
+    assert_eq!(table.name, "article");
+    assert_eq!(kind, basalt::schema::PermissionKind::Update);
+    assert_eq!(
+        entry.permission,
+        json!({"columns": ["title"], "filter": filter, "set": {"edited_at": "now()"}})
+    );
+    assert_eq!(
+        serde_json::to_string(&entry.permission["filter"]).unwrap(),
+        serde_json::to_string(&filter).unwrap()
+    );
+    let spec: PermissionSpec = serde_json::from_value(json!({"table": {"name": "article"}, "role": "user", "operation": "select", "permission": {"columns": "all", "filter": {}}})).unwrap();
+    let err = mapping::permission(&spec).unwrap_err();
+    assert_eq!(err.path.as_str(), "$.spec.permission.columns", "{err:?}");
+
+    let spec: ComputedFieldSpec =
+        serde_json::from_value(json!({"table": {"name": "author"}, "name": "fullName",
+        "definition": {"function": {"name": "author_full_name"}, "sessionArgument": "s"}}))
+        .unwrap();
+    let (_, cf) = mapping::computed_field(&spec).unwrap();
+    assert_eq!(
+        serde_json::to_value(&cf).unwrap(),
+        json!({"name": "fullName", "definition": {"function": {"schema": "public", "name": "author_full_name"}, "session_argument": "s"}})
+    );
+
+    let spec: CustomTypeSetSpec = serde_json::from_value(json!({
+        "objects": [{"name": "Result", "fields": [{"name": "id", "type": "Int!"}], "relationships": [{"name": "author", "type": "object", "remoteTable": {"name": "author"}, "fieldMapping": {"id": "id"}}]}],
+        "enums": [{"name": "Level", "values": [{"value": "LOW", "isDeprecated": true}]}]})).unwrap();
+    let types = mapping::custom_types(&spec).unwrap();
+    assert_eq!(
+        types.objects[0].relationships[0].remote_table.name,
+        "author"
+    );
+    assert_eq!(types.enums[0].values[0].is_deprecated, Some(true));
+
+    let spec: QueryCollectionSpec = serde_json::from_value(json!({"name": "app", "definition": {"queries": [{"name": "q", "query": "{ author { id } }"}]}})).unwrap();
+    assert_eq!(
+        mapping::query_collection(&spec)
+            .unwrap()
+            .definition
+            .queries
+            .len(),
+        1
+    );
+    let bad: QueryCollectionSpec = serde_json::from_value(
+        json!({"name": "app", "definition": {"queries": [{"name": "q", "query": "{"}]}}),
+    )
+    .unwrap();
+    assert_eq!(
+        mapping::query_collection(&bad).unwrap_err().code.as_str(),
+        "parse-failed"
+    );
+    let spec: AllowListEntrySpec = serde_json::from_value(json!({"collection": "app"})).unwrap();
+    assert_eq!(mapping::allowlist_entry(&spec).unwrap().collection.0, "app");
+}
