@@ -292,3 +292,75 @@ async fn run_mutation(
     tx.commit().await.map_err(execute::ExecuteError::from)?;
     Ok(Bytes::from(body))
 }
+
+/// Body of `POST /v1/graphql/explain`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ExplainRequest {
+    /// The GraphQL request to explain.
+    pub query: GraphqlRequest,
+    /// Session variables of the user to plan for (`x-svc-role` picks the role; admin when absent).
+    #[serde(default)]
+    pub user: Map<String, Value>,
+}
+
+/// For each data root field of a query: the SQL the request path runs for it (as that role),
+/// its parameters as bound, and Postgres's `EXPLAIN` plan.
+pub async fn explain(state: &AppState, request: ExplainRequest) -> Result<Value, GraphqlError> {
+    let variables_of_user: std::collections::BTreeMap<String, String> = request
+        .user
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.to_ascii_lowercase(),
+                v.as_str()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| v.to_string()),
+            )
+        })
+        .collect();
+    let role = variables_of_user
+        .get("x-svc-role")
+        .cloned()
+        .unwrap_or_else(|| "admin".to_owned());
+    let served = state.snapshot();
+    let schema = served
+        .graphql
+        .role(&role, false)
+        .ok_or_else(|| GraphqlError::new("unexpected", "schema not ready"))?;
+    let variables = request.query.variables.unwrap_or_default();
+    let compiled = compile(
+        state,
+        &schema,
+        &served.schema.resolved,
+        &request.query.query,
+        request.query.operation_name.as_deref(),
+        &variables,
+    )?;
+    if compiled.planned.mutation.is_some() {
+        return Err(GraphqlError::new(
+            "validation-failed",
+            "only queries can be explained",
+        ));
+    }
+    let mut session = variables_of_user;
+    session.insert("x-svc-role".to_owned(), role);
+    let client = state
+        .pool
+        .get()
+        .await
+        .map_err(execute::ExecuteError::from)?;
+    let mut out = Vec::new();
+    for (key, field) in &compiled.planned.data.fields {
+        if matches!(field, crate::graphql::ir::RootField::Constant(_)) {
+            continue;
+        }
+        let single = crate::graphql::ir::QueryPlan {
+            fields: vec![(key.clone(), field.clone())],
+        };
+        let sql = translate::query(&single);
+        let params = execute::bind(&sql.params, &variables, &session)?;
+        let plan = execute::explain(&client, &sql, &params).await?;
+        out.push(json!({"field": key, "sql": sql.sql, "params": params, "plan": plan}));
+    }
+    Ok(Value::Array(out))
+}

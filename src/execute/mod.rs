@@ -213,6 +213,26 @@ pub fn bound_statement_cache(cache: &deadpool_postgres::StatementCache) {
     }
 }
 
+/// Postgres's `EXPLAIN` of a compiled statement with its bound values, one line per row.
+pub async fn explain(
+    client: &deadpool_postgres::Client,
+    sql: &SqlText,
+    values: &[Option<String>],
+) -> Result<Vec<String>, ExecuteError> {
+    let types = vec![Type::TEXT; values.len()];
+    let statement = client
+        .prepare_typed(&crate::sql::explain(&sql.sql), &types)
+        .await?;
+    let refs: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = values
+        .iter()
+        .map(|v| v as &(dyn tokio_postgres::types::ToSql + Sync))
+        .collect();
+    let rows = client.query(&statement, &refs).await?;
+    rows.iter()
+        .map(|r| r.try_get::<_, String>(0).map_err(ExecuteError::from))
+        .collect()
+}
+
 /// Runs a compiled query and returns the `data` JSON bytes.
 pub async fn run(
     client: &deadpool_postgres::Client,

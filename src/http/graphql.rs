@@ -183,6 +183,28 @@ fn prefers_graphql_response(accept: &str) -> bool {
     best_graphql > 0.0 && best_graphql >= best_json
 }
 
+/// `POST /v1/graphql/explain` (admin only): the SQL, parameters and plan of each root field.
+pub async fn explain(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let session = state.auth.authenticate(&headers, None).await?;
+    let limit = state.config.max_body_bytes;
+    let bytes = to_bytes(body, limit)
+        .await
+        .map_err(|_| ApiError::PayloadTooLarge(limit))?;
+    let request: crate::engine::ExplainRequest = serde_json::from_slice(&bytes)
+        .map_err(|e| ApiError::InvalidJson(format!("invalid explain request: {e}")))?;
+    if !session.is_admin() {
+        return Err(ApiError::AdminOnly);
+    }
+    Ok(match crate::engine::explain(&state, request).await {
+        Ok(value) => (StatusCode::OK, axum::Json(value)).into_response(),
+        Err(err) => (StatusCode::BAD_REQUEST, err.body(true)).into_response(),
+    })
+}
+
 /// `GET /console`: GraphiQL with a headers editor (for `X-Svc-Admin-Secret`, `X-Svc-Role` …).
 pub async fn console() -> Html<&'static str> {
     Html(include_str!("console.html"))

@@ -29,6 +29,7 @@ pub fn router(state: AppState) -> Router {
     if state.config.api_enabled("graphql") {
         router = router
             .route("/v1/graphql", post(graphql::post).get(graphql::get))
+            .route("/v1/graphql/explain", post(graphql::explain))
             .route("/console", get(graphql::console));
     }
     router

@@ -38,6 +38,11 @@ pub fn json_array_of(selects: &[String]) -> String {
     format!("SELECT json_build_array({})", selects.join(", "))
 }
 
+/// `EXPLAIN <statement>`.
+pub fn explain(statement: &str) -> String {
+    format!("EXPLAIN {statement}")
+}
+
 /// `CREATE DATABASE "<name>"`.
 pub fn create_database(name: &str) -> String {
     format!("CREATE DATABASE {}", quote_ident(name))

@@ -749,3 +749,68 @@ async fn computed_field_arguments_of_quoted_types() {
     .await;
     assert_eq!(d["author"][0]["titles_like"], json!([{"id": 3}]));
 }
+
+#[tokio::test]
+async fn explain_shows_sql_params_and_plan_per_root_field() {
+    let s = TestServer::blog().await;
+    let url = format!("{}/v1/graphql/explain", s.base);
+    let body = json!({"query": {"query": "query($n: Int!) { articles(limit: $n) { id author { name } } author_aggregate { aggregate { count } } __typename }", "variables": {"n": 2}},
+        "user": {"X-Svc-Role": "user", "X-Svc-User-Id": "7"}});
+    let r: Value = s
+        .http
+        .post(&url)
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let fields: Vec<&str> = r
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(fields, ["articles", "author_aggregate"], "{r}");
+    let articles = &r[0];
+    assert!(
+        articles["sql"]
+            .as_str()
+            .unwrap()
+            .contains("FROM \"public\".\"article\""),
+        "{articles}"
+    );
+    let params: Vec<Value> = articles["params"].as_array().unwrap().clone();
+    assert!(
+        params.contains(&json!("7")),
+        "the user's session variable is bound: {params:?}"
+    );
+    assert!(
+        params.contains(&json!("2")),
+        "the variable is bound: {params:?}"
+    );
+    assert!(!articles["plan"].as_array().unwrap().is_empty());
+    // Admin only; queries only.
+    let r = s
+        .http
+        .post(&url)
+        .header("X-Svc-Role", "user")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let r = s.http.post(&url).json(&json!({"query": {"query": "mutation { delete_comment(where: {}) { affected_rows } }"}})).send().await.unwrap();
+    assert_eq!(r.status(), 400);
+    assert_eq!(
+        r.json::<Value>().await.unwrap()["errors"][0]["message"],
+        "only queries can be explained"
+    );
+    assert_eq!(
+        s.gql("{ comment_aggregate { aggregate { count } } }").await["data"]["comment_aggregate"]
+            ["aggregate"]["count"],
+        4,
+        "nothing was executed"
+    );
+}
