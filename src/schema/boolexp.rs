@@ -1,7 +1,7 @@
 //! Checking permission BoolExps and presets against the resolved model, and finding what they
 //! refer to (for dependency checks and renames).
 
-use super::{ComputedReturn, FieldRef, Resolved, ResolvedTable};
+use super::{FieldRef, Resolved, ResolvedTable};
 use crate::introspect::DbColumn;
 use crate::metadata::error::{not_exists, parse_failed, Result};
 use crate::metadata::path::JsonPath;
@@ -259,34 +259,12 @@ impl<'a> Walker<'a> {
                 });
                 self.exp(target, value, path, pointer)
             }
-            Some(FieldRef::ComputedField(cf)) => {
-                let returns = &cf.returns;
-                self.refs.push(Reference {
-                    target: Target::ComputedField(table.clone(), key.to_owned()),
-                    pointer: pointer.to_vec(),
-                });
-                match returns {
-                    ComputedReturn::Scalar(type_name) => {
-                        let operand = OperandType {
-                            name: type_name,
-                            text: matches!(
-                                type_name.as_str(),
-                                "text" | "varchar" | "bpchar" | "citext" | "name"
-                            ),
-                            json: type_name == "json",
-                            jsonb: type_name == "jsonb",
-                        };
-                        self.operators(table, key, operand, value, path, pointer)
-                    }
-                    ComputedReturn::Table { table: target, .. } => {
-                        self.refs.push(Reference {
-                            target: Target::Table(target.clone()),
-                            pointer: pointer.to_vec(),
-                        });
-                        self.exp(target, value, path, pointer)
-                    }
-                }
-            }
+            // The BoolExp grammar has columns, relationships and `_exists`; computed fields are
+            // selection-only, so a rule naming one could never be enforced.
+            Some(FieldRef::ComputedField(_)) => Err(not_exists(
+                path.clone(),
+                format!("\"{key}\" is a computed field; boolean expressions accept columns and relationships only"),
+            )),
             None => Err(not_exists(
                 path.clone(),
                 format!("column \"{key}\" does not exist"),

@@ -127,6 +127,23 @@ async fn permission_errors() {
         "$.args.permission.filter.author.nope",
     )
     .await;
+    let r = s
+        .fails(
+            create(
+                "select",
+                "author",
+                "u2",
+                json!({"columns": "*", "filter": {"full_name": {"_eq": "x"}}}),
+            ),
+            400,
+            "not-exists",
+            "$.args.permission.filter.full_name",
+        )
+        .await;
+    assert!(
+        r["error"].as_str().unwrap().contains("is a computed field"),
+        "{r}"
+    );
     s.fails(
         create(
             "select",
