@@ -30,6 +30,18 @@ pub struct PlanError {
 }
 
 impl PlanError {
+    /// `field "<field>" not found in type: '<type>'`.
+    pub(super) fn unknown_field(
+        path: &str,
+        field: impl std::fmt::Display,
+        type_name: impl std::fmt::Display,
+    ) -> Self {
+        PlanError::validation(
+            path,
+            format!("field \"{field}\" not found in type: '{type_name}'"),
+        )
+    }
+
     pub(super) fn validation(path: &str, message: impl Into<String>) -> Self {
         PlanError {
             message: message.into(),
@@ -396,10 +408,7 @@ impl<'a> Planner<'a> {
                 for (key, v) in map {
                     let key = key.to_string();
                     let def = fields.get(&key).ok_or_else(|| {
-                        PlanError::validation(
-                            &format!("{path}.{key}"),
-                            format!("field \"{key}\" not found in type: '{name}'"),
-                        )
+                        PlanError::unknown_field(&format!("{path}.{key}"), &key, name)
                     })?;
                     out.insert(
                         key.clone(),
@@ -527,10 +536,7 @@ impl<'a> Planner<'a> {
                     let mut out = IndexMap::new();
                     for (key, v) in map {
                         let def = fields.get(key).ok_or_else(|| {
-                            PlanError::validation(
-                                &format!("{path}.{key}"),
-                                format!("field \"{key}\" not found in type: '{name}'"),
-                            )
+                            PlanError::unknown_field(&format!("{path}.{key}"), key, name)
                         })?;
                         out.insert(
                             key.clone(),
@@ -769,12 +775,7 @@ impl<'a> Planner<'a> {
             .object_fields(parent)
             .and_then(|f| f.get(name))
             .cloned()
-            .ok_or_else(|| {
-                PlanError::validation(
-                    path,
-                    format!("field \"{name}\" not found in type: '{parent}'"),
-                )
-            })
+            .ok_or_else(|| PlanError::unknown_field(path, name, parent))
     }
 
     pub(super) fn no_selection(field: &AstField, path: &str) -> Result<()> {
@@ -827,12 +828,12 @@ impl<'a> Planner<'a> {
                     ));
                 }
                 _ => {
-                    let root = self.model.roots.get(name).cloned().ok_or_else(|| {
-                        PlanError::validation(
-                            &path,
-                            format!("field \"{name}\" not found in type: 'query_root'"),
-                        )
-                    })?;
+                    let root = self
+                        .model
+                        .roots
+                        .get(name)
+                        .cloned()
+                        .ok_or_else(|| PlanError::unknown_field(&path, name, "query_root"))?;
                     let def = self.field_def("query_root", name, &path)?;
                     let args = self.field_args(&def, field, &path)?;
                     let table = self.table(&root.table, &path)?;
@@ -1044,12 +1045,10 @@ impl<'a> Planner<'a> {
             }
             let def = self.field_def(&table.type_name, name, &fpath)?;
             let args = self.field_args(&def, field, &fpath)?;
-            let kind = table.fields.get(name).ok_or_else(|| {
-                PlanError::validation(
-                    &fpath,
-                    format!("field \"{name}\" not found in type: '{}'", table.type_name),
-                )
-            })?;
+            let kind = table
+                .fields
+                .get(name)
+                .ok_or_else(|| PlanError::unknown_field(&fpath, name, &table.type_name))?;
             let planned = match kind {
                 TableField::Column(c) => {
                     Self::no_selection(field, &fpath)?;
@@ -1307,12 +1306,7 @@ impl<'a> Planner<'a> {
                     }
                     fields.push((key.clone(), AggregateField::Aggregate(ops)));
                 }
-                other => {
-                    return Err(PlanError::validation(
-                        &fpath,
-                        format!("field \"{other}\" not found in type: '{type_name}'"),
-                    ))
-                }
+                other => return Err(PlanError::unknown_field(&fpath, other, &type_name)),
             }
         }
         Ok(AggregateSelect {
@@ -1392,12 +1386,10 @@ impl<'a> Planner<'a> {
                         });
                     }
                     _ => {
-                        return Err(PlanError::validation(
+                        return Err(PlanError::unknown_field(
                             &kpath,
-                            format!(
-                                "field \"{key}\" not found in type: '{}_bool_exp'",
-                                table.type_name
-                            ),
+                            key,
+                            format!("{}_bool_exp", table.type_name),
                         ))
                     }
                 },
@@ -1518,12 +1510,10 @@ impl<'a> Planner<'a> {
                 }
             }
             _ => {
-                return Err(PlanError::validation(
+                return Err(PlanError::unknown_field(
                     path,
-                    format!(
-                        "field \"{key}\" not found in type: '{}_order_by'",
-                        table.type_name
-                    ),
+                    key,
+                    format!("{}_order_by", table.type_name),
                 ))
             }
         }

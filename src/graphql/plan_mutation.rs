@@ -108,12 +108,12 @@ impl<'a> Planner<'a> {
                 ));
                 continue;
             }
-            let root = self.model.mutations.get(name).cloned().ok_or_else(|| {
-                PlanError::validation(
-                    &path,
-                    format!("field \"{name}\" not found in type: 'mutation_root'"),
-                )
-            })?;
+            let root = self
+                .model
+                .mutations
+                .get(name)
+                .cloned()
+                .ok_or_else(|| PlanError::unknown_field(&path, name, "mutation_root"))?;
             let def = self.field_def("mutation_root", name, &path)?;
             let args = self.field_args(&def, field, &path)?;
             let w = self.write(&root.table, &path)?;
@@ -217,12 +217,10 @@ impl<'a> Planner<'a> {
                     out.push((key.clone(), ResponseField::Returning(select)));
                 }
                 other => {
-                    return Err(PlanError::validation(
+                    return Err(PlanError::unknown_field(
                         &fpath,
-                        format!(
-                            "field \"{other}\" not found in type: '{}_mutation_response'",
-                            w.type_name
-                        ),
+                        other,
+                        format!("{}_mutation_response", w.type_name),
                     ))
                 }
             }
@@ -327,12 +325,10 @@ impl<'a> Planner<'a> {
                         }
                     }
                 } else {
-                    return Err(PlanError::validation(
+                    return Err(PlanError::unknown_field(
                         &fpath,
-                        format!(
-                            "field \"{field}\" not found in type: '{}_insert_input'",
-                            w.type_name
-                        ),
+                        field,
+                        format!("{}_insert_input", w.type_name),
                     ));
                 }
             }
