@@ -124,7 +124,8 @@ impl Running {
     }
 }
 
-fn pool_for(url: &str, size: usize) -> Result<(Pool, tokio_postgres::Config)> {
+/// A connection pool of `size` on `url`, and the parsed connection settings.
+pub fn pool_for(url: &str, size: usize) -> Result<(Pool, tokio_postgres::Config)> {
     let pg = tokio_postgres::Config::from_str(url).context("invalid database URL")?;
     let manager = Manager::from_config(
         pg.clone(),
@@ -303,11 +304,28 @@ pub async fn serve(mut config: ServeConfig) -> Result<()> {
         tracing::warn!("no admin secret configured: the metadata API is open to anyone who can reach this port; set BASALT_ADMIN_SECRET");
     }
     let result = async {
+        let controller_settings = config.controller_settings.clone();
+        let with_controller = config.controller;
+        let database_url = config.database_url.clone().unwrap_or_default();
         let running = start(config).await?;
-        shutdown_signal().await;
+        let (stop, stopped) = watch::channel(false);
+        let controller = async {
+            if with_controller {
+                crate::controller::run::run(controller_settings, &database_url, stopped).await
+            } else {
+                std::future::pending().await
+            }
+        };
+        // A failed controller (lost leadership, no Kubernetes API) stops the process:
+        // crash-only, the orchestrator restarts it.
+        let outcome = tokio::select! {
+            _ = shutdown_signal() => Ok(()),
+            result = controller => result,
+        };
         tracing::info!("shutting down");
+        let _ = stop.send(true);
         running.shutdown().await;
-        Ok::<_, anyhow::Error>(())
+        outcome
     }
     .await;
     if let Some(cluster) = embedded {
@@ -318,7 +336,8 @@ pub async fn serve(mut config: ServeConfig) -> Result<()> {
     result
 }
 
-async fn shutdown_signal() {
+/// Resolves on SIGINT or SIGTERM.
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

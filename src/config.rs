@@ -17,12 +17,102 @@ pub struct Cli {
 pub enum Command {
     /// Serve the metadata API and GraphQL.
     Serve(Box<ServeConfig>),
+    /// Run the Kubernetes controller: reconcile `basalt.dev` resources into the catalog.
+    Controller(Box<ControllerCommand>),
     /// Write the CustomResourceDefinitions as YAML, one file per kind.
     Crds {
         /// Directory to write into (created if missing).
         #[arg(long, default_value = "crds")]
         out: PathBuf,
     },
+}
+
+/// `basalt controller`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ControllerCommand {
+    /// Maintenance actions instead of running the controller.
+    #[command(subcommand)]
+    pub action: Option<ControllerAction>,
+    /// Postgres holding `basalt_catalog` (the engine's database).
+    #[arg(long, env = "BASALT_DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+    /// Log format.
+    #[arg(long, env = "BASALT_LOG_FORMAT", value_enum, default_value_t = LogFormat::Json)]
+    pub log_format: LogFormat,
+    /// Controller settings.
+    #[command(flatten)]
+    pub settings: ControllerConfig,
+}
+
+/// Maintenance subcommands of `basalt controller`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum ControllerAction {
+    /// Forget which catalog objects Kubernetes resources own (all, or one namespace's); the
+    /// objects stay, as if created through `/v1/query`.
+    ReleaseOwnership {
+        /// Only resources of this namespace.
+        #[arg(long)]
+        namespace: Option<String>,
+    },
+}
+
+/// Settings of the Kubernetes controller (`basalt controller`, `basalt serve --controller`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ControllerConfig {
+    /// Namespaces to watch (comma-separated). Default: `POD_NAMESPACE`, else the kubeconfig's
+    /// namespace.
+    #[arg(long = "watch-namespaces", env = "BASALT_WATCH_NAMESPACES", value_delimiter = ',')]
+    pub watch_namespaces: Vec<String>,
+    /// Watch every namespace (needs cluster-wide RBAC).
+    #[arg(long, env = "BASALT_WATCH_ALL_NAMESPACES", default_value_t = false, action = clap::ArgAction::Set)]
+    pub all_namespaces: bool,
+    /// Only reconcile resources matching this label selector (e.g. `basalt.dev/engine=prod`).
+    #[arg(long, env = "BASALT_CONTROLLER_LABEL_SELECTOR")]
+    pub label_selector: Option<String>,
+    /// Re-apply drifted objects (a resource's `basalt.dev/self-heal` annotation overrides).
+    #[arg(long, env = "BASALT_SELF_HEAL", default_value_t = false, action = clap::ArgAction::Set)]
+    pub self_heal: bool,
+    /// Seconds between periodic re-reconciles of every resource (and orphan scans).
+    #[arg(long, env = "BASALT_RESYNC_SECONDS", default_value_t = 300)]
+    pub resync_seconds: u64,
+    /// Resources reconciled at once per kind.
+    #[arg(long, env = "BASALT_CONTROLLER_CONCURRENCY", default_value_t = 2)]
+    pub concurrency: u16,
+    /// Milliseconds between attempts to take the leader lock.
+    #[arg(long, env = "BASALT_LEADER_RETRY_MS", default_value_t = 5000)]
+    pub leader_retry_ms: u64,
+    /// Direct (session-mode, not transaction-pooled) Postgres URL for the leader lock and
+    /// catalog listener; defaults to the database URL.
+    #[arg(long, env = "BASALT_CONTROLLER_DATABASE_URL", hide_env_values = true)]
+    pub controller_database_url: Option<String>,
+    /// Port of the controller's `/healthz` and `/readyz`.
+    #[arg(long, env = "BASALT_CONTROLLER_PROBE_PORT", default_value_t = 8081)]
+    pub probe_port: u16,
+}
+
+impl Default for ControllerConfig {
+    fn default() -> Self {
+        ControllerConfig {
+            watch_namespaces: Vec::new(),
+            all_namespaces: false,
+            label_selector: None,
+            self_heal: false,
+            resync_seconds: 300,
+            concurrency: 2,
+            leader_retry_ms: 5000,
+            controller_database_url: None,
+            probe_port: 8081,
+        }
+    }
+}
+
+/// What `/v1/query` may do to objects Kubernetes resources own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ManagedMetadata {
+    /// Allowed; the change shows as drift.
+    Allow,
+    /// Refused with `not-supported`.
+    Reject,
 }
 
 /// Log output format.
@@ -103,6 +193,16 @@ pub struct ServeConfig {
     /// Connections in the database pool.
     #[arg(long, env = "BASALT_POOL_SIZE", default_value_t = 16)]
     pub pool_size: usize,
+    /// Changes to objects owned by Kubernetes resources through `/v1/query`: `allow` (shown
+    /// as drift) or `reject`.
+    #[arg(long, env = "BASALT_MANAGED_METADATA", value_enum, default_value_t = ManagedMetadata::Allow)]
+    pub managed_metadata: ManagedMetadata,
+    /// Run the Kubernetes controller in this process too.
+    #[arg(long, env = "BASALT_CONTROLLER", default_value_t = false, action = clap::ArgAction::Set)]
+    pub controller: bool,
+    /// Controller settings (with `--controller`).
+    #[command(flatten)]
+    pub controller_settings: ControllerConfig,
 }
 
 impl ServeConfig {
@@ -137,6 +237,9 @@ impl ServeConfig {
             data_dir: PathBuf::from(".basalt"),
             metadata_poll_seconds: 5,
             pool_size: 8,
+            managed_metadata: ManagedMetadata::Allow,
+            controller: false,
+            controller_settings: ControllerConfig::default(),
         }
     }
 }

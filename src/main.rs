@@ -17,6 +17,17 @@ async fn main() -> std::process::ExitCode {
                 std::process::ExitCode::FAILURE
             }
         },
+        Command::Controller(command) => {
+            basalt::telemetry::init(command.log_format);
+            match basalt::controller::main(*command).await {
+                Ok(()) => std::process::ExitCode::SUCCESS,
+                Err(err) => {
+                    tracing::error!(error = format!("{err:#}"), "basalt controller stopped");
+                    eprintln!("basalt: {err:#}");
+                    std::process::ExitCode::FAILURE
+                }
+            }
+        }
         Command::Serve(config) => {
             basalt::telemetry::init(config.log_format);
             match basalt::app::serve(*config).await {

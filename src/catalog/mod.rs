@@ -11,7 +11,10 @@ use crate::schema::{self, SchemaCache};
 use serde_json::Value;
 use tokio_postgres::GenericClient;
 
+pub mod managed;
 mod run_sql;
+use crate::metadata::objects;
+pub use managed::OwnershipChanges;
 use tracing::Instrument;
 
 /// The channel every Basalt process listens on; the payload is the new resource version.
@@ -21,9 +24,10 @@ pub const NOTIFY_CHANNEL: &str = "basalt_metadata";
 const MIGRATION_LOCK: i64 = 0x6261_7361_6c74;
 
 /// Migrations in order; each runs once, recorded in `basalt_catalog.schema_migrations`.
-const MIGRATIONS: &[(i32, &str)] = &[(
-    1,
-    r#"
+const MIGRATIONS: &[(i32, &str)] = &[
+    (
+        1,
+        r#"
     CREATE TABLE basalt_catalog.metadata (
         id integer PRIMARY KEY CHECK (id = 1),
         metadata json NOT NULL,
@@ -32,7 +36,9 @@ const MIGRATIONS: &[(i32, &str)] = &[(
     INSERT INTO basalt_catalog.metadata (id, metadata, resource_version)
     VALUES (1, '{"version":2,"tables":[]}', 1);
     "#,
-)];
+    ),
+    (2, managed::MIGRATION),
+];
 
 /// Failures of the catalog layer.
 #[derive(Debug, thiserror::Error)]
@@ -176,12 +182,44 @@ struct Work {
     rebuild: bool,
 }
 
-/// Runs a request: lock, load, introspect, run each operation, check, store, NOTIFY — one
-/// transaction. `expected_version` gives compare-and-swap semantics.
+/// Who writes, and what that means for objects owned by Kubernetes resources.
+#[derive(Debug, Clone, Copy)]
+pub enum Writer<'a> {
+    /// A `/v1/query` request; with `reject_managed` a change to a managed object is refused
+    /// (`BASALT_MANAGED_METADATA=reject`).
+    Api {
+        /// Refuse changes to managed objects.
+        reject_managed: bool,
+    },
+    /// The Kubernetes controller, recording ownership in the same transaction.
+    Controller(&'a OwnershipChanges),
+}
+
+/// Runs a `/v1/query` request that may change managed objects (see [`execute_with`]).
 pub async fn execute(
     client: &mut tokio_postgres::Client,
     op: &Op,
     expected_version: Option<i64>,
+) -> Result<Executed, CatalogError> {
+    execute_with(
+        client,
+        op,
+        expected_version,
+        Writer::Api {
+            reject_managed: false,
+        },
+    )
+    .await
+}
+
+/// Runs a request: lock, load, introspect, run each operation, check, store (with ownership
+/// rows for the controller), NOTIFY — one transaction. `expected_version` gives
+/// compare-and-swap semantics.
+pub async fn execute_with(
+    client: &mut tokio_postgres::Client,
+    op: &Op,
+    expected_version: Option<i64>,
+    writer: Writer<'_>,
 ) -> Result<Executed, CatalogError> {
     let read_only = op.is_read_only();
     let tx = client.transaction().await?;
@@ -206,7 +244,7 @@ pub async fn execute(
         own_consistency_rules: false,
         rebuild: false,
     };
-    let response = run(&tx, &mut work, op).await?;
+    let mut response = run(&tx, &mut work, op).await?;
     let schema = {
         let _span = tracing::debug_span!("schema.rebuild").entered();
         schema::resolve(&work.metadata, &work.db)
@@ -216,6 +254,17 @@ pub async fn execute(
         ops::check_no_new_inconsistency(&before, &schema)?;
     }
     let wrote = work.metadata != metadata;
+    if is_get_inconsistent(op) {
+        add_drift(&tx, &metadata, &mut response).await?;
+    }
+    if let Writer::Api {
+        reject_managed: true,
+    } = writer
+    {
+        if wrote {
+            refuse_managed_changes(&tx, &metadata, &work.metadata).await?;
+        }
+    }
     let mut new_version = version;
     if wrote {
         let document = serde_json::to_value(&work.metadata)
@@ -229,6 +278,9 @@ pub async fn execute(
             .instrument(tracing::debug_span!("catalog.commit"))
             .await?;
         new_version = i64::from(row.try_get::<_, i32>(0)?);
+    }
+    if let Writer::Controller(changes) = writer {
+        managed::write(&tx, changes, new_version).await?;
     }
     let notify = wrote || work.rebuild;
     if notify {
@@ -247,6 +299,59 @@ pub async fn execute(
         wrote,
         notify,
     })
+}
+
+fn is_get_inconsistent(op: &Op) -> bool {
+    matches!(op, Op::Metadata(m) if matches!(m.as_ref(), ops::MetadataOp::Manage(ops::ManageOp::GetInconsistent)))
+}
+
+/// Appends one `type: "drift"` item per drifted managed object to a
+/// `get_inconsistent_metadata` response. Drift never fails a request; it is only reported.
+async fn add_drift(
+    client: &impl GenericClient,
+    metadata: &crate::metadata::Metadata,
+    response: &mut Value,
+) -> Result<(), CatalogError> {
+    let rows = managed::load(client).await?;
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let drift = objects::drift(&rows, metadata);
+    if drift.is_empty() {
+        return Ok(());
+    }
+    if let Some(Value::Array(items)) = response.get_mut("inconsistent_objects") {
+        items.extend(drift.iter().map(objects::Drift::to_json));
+    }
+    response["is_consistent"] = Value::Bool(false);
+    Ok(())
+}
+
+/// `BASALT_MANAGED_METADATA=reject`: fails when the write changes or removes an object a
+/// Kubernetes resource owns.
+async fn refuse_managed_changes(
+    client: &impl GenericClient,
+    before: &crate::metadata::Metadata,
+    after: &crate::metadata::Metadata,
+) -> Result<(), CatalogError> {
+    let rows = managed::load(client).await?;
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let (old, new) = (
+        objects::catalog_objects(before),
+        objects::catalog_objects(after),
+    );
+    for row in rows.iter().filter(|r| !r.orphaned) {
+        if old.get(&row.key) != new.get(&row.key) {
+            return Err(CatalogError::Metadata(MetadataError::new(
+                crate::metadata::Code::NotSupported,
+                JsonPath::args(),
+                format!("{} is managed by {}", row.key, row.owner.describe()),
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Runs one operation of a request (recursing into `bulk`), updating `work`.

@@ -4,6 +4,7 @@
 //! would be. User data (BoolExps, presets, column maps) is copied verbatim.
 
 use super::crd::*;
+use crate::metadata::objects::{table_settings, CustomType, Object};
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::{
@@ -169,21 +170,21 @@ pub fn permission(
 ) -> Result<(QualifiedTable, PermissionKind, PermissionEntry<Value>), MetadataError> {
     let rules = permission_rules_json(spec.operation, &spec.permission);
     let path = spec_path().key("permission");
-    // Parse with the typed rules of the kind, as create_<op>_permission does.
-    match spec.operation {
-        Operation::Insert => {
-            parse::<crate::metadata::types::InsertPermission>(&rules, &path).map(|_| ())?
-        }
-        Operation::Select => {
-            parse::<crate::metadata::types::SelectPermission>(&rules, &path).map(|_| ())?
-        }
-        Operation::Update => {
-            parse::<crate::metadata::types::UpdatePermission>(&rules, &path).map(|_| ())?
-        }
-        Operation::Delete => {
-            parse::<crate::metadata::types::DeletePermission>(&rules, &path).map(|_| ())?
-        }
+    // Parse with the typed rules of the kind, as create_<op>_permission does, and keep the
+    // typed form so defaults are explicit (as the catalog stores them).
+    fn typed<P: serde::de::DeserializeOwned + serde::Serialize>(
+        rules: &Value,
+        path: &JsonPath,
+    ) -> Result<Value, MetadataError> {
+        let parsed: P = parse(rules, path)?;
+        Ok(serde_json::to_value(parsed).unwrap_or(Value::Null))
     }
+    let rules = match spec.operation {
+        Operation::Insert => typed::<crate::metadata::types::InsertPermission>(&rules, &path)?,
+        Operation::Select => typed::<crate::metadata::types::SelectPermission>(&rules, &path)?,
+        Operation::Update => typed::<crate::metadata::types::UpdatePermission>(&rules, &path)?,
+        Operation::Delete => typed::<crate::metadata::types::DeletePermission>(&rules, &path)?,
+    };
     let table: QualifiedTable = parse(&table_name(&spec.table), &spec_path().key("table"))?;
     let entry = PermissionEntry {
         role: parse(&json!(spec.role), &spec_path().key("role"))?,
@@ -326,4 +327,48 @@ pub fn query_collection(spec: &QueryCollectionSpec) -> Result<CollectionEntry, M
 /// An AllowListEntry as an allow-list entry.
 pub fn allowlist_entry(spec: &AllowListEntrySpec) -> Result<AllowlistEntry, MetadataError> {
     parse(&json!({"collection": spec.collection}), &spec_path())
+}
+
+/// The catalog objects a TrackedTable declares: the table's settings, then each relationship.
+pub fn tracked_table_objects(spec: &TrackedTableSpec) -> Result<Vec<Object>, MetadataError> {
+    let entry = tracked_table(spec)?;
+    let mut out = vec![Object::Table(table_settings(&entry))];
+    for r in &entry.object_relationships {
+        out.push(Object::ObjectRelationship(entry.table.clone(), r.clone()));
+    }
+    for r in &entry.array_relationships {
+        out.push(Object::ArrayRelationship(entry.table.clone(), r.clone()));
+    }
+    Ok(out)
+}
+
+/// The catalog object a Permission declares.
+pub fn permission_objects(spec: &PermissionSpec) -> Result<Vec<Object>, MetadataError> {
+    let (table, kind, entry) = permission(spec)?;
+    Ok(vec![Object::Permission(table, kind, entry)])
+}
+
+/// The catalog object a ComputedField declares.
+pub fn computed_field_objects(spec: &ComputedFieldSpec) -> Result<Vec<Object>, MetadataError> {
+    let (table, entry) = computed_field(spec)?;
+    Ok(vec![Object::ComputedField(table, entry)])
+}
+
+/// The catalog objects a CustomTypeSet declares: one per type.
+pub fn custom_type_objects(spec: &CustomTypeSetSpec) -> Result<Vec<Object>, MetadataError> {
+    let types = custom_types(spec)?;
+    Ok(CustomType::all(&types)
+        .into_iter()
+        .map(Object::CustomType)
+        .collect())
+}
+
+/// The catalog object a QueryCollection declares.
+pub fn query_collection_objects(spec: &QueryCollectionSpec) -> Result<Vec<Object>, MetadataError> {
+    Ok(vec![Object::Collection(query_collection(spec)?)])
+}
+
+/// The catalog object an AllowListEntry declares.
+pub fn allowlist_objects(spec: &AllowListEntrySpec) -> Result<Vec<Object>, MetadataError> {
+    Ok(vec![Object::Allowlist(allowlist_entry(spec)?)])
 }

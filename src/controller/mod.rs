@@ -1,9 +1,16 @@
-//! The Kubernetes side of Basalt (`../design/kubernetes.md`). This release ships the custom
-//! resource definitions and their mapping to metadata; the reconciling controller builds on
-//! them. Never writes SQL.
+//! The Kubernetes side of Basalt (`../design/kubernetes.md`): custom resource definitions
+//! ([`crd`]), their mapping to metadata objects ([`mapping`]), the pure plan ([`diff`],
+//! [`conditions`]), the reconcile ([`reconcile`]), leader election ([`leader`]) and the
+//! process ([`run`]). Catalog writes go through the metadata API's operations and
+//! transaction; the controller never runs SQL of its own on user tables.
 
+pub mod conditions;
 pub mod crd;
+pub mod diff;
+pub mod leader;
 pub mod mapping;
+pub mod reconcile;
+pub mod run;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
@@ -29,4 +36,28 @@ pub fn crd_files() -> Result<Vec<(String, String)>, serde_yaml::Error> {
             serde_yaml::to_string(&crd).map(|yaml| (name, yaml))
         })
         .collect()
+}
+
+/// `basalt controller`: runs the controller until SIGINT/SIGTERM, or a maintenance action.
+pub async fn main(command: crate::config::ControllerCommand) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let url = command
+        .database_url
+        .clone()
+        .context("the controller needs --database-url / BASALT_DATABASE_URL")?;
+    if let Some(crate::config::ControllerAction::ReleaseOwnership { namespace }) = &command.action {
+        let (pool, _) = crate::app::pool_for(&url, 1)?;
+        let mut client = pool.get().await.context("cannot connect to the database")?;
+        crate::catalog::migrate(&mut client).await?;
+        let n = crate::catalog::managed::release(&**client, namespace.as_deref()).await?;
+        println!("released ownership of {n} catalog objects");
+        return Ok(());
+    }
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        crate::app::shutdown_signal().await;
+        tracing::info!("shutting down the controller");
+        let _ = stop.send(true);
+    });
+    run::run(command.settings, &url, stopped).await
 }

@@ -65,7 +65,10 @@ async fn run(state: AppState, headers: HeaderMap, body: Body) -> Result<Response
         .get()
         .await
         .map_err(|e| ApiError::internal(e.to_string()))?;
-    let executed = catalog::execute(&mut client, &op, expected).await?;
+    let writer = catalog::Writer::Api {
+        reject_managed: state.config.managed_metadata == crate::config::ManagedMetadata::Reject,
+    };
+    let executed = catalog::execute_with(&mut client, &op, expected, writer).await?;
     drop(client);
     let version = executed.snapshot.version;
     if executed.wrote || executed.notify {

@@ -6,6 +6,7 @@
 
 pub mod dependencies;
 pub mod error;
+pub mod objects;
 pub mod ops;
 pub mod parse;
 pub mod path;

@@ -1,0 +1,262 @@
+//! Status conditions and the classification of failures (`../design/kubernetes.md` §3.4, §6.4).
+//! Pure: the reconcile computes the outcome, these functions turn it into conditions, a
+//! requeue delay and whether an Event is due.
+
+use crate::metadata::{Code, MetadataError};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use std::time::Duration;
+
+/// Why a resource is (not) ready: the `reason` of its `Ready` condition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// In the catalog, consistent, not drifted.
+    Applied,
+    /// Another metadata object it needs is missing.
+    DependencyNotReady,
+    /// A table, column or function it needs does not exist in Postgres.
+    DatabaseObjectMissing,
+    /// Rejected by validation; waits for a spec change.
+    InvalidSpec,
+    /// The object exists and belongs to someone else.
+    Conflict,
+    /// Any other operation failure.
+    ApplyFailed,
+    /// The catalog differs from the spec and self-heal is off.
+    Drifted,
+    /// Applied but inconsistent with the database.
+    Inconsistent,
+    /// Cleanup refused because other objects depend on it.
+    DeletionBlocked,
+    /// `basalt.dev/reconcile: disabled`.
+    Suspended,
+}
+
+impl Reason {
+    /// The reason string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Applied => "Applied",
+            Reason::DependencyNotReady => "DependencyNotReady",
+            Reason::DatabaseObjectMissing => "DatabaseObjectMissing",
+            Reason::InvalidSpec => "InvalidSpec",
+            Reason::Conflict => "Conflict",
+            Reason::ApplyFailed => "ApplyFailed",
+            Reason::Drifted => "Drifted",
+            Reason::Inconsistent => "Inconsistent",
+            Reason::DeletionBlocked => "DeletionBlocked",
+            Reason::Suspended => "Suspended",
+        }
+    }
+
+    /// The Event published when a resource enters this state (`None`: no Event).
+    pub fn event(self) -> Option<(&'static str, bool)> {
+        // (reason, warning)
+        match self {
+            Reason::Applied => Some(("Applied", false)),
+            Reason::InvalidSpec => Some(("InvalidSpec", true)),
+            Reason::Conflict => Some(("Conflict", true)),
+            Reason::Inconsistent => Some(("Inconsistent", true)),
+            Reason::DeletionBlocked => Some(("DeletionBlocked", true)),
+            Reason::ApplyFailed | Reason::DatabaseObjectMissing | Reason::DependencyNotReady => {
+                Some(("ApplyFailed", true))
+            }
+            Reason::Drifted => Some(("DriftDetected", true)),
+            Reason::Suspended => None,
+        }
+    }
+
+    /// First retry delay; doubled per consecutive failure up to [`Reason::max_delay`].
+    /// `None`: wait for a change of the resource.
+    pub fn base_delay(self) -> Option<Duration> {
+        match self {
+            Reason::DependencyNotReady => Some(Duration::from_secs(5)),
+            Reason::InvalidSpec | Reason::Suspended => None,
+            Reason::Conflict => Some(Duration::from_secs(300)),
+            _ => Some(Duration::from_secs(10)),
+        }
+    }
+
+    /// Longest retry delay of the class.
+    pub fn max_delay(self) -> Duration {
+        match self {
+            Reason::DependencyNotReady => Duration::from_secs(120),
+            _ => Duration::from_secs(300),
+        }
+    }
+}
+
+/// Classifies an operation error (§6.4). `cleanup` marks errors of a deletion.
+pub fn classify(err: &MetadataError, cleanup: bool) -> Reason {
+    match err.code {
+        Code::DependencyError if cleanup => Reason::DeletionBlocked,
+        Code::NotExists | Code::NotFound => {
+            let m = err.message.to_ascii_lowercase();
+            if m.contains("in postgres") || m.contains("column") || m.contains("function") {
+                Reason::DatabaseObjectMissing
+            } else {
+                Reason::DependencyNotReady
+            }
+        }
+        Code::ParseFailed
+        | Code::InvalidCustomTypes
+        | Code::InvalidParams
+        | Code::ConstraintViolation
+        | Code::NotSupported => Reason::InvalidSpec,
+        Code::AlreadyExists | Code::AlreadyTracked => Reason::Conflict,
+        _ => Reason::ApplyFailed,
+    }
+}
+
+/// Retry delay after `failures` consecutive failures of class `reason` (1 = first), with a
+/// deterministic ±10 % spread derived from `seed` so replicas do not retry in lockstep.
+pub fn backoff(reason: Reason, failures: u32, seed: u64) -> Option<Duration> {
+    let base = reason.base_delay()?;
+    let doubled = base.saturating_mul(1u32 << failures.saturating_sub(1).min(16));
+    let capped = doubled.min(reason.max_delay());
+    let spread = (seed % 21) as i64 - 10; // -10 ..= 10 percent
+    let millis = capped.as_millis() as i64;
+    Some(Duration::from_millis(
+        (millis + millis * spread / 100).max(0) as u64,
+    ))
+}
+
+/// One desired condition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wanted {
+    /// `Ready`, `Consistent` or `Drifted`.
+    pub type_: &'static str,
+    /// `True`, `False` or `Unknown`.
+    pub status: &'static str,
+    /// CamelCase reason.
+    pub reason: &'static str,
+    /// Human-readable detail.
+    pub message: String,
+}
+
+/// Merges wanted conditions into the current ones: `lastTransitionTime` moves only when the
+/// status changes, so a reconcile that changes nothing produces an identical status.
+pub fn merge(
+    current: &[Condition],
+    wanted: &[Wanted],
+    generation: i64,
+    now: &Time,
+) -> Vec<Condition> {
+    wanted
+        .iter()
+        .map(|w| {
+            let previous = current.iter().find(|c| c.type_ == w.type_);
+            let since = match previous {
+                Some(p) if p.status == w.status => p.last_transition_time.clone(),
+                _ => now.clone(),
+            };
+            Condition {
+                type_: w.type_.to_owned(),
+                status: w.status.to_owned(),
+                reason: w.reason.to_owned(),
+                message: w.message.clone(),
+                observed_generation: Some(generation),
+                last_transition_time: since,
+            }
+        })
+        .collect()
+}
+
+/// The condition of `type_`, if present.
+pub fn find<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'a Condition> {
+    conditions.iter().find(|c| c.type_ == type_)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metadata::JsonPath;
+
+    fn err(code: Code, message: &str) -> MetadataError {
+        MetadataError::new(code, JsonPath::args(), message)
+    }
+
+    #[test]
+    fn errors_are_classified_as_the_design_table_says() {
+        let cases = [
+            (
+                err(Code::NotExists, "table \"author\" does not exist"),
+                false,
+                Reason::DependencyNotReady,
+            ),
+            (
+                err(
+                    Code::NotExists,
+                    "no such table/view exists in postgres: \"x\"",
+                ),
+                false,
+                Reason::DatabaseObjectMissing,
+            ),
+            (
+                err(Code::NotExists, "column \"x\" does not exist"),
+                false,
+                Reason::DatabaseObjectMissing,
+            ),
+            (err(Code::ParseFailed, "x"), false, Reason::InvalidSpec),
+            (
+                err(Code::InvalidCustomTypes, "x"),
+                false,
+                Reason::InvalidSpec,
+            ),
+            (
+                err(Code::ConstraintViolation, "x"),
+                false,
+                Reason::InvalidSpec,
+            ),
+            (err(Code::AlreadyExists, "x"), false, Reason::Conflict),
+            (err(Code::AlreadyTracked, "x"), false, Reason::Conflict),
+            (
+                err(Code::DependencyError, "x"),
+                true,
+                Reason::DeletionBlocked,
+            ),
+            (err(Code::DependencyError, "x"), false, Reason::ApplyFailed),
+            (err(Code::Unexpected, "x"), false, Reason::ApplyFailed),
+        ];
+        for (e, cleanup, want) in cases {
+            assert_eq!(classify(&e, cleanup), want, "{e:?}");
+        }
+    }
+
+    #[test]
+    fn backoff_doubles_caps_and_jitters_within_ten_percent() {
+        let at = |n, seed| {
+            backoff(Reason::DependencyNotReady, n, seed)
+                .unwrap()
+                .as_secs_f64()
+        };
+        assert_eq!(at(1, 10), 5.0);
+        assert_eq!(at(2, 10), 10.0);
+        assert_eq!(at(3, 10), 20.0);
+        assert_eq!(at(10, 10), 120.0);
+        for seed in 0..50 {
+            let d = at(2, seed);
+            assert!((9.0..=11.0).contains(&d), "{d}");
+        }
+        assert_eq!(backoff(Reason::InvalidSpec, 3, 0), None);
+        assert_eq!(backoff(Reason::ApplyFailed, 30, 10).unwrap().as_secs(), 300);
+    }
+
+    #[test]
+    fn transition_time_moves_only_when_the_status_changes() {
+        let t0 = Time(k8s_openapi::jiff::Timestamp::from_second(1_000).unwrap());
+        let t1 = Time(k8s_openapi::jiff::Timestamp::from_second(2_000).unwrap());
+        let wanted = |status, reason: &'static str| Wanted {
+            type_: "Ready",
+            status,
+            reason,
+            message: String::new(),
+        };
+        let first = merge(&[], &[wanted("True", "Applied")], 1, &t0);
+        let again = merge(&first, &[wanted("True", "Applied")], 2, &t1);
+        assert_eq!(again[0].last_transition_time, t0);
+        assert_eq!(again[0].observed_generation, Some(2));
+        let changed = merge(&again, &[wanted("False", "Drifted")], 2, &t1);
+        assert_eq!(changed[0].last_transition_time, t1);
+        assert_eq!(changed[0].reason, "Drifted");
+    }
+}

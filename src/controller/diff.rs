@@ -1,0 +1,487 @@
+//! Desired objects × catalog × ownership → what to do (`../design/kubernetes.md` §6.2 step 4).
+//! Pure: the plan is a function of its arguments, so a resource already in sync yields only
+//! `Noop` steps, no operations and no ownership change — the idempotency the controller
+//! relies on. Operations are written as `/v1/query` requests and run through the same parser
+//! and catalog transaction as the metadata API.
+
+use crate::catalog::OwnershipChanges;
+use crate::metadata::objects::{
+    canonical_text, differing_fields, hash, CustomType, DriftKind, Managed, Object, Owner,
+};
+use crate::metadata::types::{CustomTypes, Metadata};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// Per-resource policy (annotations and controller flags, §3.6).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Policy {
+    /// Re-apply drifted objects.
+    pub self_heal: bool,
+    /// `basalt.dev/sync-requested-at` changed: re-apply once even in report-only mode.
+    pub sync_requested: bool,
+    /// `basalt.dev/adopt: "true"`: take over unmanaged objects with the same key.
+    pub adopt: bool,
+}
+
+/// What happens to one object key.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// In sync.
+    Noop,
+    /// New object.
+    Create,
+    /// The resource's spec changed; the listed fields differ from the catalog.
+    Update(Vec<String>),
+    /// The catalog changed behind the resource; reported, not applied.
+    Drift(DriftKind, Vec<String>),
+    /// Drift being corrected (self-heal or sync request).
+    Heal(DriftKind, Vec<String>),
+    /// The object exists and belongs to someone else (`None`: created imperatively).
+    Conflict(Option<Owner>),
+    /// An unmanaged object taken over (and updated when it differs).
+    Adopt,
+    /// Owned before, no longer declared by the resource.
+    Delete,
+}
+
+impl Step {
+    /// Whether the step writes the catalog or the ownership table.
+    pub fn applies(&self) -> bool {
+        !matches!(self, Step::Noop | Step::Drift(..) | Step::Conflict(_))
+    }
+}
+
+/// One operation of a plan, with the key it serves (to attribute failures).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedOp {
+    /// The object key.
+    pub key: String,
+    /// The `/v1/query` request body.
+    pub request: Value,
+}
+
+/// The plan for one resource.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Plan {
+    /// Every key the resource declares or owned, with its step, in declaration order.
+    pub steps: Vec<(String, Step)>,
+    /// Operations, in the order they must run.
+    pub ops: Vec<PlannedOp>,
+    /// Ownership rows to write in the same transaction.
+    pub ownership: OwnershipChanges,
+}
+
+impl Plan {
+    /// True when nothing is written.
+    pub fn is_noop(&self) -> bool {
+        self.ops.is_empty() && self.ownership.is_empty()
+    }
+
+    /// Removes everything planned for `key` (a relationship waiting for its target).
+    pub fn without(&mut self, key: &str) {
+        self.ops.retain(|op| op.key != key);
+        self.ownership.upsert.retain(|r| r.key != key);
+    }
+}
+
+/// What the reconcile knows about the resource itself.
+#[derive(Debug, Clone)]
+pub struct Resource<'a> {
+    /// Owner identity.
+    pub owner: &'a Owner,
+    /// `metadata.generation`.
+    pub generation: i64,
+    /// Declared objects (from the mapping).
+    pub desired: &'a [Object],
+}
+
+fn same(a: &Value, b: &Value) -> bool {
+    canonical_text(a) == canonical_text(b)
+}
+
+/// Whether `row` belongs to `owner`: same uid, or a resource re-created under the same
+/// kind/namespace/name after its predecessor vanished without cleanup.
+fn owned_by(row: &Managed, owner: &Owner) -> bool {
+    row.owner.uid == owner.uid
+        || (row.orphaned
+            && row.owner.kind == owner.kind
+            && row.owner.namespace == owner.namespace
+            && row.owner.name == owner.name)
+}
+
+/// Plans the reconcile of one resource.
+pub fn plan(
+    resource: &Resource<'_>,
+    metadata: &Metadata,
+    rows: &[Managed],
+    policy: Policy,
+) -> Plan {
+    let catalog = crate::metadata::objects::catalog_objects(metadata);
+    let rows: BTreeMap<&str, &Managed> = rows.iter().map(|r| (r.key.as_str(), r)).collect();
+    let owner = resource.owner;
+    let mut plan = Plan::default();
+    let mut types = TypeEdits::default();
+    let row_for = |object: &Object, desired: Value| Managed {
+        key: object.key(),
+        owner: owner.clone(),
+        generation: resource.generation,
+        desired_hash: hash(&desired),
+        desired,
+        applied_version: 0,
+        orphaned: false,
+    };
+
+    // Keys owned before and no longer declared go first, so a replacement never collides.
+    let declared: Vec<String> = resource.desired.iter().map(Object::key).collect();
+    for (key, row) in &rows {
+        if !owned_by(row, owner) || declared.iter().any(|k| k == key) {
+            continue;
+        }
+        if let Some(current) = catalog.get(*key) {
+            push_drop(&mut plan, &mut types, current, false);
+        }
+        plan.ownership.remove.push((*key).to_owned());
+        plan.steps.push(((*key).to_owned(), Step::Delete));
+    }
+
+    for object in resource.desired {
+        let key = object.key();
+        let desired = object.canonical();
+        let current = catalog.get(&key);
+        let in_sync = current.is_some_and(|c| same(&c.canonical(), &desired));
+        let fields = || match current {
+            Some(c) => differing_fields(&desired, &c.canonical()),
+            None => Vec::new(),
+        };
+        let step = match rows.get(key.as_str()) {
+            Some(row) if !owned_by(row, owner) => Step::Conflict(Some(row.owner.clone())),
+            Some(row) => {
+                let spec_changed = !same(&row.desired, &desired);
+                let stale_row = spec_changed || row.orphaned || row.owner.uid != owner.uid;
+                if in_sync {
+                    if stale_row {
+                        plan.ownership.upsert.push(row_for(object, desired.clone()));
+                    }
+                    Step::Noop
+                } else if spec_changed {
+                    Step::Update(fields())
+                } else {
+                    let kind = if current.is_some() {
+                        DriftKind::Modified
+                    } else {
+                        DriftKind::Missing
+                    };
+                    if policy.self_heal || policy.sync_requested {
+                        Step::Heal(kind, fields())
+                    } else {
+                        Step::Drift(kind, fields())
+                    }
+                }
+            }
+            None if current.is_none() => Step::Create,
+            None if policy.adopt => Step::Adopt,
+            None => Step::Conflict(None),
+        };
+        if step.applies() {
+            match current {
+                None => push_create(&mut plan, &mut types, object),
+                Some(current) if !in_sync => {
+                    push_update(&mut plan, &mut types, metadata, current, object)
+                }
+                Some(_) => {}
+            }
+            plan.ownership.upsert.push(row_for(object, desired));
+        }
+        plan.steps.push((key, step));
+    }
+    if let Some(request) = types.request(metadata) {
+        plan.ops.push(request);
+    }
+    plan
+}
+
+/// Plans the cleanup of a deleted resource: drop every object it owns (unless `orphan`), and
+/// forget the ownership rows. Keys another resource owns, or already gone, are left alone.
+pub fn cleanup(
+    owner: &Owner,
+    metadata: &Metadata,
+    rows: &[Managed],
+    orphan: bool,
+    cascade: bool,
+) -> Plan {
+    let catalog = crate::metadata::objects::catalog_objects(metadata);
+    let mut plan = Plan::default();
+    let mut types = TypeEdits::default();
+    let mut owned: Vec<&Managed> = rows.iter().filter(|r| r.owner.uid == owner.uid).collect();
+    // Dependants first: relationships and permissions before the table they sit on.
+    owned.sort_by_key(|r| (drop_rank(&r.key), r.key.clone()));
+    for row in owned {
+        if !orphan {
+            if let Some(current) = catalog.get(&row.key) {
+                push_drop(&mut plan, &mut types, current, cascade);
+            }
+        }
+        plan.ownership.remove.push(row.key.clone());
+        plan.steps.push((row.key.clone(), Step::Delete));
+    }
+    if let Some(request) = types.request(metadata) {
+        plan.ops.push(request);
+    }
+    plan
+}
+
+fn drop_rank(key: &str) -> u8 {
+    match key.split(':').next() {
+        Some("allowlist") => 0,
+        Some("permission") => 1,
+        Some("relationship") => 2,
+        Some("computed_field") => 3,
+        Some("query_collection") => 4,
+        Some("custom_type") => 5,
+        _ => 6,
+    }
+}
+
+/// Custom types are written whole by `set_custom_types`: edits are collected and merged into
+/// the catalog's set once at the end of the plan (design §5.5).
+#[derive(Debug, Default)]
+struct TypeEdits {
+    keys: Vec<String>,
+    remove: Vec<String>,
+    put: Vec<CustomType>,
+}
+
+impl TypeEdits {
+    fn request(self, metadata: &Metadata) -> Option<PlannedOp> {
+        if self.remove.is_empty() && self.put.is_empty() {
+            return None;
+        }
+        let mut merged = CustomTypes::default();
+        let replaced = |name: &str| {
+            self.remove.iter().any(|n| n == name) || self.put.iter().any(|t| t.name() == name)
+        };
+        for t in CustomType::all(&metadata.custom_types) {
+            if !replaced(t.name()) {
+                t.push_into(&mut merged);
+            }
+        }
+        for t in self.put {
+            t.push_into(&mut merged);
+        }
+        Some(PlannedOp {
+            key: self.keys.join(","),
+            request: json!({"type": "set_custom_types", "args": merged}),
+        })
+    }
+}
+
+fn op(plan: &mut Plan, key: &str, request: Value) {
+    plan.ops.push(PlannedOp {
+        key: key.to_owned(),
+        request,
+    });
+}
+
+/// The request creating `object`.
+fn create_request(object: &Object) -> Option<Value> {
+    Some(match object {
+        Object::Table(e) => json!({"type": "track_table", "version": 2, "args": {
+            "table": e.table, "is_enum": e.is_enum, "configuration": e.configuration}}),
+        Object::ObjectRelationship(t, r) => json!({"type": "create_object_relationship",
+            "args": {"table": t, "name": r.name, "using": r.using, "comment": r.comment}}),
+        Object::ArrayRelationship(t, r) => json!({"type": "create_array_relationship",
+            "args": {"table": t, "name": r.name, "using": r.using, "comment": r.comment}}),
+        Object::Permission(t, kind, p) => json!({
+            "type": format!("create_{}_permission", kind.as_str()),
+            "args": {"table": t, "role": p.role, "permission": p.permission, "comment": p.comment}}),
+        Object::ComputedField(t, c) => json!({"type": "add_computed_field", "args": {
+            "table": t, "name": c.name, "definition": c.definition, "comment": c.comment}}),
+        Object::Collection(c) => json!({"type": "create_query_collection", "args": c}),
+        Object::Allowlist(a) => json!({"type": "add_collection_to_allowlist", "args": a}),
+        Object::CustomType(_) => return None,
+    })
+}
+
+/// The request dropping `object`.
+fn drop_request(object: &Object, cascade: bool) -> Option<Value> {
+    Some(match object {
+        Object::Table(e) => {
+            json!({"type": "untrack_table", "args": {"table": e.table, "cascade": cascade}})
+        }
+        Object::ObjectRelationship(t, r) => json!({"type": "drop_relationship",
+            "args": {"table": t, "relationship": r.name, "cascade": cascade}}),
+        Object::ArrayRelationship(t, r) => json!({"type": "drop_relationship",
+            "args": {"table": t, "relationship": r.name, "cascade": cascade}}),
+        Object::Permission(t, kind, p) => json!({
+            "type": format!("drop_{}_permission", kind.as_str()),
+            "args": {"table": t, "role": p.role}}),
+        Object::ComputedField(t, c) => json!({"type": "drop_computed_field",
+            "args": {"table": t, "name": c.name, "cascade": cascade}}),
+        Object::Collection(c) => json!({"type": "drop_query_collection",
+            "args": {"collection": c.name, "cascade": cascade}}),
+        Object::Allowlist(a) => json!({"type": "drop_collection_from_allowlist", "args": a}),
+        Object::CustomType(_) => return None,
+    })
+}
+
+fn push_create(plan: &mut Plan, types: &mut TypeEdits, object: &Object) {
+    let key = object.key();
+    match object {
+        Object::CustomType(t) => {
+            types.keys.push(key);
+            types.put.push(t.clone());
+        }
+        _ => {
+            if let Some(request) = create_request(object) {
+                op(plan, &key, request);
+            }
+        }
+    }
+}
+
+fn push_drop(plan: &mut Plan, types: &mut TypeEdits, object: &Object, cascade: bool) {
+    let key = object.key();
+    match object {
+        Object::CustomType(t) => {
+            types.keys.push(key);
+            types.remove.push(t.name().to_owned());
+        }
+        _ => {
+            if let Some(request) = drop_request(object, cascade) {
+                op(plan, &key, request);
+            }
+        }
+    }
+}
+
+/// The requests turning `current` into `desired` (same key), as the metadata API would
+/// express the change: settings setters, comment setters, add/drop of queries, or drop and
+/// re-create in the same transaction.
+fn push_update(
+    plan: &mut Plan,
+    types: &mut TypeEdits,
+    metadata: &Metadata,
+    current: &Object,
+    desired: &Object,
+) {
+    let key = desired.key();
+    let only_comment = |a: Value, b: Value| {
+        let mut a = a;
+        let mut b = b;
+        a["comment"] = Value::Null;
+        b["comment"] = Value::Null;
+        same(&a, &b)
+    };
+    match (current, desired) {
+        (Object::Table(c), Object::Table(d)) => {
+            if c.is_enum != d.is_enum {
+                op(
+                    plan,
+                    &key,
+                    json!({"type": "set_table_is_enum",
+                    "args": {"table": d.table, "is_enum": d.is_enum}}),
+                );
+            }
+            if c.configuration != d.configuration {
+                op(
+                    plan,
+                    &key,
+                    json!({"type": "set_table_custom_fields", "version": 2, "args": {
+                    "table": d.table,
+                    "custom_root_fields": d.configuration.custom_root_fields,
+                    "custom_column_names": d.configuration.custom_column_names}}),
+                );
+            }
+        }
+        (Object::ObjectRelationship(t, _), Object::ObjectRelationship(_, d))
+            if only_comment(current.canonical(), desired.canonical()) =>
+        {
+            op(
+                plan,
+                &key,
+                json!({"type": "set_relationship_comment",
+                "args": {"table": t, "relationship": d.name, "comment": d.comment}}),
+            );
+        }
+        (Object::ArrayRelationship(t, _), Object::ArrayRelationship(_, d))
+            if only_comment(current.canonical(), desired.canonical()) =>
+        {
+            op(
+                plan,
+                &key,
+                json!({"type": "set_relationship_comment",
+                "args": {"table": t, "relationship": d.name, "comment": d.comment}}),
+            );
+        }
+        (Object::Permission(t, kind, _), Object::Permission(_, _, d))
+            if only_comment(current.canonical(), desired.canonical()) =>
+        {
+            op(
+                plan,
+                &key,
+                json!({"type": "set_permission_comment",
+                "args": {"table": t, "role": d.role, "type": kind.as_str(), "comment": d.comment}}),
+            );
+        }
+        (Object::Collection(c), Object::Collection(d)) if c.comment == d.comment => {
+            for q in &c.definition.queries {
+                if !d.definition.queries.contains(q) {
+                    op(
+                        plan,
+                        &key,
+                        json!({"type": "drop_query_from_collection",
+                        "args": {"collection_name": c.name, "query_name": q.name}}),
+                    );
+                }
+            }
+            for q in &d.definition.queries {
+                if !c.definition.queries.contains(q) {
+                    op(
+                        plan,
+                        &key,
+                        json!({"type": "add_query_to_collection",
+                        "args": {"collection_name": d.name, "query_name": q.name, "query": q.query}}),
+                    );
+                }
+            }
+        }
+        (Object::CustomType(_), Object::CustomType(d)) => {
+            types.keys.push(key);
+            types.put.push(d.clone());
+        }
+        _ => {
+            // Drop without cascade (dependants make it fail rather than vanish), then create:
+            // one transaction, so the end state is checked as a whole.
+            let allowlisted = match current {
+                Object::Collection(c) => metadata.allowlist.iter().any(|a| a.collection == c.name),
+                _ => false,
+            };
+            if allowlisted {
+                if let Object::Collection(c) = current {
+                    op(
+                        plan,
+                        &key,
+                        json!({"type": "drop_collection_from_allowlist",
+                        "args": {"collection": c.name}}),
+                    );
+                }
+            }
+            if let Some(request) = drop_request(current, false) {
+                op(plan, &key, request);
+            }
+            if let Some(request) = create_request(desired) {
+                op(plan, &key, request);
+            }
+            if allowlisted {
+                if let Object::Collection(c) = current {
+                    op(
+                        plan,
+                        &key,
+                        json!({"type": "add_collection_to_allowlist",
+                        "args": {"collection": c.name}}),
+                    );
+                }
+            }
+        }
+    }
+}

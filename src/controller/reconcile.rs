@@ -1,0 +1,874 @@
+//! One reconcile of one resource (`../design/kubernetes.md` §6.2): finalizer, mapping, plan,
+//! catalog write through the metadata API's operations and transaction, consistency, status
+//! by server-side apply, Events on transitions. Idempotent: with everything in sync it makes
+//! no catalog write and no API call.
+
+use super::conditions::{self, Reason, Wanted};
+use super::crd::*;
+use super::diff::{self, Plan, Policy, Step};
+use crate::catalog::{self, managed, CatalogError, Writer};
+use crate::metadata::objects::{self, DriftKind, Managed, Object, Owner};
+use crate::metadata::ops::{Limits, Op};
+use crate::metadata::{Metadata, MetadataError};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{Patch, PatchParams};
+use kube::core::object::HasStatus;
+use kube::core::DeserializeGuard;
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::finalizer::{finalizer, Event as Finalized};
+use kube::{Api, Resource, ResourceExt};
+use serde_json::{json, Value};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Finalizer guarding catalog cleanup.
+pub const FINALIZER: &str = "basalt.dev/catalog-cleanup";
+/// Field manager of every server-side apply.
+pub const FIELD_MANAGER: &str = "basalt-controller";
+/// API version of every kind.
+pub const API_VERSION: &str = "basalt.dev/v1alpha1";
+/// Annotation: `"true"`/`"false"` overrides `--self-heal`.
+pub const SELF_HEAL: &str = "basalt.dev/self-heal";
+/// Annotation: a changed value forces one re-apply.
+pub const SYNC_REQUESTED_AT: &str = "basalt.dev/sync-requested-at";
+/// Annotation: `disabled` suspends reconciliation.
+pub const RECONCILE: &str = "basalt.dev/reconcile";
+/// Annotation: `"true"` takes over an existing unmanaged object.
+pub const ADOPT: &str = "basalt.dev/adopt";
+/// Annotation: `orphan` keeps the objects when the resource is deleted.
+pub const DELETION_POLICY: &str = "basalt.dev/deletion-policy";
+/// Annotation: `"true"` drops dependants too on delete.
+pub const CASCADE_DELETE: &str = "basalt.dev/cascade-delete";
+
+/// A resource kind the controller reconciles.
+pub trait Kind:
+    Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+    + HasStatus<Status = ResourceStatus>
+    + Clone
+    + std::fmt::Debug
+    + serde::de::DeserializeOwned
+    + serde::Serialize
+    + Send
+    + Sync
+    + 'static
+{
+    /// The catalog objects the spec declares.
+    fn declared(&self) -> Result<Vec<Object>, MetadataError>;
+    /// The CRD's CEL rules, evaluated client-side (objects created before a rule existed).
+    fn check_cel(&self) -> Result<(), String>;
+}
+
+macro_rules! kind {
+    ($kind:ty, $objects:path, no_cel) => {
+        impl Kind for $kind {
+            fn declared(&self) -> Result<Vec<Object>, MetadataError> {
+                $objects(&self.spec)
+            }
+            fn check_cel(&self) -> Result<(), String> {
+                Ok(())
+            }
+        }
+    };
+    ($kind:ty, $objects:path) => {
+        impl Kind for $kind {
+            fn declared(&self) -> Result<Vec<Object>, MetadataError> {
+                $objects(&self.spec)
+            }
+            fn check_cel(&self) -> Result<(), String> {
+                self.validate_cel().map_err(|e| e.to_string())
+            }
+        }
+    };
+}
+
+kind!(TrackedTable, super::mapping::tracked_table_objects);
+kind!(Permission, super::mapping::permission_objects);
+kind!(ComputedField, super::mapping::computed_field_objects);
+kind!(CustomTypeSet, super::mapping::custom_type_objects, no_cel);
+kind!(QueryCollection, super::mapping::query_collection_objects);
+kind!(AllowListEntry, super::mapping::allowlist_objects);
+
+/// Controller-wide settings.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Re-apply drift unless a resource says otherwise.
+    pub self_heal: bool,
+    /// Requeue after a successful reconcile (catches database changes without a NOTIFY).
+    pub resync: Duration,
+}
+
+/// What every reconcile shares.
+pub struct Context {
+    /// Kubernetes client.
+    pub client: kube::Client,
+    /// Catalog database.
+    pub pool: deadpool_postgres::Pool,
+    /// Event publisher.
+    pub recorder: Recorder,
+    /// Settings.
+    pub settings: Settings,
+    /// Consecutive failures per object, for backoff; reset on success.
+    failures: Mutex<HashMap<String, u32>>,
+}
+
+impl Context {
+    /// A context.
+    pub fn new(
+        client: kube::Client,
+        pool: deadpool_postgres::Pool,
+        recorder: Recorder,
+        settings: Settings,
+    ) -> Self {
+        Context {
+            client,
+            pool,
+            recorder,
+            settings,
+            failures: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Counts a failure of `object` and returns how many in a row.
+    fn failed(&self, object: &str) -> u32 {
+        let mut map = match self.failures.lock() {
+            Ok(m) => m,
+            Err(p) => p.into_inner(),
+        };
+        let n = map.entry(object.to_owned()).or_insert(0);
+        *n += 1;
+        *n
+    }
+
+    fn succeeded(&self, object: &str) {
+        let mut map = match self.failures.lock() {
+            Ok(m) => m,
+            Err(p) => p.into_inner(),
+        };
+        map.remove(object);
+    }
+
+    /// Consecutive failures recorded for `object`.
+    pub fn failures(&self, object: &str) -> u32 {
+        match self.failures.lock() {
+            Ok(m) => m.get(object).copied().unwrap_or(0),
+            Err(p) => p.into_inner().get(object).copied().unwrap_or(0),
+        }
+    }
+
+    async fn publish(
+        &self,
+        reference: &k8s_openapi::api::core::v1::ObjectReference,
+        reason: &str,
+        warning: bool,
+        note: String,
+    ) {
+        let event = Event {
+            type_: if warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: reason.to_owned(),
+            note: Some(truncate(note, 1000)),
+            action: "Reconcile".to_owned(),
+            secondary: None,
+        };
+        // Never fatal: a terminating namespace refuses Events, and cleanup must still finish.
+        if let Err(err) = self.recorder.publish(&event, reference).await {
+            tracing::warn!(%err, reason, "cannot publish event");
+        }
+    }
+}
+
+fn truncate(mut s: String, max: usize) -> String {
+    if s.len() > max {
+        let mut end = max;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+    }
+    s
+}
+
+/// Failures of a reconcile that `error_policy` retries.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The Kubernetes API refused or failed.
+    #[error("Kubernetes API error: {0}")]
+    Kube(#[from] kube::Error),
+    /// The catalog database failed.
+    #[error("catalog error: {0}")]
+    Catalog(#[from] CatalogError),
+    /// Cleanup refused by the catalog; the finalizer stays.
+    #[error("deletion blocked: {0}")]
+    DeletionBlocked(String),
+    /// The finalizer helper failed.
+    #[error("finalizer: {0}")]
+    Finalizer(String),
+}
+
+/// `kind/namespace/name`, the key of per-object state.
+pub fn object_name<K: Resource<DynamicType = ()>>(obj: &K) -> String {
+    format!(
+        "{}/{}/{}",
+        K::kind(&()),
+        obj.meta().namespace.clone().unwrap_or_default(),
+        obj.meta().name.clone().unwrap_or_default()
+    )
+}
+
+/// Reconciles one resource (or reports why it cannot be read).
+pub async fn reconcile<K: Kind>(
+    guarded: Arc<DeserializeGuard<K>>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    let resource = match &guarded.0 {
+        Ok(resource) => Arc::new(resource.clone()),
+        Err(invalid) => return invalid_object::<K>(invalid, &ctx).await,
+    };
+    let namespace = resource.namespace().unwrap_or_default();
+    let api: Api<K> = Api::namespaced(ctx.client.clone(), &namespace);
+    let span = tracing::info_span!("reconcile", kind = K::kind(&()).as_ref(), %namespace, name = %resource.name_any());
+    let _ = &span;
+    finalizer(&api, FINALIZER, resource, |event| async {
+        match event {
+            Finalized::Apply(r) => apply(r, &ctx).await,
+            Finalized::Cleanup(r) => cleanup(r, &ctx).await,
+        }
+    })
+    .await
+    .map_err(|e| match e {
+        kube::runtime::finalizer::Error::ApplyFailed(e)
+        | kube::runtime::finalizer::Error::CleanupFailed(e) => e,
+        other => Error::Finalizer(other.to_string()),
+    })
+}
+
+/// Retry policy for failed reconciles: backoff by error class, per object.
+pub fn error_policy<K: Kind>(
+    guarded: Arc<DeserializeGuard<K>>,
+    error: &Error,
+    ctx: Arc<Context>,
+) -> Action {
+    let name = object_name(guarded.as_ref());
+    let failures = ctx.failed(&name);
+    let reason = match error {
+        Error::DeletionBlocked(_) => Reason::DeletionBlocked,
+        _ => Reason::ApplyFailed,
+    };
+    tracing::warn!(object = %name, %error, failures, "reconcile failed");
+    let delay =
+        conditions::backoff(reason, failures, seed(&name)).unwrap_or(Duration::from_secs(300));
+    Action::requeue(delay)
+}
+
+fn seed(name: &str) -> u64 {
+    name.bytes()
+        .fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)))
+}
+
+fn annotation<'a, K: Resource>(obj: &'a K, key: &str) -> Option<&'a str> {
+    obj.meta()
+        .annotations
+        .as_ref()?
+        .get(key)
+        .map(String::as_str)
+}
+
+fn owner_of<K: Kind>(obj: &K) -> Owner {
+    Owner {
+        api_version: API_VERSION.to_owned(),
+        kind: K::kind(&()).into_owned(),
+        namespace: obj.namespace().unwrap_or_default(),
+        name: obj.name_any(),
+        uid: obj.uid().unwrap_or_default(),
+    }
+}
+
+/// A status patch for an object that does not deserialize: `Ready=False/InvalidSpec`.
+async fn invalid_object<K: Kind>(
+    invalid: &kube::core::error_boundary::InvalidObject,
+    ctx: &Context,
+) -> Result<Action, Error> {
+    let name = invalid.metadata.name.clone().unwrap_or_default();
+    let namespace = invalid.metadata.namespace.clone().unwrap_or_default();
+    let api: Api<DeserializeGuard<K>> = Api::namespaced(ctx.client.clone(), &namespace);
+    let generation = invalid.metadata.generation.unwrap_or(0);
+    let now = Time(k8s_openapi::jiff::Timestamp::now());
+    let message = format!("the resource does not match its schema: {}", invalid.error);
+    let wanted = [Wanted {
+        type_: "Ready",
+        status: "False",
+        reason: Reason::InvalidSpec.as_str(),
+        message: message.clone(),
+    }];
+    let patch = json!({"status": {
+        "observedGeneration": generation,
+        "conditions": conditions::merge(&[], &wanted, generation, &now),
+    }});
+    api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    let reference = k8s_openapi::api::core::v1::ObjectReference {
+        api_version: Some(API_VERSION.to_owned()),
+        kind: Some(K::kind(&()).into_owned()),
+        name: Some(name),
+        namespace: Some(namespace),
+        uid: invalid.metadata.uid.clone(),
+        ..Default::default()
+    };
+    ctx.publish(&reference, "InvalidSpec", true, message).await;
+    Ok(Action::await_change())
+}
+
+/// What a catalog write did.
+struct Written {
+    plan: Plan,
+    /// Catalog version after the write (or as read, when nothing was written).
+    version: i64,
+    wrote: bool,
+    /// Relationships left out because their target is not there yet, with the reason.
+    waiting: Vec<(String, MetadataError)>,
+}
+
+/// Index of the bulk operation an error points into (`$.args[3]…`).
+fn failing_index(err: &MetadataError) -> Option<usize> {
+    let rest = err.path.as_str().strip_prefix("$.args[")?;
+    rest.split(']').next()?.parse().ok()
+}
+
+/// Plans and writes, retrying lost compare-and-swap races; a relationship whose target is
+/// missing is left out (as if rolled back to its savepoint) so the table still lands.
+async fn write(
+    ctx: &Context,
+    resource: &diff::Resource<'_>,
+    policy: Policy,
+    cleanup: Option<(bool, bool)>,
+) -> Result<Result<Written, MetadataError>, Error> {
+    let mut waiting: Vec<(String, MetadataError)> = Vec::new();
+    let mut conflicts = 0;
+    loop {
+        let mut client = ctx.pool.get().await.map_err(CatalogError::from)?;
+        let (metadata, version) = catalog::load(&**client, false).await?;
+        let rows = managed::load(&**client).await?;
+        let mut plan = match cleanup {
+            Some((orphan, cascade)) => {
+                diff::cleanup(resource.owner, &metadata, &rows, orphan, cascade)
+            }
+            None => diff::plan(resource, &metadata, &rows, policy),
+        };
+        for (key, _) in &waiting {
+            plan.without(key);
+        }
+        if plan.is_noop() {
+            return Ok(Ok(Written {
+                plan,
+                version,
+                wrote: false,
+                waiting,
+            }));
+        }
+        let requests: Vec<Value> = plan.ops.iter().map(|o| o.request.clone()).collect();
+        let op = Op::parse(
+            &json!({"type": "bulk", "args": requests}),
+            Limits {
+                max_batch_size: usize::MAX,
+            },
+        );
+        let op = match op {
+            Ok(op) => op,
+            Err(e) => return Ok(Err(e)),
+        };
+        match catalog::execute_with(
+            &mut client,
+            &op,
+            Some(version),
+            Writer::Controller(&plan.ownership),
+        )
+        .await
+        {
+            Ok(executed) => {
+                return Ok(Ok(Written {
+                    plan,
+                    version: executed.snapshot.version,
+                    wrote: true,
+                    waiting,
+                }))
+            }
+            Err(CatalogError::Conflict { .. }) if conflicts < 5 => {
+                conflicts += 1;
+                let jitter = seed(&resource.owner.name) % 50 + 10 * conflicts;
+                tokio::time::sleep(Duration::from_millis(jitter)).await;
+            }
+            Err(CatalogError::Metadata(e)) => {
+                let key = failing_index(&e)
+                    .and_then(|i| plan.ops.get(i))
+                    .map(|o| o.key.clone());
+                let reason = conditions::classify(&e, cleanup.is_some());
+                match key {
+                    Some(key)
+                        if cleanup.is_none()
+                            && key.starts_with("relationship:")
+                            && matches!(
+                                reason,
+                                Reason::DependencyNotReady | Reason::DatabaseObjectMissing
+                            )
+                            && !waiting.iter().any(|(k, _)| *k == key) =>
+                    {
+                        waiting.push((key, e));
+                    }
+                    _ => return Ok(Err(e)),
+                }
+            }
+            Err(other) => return Err(other.into()),
+        }
+    }
+}
+
+/// The outcome a status is computed from.
+struct Outcome {
+    ready: Reason,
+    message: String,
+    consistent: Option<(bool, String)>,
+    drifted: Option<(DriftKind, Vec<String>)>,
+    corrected: bool,
+    adopted: bool,
+    wrote: bool,
+    version: Option<i64>,
+}
+
+impl Outcome {
+    fn failure(reason: Reason, message: String) -> Self {
+        Outcome {
+            ready: reason,
+            message,
+            consistent: None,
+            drifted: None,
+            corrected: false,
+            adopted: false,
+            wrote: false,
+            version: None,
+        }
+    }
+}
+
+async fn apply<K: Kind>(resource: Arc<K>, ctx: &Context) -> Result<Action, Error> {
+    let generation = resource.meta().generation.unwrap_or(0);
+    if annotation(&*resource, RECONCILE) == Some("disabled") {
+        let outcome = Outcome::failure(
+            Reason::Suspended,
+            format!("{RECONCILE} is \"disabled\": the catalog is not touched"),
+        );
+        return finish(&*resource, ctx, outcome, Vec::new()).await;
+    }
+    let declared = match resource
+        .check_cel()
+        .map_err(|e| format!("validation rule failed: {e}"))
+        .and_then(|()| {
+            resource
+                .declared()
+                .map_err(|e| format!("{}: {}", e.path, e.message))
+        }) {
+        Ok(d) => d,
+        Err(message) => {
+            let outcome = Outcome::failure(Reason::InvalidSpec, message);
+            return finish(&*resource, ctx, outcome, Vec::new()).await;
+        }
+    };
+    let owner = owner_of(&*resource);
+    let status = resource.status().cloned().unwrap_or_default();
+    let sync_request = annotation(&*resource, SYNC_REQUESTED_AT).map(str::to_owned);
+    let policy = Policy {
+        self_heal: match annotation(&*resource, SELF_HEAL) {
+            Some("true") => true,
+            Some("false") => false,
+            _ => ctx.settings.self_heal,
+        },
+        sync_requested: sync_request.is_some() && sync_request != status.last_sync_request,
+        adopt: annotation(&*resource, ADOPT) == Some("true"),
+    };
+    let target = diff::Resource {
+        owner: &owner,
+        generation,
+        desired: &declared,
+    };
+    let written = match write(ctx, &target, policy, None).await? {
+        Ok(w) => w,
+        Err(e) => {
+            let reason = conditions::classify(&e, false);
+            let message = format!("{} ({}): {}", e.code.as_str(), e.path, e.message);
+            return finish(
+                &*resource,
+                ctx,
+                Outcome::failure(reason, message),
+                keys(&declared),
+            )
+            .await;
+        }
+    };
+    let outcome = evaluate(ctx, &written, &declared).await?;
+    finish(&*resource, ctx, outcome, keys(&declared)).await
+}
+
+fn keys(declared: &[Object]) -> Vec<String> {
+    declared.iter().map(Object::key).collect()
+}
+
+/// Turns the plan's steps and the catalog's consistency into an outcome.
+async fn evaluate(ctx: &Context, written: &Written, declared: &[Object]) -> Result<Outcome, Error> {
+    let mut outcome = Outcome::failure(Reason::Applied, "the catalog matches the spec".to_owned());
+    outcome.wrote = written.wrote;
+    outcome.version = Some(written.version);
+    let mut conflicts = Vec::new();
+    for (key, step) in &written.plan.steps {
+        match step {
+            Step::Conflict(None) => conflicts.push(format!(
+                "{key} already exists and is not managed; annotate {ADOPT}=\"true\" to take it over"
+            )),
+            Step::Conflict(Some(owner)) => {
+                conflicts.push(format!("{key} is managed by {}", owner.describe()))
+            }
+            Step::Drift(kind, fields) => {
+                let (previous, mut all) = outcome.drifted.take().unwrap_or((*kind, Vec::new()));
+                if fields.is_empty() {
+                    all.push(format!("{key}: {}", kind.as_str()));
+                } else {
+                    all.extend(fields.iter().map(|f| format!("{key}: {f}")));
+                }
+                // Missing wins over modified when several objects drifted.
+                let kind = if previous == DriftKind::Missing { previous } else { *kind };
+                outcome.drifted = Some((kind, all));
+            }
+            Step::Heal(..) => outcome.corrected = true,
+            Step::Adopt => outcome.adopted = true,
+            _ => {}
+        }
+    }
+    // Consistency of what this resource declares, by the engine's own check.
+    let client = ctx.pool.get().await.map_err(CatalogError::from)?;
+    let snapshot = catalog::build(&**client).await?;
+    let inconsistent: Vec<String> = snapshot
+        .schema
+        .inconsistencies
+        .iter()
+        .filter(|i| !i.is_unsupported_feature())
+        .filter_map(|i| objects::object_id_key(&i.object).map(|k| (k, i.reason.clone())))
+        .filter(|(k, _)| {
+            declared
+                .iter()
+                .any(|d| d.key() == *k || d.table().is_some_and(|t| objects::table_key(t) == *k))
+        })
+        .map(|(k, reason)| format!("{k}: {reason}"))
+        .collect();
+    outcome.consistent = Some(if inconsistent.is_empty() {
+        (true, "consistent with the database".to_owned())
+    } else {
+        (false, inconsistent.join("; "))
+    });
+    if !conflicts.is_empty() {
+        outcome.ready = Reason::Conflict;
+        outcome.message = conflicts.join("; ");
+    } else if !written.waiting.is_empty() {
+        outcome.ready = Reason::DependencyNotReady;
+        outcome.message = written
+            .waiting
+            .iter()
+            .map(|(k, e)| format!("{k} waits: {}", e.message))
+            .collect::<Vec<_>>()
+            .join("; ");
+    } else if let Some((_, fields)) = &outcome.drifted {
+        outcome.ready = Reason::Drifted;
+        outcome.message = format!("the catalog differs from the spec: {}", fields.join(", "));
+    } else if let Some((false, message)) = &outcome.consistent {
+        outcome.ready = Reason::Inconsistent;
+        outcome.message = message.clone();
+    }
+    Ok(outcome)
+}
+
+/// Patches the status when it changed, publishes Events on transitions, and picks the requeue.
+async fn finish<K: Kind>(
+    resource: &K,
+    ctx: &Context,
+    outcome: Outcome,
+    object_keys: Vec<String>,
+) -> Result<Action, Error> {
+    let generation = resource.meta().generation.unwrap_or(0);
+    let before = resource.status().cloned().unwrap_or_default();
+    let now = Time(k8s_openapi::jiff::Timestamp::now());
+    let ready = outcome.ready;
+    let mut wanted = vec![Wanted {
+        type_: "Ready",
+        status: match ready {
+            Reason::Applied => "True",
+            Reason::Suspended => "Unknown",
+            _ => "False",
+        },
+        reason: ready.as_str(),
+        message: outcome.message.clone(),
+    }];
+    if let Some((ok, message)) = &outcome.consistent {
+        wanted.push(Wanted {
+            type_: "Consistent",
+            status: if *ok { "True" } else { "False" },
+            reason: if *ok { "Consistent" } else { "Inconsistent" },
+            message: message.clone(),
+        });
+        wanted.push(match &outcome.drifted {
+            Some((kind, fields)) => Wanted {
+                type_: "Drifted",
+                status: "True",
+                reason: if *kind == DriftKind::Missing {
+                    "Missing"
+                } else {
+                    "Modified"
+                },
+                message: fields.join(", "),
+            },
+            None if outcome.corrected => Wanted {
+                type_: "Drifted",
+                status: "False",
+                reason: "Corrected",
+                message: "drift was re-applied from the spec".to_owned(),
+            },
+            None => Wanted {
+                type_: "Drifted",
+                status: "False",
+                reason: "InSync",
+                message: "the catalog matches the spec".to_owned(),
+            },
+        });
+    } else {
+        // Not evaluated this time: keep what was known.
+        for type_ in ["Consistent", "Drifted"] {
+            if let Some(c) = conditions::find(&before.conditions, type_) {
+                wanted.push(Wanted {
+                    type_: if type_ == "Consistent" {
+                        "Consistent"
+                    } else {
+                        "Drifted"
+                    },
+                    status: match c.status.as_str() {
+                        "True" => "True",
+                        "False" => "False",
+                        _ => "Unknown",
+                    },
+                    reason: leak_reason(&c.reason),
+                    message: c.message.clone(),
+                });
+            }
+        }
+    }
+    let declared_hash = objects::hash(&json!(object_keys));
+    let status = ResourceStatus {
+        observed_generation: Some(generation),
+        catalog_resource_version: if outcome.wrote {
+            outcome.version
+        } else {
+            before.catalog_resource_version.or(outcome.version)
+        },
+        object_keys: object_keys.clone(),
+        spec_hash: if object_keys.is_empty() {
+            before.spec_hash.clone()
+        } else {
+            Some(spec_hash(resource).unwrap_or(declared_hash))
+        },
+        last_applied_time: if outcome.wrote {
+            Some(now_text(&now))
+        } else {
+            before.last_applied_time.clone()
+        },
+        last_sync_request: if ready == Reason::Suspended || ready == Reason::InvalidSpec {
+            before.last_sync_request.clone()
+        } else {
+            annotation(resource, SYNC_REQUESTED_AT)
+                .map(str::to_owned)
+                .or(before.last_sync_request.clone())
+        },
+        conditions: conditions::merge(&before.conditions, &wanted, generation, &now),
+    };
+    if status != before {
+        let api: Api<K> = Api::namespaced(
+            ctx.client.clone(),
+            &resource.namespace().unwrap_or_default(),
+        );
+        let patch = json!({"apiVersion": API_VERSION, "kind": K::kind(&()), "status": status});
+        api.patch_status(
+            &resource.name_any(),
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&patch),
+        )
+        .await?;
+    }
+    // Events on transitions only.
+    let reference = resource.object_ref(&());
+    let previous = conditions::find(&before.conditions, "Ready").map(|c| c.reason.clone());
+    if outcome.corrected {
+        ctx.publish(
+            &reference,
+            "DriftCorrected",
+            false,
+            "drifted objects were re-applied from the spec".into(),
+        )
+        .await;
+    } else if outcome.adopted {
+        ctx.publish(
+            &reference,
+            "Adopted",
+            false,
+            format!("took ownership of {}", object_keys.join(", ")),
+        )
+        .await;
+    } else if previous.as_deref() != Some(ready.as_str()) {
+        if let Some((reason, warning)) = ready.event() {
+            ctx.publish(&reference, reason, warning, outcome.message.clone())
+                .await;
+        }
+    }
+    let name = object_name(resource);
+    Ok(match ready {
+        Reason::Applied | Reason::Drifted | Reason::Inconsistent => {
+            ctx.succeeded(&name);
+            Action::requeue(ctx.settings.resync)
+        }
+        other => {
+            let failures = ctx.failed(&name);
+            match conditions::backoff(other, failures, seed(&name)) {
+                Some(delay) => Action::requeue(delay),
+                None => Action::await_change(),
+            }
+        }
+    })
+}
+
+/// Reasons read back from a status, as the `'static` strings conditions are built from.
+fn leak_reason(reason: &str) -> &'static str {
+    const KNOWN: &[&str] = &[
+        "Consistent",
+        "Inconsistent",
+        "NotApplied",
+        "InSync",
+        "Modified",
+        "Missing",
+        "Corrected",
+    ];
+    KNOWN
+        .iter()
+        .find(|k| **k == reason)
+        .copied()
+        .unwrap_or("NotApplied")
+}
+
+fn now_text(now: &Time) -> String {
+    serde_json::to_value(now)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// Hash of the canonical desired definitions (snake_case form), as the status reports it.
+fn spec_hash<K: Kind>(resource: &K) -> Option<String> {
+    let declared = resource.declared().ok()?;
+    let canonical: Vec<Value> = declared.iter().map(Object::canonical).collect();
+    Some(objects::hash(&Value::Array(canonical)))
+}
+
+async fn cleanup<K: Kind>(resource: Arc<K>, ctx: &Context) -> Result<Action, Error> {
+    let owner = owner_of(&*resource);
+    let orphan = annotation(&*resource, DELETION_POLICY) == Some("orphan");
+    let cascade = annotation(&*resource, CASCADE_DELETE) == Some("true");
+    let target = diff::Resource {
+        owner: &owner,
+        generation: resource.meta().generation.unwrap_or(0),
+        desired: &[],
+    };
+    match write(ctx, &target, Policy::default(), Some((orphan, cascade))).await? {
+        Ok(written) => {
+            let reference = resource.object_ref(&());
+            let keys: BTreeSet<&str> = written.plan.steps.iter().map(|(k, _)| k.as_str()).collect();
+            let note = if orphan {
+                format!(
+                    "released ownership of {} (deletion policy orphan)",
+                    join(&keys)
+                )
+            } else {
+                format!("removed {} from the catalog", join(&keys))
+            };
+            ctx.publish(&reference, "Deleted", false, note).await;
+            ctx.succeeded(&object_name(&*resource));
+            Ok(Action::await_change())
+        }
+        Err(e) => {
+            let reason = conditions::classify(&e, true);
+            let message = format!("{} ({}): {}", e.code.as_str(), e.path, e.message);
+            let reason = if reason == Reason::DeletionBlocked {
+                reason
+            } else {
+                Reason::DeletionBlocked
+            };
+            // Report and keep the finalizer; error_policy retries with backoff.
+            let keys = resource
+                .status()
+                .map(|s| s.object_keys.clone())
+                .unwrap_or_default();
+            let outcome = Outcome::failure(reason, message.clone());
+            let _ = finish(&*resource, ctx, outcome, keys).await?;
+            Err(Error::DeletionBlocked(message))
+        }
+    }
+}
+
+fn join(keys: &BTreeSet<&str>) -> String {
+    if keys.is_empty() {
+        "nothing".to_owned()
+    } else {
+        keys.iter().copied().collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// Marks managed rows whose owner no longer exists among `live` (kind, namespace, name) —
+/// only for the namespaces this controller watches — and clears the mark when it is back.
+/// Returns the keys newly orphaned.
+pub async fn mark_orphans(
+    pool: &deadpool_postgres::Pool,
+    live: &BTreeSet<(String, String, String)>,
+    watched: &[Option<String>],
+) -> Result<Vec<String>, CatalogError> {
+    let watched = |ns: &str| {
+        watched
+            .iter()
+            .any(|s| s.as_deref().is_none_or(|scope| scope == ns))
+    };
+    let client = pool.get().await?;
+    let rows: Vec<Managed> = managed::load(&**client).await?;
+    let (mut gone, mut back) = (Vec::new(), Vec::new());
+    for row in rows.iter().filter(|r| watched(&r.owner.namespace)) {
+        let id = (
+            row.owner.kind.clone(),
+            row.owner.namespace.clone(),
+            row.owner.name.clone(),
+        );
+        match (live.contains(&id), row.orphaned) {
+            (false, false) => gone.push(row.key.clone()),
+            (true, true) => back.push(row.key.clone()),
+            _ => {}
+        }
+    }
+    if !gone.is_empty() {
+        managed::set_orphaned(&**client, &gone, true).await?;
+    }
+    if !back.is_empty() {
+        managed::set_orphaned(&**client, &back, false).await?;
+    }
+    Ok(gone)
+}
+
+/// The metadata as loaded, for callers that need the document next to a reconcile.
+pub async fn current_metadata(
+    pool: &deadpool_postgres::Pool,
+) -> Result<(Metadata, i64), CatalogError> {
+    let client = pool.get().await?;
+    catalog::load(&**client, false).await
+}

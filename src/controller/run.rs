@@ -1,0 +1,377 @@
+//! The controller process (design §6.1): leader election, one kube-rs `Controller` per kind
+//! and watched namespace sharing one [`Context`], catalog `NOTIFY` re-triggering every
+//! resource, periodic orphan scans, probes, graceful shutdown.
+
+use super::crd::*;
+use super::leader;
+use super::reconcile::{self, Context, Kind, Settings};
+use crate::catalog;
+use crate::config::ControllerConfig;
+use anyhow::{Context as _, Result};
+use futures_util::future::BoxFuture;
+use futures_util::{FutureExt, StreamExt};
+use kube::api::ListParams;
+use kube::core::DeserializeGuard;
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::{predicates, reflector, watcher, Controller, Predicate, WatchStreamExt};
+use kube::Api;
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+use tokio_postgres::{AsyncMessage, NoTls};
+
+/// Where the controller looks: one namespace each, or all (`None`).
+pub type Scopes = Vec<Option<String>>;
+
+/// The namespaces to watch: `--all-namespaces`, else `--watch-namespaces`, else
+/// `POD_NAMESPACE`, else the client's (kubeconfig) default namespace.
+pub fn scopes(settings: &ControllerConfig, client_default: &str) -> Scopes {
+    if settings.all_namespaces {
+        return vec![None];
+    }
+    let listed: Vec<String> = settings
+        .watch_namespaces
+        .iter()
+        .map(|n| n.trim().to_owned())
+        .filter(|n| !n.is_empty())
+        .collect();
+    if !listed.is_empty() {
+        return listed.into_iter().map(Some).collect();
+    }
+    match std::env::var("POD_NAMESPACE") {
+        Ok(ns) if !ns.is_empty() => vec![Some(ns)],
+        _ => vec![Some(client_default.to_owned())],
+    }
+}
+
+fn api<K: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>>(
+    client: &kube::Client,
+    scope: &Option<String>,
+) -> Api<K> {
+    match scope {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    }
+}
+
+/// Runs `basalt controller` until `shutdown` turns true; fails when leadership is lost
+/// (crash-only: the pod restarts and a standby takes over).
+pub async fn run(
+    settings: ControllerConfig,
+    database_url: &str,
+    shutdown: watch::Receiver<bool>,
+) -> Result<()> {
+    let client = kube::Client::try_default()
+        .await
+        .context("cannot reach the Kubernetes API (in-cluster config or kubeconfig)")?;
+    let (pool, _) = crate::app::pool_for(database_url, 4)?;
+    {
+        let mut c = pool.get().await.context("cannot connect to the database")?;
+        catalog::migrate(&mut c).await.context("catalog migration failed")?;
+    }
+    let lock_url = settings
+        .controller_database_url
+        .clone()
+        .unwrap_or_else(|| database_url.to_owned());
+    let lock_config: tokio_postgres::Config = lock_url.parse().context("invalid database URL")?;
+    let ready = Arc::new(AtomicBool::new(false));
+    let probes = probes(settings.probe_port, ready.clone(), shutdown.clone()).await?;
+    let result = run_with(client, pool, lock_config, settings, ready, shutdown).await;
+    probes.abort();
+    result
+}
+
+/// Serves `/healthz` (alive) and `/readyz` (watching, leader or standby).
+async fn probes(
+    port: u16,
+    ready: Arc<AtomicBool>,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<tokio::task::JoinHandle<()>> {
+    use axum::routing::get;
+    let router = axum::Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route(
+            "/readyz",
+            get(move || {
+                let ready = ready.clone();
+                async move {
+                    if ready.load(Ordering::Relaxed) {
+                        (http::StatusCode::OK, "ready")
+                    } else {
+                        (http::StatusCode::SERVICE_UNAVAILABLE, "starting")
+                    }
+                }
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind(("0.0.0.0", port))
+        .await
+        .with_context(|| format!("cannot listen on probe port {port}"))?;
+    Ok(tokio::spawn(async move {
+        let _ = axum::serve(listener, router)
+            .with_graceful_shutdown(async move {
+                let _ = shutdown.wait_for(|s| *s).await;
+            })
+            .await;
+    }))
+}
+
+/// The controller with its parts given: waits for leadership (no Kubernetes call before),
+/// checks the CRDs, then reconciles until shutdown or lost leadership.
+pub async fn run_with(
+    client: kube::Client,
+    pool: deadpool_postgres::Pool,
+    lock_config: tokio_postgres::Config,
+    settings: ControllerConfig,
+    ready: Arc<AtomicBool>,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<()> {
+    let retry = Duration::from_millis(settings.leader_retry_ms.max(10));
+    ready.store(true, Ordering::Relaxed);
+    let mut leadership = tokio::select! {
+        l = leader::acquire(&lock_config, retry) => l,
+        _ = shutdown.wait_for(|s| *s) => return Ok(()),
+    };
+    let scopes = scopes(&settings, client.default_namespace());
+    check_crds(&client, &scopes).await?;
+    let reporter = Reporter {
+        controller: "basalt-controller".to_owned(),
+        instance: std::env::var("POD_NAME").ok(),
+    };
+    let ctx = Arc::new(Context::new(
+        client.clone(),
+        pool.clone(),
+        Recorder::new(client.clone(), reporter),
+        Settings {
+            self_heal: settings.self_heal,
+            resync: Duration::from_secs(settings.resync_seconds.max(1)),
+        },
+    ));
+    let mut triggers = Vec::new();
+    let mut controllers: Vec<BoxFuture<'static, ()>> = Vec::new();
+    for scope in &scopes {
+        macro_rules! add {
+            ($kind:ty) => {{
+                let (tx, rx) = mpsc::unbounded_channel();
+                triggers.push(tx);
+                controllers.push(controller::<$kind>(
+                    api::<DeserializeGuard<$kind>>(&client, scope),
+                    &settings,
+                    ctx.clone(),
+                    rx,
+                    shutdown.clone(),
+                ));
+            }};
+        }
+        add!(TrackedTable);
+        add!(Permission);
+        add!(ComputedField);
+        add!(CustomTypeSet);
+        add!(QueryCollection);
+        add!(AllowListEntry);
+    }
+    let listener = tokio::spawn(listen_catalog(lock_config.clone(), triggers, retry));
+    let orphans = tokio::spawn(scan_orphans(
+        client.clone(),
+        pool.clone(),
+        scopes.clone(),
+        ctx.settings.resync,
+    ));
+    tracing::info!(?scopes, "controller running");
+    let result = tokio::select! {
+        _ = futures_util::future::join_all(controllers) => Ok(()),
+        _ = leadership.lost() => Err(anyhow::anyhow!("controller leadership lost: the leader lock session ended")),
+    };
+    listener.abort();
+    orphans.abort();
+    result
+}
+
+/// Fails with an install hint when a CRD is missing.
+async fn check_crds(client: &kube::Client, scopes: &Scopes) -> Result<()> {
+    let scope = scopes.first().cloned().flatten();
+    let scope = &scope;
+    macro_rules! check {
+        ($kind:ty) => {
+            api::<$kind>(client, scope)
+                .list_metadata(&ListParams::default().limit(1))
+                .await
+                .with_context(|| {
+                    format!(
+                        "cannot list {} resources: are the CRDs installed? (kubectl apply --server-side -f crds/)",
+                        stringify!($kind)
+                    )
+                })?;
+        };
+    }
+    check!(TrackedTable);
+    check!(Permission);
+    check!(ComputedField);
+    check!(CustomTypeSet);
+    check!(QueryCollection);
+    check!(AllowListEntry);
+    Ok(())
+}
+
+/// One kind's controller. Only spec (generation), annotation, finalizer and deletion changes
+/// trigger a reconcile: our own status patches do not loop back.
+fn controller<K: Kind>(
+    api: Api<DeserializeGuard<K>>,
+    settings: &ControllerConfig,
+    ctx: Arc<Context>,
+    trigger: mpsc::UnboundedReceiver<()>,
+    mut shutdown: watch::Receiver<bool>,
+) -> BoxFuture<'static, ()> {
+    let mut config = watcher::Config::default().any_semantic();
+    if let Some(selector) = &settings.label_selector {
+        config = config.labels(selector);
+    }
+    let (reader, writer) = reflector::store();
+    let deleting = |o: &DeserializeGuard<K>| {
+        use kube::Resource;
+        o.meta().deletion_timestamp.as_ref().map(|_| 1)
+    };
+    let stream = watcher(api, config)
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects()
+        .predicate_filter(
+            predicates::generation
+                .combine(predicates::annotations)
+                .combine(predicates::finalizers)
+                .combine(deleting),
+            Default::default(),
+        );
+    let triggers = futures_util::stream::unfold(trigger, |mut rx| async move {
+        rx.recv().await.map(|()| ((), rx))
+    });
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let _ = shutdown.wait_for(|s| *s).await;
+        let _ = stop_tx.send(());
+    });
+    Controller::for_stream(stream, reader)
+        .with_config(
+            kube::runtime::controller::Config::default()
+                .concurrency(settings.concurrency)
+                .debounce(Duration::from_millis(500)),
+        )
+        .reconcile_all_on(triggers)
+        .graceful_shutdown_on(stop_rx.map(|_| ()))
+        .run(reconcile::reconcile::<K>, reconcile::error_policy::<K>, ctx)
+        .for_each(|result| async move {
+            if let Err(err) = result {
+                tracing::debug!(%err, "reconcile did not complete");
+            }
+        })
+        .boxed()
+}
+
+/// LISTENs for catalog commits (from `/v1/query`, other resources, migrations) and re-triggers
+/// every controller, so drift and waiting dependencies are re-evaluated at once.
+async fn listen_catalog(
+    config: tokio_postgres::Config,
+    triggers: Vec<mpsc::UnboundedSender<()>>,
+    retry: Duration,
+) {
+    let fire = || {
+        for t in &triggers {
+            let _ = t.send(());
+        }
+    };
+    loop {
+        if let Ok((client, mut connection)) = config.connect(NoTls).await {
+            let (tx, mut rx) = mpsc::unbounded_channel();
+            let driver = tokio::spawn(async move {
+                let mut messages =
+                    futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+                while let Some(Ok(message)) = messages.next().await {
+                    if let AsyncMessage::Notification(_) = message {
+                        let _ = tx.send(());
+                    }
+                }
+            });
+            if client
+                .batch_execute(&format!("LISTEN {}", catalog::NOTIFY_CHANNEL))
+                .await
+                .is_ok()
+            {
+                let mut last = catalog::current_version(&client).await.ok();
+                let mut poll = tokio::time::interval(Duration::from_secs(10));
+                loop {
+                    tokio::select! {
+                        message = rx.recv() => match message {
+                            Some(()) => fire(),
+                            None => break,
+                        },
+                        _ = poll.tick() => match catalog::current_version(&client).await {
+                            Ok(v) if Some(v) != last => { last = Some(v); fire(); }
+                            Ok(_) => {}
+                            Err(_) => break,
+                        },
+                    }
+                }
+            }
+            driver.abort();
+        }
+        tokio::time::sleep(retry).await;
+    }
+}
+
+/// Periodically marks ownership rows whose resource is gone as orphaned (and clears the mark
+/// when it is back), so `get_inconsistent_metadata` reports them.
+async fn scan_orphans(
+    client: kube::Client,
+    pool: deadpool_postgres::Pool,
+    scopes: Scopes,
+    every: Duration,
+) {
+    let mut ticker = tokio::time::interval(every);
+    loop {
+        ticker.tick().await;
+        let mut live = BTreeSet::new();
+        let mut complete = true;
+        for scope in &scopes {
+            macro_rules! list {
+                ($kind:ty) => {
+                    match api::<$kind>(&client, scope)
+                        .list_metadata(&ListParams::default())
+                        .await
+                    {
+                        Ok(list) => {
+                            for item in list.items {
+                                live.insert((
+                                    stringify!($kind).to_owned(),
+                                    item.metadata.namespace.unwrap_or_default(),
+                                    item.metadata.name.unwrap_or_default(),
+                                ));
+                            }
+                        }
+                        Err(err) => {
+                            tracing::warn!(%err, "orphan scan: cannot list resources");
+                            complete = false;
+                        }
+                    }
+                };
+            }
+            list!(TrackedTable);
+            list!(Permission);
+            list!(ComputedField);
+            list!(CustomTypeSet);
+            list!(QueryCollection);
+            list!(AllowListEntry);
+        }
+        if !complete {
+            continue;
+        }
+        let watched: Vec<Option<String>> = scopes.clone();
+        match reconcile::mark_orphans(&pool, &live, &watched).await {
+            Ok(keys) if !keys.is_empty() => {
+                tracing::warn!(?keys, "managed objects whose resource no longer exists")
+            }
+            Ok(_) => {}
+            Err(err) => tracing::warn!(%err, "orphan scan failed"),
+        }
+    }
+}

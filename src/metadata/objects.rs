@@ -1,0 +1,576 @@
+//! The metadata document seen as a set of addressable objects: one [`Object`] per thing a
+//! Kubernetes resource can own (a tracked table, one relationship, one permission …), each
+//! with a stable key (`permission:public.article.user.select`) and a canonical definition.
+//!
+//! Ownership and drift (`../design/kubernetes.md` §5) compare definitions by key: the desired
+//! one a resource asked for against the one in the catalog. Both sides are serialized by the
+//! same typed structs, so defaults are filled the same way and a comparison never reports a
+//! difference the metadata API would not show. Pure: no IO.
+
+use super::types::*;
+use crate::schema::{
+    computed_field_definition, permission_definition, relationship_definition, ObjectId,
+    PermissionKind,
+};
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+
+/// A custom GraphQL type, one of the four kinds `set_custom_types` carries.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CustomType {
+    /// An input object type.
+    InputObject(InputObjectType),
+    /// An object type.
+    Object(ObjectType),
+    /// A scalar.
+    Scalar(ScalarType),
+    /// An enum.
+    Enum(EnumType),
+}
+
+impl CustomType {
+    /// The GraphQL name, unique across the four kinds.
+    pub fn name(&self) -> &str {
+        match self {
+            CustomType::InputObject(t) => &t.name.0,
+            CustomType::Object(t) => &t.name.0,
+            CustomType::Scalar(t) => &t.name.0,
+            CustomType::Enum(t) => &t.name.0,
+        }
+    }
+
+    /// Every type of a custom-types document.
+    pub fn all(types: &CustomTypes) -> Vec<CustomType> {
+        let mut all = Vec::new();
+        all.extend(
+            types
+                .input_objects
+                .iter()
+                .cloned()
+                .map(CustomType::InputObject),
+        );
+        all.extend(types.objects.iter().cloned().map(CustomType::Object));
+        all.extend(types.scalars.iter().cloned().map(CustomType::Scalar));
+        all.extend(types.enums.iter().cloned().map(CustomType::Enum));
+        all
+    }
+
+    /// Adds this type to a custom-types document.
+    pub fn push_into(self, types: &mut CustomTypes) {
+        match self {
+            CustomType::InputObject(t) => types.input_objects.push(t),
+            CustomType::Object(t) => types.objects.push(t),
+            CustomType::Scalar(t) => types.scalars.push(t),
+            CustomType::Enum(t) => types.enums.push(t),
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            CustomType::InputObject(_) => "input_object",
+            CustomType::Object(_) => "object",
+            CustomType::Scalar(_) => "scalar",
+            CustomType::Enum(_) => "enum",
+        }
+    }
+
+    fn definition(&self) -> Value {
+        let value = match self {
+            CustomType::InputObject(t) => serde_json::to_value(t),
+            CustomType::Object(t) => serde_json::to_value(t),
+            CustomType::Scalar(t) => serde_json::to_value(t),
+            CustomType::Enum(t) => serde_json::to_value(t),
+        };
+        value.unwrap_or(Value::Null)
+    }
+}
+
+/// One ownable metadata object.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Object {
+    /// A tracked table's own settings (`is_enum`, `configuration`); its relationships,
+    /// permissions and computed fields are separate objects.
+    Table(TableEntry),
+    /// An object relationship of a table.
+    ObjectRelationship(QualifiedTable, RelationshipEntry<ObjRelUsing>),
+    /// An array relationship of a table.
+    ArrayRelationship(QualifiedTable, RelationshipEntry<ArrRelUsing>),
+    /// A permission; the rules are the typed rules serialized, so defaults are explicit.
+    Permission(QualifiedTable, PermissionKind, PermissionEntry<Value>),
+    /// A computed field of a table.
+    ComputedField(QualifiedTable, ComputedFieldEntry),
+    /// One custom type.
+    CustomType(CustomType),
+    /// A query collection.
+    Collection(CollectionEntry),
+    /// A collection's allow-list entry.
+    Allowlist(AllowlistEntry),
+}
+
+/// One key segment; quoted (`"a.b"`, inner quotes doubled) when it contains a separator.
+fn segment(s: &str) -> String {
+    if s.contains(['.', '"', ':']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
+}
+
+fn table_segments(t: &QualifiedTable) -> String {
+    format!("{}.{}", segment(&t.schema), segment(&t.name))
+}
+
+/// The key of a tracked table.
+pub fn table_key(t: &QualifiedTable) -> String {
+    format!("table:{}", table_segments(t))
+}
+
+impl Object {
+    /// The object's key (design §3.1), e.g. `permission:public.article.user.select`.
+    pub fn key(&self) -> String {
+        match self {
+            Object::Table(e) => table_key(&e.table),
+            Object::ObjectRelationship(t, r) => {
+                format!("relationship:{}.{}", table_segments(t), segment(&r.name.0))
+            }
+            Object::ArrayRelationship(t, r) => {
+                format!("relationship:{}.{}", table_segments(t), segment(&r.name.0))
+            }
+            Object::Permission(t, kind, p) => format!(
+                "permission:{}.{}.{}",
+                table_segments(t),
+                segment(&p.role.0),
+                kind.as_str()
+            ),
+            Object::ComputedField(t, c) => {
+                format!(
+                    "computed_field:{}.{}",
+                    table_segments(t),
+                    segment(&c.name.0)
+                )
+            }
+            Object::CustomType(c) => format!("custom_type:{}", segment(c.name())),
+            Object::Collection(c) => format!("query_collection:{}", segment(&c.name.0)),
+            Object::Allowlist(a) => format!("allowlist:{}", segment(&a.collection.0)),
+        }
+    }
+
+    /// The table the object belongs to, if any.
+    pub fn table(&self) -> Option<&QualifiedTable> {
+        match self {
+            Object::Table(e) => Some(&e.table),
+            Object::ObjectRelationship(t, _)
+            | Object::ArrayRelationship(t, _)
+            | Object::Permission(t, _, _)
+            | Object::ComputedField(t, _) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// The definition in the metadata API's shape (the one inconsistencies report).
+    pub fn canonical(&self) -> Value {
+        match self {
+            Object::Table(e) => {
+                json!({"table": e.table, "is_enum": e.is_enum, "configuration": e.configuration})
+            }
+            Object::ObjectRelationship(t, r) => {
+                let mut v = relationship_definition(t, r);
+                v["type"] = json!("object");
+                v
+            }
+            Object::ArrayRelationship(t, r) => {
+                let mut v = relationship_definition(t, r);
+                v["type"] = json!("array");
+                v
+            }
+            Object::Permission(t, kind, p) => {
+                let mut v = permission_definition(t, p);
+                v["type"] = json!(kind.as_str());
+                v
+            }
+            Object::ComputedField(t, c) => computed_field_definition(t, c),
+            Object::CustomType(c) => json!({"type": c.kind(), "definition": c.definition()}),
+            Object::Collection(c) => serde_json::to_value(c).unwrap_or(Value::Null),
+            Object::Allowlist(a) => serde_json::to_value(a).unwrap_or(Value::Null),
+        }
+    }
+}
+
+/// The table entry with only its own settings (what [`Object::Table`] holds).
+pub fn table_settings(entry: &TableEntry) -> TableEntry {
+    TableEntry {
+        table: entry.table.clone(),
+        is_enum: entry.is_enum,
+        configuration: entry.configuration.clone(),
+        ..TableEntry::new(entry.table.clone())
+    }
+}
+
+fn rules<P: serde::Serialize>(list: &[PermissionEntry<P>]) -> Vec<PermissionEntry<Value>> {
+    list.iter()
+        .map(|p| PermissionEntry {
+            role: p.role.clone(),
+            permission: serde_json::to_value(&p.permission).unwrap_or(Value::Null),
+            comment: p.comment.clone(),
+        })
+        .collect()
+}
+
+/// The key of the object an inconsistency names, when it is an ownable object.
+pub fn object_id_key(id: &ObjectId) -> Option<String> {
+    Some(match id {
+        ObjectId::Table(t) => table_key(t),
+        ObjectId::Relationship(t, r) => {
+            format!("relationship:{}.{}", table_segments(t), segment(r))
+        }
+        ObjectId::ComputedField(t, c) => {
+            format!("computed_field:{}.{}", table_segments(t), segment(c))
+        }
+        ObjectId::Permission(t, role, kind) => format!(
+            "permission:{}.{}.{}",
+            table_segments(t),
+            segment(role),
+            kind.as_str()
+        ),
+        _ => return None,
+    })
+}
+
+/// Every ownable object of a metadata document, by key.
+pub fn catalog_objects(metadata: &Metadata) -> BTreeMap<String, Object> {
+    let mut out = Vec::new();
+    for entry in &metadata.tables {
+        let t = &entry.table;
+        out.push(Object::Table(table_settings(entry)));
+        for r in &entry.object_relationships {
+            out.push(Object::ObjectRelationship(t.clone(), r.clone()));
+        }
+        for r in &entry.array_relationships {
+            out.push(Object::ArrayRelationship(t.clone(), r.clone()));
+        }
+        for c in &entry.computed_fields {
+            out.push(Object::ComputedField(t.clone(), c.clone()));
+        }
+        let perms = [
+            (PermissionKind::Insert, rules(&entry.insert_permissions)),
+            (PermissionKind::Select, rules(&entry.select_permissions)),
+            (PermissionKind::Update, rules(&entry.update_permissions)),
+            (PermissionKind::Delete, rules(&entry.delete_permissions)),
+        ];
+        for (kind, list) in perms {
+            for p in list {
+                out.push(Object::Permission(t.clone(), kind, p));
+            }
+        }
+    }
+    for c in CustomType::all(&metadata.custom_types) {
+        out.push(Object::CustomType(c));
+    }
+    for c in &metadata.query_collections {
+        out.push(Object::Collection(c.clone()));
+    }
+    for a in &metadata.allowlist {
+        out.push(Object::Allowlist(a.clone()));
+    }
+    out.into_iter().map(|o| (o.key(), o)).collect()
+}
+
+/// Writes `value` with object keys sorted at every level: equal documents give equal text
+/// whatever their key order.
+pub fn canonical_text(value: &Value) -> String {
+    fn sorted(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                let mut out = Map::new();
+                for k in keys {
+                    out.insert(k.clone(), sorted(&map[k]));
+                }
+                Value::Object(out)
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    sorted(value).to_string()
+}
+
+/// `sha256:<hex>` of the canonical text of `value`.
+pub fn hash(value: &Value) -> String {
+    let digest = Sha256::digest(canonical_text(value).as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+/// The fields in which two definitions differ, as `field` or `field.subfield` (one level deep
+/// under objects), in key order.
+pub fn differing_fields(desired: &Value, actual: &Value) -> Vec<String> {
+    let (Value::Object(a), Value::Object(b)) = (desired, actual) else {
+        return if desired == actual {
+            Vec::new()
+        } else {
+            vec!["(definition)".to_owned()]
+        };
+    };
+    let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    let mut out = Vec::new();
+    for key in keys {
+        match (a.get(key), b.get(key)) {
+            (Some(x), Some(y)) if x == y => {}
+            (Some(Value::Object(x)), Some(Value::Object(y))) => {
+                let mut inner: Vec<&String> = x.keys().chain(y.keys()).collect();
+                inner.sort();
+                inner.dedup();
+                out.extend(
+                    inner
+                        .into_iter()
+                        .filter(|k| x.get(*k) != y.get(*k))
+                        .map(|k| format!("{key}.{k}")),
+                );
+            }
+            (None, Some(Value::Null)) | (Some(Value::Null), None) => {}
+            _ => out.push(key.clone()),
+        }
+    }
+    out
+}
+
+/// Who owns a managed object: the Kubernetes resource that declared it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Owner {
+    /// `basalt.dev/v1alpha1`.
+    pub api_version: String,
+    /// The resource kind.
+    pub kind: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// Its uid (a re-created resource of the same name is a different owner).
+    #[serde(skip)]
+    pub uid: String,
+}
+
+impl Owner {
+    /// `basalt.dev/v1alpha1 Permission shop/article-user-select`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} {} {}/{}",
+            self.api_version, self.kind, self.namespace, self.name
+        )
+    }
+}
+
+/// One row of `basalt_catalog.managed_objects`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Managed {
+    /// The object key.
+    pub key: String,
+    /// The owning resource.
+    pub owner: Owner,
+    /// Its `metadata.generation` when written.
+    pub generation: i64,
+    /// The canonical desired definition.
+    pub desired: Value,
+    /// [`hash`] of `desired`.
+    pub desired_hash: String,
+    /// Catalog version of the write.
+    pub applied_version: i64,
+    /// Set when the owning resource no longer exists.
+    pub orphaned: bool,
+}
+
+/// How a managed object differs from its resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DriftKind {
+    /// Present with another definition.
+    Modified,
+    /// Absent from the catalog.
+    Missing,
+    /// Its resource is gone.
+    Orphaned,
+}
+
+impl DriftKind {
+    /// Wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DriftKind::Modified => "modified",
+            DriftKind::Missing => "missing",
+            DriftKind::Orphaned => "orphaned",
+        }
+    }
+}
+
+/// One drifted object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Drift {
+    /// The object key.
+    pub key: String,
+    /// What kind of drift.
+    pub kind: DriftKind,
+    /// Its owner.
+    pub owner: Owner,
+    /// Differing fields (for `modified`).
+    pub fields: Vec<String>,
+}
+
+impl Drift {
+    /// The `get_inconsistent_metadata` item (`type: "drift"`).
+    pub fn to_json(&self) -> Value {
+        let reason = match self.kind {
+            DriftKind::Modified => format!(
+                "catalog definition differs from Kubernetes resource {}/{}",
+                self.owner.namespace, self.owner.name
+            ),
+            DriftKind::Missing => format!(
+                "object declared by Kubernetes resource {}/{} is missing from the catalog",
+                self.owner.namespace, self.owner.name
+            ),
+            DriftKind::Orphaned => format!(
+                "Kubernetes resource {}/{} that declared this object no longer exists",
+                self.owner.namespace, self.owner.name
+            ),
+        };
+        let mut definition = json!({
+            "object": self.key,
+            "drift": self.kind.as_str(),
+            "owner": self.owner,
+        });
+        if !self.fields.is_empty() {
+            definition["fields"] = json!(self.fields);
+        }
+        json!({"type": "drift", "definition": definition, "reason": reason})
+    }
+}
+
+/// Drift of one managed object against the catalog, if any. Orphaned rows report as orphaned
+/// whatever their definition.
+pub fn drift_of(row: &Managed, catalog: &BTreeMap<String, Object>) -> Option<Drift> {
+    let drift = |kind, fields| Drift {
+        key: row.key.clone(),
+        kind,
+        owner: row.owner.clone(),
+        fields,
+    };
+    if row.orphaned {
+        return Some(drift(DriftKind::Orphaned, Vec::new()));
+    }
+    match catalog.get(&row.key) {
+        None => Some(drift(DriftKind::Missing, Vec::new())),
+        Some(object) => {
+            let actual = object.canonical();
+            if canonical_text(&actual) == canonical_text(&row.desired) {
+                None
+            } else {
+                Some(drift(
+                    DriftKind::Modified,
+                    differing_fields(&row.desired, &actual),
+                ))
+            }
+        }
+    }
+}
+
+/// Every drifted managed object, in key order.
+pub fn drift(rows: &[Managed], metadata: &Metadata) -> Vec<Drift> {
+    let catalog = catalog_objects(metadata);
+    rows.iter().filter_map(|r| drift_of(r, &catalog)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn library() -> Metadata {
+        serde_json::from_value(json!({
+            "version": 2,
+            "tables": [{
+                "table": {"schema": "public", "name": "article"},
+                "object_relationships": [{"name": "author", "using": {"foreign_key_constraint_on": "author_id"}}],
+                "select_permissions": [{"role": "user", "permission": {"columns": "*", "filter": {"author_id": {"_eq": "X-Svc-User-Id"}}}}]
+            }, {
+                "table": {"schema": "my.schema", "name": "a\"b"}
+            }],
+            "query_collections": [{"name": "allowed", "definition": {"queries": []}}],
+            "allowlist": [{"collection": "allowed"}],
+            "custom_types": {"scalars": [{"name": "Email"}]}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn every_object_has_a_key_and_dots_are_quoted() {
+        let keys: Vec<String> = catalog_objects(&library()).into_keys().collect();
+        assert_eq!(
+            keys,
+            vec![
+                "allowlist:allowed",
+                "custom_type:Email",
+                "permission:public.article.user.select",
+                "query_collection:allowed",
+                "relationship:public.article.author",
+                "table:\"my.schema\".\"a\"\"b\"",
+                "table:public.article",
+            ]
+        );
+    }
+
+    #[test]
+    fn hash_ignores_key_order() {
+        let a = json!({"b": 1, "a": {"y": [1, {"q": 1, "p": 2}], "x": null}});
+        let b = json!({"a": {"x": null, "y": [1, {"p": 2, "q": 1}]}, "b": 1});
+        assert_eq!(hash(&a), hash(&b));
+        assert_ne!(hash(&a), hash(&json!({"b": 2})));
+        assert!(hash(&a).starts_with("sha256:"));
+    }
+
+    #[test]
+    fn drift_reports_modified_fields_missing_and_orphaned() {
+        let metadata = library();
+        let catalog = catalog_objects(&metadata);
+        let key = "permission:public.article.user.select";
+        let owner = Owner {
+            api_version: "basalt.dev/v1alpha1".into(),
+            kind: "Permission".into(),
+            namespace: "shop".into(),
+            name: "article-user-select".into(),
+            uid: "u1".into(),
+        };
+        let mut desired = catalog[key].canonical();
+        let row = |desired: Value, orphaned: bool, key: &str| Managed {
+            key: key.into(),
+            owner: owner.clone(),
+            generation: 1,
+            desired_hash: hash(&desired),
+            desired,
+            applied_version: 1,
+            orphaned,
+        };
+        assert_eq!(drift_of(&row(desired.clone(), false, key), &catalog), None);
+        desired["permission"]["filter"] = json!({});
+        let modified = drift_of(&row(desired.clone(), false, key), &catalog).unwrap();
+        assert_eq!(modified.kind, DriftKind::Modified);
+        assert_eq!(modified.fields, vec!["permission.filter"]);
+        let item = modified.to_json();
+        assert_eq!(item["type"], "drift");
+        assert_eq!(item["definition"]["owner"]["kind"], "Permission");
+        assert_eq!(item["definition"]["fields"], json!(["permission.filter"]));
+        let missing = drift_of(&row(desired.clone(), false, "table:public.gone"), &catalog);
+        assert_eq!(missing.unwrap().kind, DriftKind::Missing);
+        let orphaned = drift_of(&row(desired, true, key), &catalog);
+        assert_eq!(orphaned.unwrap().kind, DriftKind::Orphaned);
+    }
+
+    #[test]
+    fn differing_fields_goes_one_level_deep() {
+        let a = json!({"name": "x", "definition": {"a": 1, "b": 2}, "comment": null});
+        let b = json!({"name": "y", "definition": {"a": 1, "b": 3}});
+        assert_eq!(differing_fields(&a, &b), vec!["definition.b", "name"]);
+    }
+}
