@@ -61,7 +61,11 @@ pub enum ControllerAction {
 pub struct ControllerConfig {
     /// Namespaces to watch (comma-separated). Default: `POD_NAMESPACE`, else the kubeconfig's
     /// namespace.
-    #[arg(long = "watch-namespaces", env = "BASALT_WATCH_NAMESPACES", value_delimiter = ',')]
+    #[arg(
+        long = "watch-namespaces",
+        env = "BASALT_WATCH_NAMESPACES",
+        value_delimiter = ','
+    )]
     pub watch_namespaces: Vec<String>,
     /// Watch every namespace (needs cluster-wide RBAC).
     #[arg(long, env = "BASALT_WATCH_ALL_NAMESPACES", default_value_t = false, action = clap::ArgAction::Set)]

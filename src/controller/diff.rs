@@ -200,19 +200,33 @@ pub fn plan(
     plan
 }
 
+/// How a deleted resource's objects are removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Removal {
+    /// Keep the objects, forget ownership only (`deletion-policy: orphan`).
+    pub orphan: bool,
+    /// Drop dependants too (`cascade-delete`).
+    pub cascade: bool,
+    /// Include tracked tables; without, only the objects on them (first phase, so two tables
+    /// whose relationships point at each other can both be deleted).
+    pub tables: bool,
+}
+
 /// Plans the cleanup of a deleted resource: drop every object it owns (unless `orphan`), and
 /// forget the ownership rows. Keys another resource owns, or already gone, are left alone.
-pub fn cleanup(
-    owner: &Owner,
-    metadata: &Metadata,
-    rows: &[Managed],
-    orphan: bool,
-    cascade: bool,
-) -> Plan {
+pub fn cleanup(owner: &Owner, metadata: &Metadata, rows: &[Managed], removal: Removal) -> Plan {
+    let Removal {
+        orphan,
+        cascade,
+        tables,
+    } = removal;
     let catalog = crate::metadata::objects::catalog_objects(metadata);
     let mut plan = Plan::default();
     let mut types = TypeEdits::default();
-    let mut owned: Vec<&Managed> = rows.iter().filter(|r| r.owner.uid == owner.uid).collect();
+    let mut owned: Vec<&Managed> = rows
+        .iter()
+        .filter(|r| r.owner.uid == owner.uid && (tables || !r.key.starts_with("table:")))
+        .collect();
     // Dependants first: relationships and permissions before the table they sit on.
     owned.sort_by_key(|r| (drop_rank(&r.key), r.key.clone()));
     for row in owned {

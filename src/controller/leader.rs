@@ -67,7 +67,9 @@ pub async fn acquire(config: &tokio_postgres::Config, retry: Duration) -> Leader
                         }
                         Ok(false) => {
                             if !waiting_logged {
-                                tracing::info!("another controller holds the leader lock; standing by");
+                                tracing::info!(
+                                    "another controller holds the leader lock; standing by"
+                                );
                                 waiting_logged = true;
                             }
                             tokio::time::sleep(retry).await;

@@ -345,7 +345,7 @@ async fn write(
     ctx: &Context,
     resource: &diff::Resource<'_>,
     policy: Policy,
-    cleanup: Option<(bool, bool)>,
+    cleanup: Option<diff::Removal>,
 ) -> Result<Result<Written, MetadataError>, Error> {
     let mut waiting: Vec<(String, MetadataError)> = Vec::new();
     let mut conflicts = 0;
@@ -354,9 +354,7 @@ async fn write(
         let (metadata, version) = catalog::load(&**client, false).await?;
         let rows = managed::load(&**client).await?;
         let mut plan = match cleanup {
-            Some((orphan, cascade)) => {
-                diff::cleanup(resource.owner, &metadata, &rows, orphan, cascade)
-            }
+            Some(removal) => diff::cleanup(resource.owner, &metadata, &rows, removal),
             None => diff::plan(resource, &metadata, &rows, policy),
         };
         for (key, _) in &waiting {
@@ -538,7 +536,11 @@ async fn evaluate(ctx: &Context, written: &Written, declared: &[Object]) -> Resu
                     all.extend(fields.iter().map(|f| format!("{key}: {f}")));
                 }
                 // Missing wins over modified when several objects drifted.
-                let kind = if previous == DriftKind::Missing { previous } else { *kind };
+                let kind = if previous == DriftKind::Missing {
+                    previous
+                } else {
+                    *kind
+                };
                 outcome.drifted = Some((kind, all));
             }
             Step::Heal(..) => outcome.corrected = true,
@@ -784,7 +786,19 @@ async fn cleanup<K: Kind>(resource: Arc<K>, ctx: &Context) -> Result<Action, Err
         generation: resource.meta().generation.unwrap_or(0),
         desired: &[],
     };
-    match write(ctx, &target, Policy::default(), Some((orphan, cascade))).await? {
+    // Objects on the table first, committed on their own, then the table: two tables whose
+    // relationships point at each other can then be deleted in any order.
+    let mut removal = diff::Removal {
+        orphan,
+        cascade,
+        tables: false,
+    };
+    let mut outcome = write(ctx, &target, Policy::default(), Some(removal)).await?;
+    if outcome.is_ok() {
+        removal.tables = true;
+        outcome = write(ctx, &target, Policy::default(), Some(removal)).await?;
+    }
+    match outcome {
         Ok(written) => {
             let reference = resource.object_ref(&());
             let keys: BTreeSet<&str> = written.plan.steps.iter().map(|(k, _)| k.as_str()).collect();

@@ -69,7 +69,9 @@ pub async fn run(
     let (pool, _) = crate::app::pool_for(database_url, 4)?;
     {
         let mut c = pool.get().await.context("cannot connect to the database")?;
-        catalog::migrate(&mut c).await.context("catalog migration failed")?;
+        catalog::migrate(&mut c)
+            .await
+            .context("catalog migration failed")?;
     }
     let lock_url = settings
         .controller_database_url

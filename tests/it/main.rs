@@ -4,11 +4,13 @@ mod harness;
 
 mod auth;
 mod catalog;
+mod controller;
 mod crds;
 mod graphql_introspection;
 mod graphql_mutations;
 mod graphql_queries;
 mod http;
+mod kube_fake;
 mod manage;
 mod permissions;
 mod relationships;

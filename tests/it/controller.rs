@@ -1,0 +1,837 @@
+//! The Kubernetes controller against a fake API server (tower-test, every request asserted)
+//! and the real Postgres catalog, next to a running engine (design §9.3, §9.4).
+
+use crate::harness::{TestServer, BLOG};
+use crate::kube_fake::{context, Call, FakeApi};
+use basalt::catalog::managed;
+use basalt::controller::crd::*;
+use basalt::controller::leader;
+use basalt::controller::reconcile::{self, Context, Kind};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use kube::core::error_boundary::InvalidObject;
+use kube::core::DeserializeGuard;
+use kube::runtime::controller::Action;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+const NS: &str = "shop";
+
+/// Kubernetes uids are unique; resources of different kinds may share a name.
+static NEXT_UID: AtomicU64 = AtomicU64::new(1);
+
+fn meta(name: &str, annotations: &[(&str, &str)]) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.into()),
+        namespace: Some(NS.into()),
+        uid: Some(format!(
+            "uid-{name}-{}",
+            NEXT_UID.fetch_add(1, Ordering::Relaxed)
+        )),
+        generation: Some(1),
+        annotations: if annotations.is_empty() {
+            None
+        } else {
+            Some(
+                annotations
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect::<BTreeMap<_, _>>(),
+            )
+        },
+        ..Default::default()
+    }
+}
+
+fn tracked(name: &str, spec: Value) -> TrackedTable {
+    TrackedTable {
+        metadata: meta(name, &[]),
+        spec: serde_json::from_value(spec).unwrap(),
+        status: None,
+    }
+}
+
+fn permission(name: &str, spec: Value, annotations: &[(&str, &str)]) -> Permission {
+    Permission {
+        metadata: meta(name, annotations),
+        spec: serde_json::from_value(spec).unwrap(),
+        status: None,
+    }
+}
+
+fn author() -> TrackedTable {
+    tracked(
+        "author",
+        json!({"table": {"name": "author"}, "arrayRelationships": [{"name": "articles",
+            "using": {"foreignKeyConstraintOn": {"table": {"name": "article"}, "column": "author_id"}}}]}),
+    )
+}
+
+fn article() -> TrackedTable {
+    tracked(
+        "article",
+        json!({"table": {"name": "article"}, "configuration": {"customRootFields": {"select": "posts"}},
+            "objectRelationships": [{"name": "author", "using": {"foreignKeyConstraintOn": "author_id"}}]}),
+    )
+}
+
+fn article_user_select(annotations: &[(&str, &str)]) -> Permission {
+    permission(
+        "article-user-select",
+        json!({"table": {"name": "article"}, "role": "user", "operation": "select",
+            "permission": {"columns": ["id", "title"], "filter": {"author_id": {"_eq": "X-Svc-User-Id"}}, "limit": 10}}),
+        annotations,
+    )
+}
+
+/// A fake API server, a context on the server's catalog, and the engine itself.
+struct Setup {
+    server: TestServer,
+    fake: Arc<FakeApi>,
+    ctx: Arc<Context>,
+}
+
+async fn setup(self_heal: bool) -> Setup {
+    let server = TestServer::with_fixture(BLOG).await;
+    let fake = Arc::new(FakeApi::default());
+    let ctx = context(fake.clone(), &server.db_url, self_heal);
+    Setup { server, fake, ctx }
+}
+
+impl Setup {
+    /// Registers `obj` with the fake API server.
+    fn create<K: Kind>(&self, obj: &K) {
+        self.fake.put(obj);
+    }
+
+    /// One reconcile of the stored `obj`.
+    async fn reconcile<K: Kind>(&self, obj: &K) -> Result<Action, reconcile::Error> {
+        let current = self.fake.get(obj);
+        reconcile::reconcile(Arc::new(DeserializeGuard(Ok(current))), self.ctx.clone()).await
+    }
+
+    /// Creates `obj`, reconciles once for the finalizer and once to apply; returns the
+    /// calls of the apply.
+    async fn apply<K: Kind>(&self, obj: &K) -> Vec<Call> {
+        self.create(obj);
+        self.reconcile(obj).await.expect("finalizer reconcile");
+        self.fake.take();
+        self.reconcile(obj).await.expect("apply reconcile");
+        self.fake.take()
+    }
+
+    /// Applies article and author; each has a relationship to the other, so article is
+    /// reconciled again once author exists (as a catalog NOTIFY would trigger).
+    async fn apply_tables(&self) {
+        self.apply(&article()).await;
+        self.apply(&author()).await;
+        self.reconcile(&article()).await.expect("article again");
+        self.fake.take();
+        assert_eq!(self.condition(&article(), "Ready").1, "Applied");
+    }
+
+    fn status<K: Kind>(&self, obj: &K) -> ResourceStatus {
+        self.fake.get(obj).status().cloned().unwrap_or_default()
+    }
+
+    fn condition<K: Kind>(&self, obj: &K, type_: &str) -> (String, String, String) {
+        let status = self.status(obj);
+        let c = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == type_)
+            .unwrap_or_else(|| panic!("no {type_} condition in {status:?}"));
+        (c.status.clone(), c.reason.clone(), c.message.clone())
+    }
+
+    /// Marks `obj` deleted (as the API server does when a finalizer holds it).
+    fn delete<K: Kind>(&self, obj: &K) {
+        let mut current = self.fake.get(obj);
+        current.meta_mut().deletion_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::now()));
+        self.fake.put(&current);
+    }
+
+    async fn inconsistent(&self) -> Vec<Value> {
+        let r = self
+            .server
+            .ok(json!({"type": "get_inconsistent_metadata", "args": {}}))
+            .await;
+        r["inconsistent_objects"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    async fn drift_items(&self) -> Vec<Value> {
+        self.inconsistent()
+            .await
+            .into_iter()
+            .filter(|i| i["type"] == "drift")
+            .collect()
+    }
+
+    async fn version(&self) -> i64 {
+        let client = self.ctx.pool.get().await.unwrap();
+        basalt::catalog::current_version(&**client).await.unwrap()
+    }
+}
+
+fn events(calls: &[Call]) -> Vec<String> {
+    calls
+        .iter()
+        .filter(|c| c.method == "POST" && c.uri.contains("/events"))
+        .map(|c| c.body["reason"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+const TABLES: &str = "/apis/basalt.dev/v1alpha1/namespaces/shop/trackedtables";
+const PERMISSIONS: &str = "/apis/basalt.dev/v1alpha1/namespaces/shop/permissions";
+const SSA: &str = "/status?&force=true&fieldManager=basalt-controller";
+const EVENTS: &str = "POST /apis/events.k8s.io/v1/namespaces/shop/events?";
+
+#[tokio::test]
+async fn new_resource_gets_the_finalizer_and_no_catalog_write() {
+    let s = setup(false).await;
+    let before = s.version().await;
+    s.create(&author());
+    let action = s.reconcile(&author()).await.unwrap();
+    assert_eq!(action, Action::await_change());
+    let calls = s.fake.take();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0].line(), format!("PATCH {TABLES}/author?"));
+    assert!(calls[0].content_type.contains("json-patch"));
+    assert_eq!(
+        calls[0].body,
+        json!([{"op": "test", "path": "/metadata/finalizers", "value": null},
+               {"op": "add", "path": "/metadata/finalizers", "value": ["basalt.dev/catalog-cleanup"]}])
+    );
+    assert_eq!(
+        s.version().await,
+        before,
+        "no catalog write before the finalizer"
+    );
+    assert_eq!(s.server.export().await["tables"], json!([]));
+}
+
+#[tokio::test]
+async fn finalized_resource_is_applied_with_status_and_one_event() {
+    let s = setup(false).await;
+    s.apply(&article()).await;
+    assert_eq!(s.condition(&article(), "Ready").1, "DependencyNotReady");
+    let calls = s.apply(&author()).await;
+    let lines: Vec<String> = calls.iter().map(Call::line).collect();
+    assert_eq!(
+        lines,
+        vec![format!("PATCH {TABLES}/author{SSA}"), EVENTS.to_owned()],
+        "{calls:#?}"
+    );
+    let patch = &calls[0].body;
+    assert!(calls[0].content_type.contains("apply-patch"));
+    assert_eq!(patch["apiVersion"], "basalt.dev/v1alpha1");
+    assert_eq!(patch["kind"], "TrackedTable");
+    assert_eq!(patch["status"]["observedGeneration"], 1);
+    assert_eq!(patch["status"]["catalogResourceVersion"], s.version().await);
+    assert_eq!(
+        patch["status"]["objectKeys"],
+        json!(["table:public.author", "relationship:public.author.articles"])
+    );
+    assert!(patch["status"]["specHash"]
+        .as_str()
+        .unwrap()
+        .starts_with("sha256:"));
+    assert_eq!(events(&calls), vec!["Applied"]);
+    assert_eq!(s.condition(&author(), "Ready").1, "Applied");
+    assert_eq!(s.condition(&author(), "Consistent").0, "True");
+    assert_eq!(s.condition(&author(), "Drifted").1, "InSync");
+    s.reconcile(&article()).await.unwrap();
+    assert_eq!(
+        events(&s.fake.take()),
+        vec!["Applied"],
+        "the waiting relationship landed"
+    );
+    s.server.running.state.reload().await.unwrap();
+    // The engine serves what the resources declared.
+    let data = s.server.gql("{ posts(order_by: {id: asc}, limit: 1) { id author { name articles(limit: 1) { id } } } }").await;
+    assert_eq!(data["data"]["posts"][0]["author"]["name"], "Ann", "{data}");
+}
+
+#[tokio::test]
+async fn second_reconcile_without_change_makes_no_call_and_no_write() {
+    let s = setup(false).await;
+    s.apply_tables().await;
+    let version = s.version().await;
+    let action = s.reconcile(&article()).await.unwrap();
+    assert_eq!(action, Action::requeue(Duration::from_secs(300)));
+    assert!(
+        s.fake.take().is_empty(),
+        "an in-sync resource makes no API call"
+    );
+    assert_eq!(s.version().await, version, "and no catalog write");
+}
+
+#[tokio::test]
+async fn drift_is_reported_only_by_default() {
+    let s = setup(false).await;
+    s.apply_tables().await;
+    s.apply(&article_user_select(&[])).await;
+    let version = s.version().await;
+    // Someone edits the managed permission through the metadata API.
+    s.server
+        .ok(json!({"type": "bulk", "args": [
+            {"type": "drop_select_permission", "args": {"table": "article", "role": "user"}},
+            {"type": "create_select_permission", "args": {"table": "article", "role": "user",
+                "permission": {"columns": "*", "filter": {}}}}]}))
+        .await;
+    let drift = s.drift_items().await;
+    assert_eq!(drift.len(), 1, "{drift:?}");
+    assert_eq!(
+        drift[0]["definition"]["object"],
+        "permission:public.article.user.select"
+    );
+    assert_eq!(drift[0]["definition"]["drift"], "modified");
+    assert_eq!(
+        drift[0]["definition"]["fields"],
+        json!([
+            "permission.columns",
+            "permission.filter",
+            "permission.limit"
+        ])
+    );
+    assert_eq!(
+        drift[0]["definition"]["owner"]["name"],
+        "article-user-select"
+    );
+    s.reconcile(&article_user_select(&[])).await.unwrap();
+    let calls = s.fake.take();
+    assert_eq!(
+        calls[0].line(),
+        format!("PATCH {PERMISSIONS}/article-user-select{SSA}")
+    );
+    assert_eq!(events(&calls), vec!["DriftDetected"]);
+    let (status, reason, message) = s.condition(&article_user_select(&[]), "Drifted");
+    assert_eq!((status.as_str(), reason.as_str()), ("True", "Modified"));
+    assert!(message.contains("permission.filter"), "{message}");
+    assert_eq!(s.condition(&article_user_select(&[]), "Ready").1, "Drifted");
+    assert_eq!(
+        s.version().await,
+        version + 1,
+        "report-only leaves the catalog as edited"
+    );
+    // drop_inconsistent_metadata cannot resolve a disagreement between two sources of truth.
+    s.server
+        .ok(json!({"type": "drop_inconsistent_metadata", "args": {}}))
+        .await;
+    assert_eq!(s.drift_items().await.len(), 1);
+    // Dropping it entirely turns the drift into `missing`.
+    s.server
+        .ok(json!({"type": "drop_select_permission", "args": {"table": "article", "role": "user"}}))
+        .await;
+    assert_eq!(s.drift_items().await[0]["definition"]["drift"], "missing");
+    s.reconcile(&article_user_select(&[])).await.unwrap();
+    assert_eq!(
+        s.condition(&article_user_select(&[]), "Drifted").1,
+        "Missing"
+    );
+    assert!(
+        events(&s.fake.take()).is_empty(),
+        "no new Event without a transition"
+    );
+}
+
+#[tokio::test]
+async fn self_heal_restores_drifted_objects() {
+    let s = setup(false).await;
+    s.apply_tables().await;
+    let healing = article_user_select(&[("basalt.dev/self-heal", "true")]);
+    s.apply(&healing).await;
+    let wanted = s.server.export().await;
+    s.server
+        .ok(json!({"type": "drop_select_permission", "args": {"table": "article", "role": "user"}}))
+        .await;
+    assert_eq!(s.drift_items().await.len(), 1);
+    s.reconcile(&healing).await.unwrap();
+    let calls = s.fake.take();
+    assert_eq!(events(&calls), vec!["DriftCorrected"]);
+    assert_eq!(
+        s.server.export().await,
+        wanted,
+        "the permission is back as declared"
+    );
+    assert!(s.drift_items().await.is_empty());
+    assert_eq!(s.condition(&healing, "Drifted").1, "Corrected");
+    assert_eq!(s.condition(&healing, "Ready").1, "Applied");
+}
+
+#[tokio::test]
+async fn controller_wide_self_heal_and_sync_request() {
+    let s = setup(true).await;
+    s.apply(&article()).await;
+    s.server
+        .ok(json!({"type": "set_table_custom_fields", "version": 2, "args": {"table": "article", "custom_root_fields": {}}}))
+        .await;
+    s.reconcile(&article()).await.unwrap();
+    assert_eq!(events(&s.fake.take()), vec!["DriftCorrected"]);
+    assert_eq!(
+        s.server.export().await["tables"][0]["configuration"]["custom_root_fields"]["select"],
+        "posts"
+    );
+
+    // Report-only controller: a new sync-requested-at value re-applies once.
+    let s = setup(false).await;
+    s.apply(&article()).await;
+    s.server
+        .ok(json!({"type": "set_table_custom_fields", "version": 2, "args": {"table": "article", "custom_root_fields": {}}}))
+        .await;
+    s.reconcile(&article()).await.unwrap();
+    assert_eq!(s.condition(&article(), "Drifted").0, "True");
+    let mut requested = s.fake.get(&article());
+    requested.metadata.annotations =
+        Some([("basalt.dev/sync-requested-at".to_owned(), "now".to_owned())].into());
+    s.fake.put(&requested);
+    s.reconcile(&requested).await.unwrap();
+    assert_eq!(s.condition(&article(), "Drifted").1, "Corrected");
+    assert_eq!(
+        s.status(&article()).last_sync_request.as_deref(),
+        Some("now")
+    );
+}
+
+#[tokio::test]
+async fn deletion_drops_the_objects_then_releases_the_finalizer() {
+    let s = setup(false).await;
+    s.apply_tables().await;
+    s.apply(&article_user_select(&[])).await;
+    s.delete(&article_user_select(&[]));
+    s.reconcile(&article_user_select(&[])).await.unwrap();
+    let calls = s.fake.take();
+    let lines: Vec<String> = calls.iter().map(Call::line).collect();
+    assert_eq!(
+        lines,
+        vec![
+            EVENTS.to_owned(),
+            format!("PATCH {PERMISSIONS}/article-user-select?")
+        ],
+        "{calls:#?}"
+    );
+    assert_eq!(events(&calls), vec!["Deleted"]);
+    assert_eq!(
+        calls[1].body,
+        json!([{"op": "test", "path": "/metadata/finalizers/0", "value": "basalt.dev/catalog-cleanup"},
+               {"op": "remove", "path": "/metadata/finalizers/0"}])
+    );
+    let export = s.server.export().await;
+    assert!(
+        export["tables"][0].get("select_permissions").is_none(),
+        "{export}"
+    );
+    let client = s.ctx.pool.get().await.unwrap();
+    let rows = managed::load(&**client).await.unwrap();
+    assert!(rows.iter().all(|r| r.owner.name != "article-user-select"));
+}
+
+#[tokio::test]
+async fn deletion_blocked_by_dependants_keeps_the_finalizer() {
+    let s = setup(false).await;
+    s.apply_tables().await;
+    s.delete(&author());
+    let err = s.reconcile(&author()).await.expect_err("blocked");
+    assert!(matches!(err, reconcile::Error::DeletionBlocked(_)), "{err}");
+    let calls = s.fake.take();
+    assert_eq!(events(&calls), vec!["DeletionBlocked"]);
+    assert!(
+        calls
+            .iter()
+            .all(|c| !c.uri.starts_with(&format!("{TABLES}/author?"))),
+        "the finalizer stays: {calls:#?}"
+    );
+    let (_, reason, message) = s.condition(&author(), "Ready");
+    assert_eq!(reason, "DeletionBlocked");
+    assert!(message.contains("dependency-error"), "{message}");
+    // Once the dependant is gone, the deletion converges.
+    s.delete(&article());
+    s.reconcile(&article()).await.unwrap();
+    s.reconcile(&author()).await.unwrap();
+    assert_eq!(s.server.export().await["tables"], json!([]));
+}
+
+#[tokio::test]
+async fn invalid_object_gets_invalid_spec_by_merge_patch() {
+    let s = setup(false).await;
+    let invalid = InvalidObject {
+        error: "spec.table: missing field `name`".into(),
+        metadata: meta("broken", &[]),
+    };
+    s.fake.put(
+        &json!({"apiVersion": "basalt.dev/v1alpha1", "kind": "TrackedTable",
+        "metadata": {"name": "broken", "namespace": NS}, "spec": {"table": {}}}),
+    );
+    let guard: DeserializeGuard<TrackedTable> = DeserializeGuard(Err(invalid));
+    let action = reconcile::reconcile(Arc::new(guard), s.ctx.clone())
+        .await
+        .unwrap();
+    assert_eq!(action, Action::await_change());
+    let calls = s.fake.take();
+    assert_eq!(calls[0].line(), format!("PATCH {TABLES}/broken/status?"));
+    assert!(calls[0].content_type.contains("merge-patch"));
+    let ready = &calls[0].body["status"]["conditions"][0];
+    assert_eq!(ready["reason"], "InvalidSpec");
+    assert!(ready["message"].as_str().unwrap().contains("missing field"));
+    assert_eq!(events(&calls), vec!["InvalidSpec"]);
+}
+
+#[tokio::test]
+async fn conflict_backs_off_until_adopted() {
+    let s = setup(false).await;
+    s.server
+        .ok(json!({"type": "track_table", "args": {"table": "article"}}))
+        .await;
+    let plain = tracked("article", json!({"table": {"name": "article"}}));
+    let calls = s.apply(&plain).await;
+    assert_eq!(events(&calls), vec!["Conflict"]);
+    let (_, reason, message) = s.condition(&plain, "Ready");
+    assert_eq!(reason, "Conflict");
+    assert!(message.contains("basalt.dev/adopt"), "{message}");
+    assert_eq!(s.ctx.failures("TrackedTable/shop/article"), 1);
+    s.reconcile(&plain).await.unwrap();
+    assert_eq!(s.ctx.failures("TrackedTable/shop/article"), 2);
+    assert!(events(&s.fake.take()).is_empty(), "no repeated Event");
+
+    let mut adopting = s.fake.get(&plain);
+    adopting.metadata.annotations =
+        Some([("basalt.dev/adopt".to_owned(), "true".to_owned())].into());
+    adopting.spec = serde_json::from_value(json!({"table": {"name": "article"},
+        "configuration": {"customRootFields": {"select": "posts"}}}))
+    .unwrap();
+    s.fake.put(&adopting);
+    s.reconcile(&adopting).await.unwrap();
+    assert_eq!(events(&s.fake.take()), vec!["Adopted"]);
+    assert_eq!(s.ctx.failures("TrackedTable/shop/article"), 0);
+    assert_eq!(s.condition(&plain, "Ready").1, "Applied");
+    let export = s.server.export().await;
+    assert_eq!(
+        export["tables"][0]["configuration"]["custom_root_fields"]["select"],
+        "posts"
+    );
+}
+
+#[tokio::test]
+async fn relationship_waits_for_its_target_without_blocking_the_table() {
+    // `posts` needs the popular_article view tracked, which happens later.
+    let s2 = setup(false).await;
+    let calls = s2
+        .apply(&tracked("author", json!({"table": {"name": "author"}, "arrayRelationships": [
+            {"name": "posts", "using": {"manualConfiguration": {"remoteTable": {"name": "popular_article"}, "columnMapping": {"id": "author_id"}}}}]})))
+        .await;
+    assert_eq!(events(&calls), vec!["ApplyFailed"]);
+    let waiting = s2
+        .fake
+        .get(&tracked("author", json!({"table": {"name": "author"}})));
+    let (_, reason, message) = s2.condition(&waiting, "Ready");
+    assert_eq!(reason, "DependencyNotReady");
+    assert!(
+        message.contains("relationship:public.author.posts"),
+        "{message}"
+    );
+    assert_eq!(
+        s2.server.export().await["tables"][0]["table"]["name"],
+        "author",
+        "the table is tracked"
+    );
+    s2.server
+        .ok(json!({"type": "track_table", "args": {"table": "popular_article"}}))
+        .await;
+    s2.reconcile(&waiting).await.unwrap();
+    assert_eq!(s2.condition(&waiting, "Ready").1, "Applied");
+    let export = s2.server.export().await;
+    assert_eq!(
+        export["tables"][0]["array_relationships"][0]["name"], "posts",
+        "{export}"
+    );
+}
+
+#[tokio::test]
+async fn unchecked_run_sql_drop_makes_resources_inconsistent() {
+    let s = setup(false).await;
+    s.apply_tables().await;
+    s.apply(&article_user_select(&[])).await;
+    s.server
+        .ok(json!({"type": "run_sql", "args": {"sql": "DROP TABLE comment; DROP TABLE article CASCADE", "check_metadata_consistency": false}}))
+        .await;
+    s.reconcile(&article()).await.unwrap();
+    s.reconcile(&article_user_select(&[])).await.unwrap();
+    for (status, what) in [
+        (s.condition(&article(), "Consistent"), "table"),
+        (
+            s.condition(&article_user_select(&[]), "Consistent"),
+            "permission",
+        ),
+    ] {
+        assert_eq!(
+            (status.0.as_str(), status.1.as_str()),
+            ("False", "Inconsistent"),
+            "{what}"
+        );
+    }
+    assert_eq!(s.condition(&article(), "Ready").1, "Inconsistent");
+    assert!(events(&s.fake.take()).contains(&"Inconsistent".to_owned()));
+}
+
+#[tokio::test]
+async fn resources_build_the_same_catalog_as_the_metadata_api() {
+    let s = setup(false).await;
+    let resources_json = [
+        json!({"kind": "ComputedField", "name": "author-full-name", "spec": {"table": {"name": "author"}, "name": "full_name",
+            "definition": {"function": {"name": "author_full_name"}}, "comment": "name and bio"}}),
+        json!({"kind": "CustomTypeSet", "name": "types", "spec": {"scalars": [{"name": "Email"}],
+            "inputObjects": [{"name": "SignupInput", "fields": [{"name": "email", "type": "Email!"}]}]}}),
+        json!({"kind": "QueryCollection", "name": "allowed", "spec": {"name": "allowed",
+            "definition": {"queries": [{"name": "titles", "query": "query { article { title } }"}]}}}),
+        json!({"kind": "AllowListEntry", "name": "allowed", "spec": {"collection": "allowed"}}),
+    ];
+    // Dependants first: they wait (and are retried) until what they need exists.
+    s.apply(&article_user_select(&[])).await;
+    assert_eq!(
+        s.condition(&article_user_select(&[]), "Ready").1,
+        "DependencyNotReady"
+    );
+    s.apply(&article()).await;
+    s.apply(&author()).await;
+    s.reconcile(&article()).await.unwrap();
+    s.reconcile(&article_user_select(&[])).await.unwrap();
+    for r in &resources_json {
+        let name = r["name"].as_str().unwrap();
+        let spec = r["spec"].clone();
+        match r["kind"].as_str().unwrap() {
+            "ComputedField" => {
+                s.apply(&ComputedField {
+                    metadata: meta(name, &[]),
+                    spec: serde_json::from_value(spec).unwrap(),
+                    status: None,
+                })
+                .await
+            }
+            "CustomTypeSet" => {
+                s.apply(&CustomTypeSet {
+                    metadata: meta(name, &[]),
+                    spec: serde_json::from_value(spec).unwrap(),
+                    status: None,
+                })
+                .await
+            }
+            "QueryCollection" => {
+                s.apply(&QueryCollection {
+                    metadata: meta(name, &[]),
+                    spec: serde_json::from_value(spec).unwrap(),
+                    status: None,
+                })
+                .await
+            }
+            _ => {
+                s.apply(&AllowListEntry {
+                    metadata: meta(name, &[]),
+                    spec: serde_json::from_value(spec).unwrap(),
+                    status: None,
+                })
+                .await
+            }
+        };
+    }
+    assert_eq!(s.condition(&article_user_select(&[]), "Ready").1, "Applied");
+
+    // The same metadata through /v1/query on another database.
+    let imperative = TestServer::with_fixture(BLOG).await;
+    imperative
+        .ok(json!({"type": "bulk", "args": [
+            {"type": "track_table", "version": 2, "args": {"table": "article", "configuration": {"custom_root_fields": {"select": "posts"}}}},
+            {"type": "track_table", "args": {"table": "author"}},
+            {"type": "create_object_relationship", "args": {"table": "article", "name": "author", "using": {"foreign_key_constraint_on": "author_id"}}},
+            {"type": "create_array_relationship", "args": {"table": "author", "name": "articles", "using": {"foreign_key_constraint_on": {"table": "article", "column": "author_id"}}}},
+            {"type": "create_select_permission", "args": {"table": "article", "role": "user", "permission": {"columns": ["id", "title"], "filter": {"author_id": {"_eq": "X-Svc-User-Id"}}, "limit": 10}}},
+            {"type": "add_computed_field", "args": {"table": "author", "name": "full_name", "definition": {"function": "author_full_name"}, "comment": "name and bio"}},
+            {"type": "set_custom_types", "args": {"scalars": [{"name": "Email"}], "input_objects": [{"name": "SignupInput", "fields": [{"name": "email", "type": "Email!"}]}]}},
+            {"type": "create_query_collection", "args": {"name": "allowed", "definition": {"queries": [{"name": "titles", "query": "query { article { title } }"}]}}},
+            {"type": "add_collection_to_allowlist", "args": {"collection": "allowed"}}
+        ]}))
+        .await;
+    let ours = normalize(s.server.export().await);
+    let theirs = normalize(imperative.export().await);
+    assert_eq!(ours, theirs);
+    assert!(s.inconsistent().await.is_empty());
+}
+
+/// Tables in name order (the order resources were applied in is not meaningful).
+fn normalize(mut export: Value) -> Value {
+    if let Some(tables) = export["tables"].as_array_mut() {
+        tables.sort_by_key(|t| t["table"]["name"].as_str().unwrap_or_default().to_owned());
+    }
+    export
+}
+
+#[tokio::test]
+async fn reject_mode_refuses_imperative_changes_to_managed_objects() {
+    let db = crate::harness::fresh_database().await;
+    crate::harness::run_sql(&db, BLOG).await;
+    let server = TestServer::on(&db, |c| {
+        c.managed_metadata = basalt::config::ManagedMetadata::Reject;
+    })
+    .await;
+    let fake = Arc::new(FakeApi::default());
+    let s = Setup {
+        ctx: context(fake.clone(), &db, false),
+        fake,
+        server,
+    };
+    s.apply(&article()).await;
+    s.apply(&article_user_select(&[])).await;
+    let response = s
+        .server
+        .fails(
+            json!({"type": "drop_select_permission", "args": {"table": "article", "role": "user"}}),
+            400,
+            "not-supported",
+            "$.args",
+        )
+        .await;
+    assert_eq!(
+        response["error"],
+        "permission:public.article.user.select is managed by basalt.dev/v1alpha1 Permission shop/article-user-select"
+    );
+    s.server
+        .fails(
+            json!({"type": "clear_metadata", "args": {}}),
+            400,
+            "not-supported",
+            "$.args",
+        )
+        .await;
+    // Unmanaged objects are still the metadata API's.
+    s.server
+        .ok(json!({"type": "track_table", "args": {"table": "comment"}}))
+        .await;
+    s.server
+        .ok(json!({"type": "untrack_table", "args": {"table": "comment"}}))
+        .await;
+}
+
+#[tokio::test]
+async fn orphans_are_reported_and_release_ownership_forgets_them() {
+    let s = setup(false).await;
+    s.apply_tables().await;
+    let orphaned = reconcile::mark_orphans(&s.ctx.pool, &Default::default(), &[Some(NS.into())])
+        .await
+        .unwrap();
+    assert_eq!(
+        orphaned,
+        vec![
+            "relationship:public.article.author",
+            "relationship:public.author.articles",
+            "table:public.article",
+            "table:public.author"
+        ]
+    );
+    let drift = s.drift_items().await;
+    assert_eq!(drift.len(), 4);
+    assert!(drift.iter().all(|d| d["definition"]["drift"] == "orphaned"));
+    // Unwatched namespaces are never judged.
+    let other = reconcile::mark_orphans(&s.ctx.pool, &Default::default(), &[Some("other".into())])
+        .await
+        .unwrap();
+    assert!(other.is_empty());
+    let client = s.ctx.pool.get().await.unwrap();
+    assert_eq!(managed::release(&**client, Some(NS)).await.unwrap(), 4);
+    assert!(s.drift_items().await.is_empty());
+    assert!(s.inconsistent().await.is_empty());
+}
+
+#[tokio::test]
+async fn deletion_in_any_order_converges() {
+    let s = setup(false).await;
+    s.apply_tables().await;
+    s.apply(&article_user_select(&[])).await;
+    // The referenced table first: blocked until the table whose relationship points at it
+    // is gone; the permission last, after its table took it along.
+    s.delete(&author());
+    assert!(s.reconcile(&author()).await.is_err());
+    s.delete(&article());
+    s.reconcile(&article()).await.unwrap();
+    s.reconcile(&author()).await.unwrap();
+    s.delete(&article_user_select(&[]));
+    s.reconcile(&article_user_select(&[])).await.unwrap();
+    assert_eq!(s.server.export().await["tables"], json!([]));
+    let client = s.ctx.pool.get().await.unwrap();
+    assert!(managed::load(&**client).await.unwrap().is_empty());
+    assert!(s.drift_items().await.is_empty());
+}
+
+#[tokio::test]
+async fn one_leader_and_failover_when_it_dies() {
+    let db = crate::harness::fresh_database().await;
+    let config: tokio_postgres::Config = db.parse().unwrap();
+    let retry = Duration::from_millis(50);
+    let first = leader::acquire(&config, retry).await;
+    let second = tokio::spawn({
+        let config = config.clone();
+        async move { leader::acquire(&config, retry).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!second.is_finished(), "a second controller stands by");
+    drop(first);
+    let _leader = tokio::time::timeout(Duration::from_secs(5), second)
+        .await
+        .expect("the standby takes over")
+        .unwrap();
+}
+
+#[tokio::test]
+async fn standby_makes_no_kubernetes_call() {
+    let db = crate::harness::fresh_database().await;
+    let config: tokio_postgres::Config = db.parse().unwrap();
+    let held = leader::acquire(&config, Duration::from_millis(50)).await;
+    let fake = Arc::new(FakeApi::default());
+    let client = crate::kube_fake::client(fake.clone());
+    let (pool, _) = basalt::app::pool_for(&db, 2).unwrap();
+    {
+        let mut c = pool.get().await.unwrap();
+        basalt::catalog::migrate(&mut c).await.unwrap();
+    }
+    let settings = basalt::config::ControllerConfig {
+        watch_namespaces: vec![NS.into()],
+        leader_retry_ms: 50,
+        ..Default::default()
+    };
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let ready = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let task = tokio::spawn(basalt::controller::run::run_with(
+        client,
+        pool,
+        config,
+        settings,
+        ready.clone(),
+        stopped,
+    ));
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(
+        ready.load(std::sync::atomic::Ordering::Relaxed),
+        "standbys report ready"
+    );
+    assert!(fake.take().is_empty(), "a standby makes no API call");
+    drop(held);
+    let mut calls = Vec::new();
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        calls.extend(fake.take());
+        if calls.len() >= 6 {
+            break;
+        }
+    }
+    assert!(
+        calls
+            .iter()
+            .any(|c| c.line().starts_with(&format!("GET {TABLES}?"))),
+        "the new leader checks its CRDs and watches: {calls:#?}"
+    );
+    let _ = stop.send(true);
+    let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+}
