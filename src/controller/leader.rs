@@ -8,7 +8,7 @@ use tokio::sync::watch;
 use tokio_postgres::NoTls;
 
 /// Lock key: "basalt" in ASCII with a `c` (controller) suffix; distinct from the migration lock.
-pub const LEADER_LOCK: i64 = 0x6261_7361_6c74_63;
+pub const LEADER_LOCK: i64 = 0x0062_6173_616c_7463;
 
 /// Held leadership. Dropping it closes the session, which releases the lock.
 #[derive(Debug)]

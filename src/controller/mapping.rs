@@ -332,7 +332,7 @@ pub fn allowlist_entry(spec: &AllowListEntrySpec) -> Result<AllowlistEntry, Meta
 /// The catalog objects a TrackedTable declares: the table's settings, then each relationship.
 pub fn tracked_table_objects(spec: &TrackedTableSpec) -> Result<Vec<Object>, MetadataError> {
     let entry = tracked_table(spec)?;
-    let mut out = vec![Object::Table(table_settings(&entry))];
+    let mut out = vec![Object::Table(Box::new(table_settings(&entry)))];
     for r in &entry.object_relationships {
         out.push(Object::ObjectRelationship(entry.table.clone(), r.clone()));
     }

@@ -91,7 +91,7 @@ impl CustomType {
 pub enum Object {
     /// A tracked table's own settings (`is_enum`, `configuration`); its relationships,
     /// permissions and computed fields are separate objects.
-    Table(TableEntry),
+    Table(Box<TableEntry>),
     /// An object relationship of a table.
     ObjectRelationship(QualifiedTable, RelationshipEntry<ObjRelUsing>),
     /// An array relationship of a table.
@@ -242,7 +242,7 @@ pub fn catalog_objects(metadata: &Metadata) -> BTreeMap<String, Object> {
     let mut out = Vec::new();
     for entry in &metadata.tables {
         let t = &entry.table;
-        out.push(Object::Table(table_settings(entry)));
+        out.push(Object::Table(Box::new(table_settings(entry))));
         for r in &entry.object_relationships {
             out.push(Object::ObjectRelationship(t.clone(), r.clone()));
         }

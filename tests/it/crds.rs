@@ -288,9 +288,10 @@ fn resources_map_to_metadata_field_by_field() {
     let (table, kind, entry) = mapping::permission(&spec).unwrap();
     assert_eq!(table.name, "article");
     assert_eq!(kind, basalt::schema::PermissionKind::Update);
+    // The rules come back in the catalog's typed form (an absent update `check` is null).
     assert_eq!(
         entry.permission,
-        json!({"columns": ["title"], "filter": filter, "set": {"edited_at": "now()"}})
+        json!({"columns": ["title"], "filter": filter, "check": null, "set": {"edited_at": "now()"}})
     );
     assert_eq!(
         serde_json::to_string(&entry.permission["filter"]).unwrap(),
