@@ -377,3 +377,28 @@ async fn scan_orphans(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn namespaces_come_from_flags_before_the_client_default() {
+        let mut settings = ControllerConfig {
+            watch_namespaces: vec!["a".into(), " b ".into(), "".into()],
+            ..Default::default()
+        };
+        assert_eq!(
+            scopes(&settings, "dflt"),
+            vec![Some("a".into()), Some("b".into())]
+        );
+        settings.all_namespaces = true;
+        assert_eq!(scopes(&settings, "dflt"), vec![None]);
+        let settings = ControllerConfig::default();
+        let expected = std::env::var("POD_NAMESPACE")
+            .ok()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| "dflt".into());
+        assert_eq!(scopes(&settings, "dflt"), vec![Some(expected)]);
+    }
+}

@@ -835,3 +835,120 @@ async fn standby_makes_no_kubernetes_call() {
     let _ = stop.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
 }
+
+#[tokio::test]
+async fn running_controller_applies_resources_and_heals_on_catalog_notify() {
+    let db = crate::harness::fresh_database().await;
+    crate::harness::run_sql(&db, BLOG).await;
+    let server = TestServer::on(&db, |_| {}).await;
+    let fake = Arc::new(FakeApi::default());
+    let finalized = |mut m: ObjectMeta| {
+        m.finalizers = Some(vec!["basalt.dev/catalog-cleanup".into()]);
+        m
+    };
+    let mut table = tracked("article", json!({"table": {"name": "article"}}));
+    table.metadata = finalized(table.metadata);
+    let mut perm = article_user_select(&[]);
+    perm.metadata = finalized(perm.metadata);
+    fake.put(&table);
+    fake.put(&perm);
+    let (pool, _) = basalt::app::pool_for(&db, 4).unwrap();
+    let settings = basalt::config::ControllerConfig {
+        watch_namespaces: vec![NS.into()],
+        self_heal: true,
+        leader_retry_ms: 50,
+        ..Default::default()
+    };
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let task = tokio::spawn(basalt::controller::run::run_with(
+        crate::kube_fake::client(fake.clone()),
+        pool,
+        db.parse().unwrap(),
+        settings,
+        Arc::new(Default::default()),
+        stopped,
+    ));
+    let has_permission = |export: &Value| export["tables"][0].get("select_permissions").is_some();
+    let mut applied = false;
+    for _ in 0..200 {
+        if has_permission(&server.export().await) {
+            applied = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(applied, "the running controller applies both resources");
+    // An imperative drop is noticed through the catalog NOTIFY and healed well before the
+    // 10 s poll or the 300 s resync could have done it.
+    server
+        .ok(json!({"type": "drop_select_permission", "args": {"table": "article", "role": "user"}}))
+        .await;
+    let mut healed = false;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        if has_permission(&server.export().await) {
+            healed = true;
+            break;
+        }
+    }
+    assert!(healed, "self-heal after the NOTIFY");
+    let calls = fake.take();
+    assert!(
+        calls
+            .iter()
+            .any(|c| c.method == "POST" && c.body["reason"] == "DriftCorrected"),
+        "{calls:#?}"
+    );
+    let _ = stop.send(true);
+    tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .expect("graceful shutdown")
+        .unwrap()
+        .unwrap();
+}
+
+#[tokio::test]
+async fn suspended_resources_are_left_alone_and_orphan_policy_keeps_objects() {
+    let s = setup(false).await;
+    let before = s.version().await;
+    let suspended = permission(
+        "suspended",
+        json!({"table": {"name": "article"}, "role": "user", "operation": "delete", "permission": {"filter": {}}}),
+        &[("basalt.dev/reconcile", "disabled")],
+    );
+    s.apply(&suspended).await;
+    let (status, reason, _) = s.condition(&suspended, "Ready");
+    assert_eq!((status.as_str(), reason.as_str()), ("Unknown", "Suspended"));
+    assert_eq!(
+        s.version().await,
+        before,
+        "a suspended resource never touches the catalog"
+    );
+
+    let kept = tracked("kept", json!({"table": {"name": "comment"}}));
+    let mut kept_meta = kept.clone();
+    kept_meta.metadata.annotations =
+        Some([("basalt.dev/deletion-policy".to_owned(), "orphan".to_owned())].into());
+    s.apply(&kept_meta).await;
+    s.delete(&kept_meta);
+    s.reconcile(&kept_meta).await.unwrap();
+    let calls = s.fake.take();
+    assert_eq!(events(&calls), vec!["Deleted"]);
+    assert!(
+        calls[0].body["note"]
+            .as_str()
+            .unwrap()
+            .contains("released ownership"),
+        "{calls:#?}"
+    );
+    assert_eq!(
+        s.server.export().await["tables"][0]["table"]["name"],
+        "comment",
+        "object kept"
+    );
+    let client = s.ctx.pool.get().await.unwrap();
+    assert!(
+        managed::load(&**client).await.unwrap().is_empty(),
+        "ownership released"
+    );
+}

@@ -95,9 +95,18 @@ impl FakeApi {
             return respond(StatusCode::OK, &call.body);
         }
         if call.method == "GET" {
+            let prefix = format!("{path}/");
+            let items: Vec<Value> = self
+                .objects
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|(p, _)| p.starts_with(&prefix))
+                .map(|(_, o)| o.clone())
+                .collect();
             return respond(
                 StatusCode::OK,
-                &json!({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": "1"}, "items": []}),
+                &json!({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": "1"}, "items": items}),
             );
         }
         let (object_path, status) = match path.strip_suffix("/status") {
@@ -152,10 +161,12 @@ impl FakeApi {
     }
 }
 
-/// A kube client talking to `fake`.
+/// A kube client talking to `fake`. Watch requests are left pending, as a quiet API server
+/// would keep them open.
 pub fn client(fake: Arc<FakeApi>) -> kube::Client {
     let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
     tokio::spawn(async move {
+        let mut open_watches = Vec::new();
         while let Some((request, send)) = handle.next_request().await {
             let (parts, body) = request.into_parts();
             let bytes = body.collect_bytes().await.unwrap_or_default();
@@ -175,9 +186,13 @@ pub fn client(fake: Arc<FakeApi>) -> kube::Client {
                     .to_owned(),
                 body,
             };
-            let response = fake.answer(&call);
+            let watch = call.method == "GET" && call.uri.contains("watch=true");
+            let response = (!watch).then(|| fake.answer(&call));
             fake.calls.lock().unwrap().push(call);
-            send.send_response(response);
+            match response {
+                Some(response) => send.send_response(response),
+                None => open_watches.push(send),
+            }
         }
     });
     kube::Client::new(service, "default")

@@ -6,6 +6,7 @@ mod auth;
 mod catalog;
 mod controller;
 mod crds;
+mod e2e_cluster;
 mod graphql_introspection;
 mod graphql_mutations;
 mod graphql_queries;
