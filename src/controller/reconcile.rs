@@ -9,7 +9,7 @@ use super::diff::{self, Plan, Policy, Step};
 use crate::catalog::{self, managed, CatalogError, Writer};
 use crate::metadata::objects::{self, DriftKind, Managed, Object, Owner};
 use crate::metadata::ops::{Limits, Op};
-use crate::metadata::{Metadata, MetadataError};
+use crate::metadata::MetadataError;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Patch, PatchParams};
 use kube::core::object::HasStatus;
@@ -22,6 +22,7 @@ use serde_json::{json, Value};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tracing::Instrument;
 
 /// Finalizer guarding catalog cleanup.
 pub const FINALIZER: &str = "basalt.dev/catalog-cleanup";
@@ -232,13 +233,13 @@ pub async fn reconcile<K: Kind>(
     let namespace = resource.namespace().unwrap_or_default();
     let api: Api<K> = Api::namespaced(ctx.client.clone(), &namespace);
     let span = tracing::info_span!("reconcile", kind = K::kind(&()).as_ref(), %namespace, name = %resource.name_any());
-    let _ = &span;
     finalizer(&api, FINALIZER, resource, |event| async {
         match event {
             Finalized::Apply(r) => apply(r, &ctx).await,
             Finalized::Cleanup(r) => cleanup(r, &ctx).await,
         }
     })
+    .instrument(span)
     .await
     .map_err(|e| match e {
         kube::runtime::finalizer::Error::ApplyFailed(e)
@@ -642,26 +643,17 @@ async fn finish<K: Kind>(
                 message: "the catalog matches the spec".to_owned(),
             },
         });
-    } else {
-        // Not evaluated this time: keep what was known.
-        for type_ in ["Consistent", "Drifted"] {
-            if let Some(c) = conditions::find(&before.conditions, type_) {
-                wanted.push(Wanted {
-                    type_: if type_ == "Consistent" {
-                        "Consistent"
-                    } else {
-                        "Drifted"
-                    },
-                    status: match c.status.as_str() {
-                        "True" => "True",
-                        "False" => "False",
-                        _ => "Unknown",
-                    },
-                    reason: leak_reason(&c.reason),
-                    message: c.message.clone(),
-                });
-            }
-        }
+    }
+    let mut merged = conditions::merge(&before.conditions, &wanted, generation, &now);
+    if outcome.consistent.is_none() {
+        // Not evaluated this time (failure before the catalog check): keep what was known.
+        merged.extend(
+            before
+                .conditions
+                .iter()
+                .filter(|c| c.type_ == "Consistent" || c.type_ == "Drifted")
+                .cloned(),
+        );
     }
     let declared_hash = objects::hash(&json!(object_keys));
     let status = ResourceStatus {
@@ -689,7 +681,7 @@ async fn finish<K: Kind>(
                 .map(str::to_owned)
                 .or(before.last_sync_request.clone())
         },
-        conditions: conditions::merge(&before.conditions, &wanted, generation, &now),
+        conditions: merged,
     };
     if status != before {
         let api: Api<K> = Api::namespaced(
@@ -743,24 +735,6 @@ async fn finish<K: Kind>(
             }
         }
     })
-}
-
-/// Reasons read back from a status, as the `'static` strings conditions are built from.
-fn leak_reason(reason: &str) -> &'static str {
-    const KNOWN: &[&str] = &[
-        "Consistent",
-        "Inconsistent",
-        "NotApplied",
-        "InSync",
-        "Modified",
-        "Missing",
-        "Corrected",
-    ];
-    KNOWN
-        .iter()
-        .find(|k| **k == reason)
-        .copied()
-        .unwrap_or("NotApplied")
 }
 
 fn now_text(now: &Time) -> String {
@@ -877,12 +851,4 @@ pub async fn mark_orphans(
         managed::set_orphaned(&**client, &back, false).await?;
     }
     Ok(gone)
-}
-
-/// The metadata as loaded, for callers that need the document next to a reconcile.
-pub async fn current_metadata(
-    pool: &deadpool_postgres::Pool,
-) -> Result<(Metadata, i64), CatalogError> {
-    let client = pool.get().await?;
-    catalog::load(&**client, false).await
 }
