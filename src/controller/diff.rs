@@ -407,24 +407,16 @@ fn push_update(
                 );
             }
         }
-        (Object::ObjectRelationship(t, _), Object::ObjectRelationship(_, d))
-            if only_comment(current.canonical(), desired.canonical()) =>
-        {
+        (
+            Object::ObjectRelationship(..) | Object::ArrayRelationship(..),
+            Object::ObjectRelationship(..) | Object::ArrayRelationship(..),
+        ) if only_comment(current.canonical(), desired.canonical()) => {
+            let d = desired.canonical();
             op(
                 plan,
                 &key,
                 json!({"type": "set_relationship_comment",
-                "args": {"table": t, "relationship": d.name, "comment": d.comment}}),
-            );
-        }
-        (Object::ArrayRelationship(t, _), Object::ArrayRelationship(_, d))
-            if only_comment(current.canonical(), desired.canonical()) =>
-        {
-            op(
-                plan,
-                &key,
-                json!({"type": "set_relationship_comment",
-                "args": {"table": t, "relationship": d.name, "comment": d.comment}}),
+                "args": {"table": d["table"], "relationship": d["name"], "comment": d["comment"]}}),
             );
         }
         (Object::Permission(t, kind, _), Object::Permission(_, _, d))
@@ -619,6 +611,22 @@ mod tests {
             Policy::default(),
         );
         assert_eq!(types(&comment), vec!["set_permission_comment"]);
+
+        let rel = "relationship:public.article.author";
+        let mut noted = object(&same, rel);
+        if let Object::ObjectRelationship(_, r) = &mut noted {
+            r.comment = Some("the writer".into());
+        }
+        let old = object(&same, rel);
+        let renoted = plan_for(
+            std::slice::from_ref(&noted),
+            &same,
+            &[row(&old, "me")],
+            Policy::default(),
+        );
+        assert_eq!(types(&renoted), vec!["set_relationship_comment"]);
+        assert_eq!(renoted.ops[0].request["args"]["comment"], "the writer");
+        assert_eq!(renoted.ops[0].request["args"]["relationship"], "author");
     }
 
     #[test]

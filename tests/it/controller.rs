@@ -45,6 +45,15 @@ fn meta(name: &str, annotations: &[(&str, &str)]) -> ObjectMeta {
     }
 }
 
+/// A resource of kind `K` named `name` in the test namespace.
+fn resource<K: Kind>(name: &str, spec: Value) -> K {
+    serde_json::from_value(
+        json!({"apiVersion": "basalt.dev/v1alpha1", "kind": K::kind(&()),
+        "metadata": meta(name, &[]), "spec": spec}),
+    )
+    .unwrap()
+}
+
 fn tracked(name: &str, spec: Value) -> TrackedTable {
     TrackedTable {
         metadata: meta(name, &[]),
@@ -601,41 +610,12 @@ async fn resources_build_the_same_catalog_as_the_metadata_api() {
     s.reconcile(&article()).await.unwrap();
     s.reconcile(&article_user_select(&[])).await.unwrap();
     for r in &resources_json {
-        let name = r["name"].as_str().unwrap();
-        let spec = r["spec"].clone();
+        let (name, spec) = (r["name"].as_str().unwrap(), r["spec"].clone());
         match r["kind"].as_str().unwrap() {
-            "ComputedField" => {
-                s.apply(&ComputedField {
-                    metadata: meta(name, &[]),
-                    spec: serde_json::from_value(spec).unwrap(),
-                    status: None,
-                })
-                .await
-            }
-            "CustomTypeSet" => {
-                s.apply(&CustomTypeSet {
-                    metadata: meta(name, &[]),
-                    spec: serde_json::from_value(spec).unwrap(),
-                    status: None,
-                })
-                .await
-            }
-            "QueryCollection" => {
-                s.apply(&QueryCollection {
-                    metadata: meta(name, &[]),
-                    spec: serde_json::from_value(spec).unwrap(),
-                    status: None,
-                })
-                .await
-            }
-            _ => {
-                s.apply(&AllowListEntry {
-                    metadata: meta(name, &[]),
-                    spec: serde_json::from_value(spec).unwrap(),
-                    status: None,
-                })
-                .await
-            }
+            "ComputedField" => s.apply(&resource::<ComputedField>(name, spec)).await,
+            "CustomTypeSet" => s.apply(&resource::<CustomTypeSet>(name, spec)).await,
+            "QueryCollection" => s.apply(&resource::<QueryCollection>(name, spec)).await,
+            _ => s.apply(&resource::<AllowListEntry>(name, spec)).await,
         };
     }
     assert_eq!(s.condition(&article_user_select(&[]), "Ready").1, "Applied");
