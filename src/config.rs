@@ -19,6 +19,9 @@ pub enum Command {
     Serve(Box<ServeConfig>),
     /// Run the Kubernetes controller: reconcile `basalt.dev` resources into the catalog.
     Controller(Box<ControllerCommand>),
+    /// Export the catalog's metadata: as custom resources (`--format crds`) or the metadata
+    /// document (`--format metadata`).
+    Export(ExportCommand),
     /// Write the CustomResourceDefinitions as YAML, one file per kind.
     Crds {
         /// Directory to write into (created if missing).
@@ -42,6 +45,33 @@ pub struct ControllerCommand {
     /// Controller settings.
     #[command(flatten)]
     pub settings: ControllerConfig,
+}
+
+/// What `basalt export` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// `basalt.dev` resources annotated for adoption, one file each (with `--out`).
+    Crds,
+    /// The metadata document, as `export_metadata` returns it.
+    Metadata,
+}
+
+/// `basalt export`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ExportCommand {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ExportFormat::Crds)]
+    pub format: ExportFormat,
+    /// Namespace of the exported resources (`--format crds`).
+    #[arg(long, default_value = "default")]
+    pub namespace: String,
+    /// Directory to write into (one file per resource and a `kustomization.yaml`); without
+    /// it, everything goes to stdout.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Postgres holding `basalt_catalog`.
+    #[arg(long, env = "BASALT_DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
 }
 
 /// Maintenance subcommands of `basalt controller`.
@@ -68,13 +98,13 @@ pub struct ControllerConfig {
     )]
     pub watch_namespaces: Vec<String>,
     /// Watch every namespace (needs cluster-wide RBAC).
-    #[arg(long, env = "BASALT_WATCH_ALL_NAMESPACES", default_value_t = false, action = clap::ArgAction::Set)]
+    #[arg(long, env = "BASALT_WATCH_ALL_NAMESPACES", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub all_namespaces: bool,
     /// Only reconcile resources matching this label selector (e.g. `basalt.dev/engine=prod`).
     #[arg(long, env = "BASALT_CONTROLLER_LABEL_SELECTOR")]
     pub label_selector: Option<String>,
     /// Re-apply drifted objects (a resource's `basalt.dev/self-heal` annotation overrides).
-    #[arg(long, env = "BASALT_SELF_HEAL", default_value_t = false, action = clap::ArgAction::Set)]
+    #[arg(long, env = "BASALT_SELF_HEAL", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub self_heal: bool,
     /// Seconds between periodic re-reconciles of every resource (and orphan scans).
     #[arg(long, env = "BASALT_RESYNC_SECONDS", default_value_t = 300)]
@@ -202,7 +232,7 @@ pub struct ServeConfig {
     #[arg(long, env = "BASALT_MANAGED_METADATA", value_enum, default_value_t = ManagedMetadata::Allow)]
     pub managed_metadata: ManagedMetadata,
     /// Run the Kubernetes controller in this process too.
-    #[arg(long, env = "BASALT_CONTROLLER", default_value_t = false, action = clap::ArgAction::Set)]
+    #[arg(long, env = "BASALT_CONTROLLER", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub controller: bool,
     /// Controller settings (with `--controller`).
     #[command(flatten)]

@@ -17,6 +17,13 @@ async fn main() -> std::process::ExitCode {
                 std::process::ExitCode::FAILURE
             }
         },
+        Command::Export(command) => match export(&command).await {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("basalt: {err:#}");
+                std::process::ExitCode::FAILURE
+            }
+        },
         Command::Controller(command) => {
             basalt::telemetry::init(command.log_format);
             match basalt::controller::main(*command).await {
@@ -52,4 +59,58 @@ fn write_crds(dir: &std::path::Path) -> anyhow::Result<usize> {
         std::fs::write(&path, yaml).with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(files.len())
+}
+
+/// `basalt export`: reads the catalog and writes it as resources or as the metadata document.
+async fn export(command: &basalt::config::ExportCommand) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use basalt::config::ExportFormat;
+    let url = command
+        .database_url
+        .as_deref()
+        .context("export needs --database-url / BASALT_DATABASE_URL")?;
+    let (pool, _) = basalt::app::pool_for(url, 1)?;
+    let client = pool.get().await.context("cannot connect to the database")?;
+    let (metadata, version) = basalt::catalog::load(&**client, false)
+        .await
+        .context("cannot read basalt_catalog (is this Basalt's database?)")?;
+    let files = match command.format {
+        ExportFormat::Metadata => {
+            let text = serde_json::to_string_pretty(&metadata)?;
+            vec![("metadata.json".to_owned(), text + "\n")]
+        }
+        ExportFormat::Crds => {
+            let export = basalt::controller::export::resources(&metadata, &command.namespace)
+                .map_err(anyhow::Error::msg)?;
+            for skipped in &export.skipped {
+                eprintln!("basalt: not exported: {skipped}");
+            }
+            match &command.out {
+                Some(_) => export.files()?,
+                None => vec![(String::new(), export.stream()?)],
+            }
+        }
+    };
+    match &command.out {
+        None => {
+            for (_, text) in &files {
+                print!("{text}");
+            }
+        }
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            for (name, text) in &files {
+                let path = dir.join(name);
+                std::fs::write(&path, text)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+            }
+            eprintln!(
+                "wrote {} files for catalog version {version} to {}",
+                files.len(),
+                dir.display()
+            );
+        }
+    }
+    Ok(())
 }

@@ -7,6 +7,7 @@
 pub mod conditions;
 pub mod crd;
 pub mod diff;
+pub mod export;
 pub mod leader;
 pub mod mapping;
 pub mod reconcile;

@@ -1,0 +1,497 @@
+//! `basalt export --format crds`: an existing catalog (built through `/v1/query`) as custom
+//! resources that, applied, adopt and reproduce it — the one step that moves imperative
+//! metadata into Git. The inverse of [`super::mapping`], written field by field; every
+//! resource is parsed back into its typed spec before it is emitted, so what is written is
+//! what the CRDs accept.
+
+use super::crd::*;
+use super::reconcile::{ADOPT, API_VERSION};
+use crate::metadata::types::*;
+use crate::schema::PermissionKind;
+use serde_json::{json, Map, Value};
+use std::collections::BTreeSet;
+
+/// One exported resource.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exported {
+    /// The kind.
+    pub kind: &'static str,
+    /// `metadata.name`.
+    pub name: String,
+    /// The full manifest.
+    pub manifest: Value,
+}
+
+/// The export of one catalog.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Export {
+    /// Resources, dependencies first: tables, then per table its computed fields and
+    /// permissions, then custom types, collections and the allow-list.
+    pub resources: Vec<Exported>,
+    /// Objects no kind exists for yet (event triggers, remote schemas, actions).
+    pub skipped: Vec<String>,
+}
+
+/// A Kubernetes object name (RFC 1123 subdomain) from metadata names.
+fn k8s_name(parts: &[&str]) -> String {
+    let mut out = String::new();
+    for part in parts {
+        if !out.is_empty() {
+            out.push('-');
+        }
+        for c in part.chars() {
+            let c = c.to_ascii_lowercase();
+            if c.is_ascii_alphanumeric() {
+                out.push(c);
+            } else if !out.ends_with('-') {
+                out.push('-');
+            }
+        }
+    }
+    let trimmed: String = out.trim_matches('-').chars().take(240).collect();
+    let trimmed = trimmed.trim_end_matches('-').to_owned();
+    if trimmed.is_empty() {
+        "object".to_owned()
+    } else {
+        trimmed
+    }
+}
+
+fn qualified(t: &QualifiedTable) -> Value {
+    json!({"schema": t.schema, "name": t.name})
+}
+
+fn put(map: &mut Map<String, Value>, key: &str, value: Option<Value>) {
+    if let Some(v) = value.filter(|v| !v.is_null()) {
+        map.insert(key.to_owned(), v);
+    }
+}
+
+fn text(s: &Option<String>) -> Option<Value> {
+    s.as_ref().map(|s| json!(s))
+}
+
+fn root_fields(r: &CustomRootFields) -> Map<String, Value> {
+    let mut m = Map::new();
+    let name = |n: &Option<GraphQLName>| n.as_ref().map(|n| json!(n.0));
+    put(&mut m, "select", name(&r.select));
+    put(&mut m, "selectByPk", name(&r.select_by_pk));
+    put(&mut m, "selectAggregate", name(&r.select_aggregate));
+    put(&mut m, "insert", name(&r.insert));
+    put(&mut m, "insertOne", name(&r.insert_one));
+    put(&mut m, "update", name(&r.update));
+    put(&mut m, "updateByPk", name(&r.update_by_pk));
+    put(&mut m, "delete", name(&r.delete));
+    put(&mut m, "deleteByPk", name(&r.delete_by_pk));
+    m
+}
+
+fn manual(m: &ManualConfiguration) -> Value {
+    json!({"manualConfiguration": {"remoteTable": qualified(&m.remote_table), "columnMapping": m.column_mapping}})
+}
+
+fn relationship(name: &GraphQLName, using: Value, comment: &Option<String>) -> Value {
+    let mut m = Map::new();
+    m.insert("name".into(), json!(name.0));
+    m.insert("using".into(), using);
+    put(&mut m, "comment", text(comment));
+    Value::Object(m)
+}
+
+fn tracked_table(e: &TableEntry) -> Value {
+    let mut spec = Map::new();
+    spec.insert("table".into(), qualified(&e.table));
+    if e.is_enum {
+        spec.insert("isEnum".into(), json!(true));
+    }
+    let mut configuration = Map::new();
+    let roots = root_fields(&e.configuration.custom_root_fields);
+    if !roots.is_empty() {
+        configuration.insert("customRootFields".into(), Value::Object(roots));
+    }
+    if !e.configuration.custom_column_names.is_empty() {
+        configuration.insert(
+            "customColumnNames".into(),
+            json!(e.configuration.custom_column_names),
+        );
+    }
+    if !configuration.is_empty() {
+        spec.insert("configuration".into(), Value::Object(configuration));
+    }
+    let objects: Vec<Value> = e
+        .object_relationships
+        .iter()
+        .map(|r| {
+            let using = match &r.using {
+                ObjRelUsing::ForeignKey(column) => json!({"foreignKeyConstraintOn": column}),
+                ObjRelUsing::Manual(m) => manual(m),
+            };
+            relationship(&r.name, using, &r.comment)
+        })
+        .collect();
+    let arrays: Vec<Value> = e
+        .array_relationships
+        .iter()
+        .map(|r| {
+            let using = match &r.using {
+                ArrRelUsing::ForeignKey(fk) => json!({"foreignKeyConstraintOn":
+                    {"table": qualified(&fk.table), "column": fk.column}}),
+                ArrRelUsing::Manual(m) => manual(m),
+            };
+            relationship(&r.name, using, &r.comment)
+        })
+        .collect();
+    if !objects.is_empty() {
+        spec.insert("objectRelationships".into(), Value::Array(objects));
+    }
+    if !arrays.is_empty() {
+        spec.insert("arrayRelationships".into(), Value::Array(arrays));
+    }
+    Value::Object(spec)
+}
+
+/// The rules of a permission, metadata field → CRD field (user data copied verbatim).
+fn permission_rules(rules: &Value) -> Value {
+    let mut out = Map::new();
+    if let Value::Object(map) = rules {
+        for (key, value) in map {
+            let field = match key.as_str() {
+                "backend_only" => "backendOnly",
+                "computed_fields" => "computedFields",
+                "allow_aggregations" => "allowAggregations",
+                "check" => "check",
+                "set" => "set",
+                "columns" => "columns",
+                "filter" => "filter",
+                "limit" => "limit",
+                _ => continue,
+            };
+            put(&mut out, field, Some(value.clone()));
+        }
+    }
+    Value::Object(out)
+}
+
+fn permission<P: serde::Serialize>(
+    table: &QualifiedTable,
+    kind: PermissionKind,
+    p: &PermissionEntry<P>,
+) -> Value {
+    let rules = serde_json::to_value(&p.permission).unwrap_or(Value::Null);
+    let mut spec = Map::new();
+    spec.insert("table".into(), qualified(table));
+    spec.insert("role".into(), json!(p.role.0));
+    spec.insert("operation".into(), json!(kind.as_str()));
+    spec.insert("permission".into(), permission_rules(&rules));
+    put(&mut spec, "comment", text(&p.comment));
+    Value::Object(spec)
+}
+
+fn computed_field(table: &QualifiedTable, c: &ComputedFieldEntry) -> Value {
+    let mut definition = Map::new();
+    definition.insert(
+        "function".into(),
+        json!({"schema": c.definition.function.schema, "name": c.definition.function.name}),
+    );
+    put(
+        &mut definition,
+        "tableArgument",
+        text(&c.definition.table_argument),
+    );
+    put(
+        &mut definition,
+        "sessionArgument",
+        text(&c.definition.session_argument),
+    );
+    let mut spec = Map::new();
+    spec.insert("table".into(), qualified(table));
+    spec.insert("name".into(), json!(c.name.0));
+    spec.insert("definition".into(), Value::Object(definition));
+    put(&mut spec, "comment", text(&c.comment));
+    Value::Object(spec)
+}
+
+fn fields(fields: &[TypeField]) -> Value {
+    Value::Array(
+        fields
+            .iter()
+            .map(|f| {
+                let mut m = Map::new();
+                m.insert("name".into(), json!(f.name.0));
+                put(&mut m, "description", text(&f.description));
+                m.insert("type".into(), json!(f.field_type));
+                Value::Object(m)
+            })
+            .collect(),
+    )
+}
+
+fn named(name: &GraphQLName, description: &Option<String>) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("name".into(), json!(name.0));
+    put(&mut m, "description", text(description));
+    m
+}
+
+fn custom_types(t: &CustomTypes) -> Value {
+    let inputs: Vec<Value> = t
+        .input_objects
+        .iter()
+        .map(|o| {
+            let mut m = named(&o.name, &o.description);
+            m.insert("fields".into(), fields(&o.fields));
+            Value::Object(m)
+        })
+        .collect();
+    let objects: Vec<Value> = t
+        .objects
+        .iter()
+        .map(|o| {
+            let mut m = named(&o.name, &o.description);
+            m.insert("fields".into(), fields(&o.fields));
+            if !o.relationships.is_empty() {
+                let rels: Vec<Value> = o
+                    .relationships
+                    .iter()
+                    .map(|r| {
+                        json!({"name": r.name.0, "type": r.rel_type,
+                            "remoteTable": qualified(&r.remote_table), "fieldMapping": r.field_mapping})
+                    })
+                    .collect();
+                m.insert("relationships".into(), Value::Array(rels));
+            }
+            Value::Object(m)
+        })
+        .collect();
+    let scalars: Vec<Value> = t
+        .scalars
+        .iter()
+        .map(|s| Value::Object(named(&s.name, &s.description)))
+        .collect();
+    let enums: Vec<Value> = t
+        .enums
+        .iter()
+        .map(|e| {
+            let mut m = named(&e.name, &e.description);
+            let values: Vec<Value> = e
+                .values
+                .iter()
+                .map(|v| {
+                    let mut vm = Map::new();
+                    vm.insert("value".into(), json!(v.value.0));
+                    put(&mut vm, "description", text(&v.description));
+                    put(&mut vm, "isDeprecated", v.is_deprecated.map(|d| json!(d)));
+                    Value::Object(vm)
+                })
+                .collect();
+            m.insert("values".into(), Value::Array(values));
+            Value::Object(m)
+        })
+        .collect();
+    let mut spec = Map::new();
+    for (key, list) in [
+        ("inputObjects", inputs),
+        ("objects", objects),
+        ("scalars", scalars),
+        ("enums", enums),
+    ] {
+        if !list.is_empty() {
+            spec.insert(key.into(), Value::Array(list));
+        }
+    }
+    Value::Object(spec)
+}
+
+fn collection(c: &CollectionEntry) -> Value {
+    let queries: Vec<Value> = c
+        .definition
+        .queries
+        .iter()
+        .map(|q| json!({"name": q.name.0, "query": q.query}))
+        .collect();
+    let mut spec = Map::new();
+    spec.insert("name".into(), json!(c.name.0));
+    spec.insert("definition".into(), json!({"queries": queries}));
+    put(&mut spec, "comment", text(&c.comment));
+    Value::Object(spec)
+}
+
+/// Collects resources, keeping names unique per kind.
+struct Builder {
+    namespace: String,
+    taken: BTreeSet<(&'static str, String)>,
+    export: Export,
+}
+
+impl Builder {
+    fn push<K: serde::de::DeserializeOwned>(
+        &mut self,
+        kind: &'static str,
+        parts: &[&str],
+        spec: Value,
+    ) -> Result<(), String> {
+        let base = k8s_name(parts);
+        let mut name = base.clone();
+        let mut n = 2;
+        while !self.taken.insert((kind, name.clone())) {
+            name = format!("{base}-{n}");
+            n += 1;
+        }
+        let manifest = json!({
+            "apiVersion": API_VERSION,
+            "kind": kind,
+            "metadata": {"name": name, "namespace": self.namespace, "annotations": {ADOPT: "true"}},
+            "spec": spec,
+        });
+        // What the CRDs would refuse is a bug here, not something to write out.
+        serde_json::from_value::<K>(manifest.clone())
+            .map_err(|e| format!("{kind} {name} does not fit its CRD: {e}"))?;
+        self.export.resources.push(Exported {
+            kind,
+            name,
+            manifest,
+        });
+        Ok(())
+    }
+}
+
+/// Every object of `metadata` as resources in `namespace`, annotated for adoption.
+pub fn resources(metadata: &Metadata, namespace: &str) -> Result<Export, String> {
+    let mut b = Builder {
+        namespace: namespace.to_owned(),
+        taken: BTreeSet::new(),
+        export: Export::default(),
+    };
+    let table_parts = |t: &QualifiedTable| -> Vec<String> {
+        if t.schema == "public" {
+            vec![t.name.clone()]
+        } else {
+            vec![t.schema.clone(), t.name.clone()]
+        }
+    };
+    for e in &metadata.tables {
+        let parts = table_parts(&e.table);
+        let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+        b.push::<TrackedTable>("TrackedTable", &parts, tracked_table(e))?;
+    }
+    for e in &metadata.tables {
+        let t = &e.table;
+        let base = table_parts(t);
+        let with = |extra: &[&str]| -> Vec<String> {
+            base.iter()
+                .cloned()
+                .chain(extra.iter().map(|s| s.to_string()))
+                .collect()
+        };
+        for c in &e.computed_fields {
+            let parts = with(&[&c.name.0]);
+            let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+            b.push::<ComputedField>("ComputedField", &parts, computed_field(t, c))?;
+        }
+        macro_rules! perms {
+            ($list:expr, $kind:expr) => {
+                for p in $list {
+                    let parts = with(&[&p.role.0, $kind.as_str()]);
+                    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+                    b.push::<Permission>("Permission", &parts, permission(t, $kind, p))?;
+                }
+            };
+        }
+        perms!(&e.insert_permissions, PermissionKind::Insert);
+        perms!(&e.select_permissions, PermissionKind::Select);
+        perms!(&e.update_permissions, PermissionKind::Update);
+        perms!(&e.delete_permissions, PermissionKind::Delete);
+        for trigger in &e.event_triggers {
+            b.export.skipped.push(format!(
+                "event trigger {} on {t} (no EventTrigger kind yet)",
+                trigger.name.0
+            ));
+        }
+    }
+    if !metadata.custom_types.is_empty() {
+        b.push::<CustomTypeSet>(
+            "CustomTypeSet",
+            &["custom-types"],
+            custom_types(&metadata.custom_types),
+        )?;
+    }
+    for c in &metadata.query_collections {
+        b.push::<QueryCollection>("QueryCollection", &[&c.name.0], collection(c))?;
+    }
+    for a in &metadata.allowlist {
+        b.push::<AllowListEntry>(
+            "AllowListEntry",
+            &[&a.collection.0],
+            json!({"collection": a.collection.0}),
+        )?;
+    }
+    for r in &metadata.remote_schemas {
+        b.export.skipped.push(format!(
+            "remote schema {} (no RemoteSchema kind yet)",
+            r.name.0
+        ));
+    }
+    for a in &metadata.actions {
+        b.export
+            .skipped
+            .push(format!("action {} (no Action kind yet)", a.name.0));
+    }
+    Ok(b.export)
+}
+
+impl Export {
+    /// `(file name, YAML)` per resource, plus a `kustomization.yaml` listing them.
+    pub fn files(&self) -> Result<Vec<(String, String)>, serde_yaml::Error> {
+        let mut files = Vec::new();
+        let mut names = Vec::new();
+        for r in &self.resources {
+            let file = format!("{}-{}.yaml", r.kind.to_ascii_lowercase(), r.name);
+            files.push((file.clone(), serde_yaml::to_string(&r.manifest)?));
+            names.push(file);
+        }
+        let kustomization = json!({
+            "apiVersion": "kustomize.config.k8s.io/v1beta1",
+            "kind": "Kustomization",
+            "resources": names,
+        });
+        files.push((
+            "kustomization.yaml".to_owned(),
+            serde_yaml::to_string(&kustomization)?,
+        ));
+        Ok(files)
+    }
+
+    /// All resources as one multi-document YAML stream.
+    pub fn stream(&self) -> Result<String, serde_yaml::Error> {
+        let mut out = String::new();
+        for r in &self.resources {
+            out.push_str("---\n");
+            out.push_str(&serde_yaml::to_string(&r.manifest)?);
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_rfc1123_and_unique_per_kind() {
+        assert_eq!(k8s_name(&["My_Schema", "Article"]), "my-schema-article");
+        assert_eq!(k8s_name(&["__x__", "", "y"]), "x-y");
+        assert_eq!(k8s_name(&["_"]), "object");
+        let metadata: Metadata = serde_json::from_value(json!({"version": 2, "tables": [
+            {"table": {"schema": "public", "name": "a_b"}},
+            {"table": {"schema": "public", "name": "a-b"}}
+        ]}))
+        .unwrap();
+        let export = resources(&metadata, "ns").unwrap();
+        let names: Vec<&str> = export.resources.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, vec!["a-b", "a-b-2"]);
+        assert_eq!(
+            export.resources[0].manifest["metadata"]["annotations"]["basalt.dev/adopt"],
+            "true"
+        );
+    }
+}
