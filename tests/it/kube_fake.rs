@@ -81,6 +81,11 @@ impl FakeApi {
         serde_json::from_value(value).unwrap()
     }
 
+    /// The stored manifest at `manifest`'s path.
+    pub fn raw(&self, manifest: &Value) -> Value {
+        self.objects.lock().unwrap()[&object_path(manifest)].clone()
+    }
+
     /// Takes the calls recorded so far.
     pub fn take(&self) -> Vec<Call> {
         std::mem::take(&mut *self.calls.lock().unwrap())
