@@ -36,7 +36,7 @@ pub struct Export {
 fn k8s_name(parts: &[&str]) -> String {
     let mut out = String::new();
     for part in parts {
-        if !out.is_empty() {
+        if !out.is_empty() && !out.ends_with('-') {
             out.push('-');
         }
         for c in part.chars() {
