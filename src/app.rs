@@ -53,6 +53,8 @@ pub struct AppState {
     rebuild: Arc<Mutex<()>>,
     /// Authentication (admin secret, JWT, webhook, unauthorized role).
     pub auth: Arc<crate::auth::Authenticator>,
+    /// Work counters (plan cache, schema builds, prepares).
+    pub counters: Arc<crate::stats::Counters>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -72,13 +74,24 @@ impl AppState {
         }
     }
 
-    /// Installs `next` unless a newer version is already served.
-    pub fn install(&self, next: Snapshot) {
-        if next.version < self.snapshot().version {
+    /// Installs `next` (a snapshot this process just committed) unless the same or a newer
+    /// version is already served; `force` rebuilds an unchanged version whose database model
+    /// changed (`reload_metadata`, `run_sql`).
+    pub async fn install(&self, next: Snapshot, force: bool) {
+        let _guard = self.rebuild.lock().await;
+        self.install_locked(next, force);
+    }
+
+    /// Builds the GraphQL schemas of `next` and swaps them in; the caller holds `rebuild`,
+    /// so one version is never built twice (the writer's install and its own NOTIFY race).
+    fn install_locked(&self, next: Snapshot, force: bool) {
+        let current = self.snapshot().version;
+        if next.version < current || (next.version == current && !force) {
             return;
         }
         // Build the schemas outside the lock; requests keep using the old ones meanwhile.
         let next = Served::new(next);
+        crate::stats::Counters::bump(&self.counters.schema_builds);
         let mut guard = match self.snapshot.write() {
             Ok(g) => g,
             Err(poisoned) => poisoned.into_inner(),
@@ -88,17 +101,21 @@ impl AppState {
         }
     }
 
-    /// Rebuilds from the catalog (after a peer's NOTIFY, a poll, or at start).
-    pub async fn reload(&self) -> Result<(), CatalogError> {
+    /// Rebuilds from the catalog (after a peer's NOTIFY, a poll, or at start). Without
+    /// `force`, nothing is built when the catalog version is the one already served.
+    pub async fn reload(&self, force: bool) -> Result<(), CatalogError> {
         let _guard = self.rebuild.lock().await;
         let client = self.pool.get().await?;
+        if !force && catalog::current_version(&**client).await? <= self.snapshot().version {
+            return Ok(());
+        }
         let snapshot = catalog::build(&**client).await?;
         tracing::info!(
             version = snapshot.version,
             inconsistent = snapshot.schema.inconsistencies.len(),
             "schema cache rebuilt"
         );
-        self.install(snapshot);
+        self.install_locked(snapshot, force);
         Ok(())
     }
 }
@@ -171,8 +188,12 @@ pub async fn start(config: ServeConfig) -> Result<Running> {
         })))),
         rebuild: Arc::new(Mutex::new(())),
         auth: Arc::new(auth),
+        counters: Arc::new(crate::stats::Counters::default()),
     };
-    state.reload().await.context("cannot load the metadata")?;
+    state
+        .reload(true)
+        .await
+        .context("cannot load the metadata")?;
     let addr = SocketAddr::new(
         state.config.host.parse().context("invalid --host")?,
         state.config.port,
@@ -241,7 +262,7 @@ async fn watch_catalog(state: AppState, pg_config: tokio_postgres::Config) {
                     tracing::warn!(%err, "cannot LISTEN for catalog changes");
                 } else {
                     // Catch up on anything committed before LISTEN took effect.
-                    let _ = state.reload().await;
+                    let _ = state.reload(false).await;
                     let mut ticker = tokio::time::interval(poll);
                     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                     loop {
@@ -252,7 +273,8 @@ async fn watch_catalog(state: AppState, pg_config: tokio_postgres::Config) {
                                 if !catalog::needs_rebuild(&payload, state.snapshot().version) {
                                     continue;
                                 }
-                                if let Err(err) = state.reload().await {
+                                let force = payload.starts_with("reload:");
+                                if let Err(err) = state.reload(force).await {
                                     tracing::warn!(%err, "reload after notification failed");
                                 }
                             }
@@ -262,7 +284,7 @@ async fn watch_catalog(state: AppState, pg_config: tokio_postgres::Config) {
                                     Err(err) => { tracing::warn!(%err, "catalog poll failed"); break; }
                                 };
                                 if current != state.snapshot().version {
-                                    if let Err(err) = state.reload().await {
+                                    if let Err(err) = state.reload(false).await {
                                         tracing::warn!(%err, "reload after poll failed");
                                     }
                                 }

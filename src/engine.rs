@@ -8,6 +8,7 @@ use crate::graphql::introspection;
 use crate::graphql::plan::{self, Limits, PlanError};
 use crate::graphql::schemas::{CachedPlan, RoleSchema};
 use crate::session::Session;
+use crate::stats::Counters;
 use crate::translate;
 use bytes::Bytes;
 use serde::Deserialize;
@@ -120,6 +121,7 @@ async fn run_inner(
     let operation = request.operation_name.as_deref();
     let cached = match role.cached(&request.query, operation, &variables_key) {
         Some(plan) => {
+            Counters::bump(&state.counters.plan_cache_hits);
             plan::check_variables(
                 &role.model,
                 &served.schema.resolved,
@@ -151,7 +153,16 @@ async fn run_inner(
                 .get()
                 .await
                 .map_err(execute::ExecuteError::from)?;
-            Some(execute::run(&client, sql, &variables, &session.variables).await?)
+            Some(
+                execute::run(
+                    &client,
+                    sql,
+                    &variables,
+                    &session.variables,
+                    &state.counters,
+                )
+                .await?,
+            )
         }
         None => constants_only(&cached.planned.data),
     };
@@ -198,6 +209,7 @@ fn compile(
     variables: &Map<String, Value>,
 ) -> Result<Arc<CachedPlan>, GraphqlError> {
     let _span = tracing::debug_span!("plan").entered();
+    Counters::bump(&state.counters.documents_parsed);
     let prepared = plan::prepare(query, operation)?;
     let limits = Limits {
         max_depth: state.config.max_query_depth,
@@ -210,6 +222,7 @@ fn compile(
         .iter()
         .any(|(_, f)| !matches!(f, crate::graphql::ir::RootField::Constant(_)));
     let sql = reads.then(|| translate::query(&planned.data));
+    Counters::bump(&state.counters.plans_compiled);
     Ok(Arc::new(CachedPlan {
         prepared,
         planned,

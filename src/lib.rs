@@ -33,5 +33,6 @@ pub mod metadata;
 pub mod schema;
 pub mod session;
 pub mod sql;
+pub mod stats;
 pub mod telemetry;
 pub mod translate;

@@ -239,12 +239,17 @@ pub async fn run(
     sql: &SqlText,
     variables: &Map<String, Value>,
     session: &BTreeMap<String, String>,
+    counters: &crate::stats::Counters,
 ) -> Result<Bytes, ExecuteError> {
     let values = bind(&sql.params, variables, session)?;
     tracing::debug!(sql = %sql.sql, "execute");
     let types = vec![Type::TEXT; values.len()];
     bound_statement_cache(&client.statement_cache);
+    let cached = client.statement_cache.size();
     let statement = client.prepare_typed_cached(&sql.sql, &types).await?;
+    if client.statement_cache.size() > cached {
+        crate::stats::Counters::bump(&counters.statements_prepared);
+    }
     let refs: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = values
         .iter()
         .map(|v| v as &(dyn tokio_postgres::types::ToSql + Sync))

@@ -73,7 +73,7 @@ async fn run(state: AppState, headers: HeaderMap, body: Body) -> Result<Response
     let version = executed.snapshot.version;
     if executed.wrote || executed.notify {
         tracing::info!(version, wrote = executed.wrote, "metadata applied");
-        state.install(executed.snapshot);
+        state.install(executed.snapshot, !executed.wrote).await;
     }
     let mut response = Json(executed.response).into_response();
     if let Ok(value) = HeaderValue::from_str(&version.to_string()) {

@@ -260,7 +260,7 @@ async fn finalized_resource_is_applied_with_status_and_one_event() {
         vec!["Applied"],
         "the waiting relationship landed"
     );
-    s.server.running.state.reload().await.unwrap();
+    s.server.running.state.reload(false).await.unwrap();
     // The engine serves what the resources declared.
     let data = s.server.gql("{ posts(order_by: {id: asc}, limit: 1) { id author { name articles(limit: 1) { id } } } }").await;
     assert_eq!(data["data"]["posts"][0]["author"]["name"], "Ann", "{data}");
@@ -1185,7 +1185,7 @@ async fn blog_example_applies_and_serves_the_user_role() {
             .unwrap_or(Value::Null);
         assert_eq!(ready["reason"], "Applied", "{file}: {stored}");
     }
-    s.server.running.state.reload().await.unwrap();
+    s.server.running.state.reload(false).await.unwrap();
     s.server
         .sql("INSERT INTO author (name, bio) VALUES ('Ann', 'poet')")
         .await;

@@ -5,6 +5,7 @@ mod harness;
 mod auth;
 mod catalog;
 mod controller;
+mod counters;
 mod crds;
 mod e2e_cluster;
 mod graphql_introspection;

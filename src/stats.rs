@@ -1,0 +1,55 @@
+//! Work counters of one running server: how often the expensive steps actually happen.
+//! They prove the performance properties the request path promises (a plan-cache hit neither
+//! parses nor plans, schemas are built once per metadata version, statements are prepared
+//! once per connection) by counting, not timing. Relaxed atomics: exact totals, no ordering.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The counters. Cheap to bump from any task.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Requests answered from the plan cache.
+    pub plan_cache_hits: AtomicU64,
+    /// GraphQL documents parsed (one per plan-cache miss).
+    pub documents_parsed: AtomicU64,
+    /// Operations planned and translated to SQL (one per plan-cache miss).
+    pub plans_compiled: AtomicU64,
+    /// Per-role GraphQL schemas built (one per installed metadata version).
+    pub schema_builds: AtomicU64,
+    /// Query statements prepared on a connection (not found in its statement cache).
+    pub statements_prepared: AtomicU64,
+}
+
+/// A point-in-time copy of [`Counters`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CountersSnapshot {
+    /// See [`Counters::plan_cache_hits`].
+    pub plan_cache_hits: u64,
+    /// See [`Counters::documents_parsed`].
+    pub documents_parsed: u64,
+    /// See [`Counters::plans_compiled`].
+    pub plans_compiled: u64,
+    /// See [`Counters::schema_builds`].
+    pub schema_builds: u64,
+    /// See [`Counters::statements_prepared`].
+    pub statements_prepared: u64,
+}
+
+impl Counters {
+    /// Adds one to `counter`.
+    pub fn bump(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The current values.
+    pub fn snapshot(&self) -> CountersSnapshot {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        CountersSnapshot {
+            plan_cache_hits: get(&self.plan_cache_hits),
+            documents_parsed: get(&self.documents_parsed),
+            plans_compiled: get(&self.plans_compiled),
+            schema_builds: get(&self.schema_builds),
+            statements_prepared: get(&self.statements_prepared),
+        }
+    }
+}
