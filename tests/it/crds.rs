@@ -9,26 +9,27 @@ use std::collections::BTreeMap;
 
 #[test]
 fn committed_crds_are_up_to_date() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("crds");
     let generated: BTreeMap<String, String> = crd_files().unwrap().into_iter().collect();
-    let mut committed = BTreeMap::new();
-    for entry in std::fs::read_dir(&dir).expect("crds/ exists") {
-        let path = entry.unwrap().path();
-        committed.insert(
-            path.file_name().unwrap().to_string_lossy().into_owned(),
-            std::fs::read_to_string(&path).unwrap(),
-        );
-    }
-    assert_eq!(
-        committed.keys().collect::<Vec<_>>(),
-        generated.keys().collect::<Vec<_>>(),
-        "crds/ is stale: run `cargo run -- crds --out crds`"
-    );
-    for (name, yaml) in &generated {
+    // crds/ for kubectl, and the chart's copy Helm installs from.
+    for folder in ["crds", "charts/basalt/crds"] {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(folder);
+        let mut committed = BTreeMap::new();
+        for entry in std::fs::read_dir(&dir).expect("the folder exists") {
+            let path = entry.unwrap().path();
+            committed.insert(
+                path.file_name().unwrap().to_string_lossy().into_owned(),
+                std::fs::read_to_string(&path).unwrap(),
+            );
+        }
+        let fix = format!("run `cargo run -- crds --out {folder}`");
         assert_eq!(
-            &committed[name], yaml,
-            "crds/{name} is stale: run `cargo run -- crds --out crds`"
+            committed.keys().collect::<Vec<_>>(),
+            generated.keys().collect::<Vec<_>>(),
+            "{folder}/ is stale: {fix}"
         );
+        for (name, yaml) in &generated {
+            assert_eq!(&committed[name], yaml, "{folder}/{name} is stale: {fix}");
+        }
     }
 }
 
