@@ -1,0 +1,471 @@
+#!/usr/bin/env python3
+"""Basalt benchmark: Basalt against the raw-SQL floor (pgbench) and, optionally, PostGraphile,
+all on one throwaway Postgres cluster in one run. Run it through bench/run.sh; see
+bench/README.md for the method and how to read the table. Standard library only."""
+
+import argparse
+import glob
+import json
+import math
+import os
+import pathlib
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent
+ADMIN_SECRET = "bench-admin-secret"
+MARKER = 424242  # a variable value that cannot occur in the SQL otherwise
+POSTGRAPHILE = ["postgraphile@4.14.1", "@graphile/pg-aggregates@0.1.1"]
+WRK_DEBIAN = "wrk"  # Debian bookworm: 4.1.0-3
+
+
+def log(message):
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pg_bin(name):
+    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"), key=lambda p: int(p.split("/")[4]))
+    if found:
+        return found[-1]
+    path = shutil.which(name)
+    if not path:
+        sys.exit(f"bench: {name} not found (install the PostgreSQL server package)")
+    return path
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, text=True, **kw)
+
+
+class Cluster:
+    """A throwaway Postgres cluster on a free port (as user postgres when run as root)."""
+
+    def __init__(self, base):
+        self.dir = pathlib.Path(base) / "pg"
+        self.port = free_port()
+        self.as_root = os.geteuid() == 0
+        self.dir.mkdir(parents=True)
+        if self.as_root:
+            shutil.chown(base, "postgres")
+            shutil.chown(self.dir, "postgres")
+
+    def _cmd(self, cmd):
+        return (["runuser", "-u", "postgres", "--"] + cmd) if self.as_root else cmd
+
+    def start(self):
+        data = str(self.dir / "data")
+        run(self._cmd([pg_bin("initdb"), "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8"]),
+            stdout=subprocess.DEVNULL)
+        opts = (f"-p {self.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={self.dir} "
+                "-c shared_buffers=256MB -c max_connections=200 -c fsync=off -c synchronous_commit=off")
+        run(self._cmd([pg_bin("pg_ctl"), "-D", data, "-o", opts, "-l", str(self.dir / "log"), "-w", "start"]),
+            stdout=subprocess.DEVNULL)
+        run([pg_bin("createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "bench"])
+
+    def url(self):
+        return f"postgres://postgres@127.0.0.1:{self.port}/bench"
+
+    def stop(self):
+        subprocess.run(self._cmd([pg_bin("pg_ctl"), "-D", str(self.dir / "data"), "-m", "fast", "stop"]),
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def post(url, body, headers=None, timeout=60):
+    data = json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method="POST",
+                                     headers={"Content-Type": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return json.loads(response.read())
+    except urllib.error.HTTPError as e:
+        return json.loads(e.read() or b"null")
+
+
+def wait_http(url, what, seconds=60):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except urllib.error.HTTPError:
+            return  # it answers
+        except OSError:
+            time.sleep(0.2)
+    sys.exit(f"bench: {what} did not come up at {url}")
+
+
+def proc_cpu_seconds(pid):
+    fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_peak_rss_mb(pid):
+    for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def ensure_wrk():
+    if shutil.which("wrk"):
+        return
+    log("installing wrk from the Debian archive (apt-get install wrk)")
+    sudo = [] if os.geteuid() == 0 else ["sudo"]
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    run(sudo + ["apt-get", "install", "-y", "-q", "--no-install-recommends", WRK_DEBIAN], env=env,
+        stdout=subprocess.DEVNULL)
+
+
+def wrk(url, query, conc, seconds, headers):
+    """Drives `url` with wrk for `seconds`; returns the figures of bench/wrk.lua."""
+    var = query["var"]
+    session = var.get("session")
+    variables = {} if session else {var["name"]: "__VALUE__"}
+    body = json.dumps({"query": query["text"], "variables": variables})
+    body = body.replace('"__VALUE__"', "__VALUE__")
+    env = dict(os.environ, BENCH_BODY=body, BENCH_MIN=str(var["min"]), BENCH_MAX=str(var["max"]),
+               BENCH_HEADER=session or "", BENCH_HEADERS="\n".join(f"{k}: {v}" for k, v in headers.items()))
+    threads = min(conc, 2)
+    out = run(["wrk", "-t", str(threads), "-c", str(conc), "-d", f"{seconds}s", "-s", str(HERE / "wrk.lua"), url],
+              env=env, capture_output=True).stdout
+    figures = json.loads([line for line in out.splitlines() if line.startswith("{")][-1])
+    figures["rps"] = figures["requests"] / (figures["duration_us"] / 1e6)
+    return figures
+
+
+def pgbench(url, script, conc, seconds):
+    out = run([pg_bin("pgbench"), "-n", "-M", "prepared", "-c", str(conc), "-j", str(min(conc, 2)),
+               "-T", str(seconds), "-f", str(script), url], capture_output=True).stdout
+    tps = float(re.search(r"tps = ([\d.]+) \(without initial connection time\)", out).group(1))
+    failed = re.search(r"number of failed transactions: (\d+)", out)
+    latency = re.search(r"latency average = ([\d.]+) ms", out)
+    return {"rps": tps, "errors": int(failed.group(1)) if failed else 0,
+            "latency_avg_ms": float(latency.group(1)) if latency else None}
+
+
+def sql_literal(text):
+    return "'" + text.replace("'", "''") + "'"
+
+
+def floor_script(query, explained):
+    """A pgbench script running exactly the SQL `explain` returned, the variable drawn per
+    transaction like the HTTP load does; other parameters are inlined as literals."""
+    var = query["var"]
+    name = var["name"]
+    params = explained["params"]
+    marker = str(MARKER)
+
+    def replacement(index):
+        value = params[index - 1]
+        if value is None:
+            return "NULL"
+        if value == marker:
+            return f":{name}"
+        if marker in value:  # the session JSON carrying a session variable
+            before, after = value.split(marker, 1)
+            return f"({sql_literal(before)}::text || :{name}::text || {sql_literal(after)}::text)"
+        return sql_literal(value)
+
+    sql = re.sub(r"\$(\d+)\b", lambda m: replacement(int(m.group(1))), explained["sql"])
+    return (f"-- {query['name']}: {query['about']}. Generated by bench/bench.py --write-floor from\n"
+            f"-- POST /v1/graphql/explain; the run fails when it no longer matches.\n"
+            f"\\set {name} random({var['min']}, {var['max']})\n{sql};\n")
+
+
+def explain(base, query):
+    var = query["var"]
+    user = {"x-svc-role": query.get("role", "admin")}
+    variables = {}
+    if var.get("session"):
+        user[var["session"]] = str(MARKER)
+    else:
+        variables[var["name"]] = MARKER
+    answer = post(f"{base}/v1/graphql/explain",
+                  {"query": {"query": query["text"], "variables": variables}, "user": user},
+                  {"X-Svc-Admin-Secret": ADMIN_SECRET})
+    if not isinstance(answer, list) or len(answer) != 1:
+        sys.exit(f"bench: explain of {query['name']} failed: {answer}")
+    return answer[0]
+
+
+# ---- correctness -----------------------------------------------------------------------------
+
+# PostGraphile's names for the same things (its inflection of the same tables and foreign keys).
+RENAMES = {
+    "articleById": "article_by_pk", "allArticles": "article", "allAuthors": "author",
+    "articlesByAuthorId": "articles", "authorByAuthorId": "author", "commentsByArticleId": "comments",
+    "createComment": "insert_comment_one",
+}
+
+
+def normalize_postgraphile(value):
+    """PostGraphile's answer in Basalt's shape: connections unwrapped (`nodes`), names mapped
+    back (RENAMES), `totalCount` + `aggregates.average` as `aggregate.count` + `avg`, the
+    mutation payload unwrapped, BigFloat strings as numbers."""
+    if isinstance(value, list):
+        return [normalize_postgraphile(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if set(value) == {"nodes"}:
+        return normalize_postgraphile(value["nodes"])
+    if "totalCount" in value and "aggregates" in value:
+        avg = value["aggregates"]["average"]["views"]
+        return {"aggregate": {"count": value["totalCount"], "avg": {"views": float(avg)}}}
+    if set(value) == {"comment"}:
+        return normalize_postgraphile(value["comment"])
+    return {RENAMES.get(k, k): normalize_postgraphile(v) for k, v in value.items()}
+
+
+def normalize_basalt(value):
+    if isinstance(value, list):
+        return [normalize_basalt(v) for v in value]
+    if isinstance(value, dict):
+        out = {k: normalize_basalt(v) for k, v in value.items()}
+        if "avg" in out and isinstance(out["avg"], dict):
+            out["avg"] = {k: float(v) for k, v in out["avg"].items()}
+        return out
+    return value
+
+
+def same(a, b):
+    if isinstance(a, float) or isinstance(b, float):
+        return math.isclose(float(a), float(b), rel_tol=1e-9)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def check_answers(query, basalt, postgraphile):
+    b = normalize_basalt(basalt.get("data"))
+    if "errors" in basalt:
+        return f"Basalt answered errors: {basalt['errors']}"
+    if postgraphile is None:
+        return None
+    if "errors" in postgraphile:
+        return f"PostGraphile answered errors: {postgraphile['errors']}"
+    p = normalize_postgraphile(postgraphile.get("data"))
+    if query["name"] == "insert_one":
+        ok = isinstance(b["insert_comment_one"]["id"], int) and isinstance(p["insert_comment_one"]["id"], int)
+        return None if ok else f"ids expected, got {b} and {p}"
+    return None if same(b, p) else f"different data:\n  basalt:       {json.dumps(b)[:400]}\n  postgraphile: {json.dumps(p)[:400]}"
+
+
+# ---- the run ---------------------------------------------------------------------------------
+
+def ratio(a, b):
+    return a / b if a and b else None
+
+
+def geomean(values):
+    values = [v for v in values if v]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def fmt(value, digits=0, suffix=""):
+    if value is None:
+        return "–"
+    return f"{value:,.{digits}f}{suffix}"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="3 s per measurement, 1 s warm-up")
+    parser.add_argument("--duration", type=float, help="seconds per measurement (default 10)")
+    parser.add_argument("--warmup", type=float, help="warm-up seconds, not measured (default 2)")
+    parser.add_argument("--with-postgraphile", action="store_true", help="also measure PostGraphile v4")
+    parser.add_argument("--only", help="comma-separated query names")
+    parser.add_argument("--concurrency", default="1,16", help="comma-separated (default 1,16)")
+    parser.add_argument("--pool-size", type=int, default=16, help="Basalt's BASALT_POOL_SIZE")
+    parser.add_argument("--write-floor", action="store_true", help="rewrite bench/floor/*.sql from explain")
+    parser.add_argument("--no-build", action="store_true", help="use the existing target/release/basalt")
+    args = parser.parse_args()
+    duration = args.duration or (3 if args.quick else 10)
+    warmup = args.warmup if args.warmup is not None else (1 if args.quick else 2)
+    levels = [int(c) for c in args.concurrency.split(",")]
+    queries = json.loads((HERE / "queries.json").read_text())
+    if args.only:
+        wanted = set(args.only.split(","))
+        queries = [q for q in queries if q["name"] in wanted]
+
+    ensure_wrk()
+    if not args.no_build:
+        log("building release basalt (not measured)")
+        run(["cargo", "build", "--release", "--locked", "--bin", "basalt"], cwd=ROOT)
+    binary = ROOT / "target" / "release" / "basalt"
+
+    work = tempfile.mkdtemp(prefix="basalt-bench-")
+    os.chmod(work, 0o755)
+    cluster = Cluster(work)
+    processes = []
+    results_dir = HERE / "results"
+    results_dir.mkdir(exist_ok=True)
+    results_path = results_dir / time.strftime("run-%Y%m%d-%H%M%S.jsonl")
+    try:
+        postgraphile_dir = None
+        if args.with_postgraphile:
+            postgraphile_dir = pathlib.Path(work) / "postgraphile"
+            postgraphile_dir.mkdir()
+            log(f"installing {' '.join(POSTGRAPHILE)} from npm (not measured)")
+            run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix",
+                 str(postgraphile_dir)] + POSTGRAPHILE, stdout=subprocess.DEVNULL)
+
+        log("starting a throwaway Postgres cluster")
+        cluster.start()
+        url = cluster.url()
+        log("loading the dataset: 10k authors, 100k articles, 500k comments")
+        run([pg_bin("psql"), "-q", "-v", "ON_ERROR_STOP=1", "-f", str(HERE / "dataset.sql"), url],
+            stdout=subprocess.DEVNULL)
+
+        port = free_port()
+        basalt_log = open(pathlib.Path(work) / "basalt.log", "w")
+        basalt = subprocess.Popen(
+            [str(binary), "serve", "--database-url", url, "--port", str(port), "--host", "127.0.0.1",
+             "--admin-secret", ADMIN_SECRET, "--pool-size", str(args.pool_size), "--log-format", "json"],
+            stdout=basalt_log, stderr=subprocess.STDOUT, env=dict(os.environ, RUST_LOG="warn"))
+        processes.append(basalt)
+        base = f"http://127.0.0.1:{port}"
+        wait_http(f"{base}/healthz", "basalt")
+        metadata = json.loads((HERE / "metadata.json").read_text())
+        answer = post(f"{base}/v1/query", {"type": "replace_metadata", "args": metadata},
+                      {"X-Svc-Admin-Secret": ADMIN_SECRET})
+        if answer.get("message") != "success":
+            sys.exit(f"bench: tracking failed: {answer}")
+        log("tables and relationships tracked through /v1/query")
+
+        pg_base = None
+        if postgraphile_dir:
+            pg_port = free_port()
+            pg_log = open(pathlib.Path(work) / "postgraphile.log", "w")
+            postgraphile = subprocess.Popen(
+                [str(postgraphile_dir / "node_modules" / ".bin" / "postgraphile"), "-c", url,
+                 "--schema", "public", "--host", "127.0.0.1", "--port", str(pg_port),
+                 "--append-plugins", "@graphile/pg-aggregates", "--disable-query-log",
+                 "--dynamic-json", "--no-setof-functions-contain-nulls", "--legacy-relations", "omit"],
+                cwd=postgraphile_dir, stdout=pg_log, stderr=subprocess.STDOUT,
+                env=dict(os.environ, NODE_ENV="production"))
+            processes.append(postgraphile)
+            pg_base = f"http://127.0.0.1:{pg_port}"
+            wait_http(f"{pg_base}/graphql", "postgraphile", seconds=120)
+            log("PostGraphile running (production flags)")
+
+        # Queries, their floor scripts, and the correctness check.
+        floor_dir = HERE / "floor"
+        scripts = {}
+        for q in queries:
+            q["text"] = q["basalt"]
+            headers = {"X-Svc-Admin-Secret": ADMIN_SECRET}
+            if q.get("role"):
+                headers["X-Svc-Role"] = q["role"]
+            q["headers"] = headers
+            committed = floor_dir / f"{q['name']}.sql"
+            if q["text"].lstrip().startswith("mutation"):
+                scripts[q["name"]] = committed  # hand-written: explain covers queries only
+            else:
+                generated = floor_script(q, explain(base, q))
+                if args.write_floor:
+                    committed.write_text(generated)
+                elif not committed.exists() or committed.read_text() != generated:
+                    sys.exit(f"bench: {committed} no longer matches the SQL explain returns; "
+                             "review and run bench/run.sh --write-floor")
+                scripts[q["name"]] = committed
+            mid = (q["var"]["min"] + q["var"]["max"]) // 2
+            b_headers = dict(headers)
+            variables = {}
+            if q["var"].get("session"):
+                b_headers[q["var"]["session"]] = str(mid)
+            else:
+                variables[q["var"]["name"]] = mid
+            b = post(f"{base}/v1/graphql", {"query": q["basalt"], "variables": variables}, b_headers)
+            p = None
+            if pg_base and q["postgraphile"]:
+                p = post(f"{pg_base}/graphql", {"query": q["postgraphile"], "variables": variables})
+            problem = check_answers(q, b, p)
+            if problem:
+                sys.exit(f"bench: correctness check of {q['name']} failed: {problem}")
+        log("correctness: every target returns the same data for every query")
+
+        rows = []
+        measuring = time.time()
+        cpu_total = 0.0
+        with open(results_path, "w") as jsonl:
+            for q in queries:
+                for conc in levels:
+                    row = {"query": q["name"], "concurrency": conc}
+                    # Basalt
+                    wrk(f"{base}/v1/graphql", q, conc, warmup, q["headers"])
+                    cpu = proc_cpu_seconds(basalt.pid)
+                    figures = wrk(f"{base}/v1/graphql", q, conc, duration, q["headers"])
+                    figures["cpu_s"] = proc_cpu_seconds(basalt.pid) - cpu
+                    cpu_total += figures["cpu_s"]
+                    row["basalt"] = figures
+                    # The floor
+                    pgbench(url, scripts[q["name"]], conc, max(1, round(warmup)))
+                    row["floor"] = pgbench(url, scripts[q["name"]], conc, max(1, round(duration)))
+                    # The peer
+                    if pg_base and q["postgraphile"]:
+                        pq = dict(q, text=q["postgraphile"])
+                        wrk(f"{pg_base}/graphql", pq, conc, warmup, {})
+                        row["postgraphile"] = wrk(f"{pg_base}/graphql", pq, conc, duration, {})
+                    row["basalt_floor"] = ratio(row["basalt"]["rps"], row["floor"]["rps"])
+                    row["basalt_postgraphile"] = ratio(row["basalt"]["rps"], row.get("postgraphile", {}).get("rps"))
+                    jsonl.write(json.dumps(row) + "\n")
+                    rows.append(row)
+                    log(f"{q['name']:<15} c={conc:<3} basalt {row['basalt']['rps']:>9,.0f} req/s "
+                        f"(p50 {row['basalt']['p50_us'] / 1000:.2f} ms, p99 {row['basalt']['p99_us'] / 1000:.2f} ms)  "
+                        f"floor {row['floor']['rps']:>9,.0f}"
+                        + (f"  postgraphile {row['postgraphile']['rps']:>8,.0f}" if "postgraphile" in row else ""))
+            summary = {"measuring_seconds": time.time() - measuring, "basalt_cpu_seconds": cpu_total,
+                       "basalt_peak_rss_mb": proc_peak_rss_mb(basalt.pid), "duration": duration,
+                       "warmup": warmup, "pool_size": args.pool_size}
+            jsonl.write(json.dumps({"summary": summary}) + "\n")
+
+        print()
+        print("| query | c | Basalt req/s | p50 ms | p99 ms | errors | CPU s | floor req/s | Basalt/floor | PostGraphile req/s | Basalt/PostGraphile |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for r in rows:
+            b = r["basalt"]
+            pgr = r.get("postgraphile")
+            print(f"| {r['query']} | {r['concurrency']} | {fmt(b['rps'])} | {fmt(b['p50_us'] / 1000, 2)} | "
+                  f"{fmt(b['p99_us'] / 1000, 2)} | {b['socket_errors'] + b['status_errors']} | {fmt(b['cpu_s'], 1)} | "
+                  f"{fmt(r['floor']['rps'])} | {fmt(r['basalt_floor'], 2, '×')} | "
+                  f"{fmt(pgr['rps']) if pgr else '–'} | {fmt(r['basalt_postgraphile'], 2, '×')} |")
+        top = max(levels)
+        print()
+        print(f"At concurrency {top}: geometric mean Basalt/floor "
+              f"{fmt(geomean([r['basalt_floor'] for r in rows if r['concurrency'] == top]), 2, '×')}, "
+              f"Basalt/PostGraphile "
+              f"{fmt(geomean([r['basalt_postgraphile'] for r in rows if r['concurrency'] == top]), 2, '×')}. "
+              f"Basalt CPU {cpu_total:.1f} s, peak RSS {summary['basalt_peak_rss_mb']:.0f} MiB. "
+              f"Measuring time {summary['measuring_seconds'] / 60:.1f} min.")
+        print(f"Raw figures: {results_path.relative_to(ROOT)}")
+    finally:
+        for p in processes:
+            p.send_signal(signal.SIGTERM)
+        for p in processes:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        cluster.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
