@@ -215,7 +215,7 @@ RENAMES = {
 
 def normalize_postgraphile(value):
     """PostGraphile's answer in Basalt's shape: connections unwrapped (`nodes`), names mapped
-    back (RENAMES), `totalCount` + `aggregates.average` as `aggregate.count` + `avg`, the
+    back (RENAMES; a connection asked only for aggregates is `<table>_aggregate`), `totalCount` + `aggregates.average` as `aggregate.count` + `avg`, the
     mutation payload unwrapped, BigFloat strings as numbers."""
     if isinstance(value, list):
         return [normalize_postgraphile(v) for v in value]
@@ -228,7 +228,13 @@ def normalize_postgraphile(value):
         return {"aggregate": {"count": value["totalCount"], "avg": {"views": float(avg)}}}
     if set(value) == {"comment"}:
         return normalize_postgraphile(value["comment"])
-    return {RENAMES.get(k, k): normalize_postgraphile(v) for k, v in value.items()}
+    def name(key, inner):
+        # A connection asked only for its aggregates is Basalt's `<table>_aggregate` field.
+        if isinstance(inner, dict) and "totalCount" in inner and "nodes" not in inner:
+            return RENAMES.get(key, key) + "_aggregate"
+        return RENAMES.get(key, key)
+
+    return {name(k, v): normalize_postgraphile(v) for k, v in value.items()}
 
 
 def normalize_basalt(value):
@@ -296,6 +302,8 @@ def main():
     parser.add_argument("--write-floor", action="store_true", help="rewrite bench/floor/*.sql from explain")
     parser.add_argument("--no-build", action="store_true", help="use the existing target/release/basalt")
     args = parser.parse_args()
+    # A terminated run still stops its servers and removes its cluster (the finally below).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("bench: terminated"))
     duration = args.duration or (3 if args.quick else 10)
     warmup = args.warmup if args.warmup is not None else (1 if args.quick else 2)
     levels = [int(c) for c in args.concurrency.split(",")]

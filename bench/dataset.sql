@@ -26,15 +26,15 @@ FROM generate_series(1, 10000) AS i;
 
 INSERT INTO article
 SELECT i,
-       (i * 7919) % 10000 + 1,
+       (i::bigint * 7919) % 10000 + 1,
        'article ' || i,
        i % 20 + 1,
        CASE WHEN i % 3 = 0 THEN 'draft' ELSE 'published' END,
-       (i * 104729) % 5000
+       (i::bigint * 104729) % 5000
 FROM generate_series(1, 100000) AS i;
 
 INSERT INTO comment (article_id, author_id, body)
-SELECT (i * 48271) % 100000 + 1, (i * 16807) % 10000 + 1, 'comment ' || i
+SELECT (i::bigint * 48271) % 100000 + 1, (i::bigint * 16807) % 10000 + 1, 'comment ' || i
 FROM generate_series(1, 500000) AS i;
 
 CREATE INDEX article_author_id ON article (author_id);

@@ -39,11 +39,7 @@ pub struct SqlText {
 
 /// Compiles a query plan. `$1` is always the session JSON for `basalt.user`.
 pub fn query(plan: &QueryPlan) -> SqlText {
-    let mut b = Builder {
-        sql: String::new(),
-        params: Vec::new(),
-        aliases: 0,
-    };
+    let mut b = Builder::new();
     b.params.push(BoundParam {
         source: Param::SessionObject,
         encoding: Encoding::Json,
@@ -75,6 +71,9 @@ pub(crate) struct Builder {
     sql: String,
     params: Vec<BoundParam>,
     aliases: usize,
+    /// Aliases naming a paged subquery of a table rather than the table itself, with that
+    /// table: a whole-row reference to them is cast back to the table's type.
+    paged: Vec<(String, QualifiedTable)>,
 }
 
 mod mutation;
@@ -96,6 +95,7 @@ impl Builder {
             sql: String::new(),
             params: Vec::new(),
             aliases: 0,
+            paged: Vec::new(),
         }
     }
 
@@ -194,9 +194,11 @@ impl Builder {
                 sql: String::new(),
                 params: std::mem::take(&mut self.params),
                 aliases: self.aliases,
+                paged: std::mem::take(&mut self.paged),
             };
             pair(&mut item, i);
             self.params = item.params;
+            self.paged = item.paged;
             self.aliases = item.aliases;
             // `item.sql` is "key, value": wrap the value in to_json and add the position.
             let (key, value) = item.sql.split_once(", ").unwrap_or((&item.sql, "NULL"));
@@ -248,7 +250,14 @@ impl Builder {
                 self.push(" => ");
             }
             match &arg.value {
-                FunctionArgValue::Row => self.push(row),
+                FunctionArgValue::Row => {
+                    self.push(row);
+                    if let Some((_, table)) = self.paged.iter().find(|(a, _)| a == row) {
+                        let table = table.clone();
+                        self.push("::");
+                        self.table(&table);
+                    }
+                }
                 FunctionArgValue::Value(v) => self.value(v),
             }
         }
@@ -375,12 +384,33 @@ impl Builder {
         self.push(".\"__j\"");
         self.agg_order(&s.args, &outer);
         self.push("), '[]'::json) FROM (SELECT ");
-        self.distinct(&s.args, &alias);
-        self.row_object(&s.fields, &alias, parent);
-        self.push(" AS \"__j\"");
-        self.order_keys(&s.args, &alias);
-        self.select_from(&s.source, &s.join, &s.args, parent, &alias);
-        self.order_and_page(&s.args, &alias, false);
+        match (&s.source, &s.args.offset) {
+            // With an OFFSET, rows are paged in a subquery first: Postgres computes a row's
+            // select list before the OFFSET skips it, so nested selections of skipped rows
+            // would be built for nothing (20 authors at offset 5000 built 5020 article lists).
+            (Source::Table(table), Some(_)) => {
+                self.paged.push((alias.clone(), table.clone()));
+                self.row_object(&s.fields, &alias, parent);
+                self.push(" AS \"__j\"");
+                self.order_keys(&s.args, &alias);
+                self.push(" FROM (SELECT ");
+                self.distinct(&s.args, &alias);
+                self.push(&alias);
+                self.push(".*");
+                self.select_from(&s.source, &s.join, &s.args, parent, &alias);
+                self.order_and_page(&s.args, &alias, false);
+                self.push(") AS ");
+                self.push(&alias);
+            }
+            _ => {
+                self.distinct(&s.args, &alias);
+                self.row_object(&s.fields, &alias, parent);
+                self.push(" AS \"__j\"");
+                self.order_keys(&s.args, &alias);
+                self.select_from(&s.source, &s.join, &s.args, parent, &alias);
+                self.order_and_page(&s.args, &alias, false);
+            }
+        }
         self.push(") AS ");
         self.push(&outer);
         self.push(")");

@@ -814,3 +814,64 @@ async fn explain_shows_sql_params_and_plan_per_root_field() {
         "nothing was executed"
     );
 }
+
+/// Paged selections (OFFSET) are paged before their fields are built: the answers must be
+/// exactly the slice of the unpaged answer, with computed fields, nested relationships,
+/// ordering by a relationship, DISTINCT ON and a role's row filter and limit all applied.
+#[tokio::test]
+async fn offset_pages_give_the_slice_of_the_full_answer() {
+    let s = TestServer::blog().await;
+    let fields = "id name full_name search_articles(args: {term: \"a\"}) { id } articles(order_by: {id: desc}) { id author { name } }";
+    let all = data(
+        &s,
+        &format!("{{ author(order_by: {{id: asc}}) {{ {fields} }} }}"),
+    )
+    .await;
+    let page = data(
+        &s,
+        &format!("{{ author(order_by: {{id: asc}}, limit: 2, offset: 1) {{ {fields} }} }}"),
+    )
+    .await;
+    assert_eq!(
+        page["author"],
+        json!(all["author"].as_array().unwrap()[1..3])
+    );
+    assert!(page["author"][0]["full_name"].is_string(), "{page}");
+
+    let by_author = "articles(order_by: [{author: {name: desc}}, {id: asc}]) { id title }";
+    let all = data(&s, &format!("{{ {by_author} }}")).await;
+    let paged = by_author.replace("{id: asc}]", "{id: asc}], offset: 2, limit: 2");
+    let paged = data(&s, &format!("{{ {paged} }}")).await;
+    assert_eq!(
+        paged["articles"],
+        json!(all["articles"].as_array().unwrap()[2..4])
+    );
+
+    let distinct =
+        "articles(distinct_on: author_id, order_by: [{author_id: asc}, {viewCount: desc}]";
+    let all = data(&s, &format!("{{ {distinct}) {{ id }} }}")).await;
+    let paged = data(&s, &format!("{{ {distinct}, offset: 1) {{ id }} }}")).await;
+    assert_eq!(
+        paged["articles"],
+        json!(all["articles"].as_array().unwrap()[1..])
+    );
+
+    // As `user`: the permission's row filter applies before the page.
+    let all = s
+        .gql_role(
+            "{ articles(order_by: {id: asc}) { id } }",
+            "user",
+            &[("X-Svc-User-Id", "1")],
+        )
+        .await;
+    let paged = s
+        .gql_role(
+            "{ articles(order_by: {id: asc}, offset: 1) { id } }",
+            "user",
+            &[("X-Svc-User-Id", "1")],
+        )
+        .await;
+    let all = all["data"]["articles"].as_array().unwrap().clone();
+    assert!(all.len() > 1, "{all:?}");
+    assert_eq!(paged["data"]["articles"], json!(all[1..]));
+}
