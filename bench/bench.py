@@ -141,7 +141,7 @@ def wrk(url, query, conc, seconds, headers):
     env = dict(os.environ, BENCH_BODY=body, BENCH_MIN=str(var["min"]), BENCH_MAX=str(var["max"]),
                BENCH_HEADER=session or "", BENCH_HEADERS="\n".join(f"{k}: {v}" for k, v in headers.items()))
     threads = min(conc, 2)
-    out = run(["wrk", "-t", str(threads), "-c", str(conc), "-d", f"{seconds}s", "-s", str(HERE / "wrk.lua"), url],
+    out = run(["wrk", "-t", str(threads), "-c", str(conc), "-d", f"{max(1, round(seconds))}s", "-s", str(HERE / "wrk.lua"), url],
               env=env, capture_output=True).stdout
     figures = json.loads([line for line in out.splitlines() if line.startswith("{")][-1])
     figures["rps"] = figures["requests"] / (figures["duration_us"] / 1e6)
