@@ -235,6 +235,7 @@ pub async fn start(config: ServeConfig) -> Result<Running> {
 /// backup; reconnects after failures.
 async fn watch_catalog(state: AppState, pg_config: tokio_postgres::Config) {
     let poll = Duration::from_secs(state.config.metadata_poll_seconds.max(1));
+    let mut reconnect = false;
     loop {
         match pg_config.connect(NoTls).await {
             Ok((client, mut connection)) => {
@@ -262,7 +263,10 @@ async fn watch_catalog(state: AppState, pg_config: tokio_postgres::Config) {
                     tracing::warn!(%err, "cannot LISTEN for catalog changes");
                 } else {
                     // Catch up on anything committed before LISTEN took effect.
-                    let _ = state.reload(false).await;
+                    // After a reconnect a `reload:N` (model change, same version) may have
+                    // been missed: rebuild unconditionally then.
+                    let _ = state.reload(reconnect).await;
+                    reconnect = true;
                     let mut ticker = tokio::time::interval(poll);
                     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                     loop {

@@ -81,6 +81,12 @@ impl Plan {
     pub fn without(&mut self, key: &str) {
         self.ops.retain(|op| op.key != key);
         self.ownership.upsert.retain(|r| r.key != key);
+        // Nothing happens to it this time: no "corrected", "adopted" or "created" claim.
+        for (k, step) in &mut self.steps {
+            if k == key {
+                *step = Step::Noop;
+            }
+        }
     }
 }
 

@@ -39,6 +39,13 @@ pub async fn acquire(config: &tokio_postgres::Config, retry: Duration) -> Leader
     // Notice a dead peer within about half a minute, so a standby takes over.
     config.keepalives(true);
     config.keepalives_idle(Duration::from_secs(15));
+    config.keepalives_interval(Duration::from_secs(5));
+    config.keepalives_retries(3);
+    // The lock is released when the *server* drops the session: make it notice a dead
+    // leader within about half a minute too, not after the OS default of two hours.
+    config.options(
+        "-c tcp_keepalives_idle=15 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3",
+    );
     config.application_name("basalt-controller-leader");
     let mut waiting_logged = false;
     loop {

@@ -255,7 +255,11 @@ pub fn error_policy<K: Kind>(
     ctx: Arc<Context>,
 ) -> Action {
     let name = object_name(guarded.as_ref());
-    let failures = ctx.failed(&name);
+    // A blocked deletion was already counted when its status was reported.
+    let failures = match error {
+        Error::DeletionBlocked(_) => ctx.failures(&name).max(1),
+        _ => ctx.failed(&name),
+    };
     let reason = match error {
         Error::DeletionBlocked(_) => Reason::DeletionBlocked,
         _ => Reason::ApplyFailed,
@@ -674,7 +678,10 @@ async fn finish<K: Kind>(
         } else {
             before.last_applied_time.clone()
         },
-        last_sync_request: if ready == Reason::Suspended || ready == Reason::InvalidSpec {
+        last_sync_request: if !matches!(
+            ready,
+            Reason::Applied | Reason::Drifted | Reason::Inconsistent
+        ) {
             before.last_sync_request.clone()
         } else {
             annotation(resource, SYNC_REQUESTED_AT)

@@ -300,6 +300,8 @@ async fn listen_catalog(
                 .is_ok()
             {
                 let mut last = catalog::current_version(&client).await.ok();
+                // Whatever was committed while the listener was down.
+                fire();
                 let mut poll = tokio::time::interval(Duration::from_secs(10));
                 loop {
                     tokio::select! {

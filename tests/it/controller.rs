@@ -388,7 +388,15 @@ async fn controller_wide_self_heal_and_sync_request() {
     );
 
     // Report-only controller: a new sync-requested-at value re-applies once.
+    // (No relationship here: a sync request counts as handled once everything landed.)
     let s = setup(false).await;
+    let article = || {
+        tracked(
+            "article",
+            json!({"table": {"name": "article"},
+            "configuration": {"customRootFields": {"select": "posts"}}}),
+        )
+    };
     s.apply(&article()).await;
     s.server
         .ok(json!({"type": "set_table_custom_fields", "version": 2, "args": {"table": "article", "custom_root_fields": {}}}))
