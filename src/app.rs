@@ -6,13 +6,12 @@ use crate::config::ServeConfig;
 use crate::embedded::{EmbeddedPostgres, StartOptions};
 use anyhow::{Context as _, Result};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use futures_util::StreamExt;
 use std::net::SocketAddr;
 use std::str::FromStr;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use tokio::sync::{watch, Mutex};
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::NoTls;
 
 /// What a process serves for one metadata version: the catalog snapshot and the GraphQL
 /// schemas built from it.
@@ -237,68 +236,43 @@ async fn watch_catalog(state: AppState, pg_config: tokio_postgres::Config) {
     let poll = Duration::from_secs(state.config.metadata_poll_seconds.max(1));
     let mut reconnect = false;
     loop {
-        match pg_config.connect(NoTls).await {
-            Ok((client, mut connection)) => {
-                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-                let driver = tokio::spawn(async move {
-                    let mut messages =
-                        futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
-                    while let Some(message) = messages.next().await {
-                        match message {
-                            Ok(AsyncMessage::Notification(n)) => {
-                                let _ = tx.send(n.payload().to_owned());
+        match catalog::listen(&pg_config).await {
+            Ok(mut listener) => {
+                // Catch up on anything committed before LISTEN took effect. After a reconnect
+                // a `reload:N` (model change, same version) may have been missed: rebuild
+                // unconditionally then.
+                let _ = state.reload(reconnect).await;
+                reconnect = true;
+                let mut ticker = tokio::time::interval(poll);
+                ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                loop {
+                    tokio::select! {
+                        message = listener.payloads.recv() => {
+                            let Some(payload) = message else { break };
+                            tracing::debug!(%payload, "catalog change notified");
+                            if !catalog::needs_rebuild(&payload, state.snapshot().version) {
+                                continue;
                             }
-                            Ok(_) => {}
-                            Err(err) => {
-                                tracing::warn!(%err, "catalog listener connection lost");
-                                break;
+                            let force = payload.starts_with("reload:");
+                            if let Err(err) = state.reload(force).await {
+                                tracing::warn!(%err, "reload after notification failed");
                             }
                         }
-                    }
-                });
-                if let Err(err) = client
-                    .batch_execute(&format!("LISTEN {}", catalog::NOTIFY_CHANNEL))
-                    .await
-                {
-                    tracing::warn!(%err, "cannot LISTEN for catalog changes");
-                } else {
-                    // Catch up on anything committed before LISTEN took effect.
-                    // After a reconnect a `reload:N` (model change, same version) may have
-                    // been missed: rebuild unconditionally then.
-                    let _ = state.reload(reconnect).await;
-                    reconnect = true;
-                    let mut ticker = tokio::time::interval(poll);
-                    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-                    loop {
-                        tokio::select! {
-                            message = rx.recv() => {
-                                let Some(payload) = message else { break };
-                                tracing::debug!(%payload, "catalog change notified");
-                                if !catalog::needs_rebuild(&payload, state.snapshot().version) {
-                                    continue;
-                                }
-                                let force = payload.starts_with("reload:");
-                                if let Err(err) = state.reload(force).await {
-                                    tracing::warn!(%err, "reload after notification failed");
-                                }
-                            }
-                            _ = ticker.tick() => {
-                                let current = match catalog::current_version(&client).await {
-                                    Ok(v) => v,
-                                    Err(err) => { tracing::warn!(%err, "catalog poll failed"); break; }
-                                };
-                                if current != state.snapshot().version {
-                                    if let Err(err) = state.reload(false).await {
-                                        tracing::warn!(%err, "reload after poll failed");
-                                    }
+                        _ = ticker.tick() => {
+                            let current = match catalog::current_version(&listener.client).await {
+                                Ok(v) => v,
+                                Err(err) => { tracing::warn!(%err, "catalog poll failed"); break; }
+                            };
+                            if current != state.snapshot().version {
+                                if let Err(err) = state.reload(false).await {
+                                    tracing::warn!(%err, "reload after poll failed");
                                 }
                             }
                         }
                     }
                 }
-                driver.abort();
             }
-            Err(err) => tracing::warn!(%err, "cannot connect the catalog listener"),
+            Err(err) => tracing::warn!(%err, "cannot listen for catalog changes"),
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }

@@ -421,6 +421,54 @@ async fn run_sql_op(
     Ok(response)
 }
 
+/// A session LISTENing on [`NOTIFY_CHANNEL`]: the engine's schema reloads and the controller's
+/// re-triggers both follow the catalog through one of these.
+pub struct Listener {
+    /// The session, also usable for version polls.
+    pub client: tokio_postgres::Client,
+    /// Notification payloads; closed when the session is lost.
+    pub payloads: tokio::sync::mpsc::UnboundedReceiver<String>,
+    driver: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        self.driver.abort();
+    }
+}
+
+/// Connects and LISTENs; notifications arrive on [`Listener::payloads`].
+pub async fn listen(config: &tokio_postgres::Config) -> Result<Listener, CatalogError> {
+    use futures_util::StreamExt;
+    let (client, mut connection) = config.connect(tokio_postgres::NoTls).await?;
+    let (tx, payloads) = tokio::sync::mpsc::unbounded_channel();
+    let driver = tokio::spawn(async move {
+        let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(message) = messages.next().await {
+            match message {
+                Ok(tokio_postgres::AsyncMessage::Notification(n)) => {
+                    let _ = tx.send(n.payload().to_owned());
+                }
+                Ok(_) => {}
+                Err(err) => {
+                    tracing::warn!(%err, "catalog listener connection lost");
+                    break;
+                }
+            }
+        }
+    });
+    let listener = Listener {
+        client,
+        payloads,
+        driver,
+    };
+    listener
+        .client
+        .batch_execute(&format!("LISTEN {NOTIFY_CHANNEL}"))
+        .await?;
+    Ok(listener)
+}
+
 /// NOTIFY payload: the new version, prefixed with `reload:` when the database model changed
 /// without a metadata change (peers must rebuild even though the version is the same).
 fn notification_payload(version: i64, reloaded: bool) -> String {

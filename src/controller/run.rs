@@ -20,7 +20,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
-use tokio_postgres::{AsyncMessage, NoTls};
+
+/// Runs `$m!(Kind)` for every kind the controller reconciles: the one list of them here.
+macro_rules! each_kind {
+    ($m:ident) => {
+        $m!(TrackedTable);
+        $m!(Permission);
+        $m!(ComputedField);
+        $m!(CustomTypeSet);
+        $m!(QueryCollection);
+        $m!(AllowListEntry);
+    };
+}
 
 /// Where the controller looks: one namespace each, or all (`None`).
 pub type Scopes = Vec<Option<String>>;
@@ -166,12 +177,7 @@ pub async fn run_with(
                 ));
             }};
         }
-        add!(TrackedTable);
-        add!(Permission);
-        add!(ComputedField);
-        add!(CustomTypeSet);
-        add!(QueryCollection);
-        add!(AllowListEntry);
+        each_kind!(add);
     }
     let listener = tokio::spawn(listen_catalog(lock_config.clone(), triggers, retry));
     let orphans = tokio::spawn(scan_orphans(
@@ -207,12 +213,7 @@ async fn check_crds(client: &kube::Client, scopes: &Scopes) -> Result<()> {
                 })?;
         };
     }
-    check!(TrackedTable);
-    check!(Permission);
-    check!(ComputedField);
-    check!(CustomTypeSet);
-    check!(QueryCollection);
-    check!(AllowListEntry);
+    each_kind!(check);
     Ok(())
 }
 
@@ -283,41 +284,24 @@ async fn listen_catalog(
         }
     };
     loop {
-        if let Ok((client, mut connection)) = config.connect(NoTls).await {
-            let (tx, mut rx) = mpsc::unbounded_channel();
-            let driver = tokio::spawn(async move {
-                let mut messages =
-                    futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
-                while let Some(Ok(message)) = messages.next().await {
-                    if let AsyncMessage::Notification(_) = message {
-                        let _ = tx.send(());
-                    }
-                }
-            });
-            if client
-                .batch_execute(&format!("LISTEN {}", catalog::NOTIFY_CHANNEL))
-                .await
-                .is_ok()
-            {
-                let mut last = catalog::current_version(&client).await.ok();
-                // Whatever was committed while the listener was down.
-                fire();
-                let mut poll = tokio::time::interval(Duration::from_secs(10));
-                loop {
-                    tokio::select! {
-                        message = rx.recv() => match message {
-                            Some(()) => fire(),
-                            None => break,
-                        },
-                        _ = poll.tick() => match catalog::current_version(&client).await {
-                            Ok(v) if Some(v) != last => { last = Some(v); fire(); }
-                            Ok(_) => {}
-                            Err(_) => break,
-                        },
-                    }
+        if let Ok(mut listener) = catalog::listen(&config).await {
+            let mut last = catalog::current_version(&listener.client).await.ok();
+            // Whatever was committed while the listener was down.
+            fire();
+            let mut poll = tokio::time::interval(Duration::from_secs(10));
+            loop {
+                tokio::select! {
+                    message = listener.payloads.recv() => match message {
+                        Some(_) => fire(),
+                        None => break,
+                    },
+                    _ = poll.tick() => match catalog::current_version(&listener.client).await {
+                        Ok(v) if Some(v) != last => { last = Some(v); fire(); }
+                        Ok(_) => {}
+                        Err(_) => break,
+                    },
                 }
             }
-            driver.abort();
         }
         tokio::time::sleep(retry).await;
     }
@@ -359,12 +343,7 @@ async fn scan_orphans(
                     }
                 };
             }
-            list!(TrackedTable);
-            list!(Permission);
-            list!(ComputedField);
-            list!(CustomTypeSet);
-            list!(QueryCollection);
-            list!(AllowListEntry);
+            each_kind!(list);
         }
         if !complete {
             continue;
