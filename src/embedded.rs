@@ -331,7 +331,7 @@ impl EmbeddedPostgres {
             .is_some();
         if !exists {
             client
-                .batch_execute(&crate::sql::create_database(database))
+                .batch_execute(&crate::sql::helpers::create_database(database).sql)
                 .await?;
         }
         drop(client);

@@ -1,13 +1,16 @@
-//! One GraphQL request, end to end: role schema → cached or new plan → SQL → execute →
-//! response bytes. The JSON Postgres builds is spliced into `{"data": …}` as it is; only an
-//! operation that mixes introspection and data fields merges parsed values.
+//! One GraphQL request, end to end: role schema → cached or new compiled plan (plan, then SQL or
+//! a mutation program) → execute → response bytes. The JSON Postgres builds is spliced into
+//! `{"data": …}` as it is; only an operation that mixes introspection and data fields merges
+//! parsed values. Errors are [`GraphqlError`]s; `http/error.rs` turns them into bodies.
 
 use crate::app::AppState;
-use crate::execute;
+use crate::execute::{self, Binding, Connection, ExecuteError};
 use crate::graphql::introspection;
+use crate::graphql::ir::{QueryPlan, RootField};
 use crate::graphql::plan::{self, Limits, PlanError};
 use crate::graphql::schemas::{CachedPlan, RoleSchema};
 use crate::session::Session;
+use crate::sql::program::{FieldProgram, MutationProgram};
 use crate::stats::Counters;
 use crate::translate;
 use bytes::Bytes;
@@ -28,74 +31,76 @@ pub struct GraphqlRequest {
     pub operation_name: Option<String>,
 }
 
-/// A GraphQL error for the `errors` array.
-#[derive(Debug, Clone)]
-pub struct GraphqlError {
-    /// Message.
-    pub message: String,
-    /// JSON path into the request.
-    pub path: String,
-    /// Code.
-    pub code: &'static str,
-    /// Admin/dev-mode detail (boxed to keep results small).
-    pub internal: Option<Box<Value>>,
+/// Why a GraphQL request failed. Each variant's wire code and path are decided in
+/// `http/error.rs`.
+#[derive(Debug, thiserror::Error)]
+pub enum GraphqlError {
+    /// The document does not parse or does not fit the role's schema.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// A statement failed. `field` is the mutation root field (response key) it belongs to,
+    /// when the error is about that field rather than the whole request.
+    #[error("{error}")]
+    Execute {
+        /// The failure.
+        error: Box<ExecuteError>,
+        /// The root field, if the error is located there.
+        field: Option<String>,
+    },
+    /// Authentication failed.
+    #[error(transparent)]
+    Auth(#[from] crate::auth::AuthError),
+    /// The body is not JSON.
+    #[error("invalid JSON: {0}")]
+    InvalidJson(String),
+    /// The body is JSON but not a GraphQL request.
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    /// The `variables` query parameter of a GET is not JSON.
+    #[error("invalid variables: {0}")]
+    InvalidVariables(String),
+    /// A batch has more requests than allowed.
+    #[error("batch of {size} requests is larger than the limit of {limit}")]
+    BatchTooLarge {
+        /// Requests in the batch.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// A mutation or subscription sent with GET.
+    #[error("mutations and subscriptions are not allowed over GET")]
+    NotAllowedOverGet,
+    /// The allow-list is enforced and the document is not on it.
+    #[error("query is not allowed")]
+    NotAllowListed,
+    /// No schema is being served yet.
+    #[error("schema not ready")]
+    SchemaNotReady,
+    /// The role's introspection schema could not be built.
+    #[error("introspection is unavailable for this role")]
+    IntrospectionUnavailable,
+    /// The introspection schema rejected the introspection fields.
+    #[error("{}", .0.join("; "))]
+    Introspection(Vec<String>),
+    /// Postgres's data could not be merged with introspection answers.
+    #[error("{0}")]
+    Merge(String),
+    /// `explain` was asked for a mutation.
+    #[error("only queries can be explained")]
+    ExplainMutation,
 }
 
-impl From<PlanError> for GraphqlError {
-    fn from(e: PlanError) -> Self {
-        GraphqlError {
-            message: e.message,
-            path: e.path,
-            code: e.code,
-            internal: None,
+impl From<ExecuteError> for GraphqlError {
+    fn from(error: ExecuteError) -> Self {
+        GraphqlError::Execute {
+            error: Box::new(error),
+            field: None,
         }
     }
 }
 
-impl From<execute::ExecuteError> for GraphqlError {
-    fn from(e: execute::ExecuteError) -> Self {
-        GraphqlError {
-            message: e.message,
-            path: "$".into(),
-            code: e.code,
-            internal: e.internal.map(Box::new),
-        }
-    }
-}
-
-impl GraphqlError {
-    /// An error at the request level.
-    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
-        GraphqlError {
-            message: message.into(),
-            path: "$".into(),
-            code,
-            internal: None,
-        }
-    }
-
-    /// `{"errors":[…]}` bytes; `internal` only when `expose` (admin or dev mode).
-    pub fn body(&self, expose: bool) -> Bytes {
-        let mut extensions = json!({"path": self.path, "code": self.code});
-        if let (true, Some(internal)) = (expose, &self.internal) {
-            extensions["internal"] = (**internal).clone();
-        }
-        Bytes::from(
-            json!({"errors": [{"message": self.message, "extensions": extensions}]}).to_string(),
-        )
-    }
-}
-
-/// Runs one request for a session; always produces a response body.
-pub async fn run(state: &AppState, session: &Session, request: GraphqlRequest) -> Bytes {
-    let expose = session.is_admin() || state.config.dev_mode;
-    match run_inner(state, session, request).await {
-        Ok(body) => body,
-        Err(err) => err.body(expose),
-    }
-}
-
-async fn run_inner(
+/// Runs one request for a session.
+pub async fn run(
     state: &AppState,
     session: &Session,
     request: GraphqlRequest,
@@ -104,22 +109,18 @@ async fn run_inner(
     let role = served
         .graphql
         .role(&session.role, session.backend_only)
-        .ok_or_else(|| GraphqlError::new("unexpected", "schema not ready"))?;
+        .ok_or(GraphqlError::SchemaNotReady)?;
     if state.config.enable_allowlist && !session.is_admin() {
         let allowed = crate::graphql::allowlist::normalize(&request.query)
             .is_some_and(|n| served.graphql.allowlist.contains(&n));
         if !allowed {
-            let mut err = GraphqlError::new("validation-failed", "query is not allowed");
-            err.internal = Some(Box::new(
-                json!({"message": "query is not in any of the allowlists"}),
-            ));
-            return Err(err);
+            return Err(GraphqlError::NotAllowListed);
         }
     }
     let variables = request.variables.unwrap_or_default();
     let variables_key = Value::Object(variables.clone()).to_string();
     let operation = request.operation_name.as_deref();
-    let cached = match role.cached(&request.query, operation, &variables_key) {
+    let compiled = match role.cached(&request.query, operation, &variables_key) {
         Some(plan) => {
             Counters::bump(&state.counters.plan_cache_hits);
             plan::check_variables(
@@ -143,45 +144,39 @@ async fn run_inner(
             plan
         }
     };
-    if let Some(mutation) = &cached.planned.mutation {
-        return run_mutation(state, session, mutation, &variables).await;
-    }
-    let data = match &cached.sql {
-        Some(sql) => {
-            let client = state
-                .pool
-                .get()
-                .await
-                .map_err(execute::ExecuteError::from)?;
-            Some(
-                execute::run(
-                    &client,
-                    sql,
-                    &variables,
-                    &session.variables,
-                    &state.counters,
-                )
-                .await?,
-            )
-        }
-        None => constants_only(&cached.planned.data),
+    let binding = Binding {
+        variables: &variables,
+        session: &session.variables,
     };
-    let Some((keys, document)) = &cached.planned.introspection else {
+    if let Some(program) = &compiled.program {
+        return run_mutation(state, program, &binding).await;
+    }
+    let data = match &compiled.sql {
+        Some(sql) => {
+            let client = state.pool.get().await.map_err(ExecuteError::from)?;
+            let conn = Connection::of(&client, &state.counters);
+            Some(execute::run(conn, sql, &binding).await?)
+        }
+        None => constants_only(&compiled.planned.data),
+    };
+    let Some((keys, document)) = &compiled.planned.introspection else {
         let mut body = Vec::with_capacity(data.as_ref().map(|d| d.len()).unwrap_or(2) + 9);
         body.extend_from_slice(b"{\"data\":");
         body.extend_from_slice(data.as_deref().unwrap_or(b"{}"));
         body.push(b'}');
         return Ok(Bytes::from(body));
     };
-    let schema = role.introspection.as_ref().ok_or_else(|| {
-        GraphqlError::new("unexpected", "introspection is unavailable for this role")
-    })?;
+    let schema = role
+        .introspection
+        .as_ref()
+        .ok_or(GraphqlError::IntrospectionUnavailable)?;
     let answered = introspection::execute(schema, document)
         .await
-        .map_err(|errors| GraphqlError::new("validation-failed", errors.join("; ")))?;
+        .map_err(GraphqlError::Introspection)?;
     let mut parts: Map<String, Value> = match &data {
-        Some(bytes) => serde_json::from_slice(bytes)
-            .map_err(|e| GraphqlError::new("unexpected", e.to_string()))?,
+        Some(bytes) => {
+            serde_json::from_slice(bytes).map_err(|e| GraphqlError::Merge(e.to_string()))?
+        }
         None => Map::new(),
     };
     if let Value::Object(answers) = answered {
@@ -192,7 +187,7 @@ async fn run_inner(
         }
     }
     let mut ordered = Map::new();
-    for key in &cached.planned.keys {
+    for key in &compiled.planned.keys {
         if let Some(v) = parts.remove(key) {
             ordered.insert(key.clone(), v);
         }
@@ -200,6 +195,7 @@ async fn run_inner(
     Ok(Bytes::from(json!({"data": ordered}).to_string()))
 }
 
+/// Parses, plans and translates an operation (a plan-cache miss).
 fn compile(
     state: &AppState,
     role: &RoleSchema,
@@ -220,89 +216,62 @@ fn compile(
         .data
         .fields
         .iter()
-        .any(|(_, f)| !matches!(f, crate::graphql::ir::RootField::Constant(_)));
+        .any(|(_, f)| !matches!(f, RootField::Constant(_)));
     let sql = reads.then(|| translate::query(&planned.data));
+    let program = planned.mutation.as_ref().map(translate::mutation);
     Counters::bump(&state.counters.plans_compiled);
     Ok(Arc::new(CachedPlan {
         prepared,
         planned,
         sql,
+        program,
     }))
 }
 
 /// The `data` of an operation with no database reads (`__typename`, placeholders).
-fn constants_only(plan: &crate::graphql::ir::QueryPlan) -> Option<Bytes> {
+fn constants_only(plan: &QueryPlan) -> Option<Bytes> {
     let mut object = Map::new();
     for (key, field) in &plan.fields {
-        if let crate::graphql::ir::RootField::Constant(v) = field {
+        if let RootField::Constant(v) = field {
             object.insert(key.clone(), v.clone());
         }
     }
     (!object.is_empty()).then(|| Bytes::from(Value::Object(object).to_string()))
 }
 
-/// Runs a mutation: every root field in order, one transaction, any error rolls back all.
+/// Runs a mutation: the session setting, then every root field's program in order, in one
+/// transaction; any error rolls back all.
 async fn run_mutation(
     state: &AppState,
-    session: &Session,
-    plan: &crate::graphql::ir::MutationPlan,
-    variables: &Map<String, Value>,
+    program: &MutationProgram,
+    binding: &Binding<'_>,
 ) -> Result<Bytes, GraphqlError> {
-    let mut client = state
-        .pool
-        .get()
-        .await
-        .map_err(execute::ExecuteError::from)?;
-    let tx = client
-        .transaction()
-        .await
-        .map_err(execute::ExecuteError::from)?;
-    let session_json = Value::Object(
-        session
-            .variables
-            .iter()
-            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-            .collect(),
-    )
-    .to_string();
-    tx.execute(
-        "SELECT set_config('basalt.user', $1, true)",
-        &[&session_json],
-    )
-    .await
-    .map_err(execute::ExecuteError::from)?;
-    let binding = execute::mutation::Binding {
-        variables,
-        session: &session.variables,
-    };
+    let mut client = state.pool.get().await.map_err(ExecuteError::from)?;
+    let tx = client.transaction().await.map_err(ExecuteError::from)?;
+    let conn = Connection::of_transaction(&tx, &state.counters);
+    execute::statement(conn, &program.session, binding).await?;
     let mut body = Vec::from(&b"{\"data\":{"[..]);
-    for (i, (key, field)) in plan.fields.iter().enumerate() {
+    for (i, (key, field)) in program.fields.iter().enumerate() {
         if i > 0 {
             body.push(b',');
         }
         body.extend_from_slice(Value::String(key.clone()).to_string().as_bytes());
         body.push(b':');
         match field {
-            crate::graphql::ir::MutationField::Constant(v) => {
-                body.extend_from_slice(v.to_string().as_bytes())
-            }
-            crate::graphql::ir::MutationField::Write { action, output } => {
-                let bytes = execute::mutation::run(&tx, action, output, &binding)
+            FieldProgram::Constant(v) => body.extend_from_slice(v.to_string().as_bytes()),
+            FieldProgram::Write(write) => {
+                let bytes = execute::run_program(conn, write, binding)
                     .await
-                    .map_err(|e| {
-                        let located = e.located;
-                        let mut err = GraphqlError::from(e);
-                        if !located {
-                            err.path = format!("$.selectionSet.{key}");
-                        }
-                        err
+                    .map_err(|error| GraphqlError::Execute {
+                        field: (!error.is_request_level()).then(|| key.clone()),
+                        error: Box::new(error),
                     })?;
                 body.extend_from_slice(&bytes);
             }
         }
     }
     body.extend_from_slice(b"}}");
-    tx.commit().await.map_err(execute::ExecuteError::from)?;
+    tx.commit().await.map_err(ExecuteError::from)?;
     Ok(Bytes::from(body))
 }
 
@@ -319,7 +288,7 @@ pub struct ExplainRequest {
 /// For each data root field of a query: the SQL the request path runs for it (as that role),
 /// its parameters as bound, and Postgres's `EXPLAIN` plan.
 pub async fn explain(state: &AppState, request: ExplainRequest) -> Result<Value, GraphqlError> {
-    let variables_of_user: std::collections::BTreeMap<String, String> = request
+    let mut session: std::collections::BTreeMap<String, String> = request
         .user
         .iter()
         .map(|(k, v)| {
@@ -331,7 +300,7 @@ pub async fn explain(state: &AppState, request: ExplainRequest) -> Result<Value,
             )
         })
         .collect();
-    let role = variables_of_user
+    let role = session
         .get("x-svc-role")
         .cloned()
         .unwrap_or_else(|| "admin".to_owned());
@@ -339,7 +308,7 @@ pub async fn explain(state: &AppState, request: ExplainRequest) -> Result<Value,
     let schema = served
         .graphql
         .role(&role, false)
-        .ok_or_else(|| GraphqlError::new("unexpected", "schema not ready"))?;
+        .ok_or(GraphqlError::SchemaNotReady)?;
     let variables = request.query.variables.unwrap_or_default();
     let compiled = compile(
         state,
@@ -350,28 +319,24 @@ pub async fn explain(state: &AppState, request: ExplainRequest) -> Result<Value,
         &variables,
     )?;
     if compiled.planned.mutation.is_some() {
-        return Err(GraphqlError::new(
-            "validation-failed",
-            "only queries can be explained",
-        ));
+        return Err(GraphqlError::ExplainMutation);
     }
-    let mut session = variables_of_user;
     session.insert("x-svc-role".to_owned(), role);
-    let client = state
-        .pool
-        .get()
-        .await
-        .map_err(execute::ExecuteError::from)?;
+    let binding = Binding {
+        variables: &variables,
+        session: &session,
+    };
+    let client = state.pool.get().await.map_err(ExecuteError::from)?;
     let mut out = Vec::new();
     for (key, field) in &compiled.planned.data.fields {
-        if matches!(field, crate::graphql::ir::RootField::Constant(_)) {
+        if matches!(field, RootField::Constant(_)) {
             continue;
         }
-        let single = crate::graphql::ir::QueryPlan {
+        let single = QueryPlan {
             fields: vec![(key.clone(), field.clone())],
         };
         let sql = translate::query(&single);
-        let params = execute::bind(&sql.params, &variables, &session)?;
+        let params = execute::bind(&sql.params, &binding, None)?;
         let plan = execute::explain(&client, &sql, &params).await?;
         out.push(json!({"field": key, "sql": sql.sql, "params": params, "plan": plan}));
     }

@@ -29,6 +29,7 @@ pub mod execute;
 pub mod graphql;
 pub mod http;
 pub mod introspect;
+pub mod json_path;
 pub mod metadata;
 pub mod schema;
 pub mod session;

@@ -502,10 +502,9 @@ fn verify_message(e: &jsonwebtoken::errors::Error) -> String {
 
 /// Follows a JSONPath (`$.a.b[0]`) into a JSON value.
 fn lookup<'v>(value: &'v Value, path: &str) -> Option<&'v Value> {
-    let keys = crate::graphql::plan::json_path(path, "$").ok()?;
+    let keys = crate::json_path::keys(path)?;
     let mut cursor = value;
-    for key in keys.as_array()? {
-        let key = key.as_str()?;
+    for key in &keys {
         cursor = match cursor {
             Value::Object(map) => map.get(key)?,
             Value::Array(items) => items.get(key.parse::<usize>().ok()?)?,

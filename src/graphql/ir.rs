@@ -3,6 +3,7 @@
 
 use crate::metadata::types::QualifiedTable;
 use crate::schema::RelationshipKind;
+use crate::sql::PgType;
 use serde_json::Value;
 
 /// Where a bound value comes from at execution time.
@@ -25,8 +26,8 @@ pub enum Param {
 pub struct ValueExpr {
     /// Source.
     pub param: Param,
-    /// Postgres type to cast the text parameter to.
-    pub cast: String,
+    /// Postgres type the value is bound as.
+    pub cast: PgType,
 }
 
 /// Which table a column reference is resolved against.
@@ -46,7 +47,7 @@ pub struct ColumnExpr {
     /// Postgres column.
     pub column: String,
     /// Cast the column before comparing (`text` for jsonb `_cast`).
-    pub cast: Option<String>,
+    pub cast: Option<PgType>,
 }
 
 /// Comparison operators.
@@ -197,8 +198,6 @@ pub enum BoolExpr {
         /// Right side.
         right: ColumnExpr,
     },
-    /// The row's `ctid` is one of these (rows written earlier in the same transaction).
-    CtidIn(ValueExpr),
     /// A permission filter: inside it, `Scope::Root` means the table it is applied to.
     Permission(Box<BoolExpr>),
     /// Some row of another table, optionally joined to this one, satisfies the inner filter.
@@ -262,11 +261,93 @@ pub enum OrderExpr {
         join: Vec<(String, String)>,
         /// Target's permission filter.
         filter: Box<BoolExpr>,
-        /// `count`, or (`sum`/`max`/…, column).
-        function: String,
-        /// Column for functions other than count.
-        column: Option<String>,
+        /// `count`, or a function of a column.
+        aggregate: OrderAggregate,
     },
+}
+
+/// What an aggregate ordering computes over the related rows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OrderAggregate {
+    /// How many rows.
+    Count,
+    /// A function of one column.
+    Of(AggregateFunction, String),
+}
+
+/// The aggregate functions of `<t>_aggregate_fields` besides `count`, named as in SQL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AggregateFunction {
+    /// `avg`.
+    Avg,
+    /// `max`.
+    Max,
+    /// `min`.
+    Min,
+    /// `stddev`.
+    Stddev,
+    /// `stddev_pop`.
+    StddevPop,
+    /// `stddev_samp`.
+    StddevSamp,
+    /// `sum`.
+    Sum,
+    /// `var_pop`.
+    VarPop,
+    /// `var_samp`.
+    VarSamp,
+    /// `variance`.
+    Variance,
+}
+
+impl AggregateFunction {
+    /// Every function, in name order (the order of the generated types' fields).
+    pub const ALL: [AggregateFunction; 10] = [
+        AggregateFunction::Avg,
+        AggregateFunction::Max,
+        AggregateFunction::Min,
+        AggregateFunction::Stddev,
+        AggregateFunction::StddevPop,
+        AggregateFunction::StddevSamp,
+        AggregateFunction::Sum,
+        AggregateFunction::VarPop,
+        AggregateFunction::VarSamp,
+        AggregateFunction::Variance,
+    ];
+
+    /// The name, both the GraphQL field and the SQL function.
+    pub fn name(self) -> &'static str {
+        match self {
+            AggregateFunction::Avg => "avg",
+            AggregateFunction::Max => "max",
+            AggregateFunction::Min => "min",
+            AggregateFunction::Stddev => "stddev",
+            AggregateFunction::StddevPop => "stddev_pop",
+            AggregateFunction::StddevSamp => "stddev_samp",
+            AggregateFunction::Sum => "sum",
+            AggregateFunction::VarPop => "var_pop",
+            AggregateFunction::VarSamp => "var_samp",
+            AggregateFunction::Variance => "variance",
+        }
+    }
+
+    /// The function named `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|f| f.name() == name)
+    }
+
+    /// Whether it applies only to numeric columns (`max` and `min` take any orderable one).
+    pub fn numeric_only(self) -> bool {
+        !matches!(self, AggregateFunction::Max | AggregateFunction::Min)
+    }
+
+    /// Whether its result has the column's own type (`sum`, `max`, `min`) rather than `Float`.
+    pub fn keeps_type(self) -> bool {
+        matches!(
+            self,
+            AggregateFunction::Sum | AggregateFunction::Max | AggregateFunction::Min
+        )
+    }
 }
 
 /// One `ORDER BY` item.
@@ -283,8 +364,6 @@ pub struct OrderBy {
 pub enum Source {
     /// A table or view.
     Table(QualifiedTable),
-    /// The rows of a data-modifying CTE of the same statement (`DELETE … RETURNING`).
-    Written(String),
     /// A set-returning function of the parent row (computed field).
     Function {
         /// Function.
@@ -410,8 +489,8 @@ pub enum AggregateOp {
     },
     /// `sum { a b }` and friends.
     Function {
-        /// SQL aggregate function.
-        function: String,
+        /// The aggregate function.
+        function: AggregateFunction,
         /// (response key, what to compute).
         columns: Vec<(String, AggregateColumn)>,
     },
@@ -457,7 +536,7 @@ pub enum SetValue {
         /// Column of the parent row.
         column: String,
         /// Type of the column written.
-        cast: String,
+        cast: PgType,
     },
 }
 
@@ -477,7 +556,7 @@ pub struct InsertRow {
 pub struct NestedInsert {
     /// For object relationships: columns of the owning row filled from the inserted parent,
     /// as (column, its type, parent column).
-    pub fill: Vec<(String, String, String)>,
+    pub fill: Vec<(String, PgType, String)>,
     /// The nested insert.
     pub insert: InsertPlan,
 }

@@ -1,27 +1,17 @@
 //! What one role may query, resolved once per metadata version: visible tables, their fields by
 //! GraphQL name, permission rules, root fields, and the role's GraphQL type system. Pure.
 
+use super::ir::AggregateFunction;
 use super::types::*;
 use crate::introspect::DbColumn;
 use crate::metadata::types::QualifiedTable;
 use crate::schema::{ComputedReturn, RelationshipKind, Resolved, ResolvedTable};
+use crate::sql::PgType;
 use indexmap::IndexMap;
 use serde_json::Value;
 
 /// The admin role: sees everything, no permission rules.
 pub const ADMIN: &str = "admin";
-
-/// Aggregate operators over numeric columns, each giving `<t>_<op>_fields`.
-pub const NUMERIC_AGGREGATES: [&str; 8] = [
-    "avg",
-    "stddev",
-    "stddev_pop",
-    "stddev_samp",
-    "sum",
-    "var_pop",
-    "var_samp",
-    "variance",
-];
 
 /// A visible column.
 #[derive(Debug, Clone)]
@@ -30,8 +20,8 @@ pub struct RoleColumn {
     pub column: String,
     /// GraphQL scalar (or `<e>_enum`).
     pub scalar: String,
-    /// Full Postgres type, for casts (`integer`, `character varying(20)`).
-    pub pg_type: String,
+    /// The Postgres type values of the column are bound as.
+    pub pg_type: PgType,
     /// NULL allowed.
     pub nullable: bool,
     /// Eligible for sum/avg/….
@@ -239,7 +229,7 @@ pub(super) fn scalar_for_column(
     let scalar = enum_of_column(table, &column.name, enums).unwrap_or_else(|| base.clone());
     RoleColumn {
         column: column.name.clone(),
-        pg_type: column.data_type.clone(),
+        pg_type: column.pg_type(),
         nullable: column.nullable,
         numeric: is_numeric_scalar(&base),
         orderable: is_orderable_scalar(&base, column),
@@ -724,7 +714,7 @@ impl TypeBuilder<'_> {
         let string = RoleColumn {
             column: String::new(),
             scalar: "String".to_owned(),
-            pg_type: "text".to_owned(),
+            pg_type: PgType::Text,
             nullable: true,
             numeric: false,
             orderable: true,
@@ -982,25 +972,24 @@ impl TypeBuilder<'_> {
             "count".to_owned(),
             InputValueDef::new("count", TypeRef::named("order_by")),
         );
-        let mut ops: Vec<(&str, Vec<(&String, &RoleColumn)>)> = Vec::new();
-        if !numeric.is_empty() {
-            for op in NUMERIC_AGGREGATES {
-                ops.push((op, numeric.clone()));
+        for function in AggregateFunction::ALL {
+            let columns = if function.numeric_only() {
+                &numeric
+            } else {
+                &orderable
+            };
+            if columns.is_empty() {
+                continue;
             }
-        }
-        if !orderable.is_empty() {
-            ops.push(("max", orderable.clone()));
-            ops.push(("min", orderable.clone()));
-        }
-        ops.sort_by_key(|(op, _)| *op);
-        for (op, columns) in ops {
+            let op = function.name();
             let type_name = format!("{tn}_{op}_fields");
             let mut op_fields = IndexMap::new();
             let mut op_order = IndexMap::new();
-            for (name, c) in &columns {
-                let scalar = match op {
-                    "sum" | "max" | "min" => c.scalar.clone(),
-                    _ => "Float".to_owned(),
+            for (name, c) in columns {
+                let scalar = if function.keeps_type() {
+                    c.scalar.clone()
+                } else {
+                    "Float".to_owned()
                 };
                 op_fields.insert(
                     (*name).clone(),

@@ -26,7 +26,7 @@ pub struct Preset {
     /// Postgres column.
     pub column: String,
     /// Its type, for the cast.
-    pub pg_type: String,
+    pub pg_type: crate::sql::PgType,
     /// The value.
     pub value: PresetValue,
 }
@@ -117,7 +117,7 @@ fn presets(table: &ResolvedTable, set: &Map<String, Value>) -> Vec<Preset> {
             };
             Some(Preset {
                 column: column.clone(),
-                pg_type: c.data_type.clone(),
+                pg_type: c.pg_type(),
                 value,
             })
         })

@@ -8,6 +8,7 @@ use super::model::{RoleComputed, RoleModel, RoleTable, RootKind, TableField};
 use super::types::{FieldDef, TypeDef, TypeRef, TypeSystem, BUILTIN_SCALARS};
 use crate::metadata::types::QualifiedTable;
 use crate::schema::{ComputedReturn, RelationshipKind, Resolved, ResolvedTable};
+use crate::sql::PgType;
 use async_graphql_parser::types::{
     BaseType, DocumentOperations, ExecutableDocument, Field as AstField, OperationDefinition,
     OperationType, Selection, SelectionSet, Type,
@@ -17,7 +18,7 @@ use async_graphql_value::Value as GqlValue;
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
 
-/// A GraphQL request error: message, JSON path into the request, code.
+/// A GraphQL request error: message, JSON path into the request, and its kind.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{message}")]
 pub struct PlanError {
@@ -25,8 +26,17 @@ pub struct PlanError {
     pub message: String,
     /// `$.selectionSet.…` location.
     pub path: String,
-    /// Wire code (`validation-failed`, `parse-failed`, `not-found` …).
-    pub code: &'static str,
+    /// What kind of failure.
+    pub kind: PlanErrorKind,
+}
+
+/// The kinds of planning failures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanErrorKind {
+    /// The document (or a JSON path in it) does not parse.
+    Parse,
+    /// The document does not fit the role's schema or the limits.
+    Validation,
 }
 
 impl PlanError {
@@ -46,7 +56,7 @@ impl PlanError {
         PlanError {
             message: message.into(),
             path: path.to_owned(),
-            code: "validation-failed",
+            kind: PlanErrorKind::Validation,
         }
     }
 }
@@ -95,7 +105,7 @@ pub fn prepare(query: &str, operation_name: Option<&str>) -> Result<Prepared> {
     let document = async_graphql_parser::parse_query(query).map_err(|e| PlanError {
         message: e.to_string(),
         path: "$.query".to_owned(),
-        code: "parse-failed",
+        kind: PlanErrorKind::Parse,
     })?;
     let prepared = Prepared {
         document,
@@ -1008,19 +1018,19 @@ impl<'a> Planner<'a> {
             }
             row.limit.push(ValueExpr {
                 param: p.clone(),
-                cast: "bigint".into(),
+                cast: PgType::BigInt,
             });
         }
         if let Some(cap) = table.limit {
             row.limit.push(ValueExpr {
                 param: Param::Literal(Value::from(cap)),
-                cast: "bigint".into(),
+                cast: PgType::BigInt,
             });
         }
         if let Some(Input::Value(p)) = args.get("offset") {
             row.offset = Some(ValueExpr {
                 param: p.clone(),
-                cast: "bigint".into(),
+                cast: PgType::BigInt,
             });
         }
         Ok(row)
@@ -1055,7 +1065,7 @@ impl<'a> Planner<'a> {
                     let path_arg = match args.get("path") {
                         Some(Input::Value(Param::Literal(Value::String(p)))) => Some(ValueExpr {
                             param: Param::Literal(json_path(p, &format!("{fpath}.args.path"))?),
-                            cast: "jsonb".into(),
+                            cast: PgType::Jsonb,
                         }),
                         Some(Input::Value(Param::Variable(name))) => {
                             self.shape_dependent = true;
@@ -1069,7 +1079,7 @@ impl<'a> Planner<'a> {
                                     &text,
                                     &format!("{fpath}.args.path"),
                                 )?),
-                                cast: "jsonb".into(),
+                                cast: PgType::Jsonb,
                             })
                         }
                         _ => None,
@@ -1296,13 +1306,10 @@ impl<'a> Planner<'a> {
                                 ));
                             }
                         }
-                        ops.push((
-                            okey.clone(),
-                            AggregateOp::Function {
-                                function: oname.to_owned(),
-                                columns,
-                            },
-                        ));
+                        let Some(function) = AggregateFunction::from_name(oname) else {
+                            return Err(PlanError::unknown_field(&opath, oname, &fields_type));
+                        };
+                        ops.push((okey.clone(), AggregateOp::Function { function, columns }));
                     }
                     fields.push((key.clone(), AggregateField::Aggregate(ops)));
                 }
@@ -1477,8 +1484,7 @@ impl<'a> Planner<'a> {
                                 table: r.target.clone(),
                                 join: r.mapping.clone(),
                                 filter: filter.clone(),
-                                function: "count".into(),
-                                column: None,
+                                aggregate: OrderAggregate::Count,
                             };
                             out.push(OrderBy {
                                 expr: wrap(expr),
@@ -1487,7 +1493,9 @@ impl<'a> Planner<'a> {
                         }
                         continue;
                     }
-                    let Some(columns) = v.as_object() else {
+                    let (Some(columns), Some(function)) =
+                        (v.as_object(), AggregateFunction::from_name(function))
+                    else {
                         continue;
                     };
                     for (column, dir) in columns {
@@ -1499,8 +1507,7 @@ impl<'a> Planner<'a> {
                             table: r.target.clone(),
                             join: r.mapping.clone(),
                             filter: filter.clone(),
-                            function: function.clone(),
-                            column: Some(c.column.clone()),
+                            aggregate: OrderAggregate::Of(function, c.column.clone()),
                         };
                         out.push(OrderBy {
                             expr: wrap(expr),
@@ -1635,42 +1642,17 @@ fn graphql_literal(value: &Value) -> String {
 
 /// Parses a JSON select path (`$.a.b[0]`, `a.b`) into a JSON array of text keys.
 pub fn json_path(path: &str, at: &str) -> Result<Value> {
-    let trimmed = path.strip_prefix('$').unwrap_or(path);
-    let trimmed = trimmed.strip_prefix('.').unwrap_or(trimmed);
-    let mut keys = Vec::new();
-    for part in trimmed.split('.').filter(|p| !p.is_empty()) {
-        let mut rest = part;
-        let name_end = rest.find('[').unwrap_or(rest.len());
-        if name_end > 0 {
-            keys.push(Value::String(rest[..name_end].to_owned()));
-        }
-        rest = &rest[name_end..];
-        while let Some(r) = rest.strip_prefix('[') {
-            let close = r.find(']').ok_or_else(|| bad_path(path, at))?;
-            let index = r[..close].trim_matches(|c| c == '"' || c == '\'');
-            if index.is_empty() {
-                return Err(bad_path(path, at));
-            }
-            keys.push(Value::String(index.to_owned()));
-            rest = &r[close + 1..];
-        }
-        if !rest.is_empty() {
-            return Err(bad_path(path, at));
-        }
-    }
-    Ok(Value::Array(keys))
-}
-
-fn bad_path(path: &str, at: &str) -> PlanError {
-    PlanError {
-        message: format!("parse json path error: invalid path \"{path}\""),
-        path: at.to_owned(),
-        code: "parse-failed",
-    }
+    crate::json_path::keys(path)
+        .map(|keys| Value::Array(keys.into_iter().map(Value::String).collect()))
+        .ok_or_else(|| PlanError {
+            message: format!("parse json path error: invalid path \"{path}\""),
+            path: at.to_owned(),
+            kind: PlanErrorKind::Parse,
+        })
 }
 
 /// Comparisons of one column from a `<S>_comparison_exp` input.
-fn comparison(column: &ColumnExpr, pg_type: &str, input: &Input) -> BoolExpr {
+fn comparison(column: &ColumnExpr, pg_type: &PgType, input: &Input) -> BoolExpr {
     let Some(ops) = input.as_object() else {
         return BoolExpr::True;
     };
@@ -1690,10 +1672,10 @@ fn comparison(column: &ColumnExpr, pg_type: &str, input: &Input) -> BoolExpr {
             if let Some(casts) = value.as_object() {
                 if let Some(text) = casts.get("String") {
                     let cast = ColumnExpr {
-                        cast: Some("text".into()),
+                        cast: Some(PgType::Text),
                         ..column.clone()
                     };
-                    all.push(comparison(&cast, "text", text));
+                    all.push(comparison(&cast, &PgType::Text, text));
                 }
             }
             continue;
@@ -1709,9 +1691,9 @@ fn comparison(column: &ColumnExpr, pg_type: &str, input: &Input) -> BoolExpr {
             Input::Object(_) => continue,
         };
         let cast = if op.takes_text() {
-            "text".to_owned()
+            PgType::Text
         } else {
-            pg_type.to_owned()
+            pg_type.clone()
         };
         all.push(BoolExpr::Compare {
             column: column.clone(),
@@ -1811,7 +1793,7 @@ pub fn permission_expr(resolved: &Resolved, table: &ResolvedTable, exp: &Value) 
                         column: c.name.clone(),
                         cast: None,
                     };
-                    permission_comparison(&column, &c.data_type, value)
+                    permission_comparison(&column, &c.pg_type(), value)
                 } else if let Some(r) = table.relationships.get(key) {
                     match resolved.tables.get(&r.target) {
                         Some(target) => BoolExpr::Exists {
@@ -1831,14 +1813,14 @@ pub fn permission_expr(resolved: &Resolved, table: &ResolvedTable, exp: &Value) 
     BoolExpr::And(all)
 }
 
-fn permission_comparison(column: &ColumnExpr, pg_type: &str, value: &Value) -> BoolExpr {
+fn permission_comparison(column: &ColumnExpr, pg_type: &PgType, value: &Value) -> BoolExpr {
     let Some(ops) = value.as_object() else {
         return BoolExpr::Compare {
             column: column.clone(),
             op: CompareOp::Eq,
             value: ValueExpr {
                 param: permission_value(value),
-                cast: pg_type.to_owned(),
+                cast: pg_type.clone(),
             },
         };
     };
@@ -1889,9 +1871,9 @@ fn permission_comparison(column: &ColumnExpr, pg_type: &str, value: &Value) -> B
             continue;
         }
         let cast = if op.takes_text() {
-            "text".to_owned()
+            PgType::Text
         } else {
-            pg_type.to_owned()
+            pg_type.clone()
         };
         all.push(BoolExpr::Compare {
             column: column.clone(),

@@ -6,6 +6,7 @@ use super::model::RoleTable;
 use super::mutations::{MutationKind, Preset, PresetValue, RoleWrite};
 use super::plan::{permission_expr, Collected, Input, PlanError, Planned, Planner, Result};
 use crate::schema::RelationshipKind;
+use crate::sql::PgType;
 use async_graphql_parser::types::SelectionSet;
 use indexmap::IndexMap;
 use serde_json::Value;
@@ -25,7 +26,7 @@ fn preset_value(p: &Preset) -> SetValue {
 }
 
 /// A scalar input as a value of a column type.
-fn input_value(input: &Input, cast: &str) -> SetValue {
+fn input_value(input: &Input, cast: &PgType) -> SetValue {
     let param = match input {
         Input::Value(p) => p.clone(),
         Input::Enum(e) => Param::Literal(Value::String(e.clone())),
@@ -60,7 +61,7 @@ fn input_value(input: &Input, cast: &str) -> SetValue {
     };
     SetValue::Value(ValueExpr {
         param,
-        cast: cast.to_owned(),
+        cast: cast.clone(),
     })
 }
 
@@ -280,7 +281,7 @@ impl<'a> Planner<'a> {
                                 .map(|(local, remote)| {
                                     (
                                         local.clone(),
-                                        casts.get(local).cloned().unwrap_or_else(|| "text".into()),
+                                        casts.get(local).cloned().unwrap_or(PgType::Text),
                                         remote.clone(),
                                     )
                                 })
@@ -307,8 +308,7 @@ impl<'a> Planner<'a> {
                             let casts = self.column_types(&r.target);
                             for row in &mut insert.rows {
                                 for (local, remote) in &r.mapping {
-                                    let cast =
-                                        casts.get(remote).cloned().unwrap_or_else(|| "text".into());
+                                    let cast = casts.get(remote).cloned().unwrap_or(PgType::Text);
                                     row.values.push((
                                         remote.clone(),
                                         SetValue::Parent {
@@ -384,14 +384,14 @@ impl<'a> Planner<'a> {
     fn column_types(
         &self,
         table: &crate::metadata::types::QualifiedTable,
-    ) -> IndexMap<String, String> {
+    ) -> IndexMap<String, PgType> {
         self.resolved
             .tables
             .get(table)
             .map(|t| {
                 t.db.columns
                     .iter()
-                    .map(|c| (c.name.clone(), c.data_type.clone()))
+                    .map(|c| (c.name.clone(), c.pg_type()))
                     .collect()
             })
             .unwrap_or_default()
@@ -537,9 +537,9 @@ impl<'a> Planner<'a> {
                     ));
                 }
                 let cast = match op {
-                    UpdateOp::DeleteKey => "text".to_owned(),
-                    UpdateOp::DeleteElem => "integer".to_owned(),
-                    UpdateOp::DeleteAtPath => "text[]".to_owned(),
+                    UpdateOp::DeleteKey => PgType::Text,
+                    UpdateOp::DeleteElem => PgType::Integer,
+                    UpdateOp::DeleteAtPath => PgType::Text.array_of(),
                     _ => c.pg_type.clone(),
                 };
                 sets.push((c.column.clone(), op, input_value(value, &cast)));

@@ -4,7 +4,8 @@
 use super::model::{self, RoleModel};
 use super::plan::{Planned, Prepared};
 use crate::schema::Resolved;
-use crate::translate::SqlText;
+use crate::sql::program::MutationProgram;
+use crate::sql::SqlText;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -21,8 +22,10 @@ pub struct CachedPlan {
     pub prepared: Prepared,
     /// The plan.
     pub planned: Planned,
-    /// The SQL, when the operation reads data.
+    /// The SQL, when the operation is a query that reads data.
     pub sql: Option<SqlText>,
+    /// The program, when the operation is a mutation.
+    pub program: Option<MutationProgram>,
 }
 
 /// (query text, operation name, variables when they shape the plan).

@@ -1,12 +1,18 @@
 //! The only place errors become HTTP responses: status, `{"path","error","code"}` body, and
-//! `internal` detail for admins. Internal failures are logged and answered generically.
+//! `internal` detail for admins; and for GraphQL, `{"errors":[{"message","extensions":{"path",
+//! "code"}}]}` with the wire code of every engine, planner and executor failure. Internal
+//! failures are logged and answered generically.
 
 use crate::auth::AuthError;
 use crate::catalog::CatalogError;
+use crate::engine::GraphqlError;
+use crate::execute::{ExecuteError, Refusal};
+use crate::graphql::plan::PlanErrorKind;
 use crate::metadata::MetadataError;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use bytes::Bytes;
 use serde_json::{json, Value};
 
 /// Every failure an HTTP handler can return.
@@ -120,4 +126,122 @@ impl IntoResponse for ApiError {
         };
         (status, Json(value)).into_response()
     }
+}
+
+/// What a GraphQL error looks like on the wire.
+struct GraphqlWire {
+    message: String,
+    path: String,
+    code: &'static str,
+    internal: Option<Value>,
+}
+
+impl GraphqlWire {
+    fn at_root(code: &'static str, message: String) -> Self {
+        GraphqlWire {
+            message,
+            path: "$".to_owned(),
+            code,
+            internal: None,
+        }
+    }
+}
+
+/// The code and message of a statement's failure.
+fn execute_wire(err: &ExecuteError) -> (&'static str, String) {
+    match err {
+        ExecuteError::Database {
+            refusal, message, ..
+        } => match refusal {
+            Refusal::BadRequest => ("bad-request", message.clone()),
+            Refusal::DataException => ("data-exception", message.clone()),
+            Refusal::CheckViolation => (
+                "permission-error",
+                format!("Check constraint violation. {message}"),
+            ),
+            Refusal::RestrictViolation => (
+                "constraint-violation",
+                format!("Can not delete or update due to data being referred. {message}"),
+            ),
+            Refusal::NotNullViolation => (
+                "constraint-violation",
+                format!("Not-NULL violation. {message}"),
+            ),
+            Refusal::ForeignKeyViolation => (
+                "constraint-violation",
+                format!("Foreign key violation. {message}"),
+            ),
+            Refusal::UniqueViolation => (
+                "constraint-violation",
+                format!("Uniqueness violation. {message}"),
+            ),
+            Refusal::ExclusionViolation => (
+                "constraint-violation",
+                format!("Exclusion violation. {message}"),
+            ),
+            Refusal::IntegrityViolation => ("constraint-violation", message.clone()),
+            Refusal::SyntaxOrAccess => ("constraint-error", message.clone()),
+            // Postgres's message is not for clients when the failure is internal.
+            Refusal::Other => ("unexpected", "database query error".to_owned()),
+        },
+        ExecuteError::MissingSessionVariable(_) => ("not-found", err.to_string()),
+        ExecuteError::CheckFailed(_) => ("permission-error", err.to_string()),
+        ExecuteError::ParentNotInserted(_) => ("constraint-violation", err.to_string()),
+        ExecuteError::Unexpected(_) => ("unexpected", err.to_string()),
+    }
+}
+
+fn graphql_wire(err: &GraphqlError) -> GraphqlWire {
+    let message = err.to_string();
+    match err {
+        GraphqlError::Plan(e) => GraphqlWire {
+            message: e.message.clone(),
+            path: e.path.clone(),
+            code: match e.kind {
+                PlanErrorKind::Parse => "parse-failed",
+                PlanErrorKind::Validation => "validation-failed",
+            },
+            internal: None,
+        },
+        GraphqlError::Execute { error, field } => {
+            let (code, message) = execute_wire(error);
+            GraphqlWire {
+                message,
+                path: match field {
+                    Some(key) => format!("$.selectionSet.{key}"),
+                    None => "$".to_owned(),
+                },
+                code,
+                internal: error.internal(),
+            }
+        }
+        GraphqlError::Auth(e) => GraphqlWire::at_root(e.code(), message),
+        GraphqlError::InvalidJson(_)
+        | GraphqlError::InvalidRequest(_)
+        | GraphqlError::InvalidVariables(_) => GraphqlWire::at_root("parse-failed", message),
+        GraphqlError::BatchTooLarge { .. }
+        | GraphqlError::NotAllowedOverGet
+        | GraphqlError::Introspection(_)
+        | GraphqlError::ExplainMutation => GraphqlWire::at_root("validation-failed", message),
+        GraphqlError::NotAllowListed => GraphqlWire {
+            internal: Some(json!({"message": "query is not in any of the allowlists"})),
+            ..GraphqlWire::at_root("validation-failed", message)
+        },
+        GraphqlError::SchemaNotReady
+        | GraphqlError::IntrospectionUnavailable
+        | GraphqlError::Merge(_) => GraphqlWire::at_root("unexpected", message),
+    }
+}
+
+/// `{"errors":[…]}` bytes for a failed GraphQL request; `internal` only when `expose` (admin
+/// or dev mode).
+pub fn graphql_body(err: &GraphqlError, expose: bool) -> Bytes {
+    let wire = graphql_wire(err);
+    let mut extensions = json!({"path": wire.path, "code": wire.code});
+    if let (true, Some(internal)) = (expose, wire.internal) {
+        extensions["internal"] = internal;
+    }
+    Bytes::from(
+        json!({"errors": [{"message": wire.message, "extensions": extensions}]}).to_string(),
+    )
 }

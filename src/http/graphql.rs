@@ -1,7 +1,7 @@
 //! `/v1/graphql` (POST, GET for queries, batches) and the GraphiQL console at `/console`.
 //! Every outcome is HTTP 200 except an oversized body (413).
 
-use super::error::ApiError;
+use super::error::{graphql_body, ApiError};
 use crate::app::AppState;
 use crate::engine::{self, GraphqlError, GraphqlRequest};
 use axum::body::{to_bytes, Body};
@@ -26,7 +26,7 @@ pub async fn post(
         .await
         .map_err(|_| ApiError::PayloadTooLarge(limit))?;
     let body = match serde_json::from_slice::<Value>(&bytes) {
-        Err(e) => GraphqlError::new("parse-failed", format!("invalid JSON: {e}")).body(false),
+        Err(e) => graphql_body(&GraphqlError::InvalidJson(e.to_string()), false),
         Ok(Value::Array(items)) => batch(&state, &headers, items).await,
         Ok(single) => one(&state, &headers, single, false).await,
     };
@@ -57,9 +57,7 @@ pub async fn get(
         request.insert("operationName".into(), Value::String(op));
     }
     let body = match params.variables.map(|v| serde_json::from_str::<Value>(&v)) {
-        Some(Err(e)) => {
-            GraphqlError::new("parse-failed", format!("invalid variables: {e}")).body(false)
-        }
+        Some(Err(e)) => graphql_body(&GraphqlError::InvalidVariables(e.to_string()), false),
         Some(Ok(vars)) => {
             request.insert("variables".into(), vars);
             one(&state, &headers, Value::Object(request), true).await
@@ -71,15 +69,11 @@ pub async fn get(
 
 async fn batch(state: &AppState, headers: &HeaderMap, items: Vec<Value>) -> Bytes {
     if items.len() > state.config.max_batch_size {
-        return GraphqlError::new(
-            "validation-failed",
-            format!(
-                "batch of {} requests is larger than the limit of {}",
-                items.len(),
-                state.config.max_batch_size
-            ),
-        )
-        .body(false);
+        let err = GraphqlError::BatchTooLarge {
+            size: items.len(),
+            limit: state.config.max_batch_size,
+        };
+        return graphql_body(&err, false);
     }
     let mut out = Vec::from(&b"["[..]);
     for (i, item) in items.into_iter().enumerate() {
@@ -95,24 +89,21 @@ async fn batch(state: &AppState, headers: &HeaderMap, items: Vec<Value>) -> Byte
 async fn one(state: &AppState, headers: &HeaderMap, value: Value, via_get: bool) -> Bytes {
     let session = match state.auth.authenticate(headers, Some(&value)).await {
         Ok(s) => s,
-        Err(e) => return GraphqlError::new(e.code(), e.to_string()).body(false),
+        Err(e) => return graphql_body(&GraphqlError::Auth(e), false),
     };
     let expose = session.is_admin() || state.config.dev_mode;
     let request: GraphqlRequest = match serde_json::from_value(value) {
         Ok(r) => r,
-        Err(e) => {
-            return GraphqlError::new("parse-failed", format!("invalid request: {e}")).body(expose)
-        }
+        Err(e) => return graphql_body(&GraphqlError::InvalidRequest(e.to_string()), expose),
     };
     if via_get && !is_query(&request) {
-        return GraphqlError::new(
-            "validation-failed",
-            "mutations and subscriptions are not allowed over GET",
-        )
-        .body(expose);
+        return graphql_body(&GraphqlError::NotAllowedOverGet, expose);
     }
     tracing::Span::current().record("role", session.role.as_str());
-    engine::run(state, &session, request).await
+    match engine::run(state, &session, request).await {
+        Ok(body) => body,
+        Err(err) => graphql_body(&err, expose),
+    }
 }
 
 /// Whether the chosen operation is a query (GET allows only queries).
@@ -201,7 +192,7 @@ pub async fn explain(
     }
     Ok(match crate::engine::explain(&state, request).await {
         Ok(value) => (StatusCode::OK, axum::Json(value)).into_response(),
-        Err(err) => (StatusCode::BAD_REQUEST, err.body(true)).into_response(),
+        Err(err) => (StatusCode::BAD_REQUEST, graphql_body(&err, true)).into_response(),
     })
 }
 

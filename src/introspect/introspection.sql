@@ -72,12 +72,13 @@ funcs AS (
          COALESCE(to_json(p.proargnames), '[]'::json) AS arg_names,
          COALESCE(to_json(p.proargmodes::text[]), 'null'::json) AS arg_modes,
          COALESCE((SELECT json_agg(json_build_object(
-                                          'schema', tn.nspname, 'name', t.typname, 'kind', t.typtype,
-                     'formatted', format_type(t.oid, NULL),
+                     'schema', tn.nspname, 'name', t.typname, 'kind', t.typtype,
+                     'formatted', format_type(t.oid, NULL), 'element', et.typname,
                      'relation_schema', rn.nspname, 'relation', rc.relname) ORDER BY a.ord)
                    FROM unnest(p.proargtypes::oid[]) WITH ORDINALITY AS a(typ, ord)
                    JOIN pg_catalog.pg_type t ON t.oid = a.typ
                    JOIN pg_catalog.pg_namespace tn ON tn.oid = t.typnamespace
+                   LEFT JOIN pg_catalog.pg_type et ON et.oid = t.typelem AND t.typcategory = 'A'
                    LEFT JOIN pg_catalog.pg_class rc ON rc.oid = t.typrelid
                    LEFT JOIN pg_catalog.pg_namespace rn ON rn.oid = rc.relnamespace),
                   '[]'::json) AS input_types,

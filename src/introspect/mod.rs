@@ -2,7 +2,8 @@
 //! (`introspection.sql`), plus the rows of enum tables. Read-only; never reads metadata.
 
 use crate::metadata::types::QualifiedTable;
-use crate::sql::{enum_rows_select, json_array_of};
+use crate::sql::helpers::{enum_rows, EnumTable};
+use crate::sql::PgType;
 use indexmap::IndexMap;
 use serde::Deserialize;
 use std::collections::{BTreeSet, HashMap};
@@ -129,6 +130,16 @@ pub struct DbColumn {
 }
 
 impl DbColumn {
+    /// The type values of the column are bound as.
+    pub fn pg_type(&self) -> PgType {
+        PgType::from_catalog(
+            &self.data_type,
+            &self.type_schema,
+            &self.type_name,
+            self.element_type.as_deref(),
+        )
+    }
+
     /// Whether string pattern operators apply.
     pub fn is_text_like(&self) -> bool {
         matches!(
@@ -187,6 +198,9 @@ pub struct DbTypeRef {
     /// The type as SQL writes it (`format_type`: quoted and qualified as needed), for casts.
     #[serde(default)]
     pub formatted: Option<String>,
+    /// The element type's name, for arrays.
+    #[serde(default)]
+    pub element: Option<String>,
     /// Schema of the relation whose row type this is.
     pub relation_schema: Option<String>,
     /// Relation whose row type this is.
@@ -194,6 +208,19 @@ pub struct DbTypeRef {
 }
 
 impl DbTypeRef {
+    /// The type values of this type are bound as.
+    pub fn pg_type(&self) -> PgType {
+        match &self.formatted {
+            Some(formatted) => {
+                PgType::from_catalog(formatted, &self.schema, &self.name, self.element.as_deref())
+            }
+            None => PgType::Qualified(crate::sql::ast::QualifiedName::new(
+                self.schema.as_str(),
+                self.name.as_str(),
+            )),
+        }
+    }
+
     /// The relation when this is a table's row type.
     pub fn relation(&self) -> Option<QualifiedTable> {
         Some(QualifiedTable::new(
@@ -310,19 +337,19 @@ async fn load_enum_rows(
             .iter()
             .find(|c| &c.name != key)
             .map(|c| c.name.as_str());
-        selects.push(enum_rows_select(
-            &table.schema,
-            &table.name,
+        selects.push(EnumTable {
+            schema: &table.schema,
+            name: &table.name,
             key,
             description,
-        ));
+        });
         names.push(name.clone());
     }
     if selects.is_empty() {
         return Ok(());
     }
     let row = client
-        .query_one(json_array_of(&selects).as_str(), &[])
+        .query_one(enum_rows(&selects).sql.as_str(), &[])
         .await?;
     let value: serde_json::Value = row.try_get(0)?;
     let lists: Vec<Vec<(String, Option<String>)>> = serde_json::from_value(value)?;

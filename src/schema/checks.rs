@@ -223,10 +223,7 @@ pub fn check_computed_field(
                 .map(|(n, t)| super::FunctionArgument {
                     name: n.clone(),
                     type_name: t.name.clone(),
-                    cast: t
-                        .formatted
-                        .clone()
-                        .unwrap_or_else(|| crate::sql::quote_qualified(&t.schema, &t.name)),
+                    cast: t.pg_type(),
                 })
                 .collect(),
             returns,

@@ -153,8 +153,8 @@ pub struct FunctionArgument {
     pub name: String,
     /// `pg_type.typname`, for the GraphQL scalar.
     pub type_name: String,
-    /// The type as SQL writes it, for casts.
-    pub cast: String,
+    /// The type values are bound as.
+    pub cast: crate::sql::PgType,
 }
 
 /// What a computed field returns.

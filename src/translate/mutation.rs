@@ -1,329 +1,521 @@
-//! SQL of mutations: one statement per step, run in one transaction by the engine. Written
-//! rows are remembered by `ctid` so checks and `returning` read exactly them.
+//! Mutations as programs. Each root field becomes a [`Program`]: its writes (nested inserts
+//! parents first, children after), then the permission checks over exactly the rows it wrote
+//! (found again by `ctid`), then its answer. What an earlier step returns (a parent's key, the
+//! written `ctid`s, the row count) reaches later steps as [`StepValue`] parameters, so the whole
+//! program is built before anything runs.
 
-use super::{simplify, Builder, SqlText};
+use super::filter::{bool_expr, conjunction, simplified};
+use super::select::{output, Written};
+use super::{name, session_param, set_session, value, State};
 use crate::graphql::ir::*;
-use crate::metadata::types::QualifiedTable;
+use crate::sql::ast::{
+    self, Alias, BinaryOp, ConflictUpdate, Expr, Ident, InsertValue, Literal, ParamSource,
+    Quantifier, Select as SqlSelect, SelectItem, Statement,
+};
+use crate::sql::print::print;
+use crate::sql::program::{
+    CheckKind, FieldProgram, Guard, MutationProgram, Output, Program, Rows, Step, StepValue,
+};
+use crate::sql::{PgType, SqlText};
 use serde_json::Value;
 
-/// An `INSERT` with resolved values (nested keys already filled in).
-#[derive(Debug, Clone)]
-pub struct InsertStatement<'a> {
-    /// Table.
-    pub table: &'a QualifiedTable,
-    /// Rows of (column, value).
-    pub rows: &'a [Vec<(String, SetValue)>],
-    /// Upsert.
-    pub on_conflict: Option<&'a OnConflict>,
-    /// Also return each row as JSON (for nested inserts).
-    pub want_row: bool,
-    /// Return every column instead (views, which have no `ctid`).
-    pub all_columns: bool,
+/// Translates a mutation plan.
+pub fn mutation(plan: &MutationPlan) -> MutationProgram {
+    let session = SqlSelect::expr(set_session(Expr::Param(session_param())));
+    MutationProgram {
+        session: print(&Statement::Select(Box::new(session))),
+        fields: plan
+            .fields
+            .iter()
+            .map(|(key, field)| {
+                let program = match field {
+                    MutationField::Constant(v) => FieldProgram::Constant(v.clone()),
+                    MutationField::Write { action, output } => {
+                        FieldProgram::Write(write(action, output))
+                    }
+                };
+                (key.clone(), program)
+            })
+            .collect(),
+    }
 }
 
-impl Builder {
-    fn set_value(&mut self, v: &SetValue) {
-        match v {
-            SetValue::Value(v) => self.value(v),
-            SetValue::Now => self.push("now()"),
-            // Filled in by the engine before translation; a leftover is a bug, so write NULL.
-            SetValue::Parent { cast, .. } => self.push(&format!("NULL::{cast}")),
+/// The program of one root field.
+fn write(action: &MutationAction, output: &MutationOutput) -> Program {
+    let mut builder = Builder::default();
+    match action {
+        MutationAction::Insert(plan) if plan.view => builder.insert_view(plan, output),
+        MutationAction::Insert(plan) => {
+            let top = builder.insert(plan, None, false, &Guard::Always);
+            for (record, plan) in std::mem::take(&mut builder.written) {
+                builder.checks(record, plan);
+            }
+            let ctids = ParamSource::Step(StepValue::Ctids {
+                record: top,
+                rows: Rows::All,
+            });
+            builder.answer(output, ctids);
+        }
+        MutationAction::Update(plan) if plan.view => {
+            let mut state = State::default();
+            let update = update(&mut state, plan, true);
+            let sql = through_view(state, update, plan.check.as_ref(), output);
+            builder.push(sql, Guard::Always, Output::CheckedAnswer(CheckKind::Update));
+        }
+        MutationAction::Update(plan) => {
+            let record = builder.record();
+            let mut state = State::default();
+            let sql = print(&update(&mut state, plan, false));
+            builder.push(sql, Guard::Always, Output::Updated { record });
+            if let Some(rule) = &plan.check {
+                builder.check(&plan.table, rule, record, Rows::Updated, CheckKind::Update);
+            }
+            let ctids = ParamSource::Step(StepValue::Ctids {
+                record,
+                rows: Rows::All,
+            });
+            builder.answer(output, ctids);
+        }
+        MutationAction::Delete(plan) => {
+            let sql = delete(plan, output);
+            builder.push(sql, Guard::Always, Output::Answer);
+        }
+    }
+    builder.program
+}
+
+/// Builds a program step by step.
+#[derive(Debug, Default)]
+struct Builder<'p> {
+    program: Program,
+    /// Each insert plan's record, in the order its writes complete (nested plans first): the
+    /// order its checks run in.
+    written: Vec<(usize, &'p InsertPlan)>,
+}
+
+impl<'p> Builder<'p> {
+    fn push(&mut self, sql: SqlText, guard: Guard, output: Output) -> usize {
+        self.program.steps.push(Step { sql, guard, output });
+        self.program.steps.len() - 1
+    }
+
+    fn record(&mut self) -> usize {
+        self.program.records += 1;
+        self.program.records - 1
+    }
+
+    /// The steps inserting `plan`'s rows (and their nested rows) into a new record; returns the
+    /// record. `parent` is the step that inserted the row this plan's `SetValue::Parent` values
+    /// come from. `want_rows`: the rows' JSON is needed (parents of nested inserts).
+    fn insert(
+        &mut self,
+        plan: &'p InsertPlan,
+        parent: Option<usize>,
+        want_rows: bool,
+        guard: &Guard,
+    ) -> usize {
+        let record = self.record();
+        let nested = plan
+            .rows
+            .iter()
+            .any(|r| !r.parents.is_empty() || !r.children.is_empty());
+        let all_default = plan.rows.iter().all(|r| r.values.is_empty());
+        if !nested && !all_default && !plan.rows.is_empty() {
+            let rows: Vec<Vec<(String, Expr)>> = plan
+                .rows
+                .iter()
+                .map(|r| from_parent(&r.values, parent))
+                .collect();
+            let sql = insert(&plan.table, &rows, plan.on_conflict.as_ref(), want_rows);
+            self.push(
+                sql,
+                guard.clone(),
+                Output::Written {
+                    record,
+                    required: None,
+                },
+            );
+        } else {
+            for row in &plan.rows {
+                let mut values = from_parent(&row.values, parent);
+                for p in &row.parents {
+                    let made = self.insert(&p.insert, None, true, guard);
+                    let Some(step) = self.first_step_of(made) else {
+                        continue;
+                    };
+                    if let Output::Written { required, .. } = &mut self.program.steps[step].output {
+                        *required = Some(p.insert.table.to_string());
+                    }
+                    for (column, cast, from) in &p.fill {
+                        values.retain(|(c, _)| c != column);
+                        let from_parent = StepValue::Column {
+                            step,
+                            column: from.clone(),
+                        };
+                        values.push((
+                            column.clone(),
+                            Expr::value(ParamSource::Step(from_parent), cast.clone()),
+                        ));
+                    }
+                }
+                let sql = insert(&plan.table, &[values], plan.on_conflict.as_ref(), true);
+                let this = self.push(
+                    sql,
+                    guard.clone(),
+                    Output::Written {
+                        record,
+                        required: None,
+                    },
+                );
+                for c in &row.children {
+                    self.insert(&c.insert, Some(this), false, &Guard::RowFrom(this));
+                }
+            }
+        }
+        self.written.push((record, plan));
+        record
+    }
+
+    /// The first step writing into `record` (the row a nested parent insert made).
+    fn first_step_of(&self, record: usize) -> Option<usize> {
+        self.program
+            .steps
+            .iter()
+            .position(|s| matches!(s.output, Output::Written { record: r, .. } if r == record))
+    }
+
+    /// The insert and upsert checks of one insert plan's record.
+    fn checks(&mut self, record: usize, plan: &InsertPlan) {
+        if let Some(rule) = &plan.check {
+            self.check(&plan.table, rule, record, Rows::Inserted, CheckKind::Insert);
+        }
+        if let Some(rule) = &plan.update_check {
+            self.check(&plan.table, rule, record, Rows::Updated, CheckKind::Update);
         }
     }
 
-    fn ctid_list(&mut self, ctids: &[String]) {
-        let value = ValueExpr {
-            param: Param::Literal(Value::Array(
-                ctids.iter().map(|c| Value::String(c.clone())).collect(),
-            )),
-            cast: "tid[]".into(),
+    /// Whether every row of `record` of that kind satisfies `rule`: one boolean.
+    fn check(
+        &mut self,
+        table: &crate::metadata::types::QualifiedTable,
+        rule: &BoolExpr,
+        record: usize,
+        rows: Rows,
+        kind: CheckKind,
+    ) {
+        let mut state = State::default();
+        let alias = state.alias();
+        let rule = simplified(rule)
+            .map(|r| bool_expr(&mut state, &r, &alias, &alias))
+            .unwrap_or(Expr::Literal(Literal::Bool(true)));
+        let ctids = Expr::value(
+            ParamSource::Step(StepValue::Ctids { record, rows }),
+            PgType::Tid.array_of(),
+        );
+        let statement = SqlSelect {
+            from: Some(ast::From::Table {
+                name: name(table),
+                alias: alias.clone(),
+            }),
+            where_: vec![Expr::Quantified(
+                Box::new(ctid(&alias)),
+                BinaryOp::Eq,
+                Quantifier::Any,
+                Box::new(ctids),
+            )],
+            ..SqlSelect::expr(all_true(rule))
         };
-        self.value(&value);
+        let sql = print(&Statement::Select(Box::new(statement)));
+        self.push(sql, Guard::Recorded { record, rows }, Output::Check(kind));
+    }
+
+    /// The answer of an insert or update: the rows `ctids` names, under the select permission.
+    fn answer(&mut self, out: &MutationOutput, ctids: ParamSource) {
+        let mut state = State::default();
+        let affected = Expr::value(ParamSource::Step(StepValue::Affected), PgType::Integer);
+        let answer = output(&mut state, out, affected, &Written::Ctids(ctids));
+        let sql = print(&Statement::Select(Box::new(SqlSelect::expr(answer))));
+        self.push(sql, Guard::Always, Output::Answer);
+    }
+
+    /// An insert into a view: views have no `ctid`, so the write, its check and its answer are
+    /// one statement (no rows: just the empty answer).
+    fn insert_view(&mut self, plan: &InsertPlan, out: &MutationOutput) {
+        let rows: Vec<Vec<(String, Expr)>> = plan
+            .rows
+            .iter()
+            .map(|r| from_parent(&r.values, None))
+            .collect();
+        if rows.is_empty() {
+            let mut state = State::default();
+            let affected = Expr::value(ParamSource::Literal(Value::from(0)), PgType::Integer);
+            let none = ParamSource::Literal(Value::Array(Vec::new()));
+            let answer = output(&mut state, out, affected, &Written::Ctids(none));
+            let sql = print(&Statement::Select(Box::new(SqlSelect::expr(answer))));
+            self.push(sql, Guard::Always, Output::Answer);
+            return;
+        }
+        let mut state = State::default();
+        let insert = insert_statement(&mut state, &plan.table, &rows, None, Returning::AllColumns);
+        let sql = through_view(state, insert, plan.check.as_ref(), out);
+        self.push(sql, Guard::Always, Output::CheckedAnswer(CheckKind::Insert));
     }
 }
 
-/// `INSERT … [ON CONFLICT …] RETURNING ctid, inserted?, row`: one result row per written row.
-pub fn insert(statement: &InsertStatement<'_>) -> SqlText {
-    insert_into(Builder::new(), statement).finish()
+/// `coalesce(bool_and(rule), true)`: whether every row satisfies the rule (true without rows).
+fn all_true(rule: Expr) -> Expr {
+    Expr::call(
+        "coalesce",
+        vec![
+            Expr::call("bool_and", vec![rule]),
+            Expr::Literal(Literal::Bool(true)),
+        ],
+    )
 }
 
-fn insert_into(mut b: Builder, statement: &InsertStatement<'_>) -> Builder {
-    let alias = b.alias();
+fn ctid(alias: &Alias) -> Expr {
+    Expr::AliasColumn(alias.clone(), Alias::fixed("ctid"))
+}
+
+/// A planned column value as SQL; `SetValue::Parent` reads the row the `parent` step inserted.
+fn set_value(v: &SetValue, parent: Option<usize>) -> Expr {
+    match v {
+        SetValue::Value(v) => value(v),
+        SetValue::Now => Expr::call("now", Vec::new()),
+        SetValue::Parent { column, cast } => match parent {
+            Some(step) => Expr::value(
+                ParamSource::Step(StepValue::Column {
+                    step,
+                    column: column.clone(),
+                }),
+                cast.clone(),
+            ),
+            // The planner only makes parent values for nested rows, which always have a
+            // parent step; without one the column is written as NULL.
+            None => Expr::Literal(Literal::Null).cast(cast.clone()),
+        },
+    }
+}
+
+fn from_parent(values: &[(String, SetValue)], parent: Option<usize>) -> Vec<(String, Expr)> {
+    values
+        .iter()
+        .map(|(c, v)| (c.clone(), set_value(v, parent)))
+        .collect()
+}
+
+/// What an `INSERT` returns.
+enum Returning {
+    /// `ctid`, whether the row is new (not upsert-updated), and the row as JSON when wanted.
+    Written {
+        /// Return the row's JSON rather than `NULL`.
+        want_row: bool,
+    },
+    /// Every column (views, which have no `ctid`).
+    AllColumns,
+}
+
+/// `INSERT … [ON CONFLICT …] RETURNING ctid, inserted?, row`: one result row per written row.
+fn insert(
+    table: &crate::metadata::types::QualifiedTable,
+    rows: &[Vec<(String, Expr)>],
+    on_conflict: Option<&OnConflict>,
+    want_row: bool,
+) -> SqlText {
+    let mut state = State::default();
+    let statement = insert_statement(
+        &mut state,
+        table,
+        rows,
+        on_conflict,
+        Returning::Written { want_row },
+    );
+    print(&statement)
+}
+
+fn insert_statement(
+    state: &mut State,
+    table: &crate::metadata::types::QualifiedTable,
+    rows: &[Vec<(String, Expr)>],
+    on_conflict: Option<&OnConflict>,
+    returning: Returning,
+) -> Statement {
+    let alias = state.alias();
     let mut columns: Vec<&String> = Vec::new();
-    for row in statement.rows {
+    for row in rows {
         for (c, _) in row {
             if !columns.contains(&c) {
                 columns.push(c);
             }
         }
     }
-    b.push("INSERT INTO ");
-    b.table(statement.table);
-    b.push(" AS ");
-    b.push(&alias);
-    if columns.is_empty() {
-        b.push(" DEFAULT VALUES");
+    let values = if columns.is_empty() {
+        Vec::new()
     } else {
-        b.push(" (");
-        for (i, c) in columns.iter().enumerate() {
-            if i > 0 {
-                b.push(", ");
-            }
-            b.ident(c);
-        }
-        b.push(") VALUES ");
-        for (r, row) in statement.rows.iter().enumerate() {
-            if r > 0 {
-                b.push(", ");
-            }
-            b.push("(");
-            for (i, c) in columns.iter().enumerate() {
-                if i > 0 {
-                    b.push(", ");
-                }
-                match row.iter().find(|(name, _)| name == *c) {
-                    Some((_, v)) => b.set_value(v),
-                    None => b.push("DEFAULT"),
-                }
-            }
-            b.push(")");
-        }
-    }
-    if let Some(oc) = statement.on_conflict {
-        b.push(" ON CONFLICT ON CONSTRAINT ");
-        b.ident(&oc.constraint);
-        if oc.update_columns.is_empty() {
-            b.push(" DO NOTHING");
-        } else {
-            b.push(" DO UPDATE SET ");
-            let mut first = true;
-            for c in &oc.update_columns {
-                if !first {
-                    b.push(", ");
-                }
-                first = false;
-                b.ident(c);
-                b.push(" = EXCLUDED.");
-                b.ident(c);
-            }
+        rows.iter()
+            .map(|row| {
+                columns
+                    .iter()
+                    .map(|c| match row.iter().find(|(name, _)| name == *c) {
+                        Some((_, v)) => InsertValue::Expr(v.clone()),
+                        None => InsertValue::Default,
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    let on_conflict = on_conflict.map(|oc| ast::OnConflict {
+        constraint: Ident::new(oc.constraint.as_str()),
+        update: (!oc.update_columns.is_empty()).then(|| {
+            let excluded = Alias::fixed("EXCLUDED");
+            let mut set: Vec<(Ident, Expr)> = oc
+                .update_columns
+                .iter()
+                .map(|c| (Ident::new(c.as_str()), Expr::column(&excluded, c)))
+                .collect();
             for (c, v) in &oc.presets {
-                b.push(", ");
-                b.ident(c);
-                b.push(" = ");
-                b.set_value(v);
+                set.push((Ident::new(c.as_str()), set_value(v, None)));
             }
-            let filter = simplify(&BoolExpr::And(oc.filter.clone()));
-            if filter != BoolExpr::True {
-                b.push(" WHERE ");
-                b.bool_expr(&filter, &alias, &alias);
+            ConflictUpdate {
+                set,
+                where_: conjunction(state, &oc.filter, &alias),
             }
+        }),
+    });
+    let returning = match returning {
+        Returning::AllColumns => vec![SelectItem::new(Expr::Star(alias.clone()))],
+        Returning::Written { want_row } => {
+            let xmax = Expr::AliasColumn(alias.clone(), Alias::fixed("xmax")).cast(PgType::Text);
+            let row = if want_row {
+                Expr::call("row_to_json", vec![Expr::Star(alias.clone())])
+            } else {
+                Expr::Literal(Literal::Null).cast(PgType::Json)
+            };
+            vec![
+                SelectItem::new(ctid(&alias).cast(PgType::Text)),
+                SelectItem::bare(
+                    Expr::binary(xmax, BinaryOp::Eq, Expr::string("0")).nested(),
+                    "inserted",
+                ),
+                SelectItem::new(row),
+            ]
         }
-    }
-    if statement.all_columns {
-        b.push(&format!(" RETURNING {alias}.*"));
+    };
+    Statement::Insert(Box::new(ast::Insert {
+        table: name(table),
+        alias,
+        columns: columns
+            .into_iter()
+            .map(|c| Ident::new(c.as_str()))
+            .collect(),
+        rows: values,
+        on_conflict,
+        returning,
+    }))
+}
+
+/// `UPDATE … SET … WHERE … RETURNING ctid` (every column for views).
+fn update(state: &mut State, plan: &UpdatePlan, all_columns: bool) -> Statement {
+    let alias = state.alias();
+    let set = plan
+        .sets
+        .iter()
+        .map(|(column, op, v)| {
+            let current = Expr::column(&alias, column);
+            let v = set_value(v, None);
+            let value = match op {
+                UpdateOp::Set => v,
+                UpdateOp::Inc => Expr::binary(current, BinaryOp::Plus, v),
+                UpdateOp::Append => Expr::binary(current, BinaryOp::Concat, v),
+                UpdateOp::Prepend => Expr::binary(v, BinaryOp::Concat, current),
+                UpdateOp::DeleteKey | UpdateOp::DeleteElem => {
+                    Expr::binary(current, BinaryOp::Minus, v)
+                }
+                UpdateOp::DeleteAtPath => Expr::binary(current, BinaryOp::DeletePath, v),
+            };
+            (Ident::new(column.as_str()), value)
+        })
+        .collect();
+    let where_ = conjunction(state, &plan.filter, &alias);
+    let returning = if all_columns {
+        Expr::Star(alias.clone())
     } else {
-        b.push(&format!(
-            " RETURNING {alias}.ctid::text, ({alias}.xmax::text = '0') AS inserted, "
-        ));
-        if statement.want_row {
-            b.push(&format!("row_to_json({alias}.*)"));
-        } else {
-            b.push("NULL::json");
-        }
-    }
-    b
+        ctid(&alias).cast(PgType::Text)
+    };
+    Statement::Update(Box::new(ast::Update {
+        table: name(&plan.table),
+        alias,
+        set,
+        where_,
+        returning: vec![SelectItem::new(returning)],
+    }))
 }
 
-/// `UPDATE … SET … WHERE … RETURNING ctid`.
-pub fn update(plan: &UpdatePlan) -> SqlText {
-    update_into(Builder::new(), plan, false).finish()
-}
-
-fn update_into(mut b: Builder, plan: &UpdatePlan, all_columns: bool) -> Builder {
-    let alias = b.alias();
-    b.push("UPDATE ");
-    b.table(&plan.table);
-    b.push(" AS ");
-    b.push(&alias);
-    b.push(" SET ");
-    for (i, (column, op, value)) in plan.sets.iter().enumerate() {
-        if i > 0 {
-            b.push(", ");
-        }
-        b.ident(column);
-        b.push(" = ");
-        let current = format!("{alias}.{}", crate::sql::quote_ident(column));
-        match op {
-            UpdateOp::Set => b.set_value(value),
-            UpdateOp::Inc => {
-                b.push(&format!("{current} + "));
-                b.set_value(value);
-            }
-            UpdateOp::Append => {
-                b.push(&format!("{current} || "));
-                b.set_value(value);
-            }
-            UpdateOp::Prepend => {
-                b.set_value(value);
-                b.push(&format!(" || {current}"));
-            }
-            UpdateOp::DeleteKey | UpdateOp::DeleteElem => {
-                b.push(&format!("{current} - "));
-                b.set_value(value);
-            }
-            UpdateOp::DeleteAtPath => {
-                b.push(&format!("{current} #- "));
-                b.set_value(value);
-            }
-        }
-    }
-    let filter = simplify(&BoolExpr::And(plan.filter.clone()));
-    if filter != BoolExpr::True {
-        b.push(" WHERE ");
-        b.bool_expr(&filter, &alias, &alias);
-    }
-    if all_columns {
-        b.push(&format!(" RETURNING {alias}.*"));
-    } else {
-        b.push(&format!(" RETURNING {alias}.ctid::text"));
-    }
-    b
-}
-
+/// The rows a write through a view returned, as a CTE.
 const WRITTEN: &str = "_written";
+
+/// `(SELECT count(*) FROM "<cte>")`.
+fn count_of(cte: &'static str) -> Expr {
+    let mut count = ast::Call::builtin("count", Vec::new());
+    count.args = vec![ast::Arg::Star];
+    Expr::Subquery(Box::new(SqlSelect {
+        from: Some(ast::From::Named {
+            name: Ident::new(cte),
+            alias: None,
+        }),
+        ..SqlSelect::expr(Expr::Call(Box::new(count)))
+    }))
+}
 
 /// Views have no `ctid`: the write, its check and its answer form one statement over the rows
 /// the write returns. Result: one row of (check passed, answer).
 fn through_view(
-    write: impl FnOnce(Builder) -> Builder,
+    mut state: State,
+    write: Statement,
     check: Option<&BoolExpr>,
-    output: &MutationOutput,
+    out: &MutationOutput,
 ) -> SqlText {
-    let mut b = Builder::new();
-    b.push(&format!("WITH \"{WRITTEN}\" AS ("));
-    let mut b = write(b);
-    b.push(") SELECT ");
-    match check.map(simplify) {
-        Some(rule) if rule != BoolExpr::True => {
-            let alias = b.alias();
-            b.push("(SELECT coalesce(bool_and(");
-            b.bool_expr(&rule, &alias, &alias);
-            b.push(&format!("), true) FROM \"{WRITTEN}\" AS {alias})"));
+    let passed = match check.and_then(simplified) {
+        Some(rule) => {
+            let alias = state.alias();
+            let rule = bool_expr(&mut state, &rule, &alias, &alias);
+            Expr::Subquery(Box::new(SqlSelect {
+                from: Some(ast::From::Named {
+                    name: Ident::new(WRITTEN),
+                    alias: Some(alias),
+                }),
+                ..SqlSelect::expr(all_true(rule))
+            }))
         }
-        _ => b.push("true"),
-    }
-    b.push(", ");
-    let restrict = |s: &mut Select| s.source = Source::Written(WRITTEN.to_owned());
-    b.output(
-        output,
-        &format!("(SELECT count(*) FROM \"{WRITTEN}\")"),
-        &restrict,
-    );
-    b.finish()
-}
-
-/// An insert into a view with its check and answer (see [`through_view`]).
-pub fn insert_view(
-    statement: &InsertStatement<'_>,
-    check: Option<&BoolExpr>,
-    output: &MutationOutput,
-) -> SqlText {
-    let statement = InsertStatement {
-        all_columns: true,
-        ..statement.clone()
+        None => Expr::Literal(Literal::Bool(true)),
     };
-    through_view(|b| insert_into(b, &statement), check, output)
+    let answer = output(&mut state, out, count_of(WRITTEN), &Written::Cte(WRITTEN));
+    print(&Statement::With(Box::new(ast::With {
+        name: Ident::new(WRITTEN),
+        statement: write,
+        body: SqlSelect {
+            list: vec![SelectItem::new(passed), SelectItem::new(answer)],
+            ..SqlSelect::default()
+        },
+    })))
 }
 
-/// An update of a view with its check and answer (see [`through_view`]).
-pub fn update_view(plan: &UpdatePlan, output: &MutationOutput) -> SqlText {
-    through_view(|b| update_into(b, plan, true), plan.check.as_ref(), output)
-}
-
-/// Whether every written row satisfies `check`: one boolean.
-pub fn check(table: &QualifiedTable, check: &BoolExpr, ctids: &[String]) -> SqlText {
-    let mut b = Builder::new();
-    let alias = b.alias();
-    b.push("SELECT coalesce(bool_and(");
-    let check = simplify(check);
-    b.bool_expr(&check, &alias, &alias);
-    b.push("), true) FROM ");
-    b.table(table);
-    b.push(" AS ");
-    b.push(&alias);
-    b.push(" WHERE ");
-    b.push(&alias);
-    b.push(".ctid = ANY(");
-    b.ctid_list(ctids);
-    b.push(")");
-    b.finish()
-}
-
-impl Builder {
-    /// The JSON answer of a mutation field over the written rows (`select.source` already
-    /// points at them, or `ctids` restricts it).
-    fn output(&mut self, output: &MutationOutput, affected: &str, restrict: &dyn Fn(&mut Select)) {
-        match output {
-            MutationOutput::Row(select) => {
-                let mut select = select.clone();
-                restrict(&mut select);
-                self.select(&select, None);
-            }
-            MutationOutput::Response(fields) => {
-                self.object(fields.len(), |b, i| {
-                    let (key, field) = &fields[i];
-                    b.literal(key);
-                    b.push(", ");
-                    match field {
-                        ResponseField::AffectedRows => b.push(affected),
-                        ResponseField::Constant(s) => b.literal(s),
-                        ResponseField::Returning(select) => {
-                            let mut select = select.clone();
-                            restrict(&mut select);
-                            b.select(&select, None);
-                        }
-                    }
-                });
-            }
-        }
-    }
-}
-
-/// The answer of an insert or update: rows by `ctid`, under the select permission.
-pub fn response(output: &MutationOutput, affected: usize, ctids: &[String]) -> SqlText {
-    let mut b = Builder::new();
-    let ctid_value = ValueExpr {
-        param: Param::Literal(Value::Array(
-            ctids.iter().map(|c| Value::String(c.clone())).collect(),
-        )),
-        cast: "tid[]".into(),
-    };
-    let restrict = move |s: &mut Select| s.args.filter.push(BoolExpr::CtidIn(ctid_value.clone()));
-    b.push("SELECT ");
-    b.output(output, &format!("{affected}"), &restrict);
-    b.finish()
-}
-
-/// `WITH deleted AS (DELETE … RETURNING *) SELECT <answer>` in one statement.
-pub fn delete(plan: &DeletePlan, output: &MutationOutput) -> SqlText {
+/// `WITH "_deleted" AS (DELETE … RETURNING *) SELECT <answer>` in one statement.
+fn delete(plan: &DeletePlan, out: &MutationOutput) -> SqlText {
     const DELETED: &str = "_deleted";
-    let mut b = Builder::new();
-    let alias = b.alias();
-    b.push(&format!("WITH \"{DELETED}\" AS (DELETE FROM "));
-    b.table(&plan.table);
-    b.push(" AS ");
-    b.push(&alias);
-    let filter = simplify(&BoolExpr::And(plan.filter.clone()));
-    if filter != BoolExpr::True {
-        b.push(" WHERE ");
-        b.bool_expr(&filter, &alias, &alias);
-    }
-    b.push(&format!(" RETURNING {alias}.*) SELECT "));
-    let restrict = |s: &mut Select| s.source = Source::Written(DELETED.to_owned());
-    b.output(
-        output,
-        &format!("(SELECT count(*) FROM \"{DELETED}\")"),
-        &restrict,
-    );
-    b.finish()
+    let mut state = State::default();
+    let alias = state.alias();
+    let where_ = conjunction(&mut state, &plan.filter, &alias);
+    let delete = Statement::Delete(Box::new(ast::Delete {
+        table: name(&plan.table),
+        alias: alias.clone(),
+        where_,
+        returning: vec![SelectItem::new(Expr::Star(alias))],
+    }));
+    let answer = output(&mut state, out, count_of(DELETED), &Written::Cte(DELETED));
+    print(&Statement::With(Box::new(ast::With {
+        name: Ident::new(DELETED),
+        statement: delete,
+        body: SqlSelect::expr(answer),
+    })))
 }

@@ -28,6 +28,12 @@ async fn compile(s: &TestServer, role: &str, query: &str, variables: Value) -> S
     )
     .unwrap();
     let sql = translate::query(&planned.data);
+    let (pretty, params) = pretty(&sql);
+    format!("{pretty}\n\n-- params\n{params}")
+}
+
+/// Formatted SQL and its parameters, one per line.
+pub fn pretty(sql: &basalt::sql::SqlText) -> (String, String) {
     let pretty = sqlformat::format(
         &sql.sql,
         &sqlformat::QueryParams::None,
@@ -39,7 +45,26 @@ async fn compile(s: &TestServer, role: &str, query: &str, variables: Value) -> S
         .enumerate()
         .map(|(i, p)| format!("${} = {:?} ({:?})", i + 1, p.source, p.encoding))
         .collect();
-    format!("{pretty}\n\n-- params\n{}", params.join("\n"))
+    (pretty, params.join("\n"))
+}
+
+/// Every step of a mutation program: its guard, what its rows mean, its SQL and parameters.
+pub fn program_text(program: &basalt::sql::program::MutationProgram) -> String {
+    use basalt::sql::program::FieldProgram;
+    let mut parts = Vec::new();
+    for (key, field) in &program.fields {
+        let FieldProgram::Write(write) = field else {
+            continue;
+        };
+        for (i, step) in write.steps.iter().enumerate() {
+            let (sql, params) = pretty(&step.sql);
+            parts.push(format!(
+                "-- {key}: step {i} ({}; {})\n{sql}\n-- params\n{params}",
+                step.guard, step.output
+            ));
+        }
+    }
+    parts.join("\n\n")
 }
 
 #[tokio::test]
@@ -109,8 +134,6 @@ async fn generated_sql() {
 
 #[tokio::test]
 async fn generated_mutation_sql() {
-    use basalt::graphql::ir::{MutationAction, MutationField};
-    use basalt::translate::InsertStatement;
     let s = TestServer::blog().await;
     let (client, conn) = tokio_postgres::connect(&s.db_url, tokio_postgres::NoTls)
         .await
@@ -149,51 +172,9 @@ async fn generated_mutation_sql() {
             limits,
         )
         .unwrap();
-        let mut parts = Vec::new();
-        for (_, field) in &planned.mutation.unwrap().fields {
-            let MutationField::Write { action, output } = field else {
-                continue;
-            };
-            let statements = match action {
-                MutationAction::Insert(p) => {
-                    let rows: Vec<_> = p.rows.iter().map(|r| r.values.clone()).collect();
-                    vec![
-                        translate::insert(&InsertStatement {
-                            table: &p.table,
-                            rows: &rows,
-                            on_conflict: p.on_conflict.as_ref(),
-                            want_row: false,
-                            all_columns: false,
-                        }),
-                        translate::check(
-                            &p.table,
-                            p.check.as_ref().unwrap(),
-                            &["(0,1)".to_owned()],
-                        ),
-                        translate::response(output, 1, &["(0,1)".to_owned()]),
-                    ]
-                }
-                MutationAction::Update(p) => vec![
-                    translate::update(p),
-                    translate::check(&p.table, p.check.as_ref().unwrap(), &["(0,1)".to_owned()]),
-                ],
-                MutationAction::Delete(p) => vec![translate::delete(p, output)],
-            };
-            for sql in statements {
-                let pretty = sqlformat::format(
-                    &sql.sql,
-                    &sqlformat::QueryParams::None,
-                    &sqlformat::FormatOptions::default(),
-                );
-                let params: Vec<String> = sql
-                    .params
-                    .iter()
-                    .enumerate()
-                    .map(|(i, p)| format!("${} = {:?} ({:?})", i + 1, p.source, p.encoding))
-                    .collect();
-                parts.push(format!("{pretty}\n-- params\n{}", params.join("\n")));
-            }
-        }
-        insta::assert_snapshot!(name, parts.join("\n\n-- next statement\n\n"), query);
+        let program = translate::mutation(&planned.mutation.unwrap());
+        let (session, _) = pretty(&program.session);
+        assert_eq!(session, "SELECT\n  set_config('basalt.user', $1, true)");
+        insta::assert_snapshot!(name, program_text(&program), query);
     }
 }

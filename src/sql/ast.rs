@@ -1,0 +1,588 @@
+//! The SQL Basalt generates, as values: a hand-made subset of Postgres's grammar with only the
+//! nodes the translator uses. Nothing here is text yet; [`super::print`] is the one printer.
+//! Names from the catalog are [`Ident`]s and [`QualifiedName`]s (always quoted when printed);
+//! names Basalt invents are [`Alias`]es; values are [`Param`]s, never literals, except the
+//! response keys and type names a JSON object is built with.
+
+use super::types::PgType;
+use serde_json::Value;
+use std::borrow::Cow;
+use std::fmt;
+
+/// A name from the catalog or the metadata (column, constraint, CTE), printed double-quoted.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Ident(pub String);
+
+impl Ident {
+    /// An identifier.
+    pub fn new(name: impl Into<String>) -> Self {
+        Ident(name.into())
+    }
+}
+
+impl fmt::Display for Ident {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&super::quote::quote_ident(&self.0))
+    }
+}
+
+/// `"schema"."name"` of a table, view or function.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct QualifiedName {
+    /// Schema.
+    pub schema: String,
+    /// Name inside the schema.
+    pub name: String,
+}
+
+impl QualifiedName {
+    /// A qualified name.
+    pub fn new(schema: impl Into<String>, name: impl Into<String>) -> Self {
+        QualifiedName {
+            schema: schema.into(),
+            name: name.into(),
+        }
+    }
+}
+
+impl fmt::Display for QualifiedName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&super::quote::quote_qualified(&self.schema, &self.name))
+    }
+}
+
+/// A name Basalt invents (table aliases `_t3`, `_kv`, `_session`, output names `data`),
+/// printed as it is. Only constructible from a counter or a `'static` constant, so no input
+/// can reach it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Alias(Cow<'static, str>);
+
+impl Alias {
+    /// The `n`th table alias of a statement: `_t<n>`.
+    pub fn numbered(n: usize) -> Self {
+        Alias(Cow::Owned(format!("_t{n}")))
+    }
+
+    /// A fixed name.
+    pub const fn fixed(name: &'static str) -> Self {
+        Alias(Cow::Borrowed(name))
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Alias {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A whole statement.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Statement {
+    /// `SELECT …`.
+    Select(Box<Select>),
+    /// `INSERT …`.
+    Insert(Box<Insert>),
+    /// `UPDATE …`.
+    Update(Box<Update>),
+    /// `DELETE …`.
+    Delete(Box<Delete>),
+    /// `WITH "name" AS (<write>) SELECT …`: a data-modifying CTE read by the select.
+    With(Box<With>),
+    /// `CREATE DATABASE "name"`.
+    CreateDatabase(Ident),
+}
+
+/// `WITH "name" AS (<statement>) <body>`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct With {
+    /// The CTE's name.
+    pub name: Ident,
+    /// What it runs (an `INSERT`, `UPDATE` or `DELETE` with `RETURNING`).
+    pub statement: Statement,
+    /// The select reading it.
+    pub body: Select,
+}
+
+/// `SELECT [DISTINCT ON (…)] list [FROM …] [WHERE …] [ORDER BY …] [LIMIT …] [OFFSET …]`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Select {
+    /// `DISTINCT ON` expressions.
+    pub distinct_on: Vec<Expr>,
+    /// Output expressions.
+    pub list: Vec<SelectItem>,
+    /// The source of rows, if any.
+    pub from: Option<From>,
+    /// Conjuncts, printed `a AND b` after `WHERE`.
+    pub where_: Vec<Expr>,
+    /// Ordering.
+    pub order_by: Vec<OrderBy>,
+    /// `LIMIT`.
+    pub limit: Option<Expr>,
+    /// `OFFSET`.
+    pub offset: Option<Expr>,
+}
+
+impl Select {
+    /// `SELECT <expr>` with nothing else.
+    pub fn expr(expr: Expr) -> Self {
+        Select {
+            list: vec![SelectItem::new(expr)],
+            ..Select::default()
+        }
+    }
+}
+
+/// An output expression, optionally named.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SelectItem {
+    /// The value.
+    pub expr: Expr,
+    /// `AS …`.
+    pub alias: Option<ColumnAlias>,
+}
+
+impl SelectItem {
+    /// An unnamed output.
+    pub fn new(expr: Expr) -> Self {
+        SelectItem { expr, alias: None }
+    }
+
+    /// An output named by a quoted identifier (`AS "__j"`).
+    pub fn named(expr: Expr, name: &str) -> Self {
+        SelectItem {
+            expr,
+            alias: Some(ColumnAlias::Quoted(Ident::new(name))),
+        }
+    }
+
+    /// An output named by a fixed bare name (`AS data`).
+    pub fn bare(expr: Expr, name: &'static str) -> Self {
+        SelectItem {
+            expr,
+            alias: Some(ColumnAlias::Bare(Alias::fixed(name))),
+        }
+    }
+}
+
+/// The name of an output column.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ColumnAlias {
+    /// `AS "name"`.
+    Quoted(Ident),
+    /// `AS name`.
+    Bare(Alias),
+}
+
+/// A source of rows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum From {
+    /// `"schema"."table" AS alias`.
+    Table {
+        /// The relation.
+        name: QualifiedName,
+        /// Its alias.
+        alias: Alias,
+    },
+    /// `"cte" [AS alias]`: rows of a `WITH` of the same statement.
+    Named {
+        /// The CTE.
+        name: Ident,
+        /// Its alias, if any.
+        alias: Option<Alias>,
+    },
+    /// `"schema"."function"(args) AS alias`.
+    Function {
+        /// The call.
+        call: Box<Call>,
+        /// Its alias.
+        alias: Alias,
+    },
+    /// `(SELECT …) AS alias`.
+    Subquery {
+        /// The subquery.
+        select: Box<Select>,
+        /// Its alias.
+        alias: Alias,
+    },
+    /// `(VALUES (…), (…)) AS alias(c1, c2)`.
+    Values {
+        /// Rows of expressions.
+        rows: Vec<Vec<Expr>>,
+        /// The alias.
+        alias: Alias,
+        /// Column names.
+        columns: Vec<Alias>,
+    },
+}
+
+/// Sort direction and null placement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Order {
+    /// `DESC` rather than `ASC`.
+    pub descending: bool,
+    /// `NULLS FIRST` rather than `NULLS LAST`.
+    pub nulls_first: bool,
+}
+
+/// One `ORDER BY` item.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OrderBy {
+    /// What to sort by.
+    pub expr: Expr,
+    /// How; Postgres's default (ascending, nulls last) when absent.
+    pub order: Option<Order>,
+}
+
+/// A function name.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Function {
+    /// A built-in, printed bare (`json_build_object`, `count`).
+    Builtin(&'static str),
+    /// A catalog function, quoted and qualified.
+    Qualified(QualifiedName),
+}
+
+/// A function call, with the aggregate clauses Basalt uses.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    /// The function.
+    pub function: Function,
+    /// Arguments.
+    pub args: Vec<Arg>,
+    /// `DISTINCT` before the arguments (aggregates).
+    pub distinct: bool,
+    /// `ORDER BY` after the arguments (aggregates).
+    pub order_by: Vec<OrderBy>,
+    /// `FILTER (WHERE a AND b)` (aggregates).
+    pub filter: Vec<Expr>,
+}
+
+impl Call {
+    /// `function(args)`.
+    pub fn builtin(function: &'static str, args: Vec<Expr>) -> Self {
+        Call {
+            function: Function::Builtin(function),
+            args: args.into_iter().map(Arg::Value).collect(),
+            distinct: false,
+            order_by: Vec::new(),
+            filter: Vec::new(),
+        }
+    }
+}
+
+/// A function argument.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Arg {
+    /// A positional value.
+    Value(Expr),
+    /// `"name" => value`.
+    Named(Ident, Expr),
+    /// `*` (`count(*)`).
+    Star,
+}
+
+/// Binary operators, printed between their operands without parentheses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinaryOp {
+    /// `=`.
+    Eq,
+    /// `<>`.
+    Neq,
+    /// `>`.
+    Gt,
+    /// `<`.
+    Lt,
+    /// `>=`.
+    Gte,
+    /// `<=`.
+    Lte,
+    /// `LIKE`.
+    Like,
+    /// `NOT LIKE`.
+    NotLike,
+    /// `ILIKE`.
+    ILike,
+    /// `NOT ILIKE`.
+    NotILike,
+    /// `SIMILAR TO`.
+    Similar,
+    /// `NOT SIMILAR TO`.
+    NotSimilar,
+    /// `~`.
+    Regex,
+    /// `~*`.
+    IRegex,
+    /// `!~`.
+    NotRegex,
+    /// `!~*`.
+    NotIRegex,
+    /// `@>`.
+    Contains,
+    /// `<@`.
+    ContainedIn,
+    /// `?`.
+    HasKey,
+    /// `?|`.
+    HasKeysAny,
+    /// `?&`.
+    HasKeysAll,
+    /// `#>` (JSON at a path).
+    JsonPath,
+    /// `#-` (JSON without a path).
+    DeletePath,
+    /// `+`.
+    Plus,
+    /// `-`.
+    Minus,
+    /// `||`.
+    Concat,
+}
+
+impl BinaryOp {
+    /// The operator as written.
+    pub fn as_str(self) -> &'static str {
+        use BinaryOp::*;
+        match self {
+            Eq => "=",
+            Neq => "<>",
+            Gt => ">",
+            Lt => "<",
+            Gte => ">=",
+            Lte => "<=",
+            Like => "LIKE",
+            NotLike => "NOT LIKE",
+            ILike => "ILIKE",
+            NotILike => "NOT ILIKE",
+            Similar => "SIMILAR TO",
+            NotSimilar => "NOT SIMILAR TO",
+            Regex => "~",
+            IRegex => "~*",
+            NotRegex => "!~",
+            NotIRegex => "!~*",
+            Contains => "@>",
+            ContainedIn => "<@",
+            HasKey => "?",
+            HasKeysAny => "?|",
+            HasKeysAll => "?&",
+            JsonPath => "#>",
+            DeletePath => "#-",
+            Plus => "+",
+            Minus => "-",
+            Concat => "||",
+        }
+    }
+}
+
+/// `ANY` or `ALL` of an array.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quantifier {
+    /// `op ANY(array)`.
+    Any,
+    /// `op ALL(array)`.
+    All,
+}
+
+/// Constants that are not values of the request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Literal {
+    /// `'text'`, quotes doubled: response keys and type names only.
+    Str(String),
+    /// An integer.
+    Int(i64),
+    /// `true` / `false`.
+    Bool(bool),
+    /// `NULL`.
+    Null,
+}
+
+/// An expression.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    /// `alias."column"`.
+    Column(Alias, Ident),
+    /// `alias.name` with a bare name: system columns (`ctid`) and `VALUES` columns.
+    AliasColumn(Alias, Alias),
+    /// A whole row by its alias (`_t1`), e.g. as a function argument.
+    Row(Alias),
+    /// `alias.*`.
+    Star(Alias),
+    /// A bound value, printed `$n`; the number is given by the printer in text order.
+    Param(Param),
+    /// A parameter registered before printing (see [`super::print::print_with`]), by its
+    /// 1-based number.
+    ParamRef(usize),
+    /// A constant.
+    Literal(Literal),
+    /// `expr::type`.
+    Cast(Box<Expr>, PgType),
+    /// `(expr)`.
+    Nested(Box<Expr>),
+    /// `left op right`.
+    Binary(Box<Expr>, BinaryOp, Box<Expr>),
+    /// `(a AND b …)`; `true` when empty.
+    And(Vec<Expr>),
+    /// `(a OR b …)`; `false` when empty.
+    Or(Vec<Expr>),
+    /// `NOT expr`.
+    Not(Box<Expr>),
+    /// `expr IS NULL`, or `IS NOT NULL` when negated.
+    IsNull(Box<Expr>, bool),
+    /// `left op ANY(right)` / `left op ALL(right)`.
+    Quantified(Box<Expr>, BinaryOp, Quantifier, Box<Expr>),
+    /// `EXISTS (select)`.
+    Exists(Box<Select>),
+    /// `(select)`.
+    Subquery(Box<Select>),
+    /// `ARRAY(select)`.
+    Array(Box<Select>),
+    /// `(a, b)`: a row constructor.
+    Tuple(Vec<Expr>),
+    /// A function call.
+    Call(Box<Call>),
+}
+
+impl Expr {
+    /// `alias."column"`.
+    pub fn column(alias: &Alias, column: &str) -> Self {
+        Expr::Column(alias.clone(), Ident::new(column))
+    }
+
+    /// A value of type `ty`: `$n::ty`.
+    pub fn value(source: ParamSource, ty: PgType) -> Self {
+        Expr::Cast(
+            Box::new(Expr::Param(Param {
+                source,
+                encoding: ty.encoding(),
+            })),
+            ty,
+        )
+    }
+
+    /// A string constant.
+    pub fn string(s: &str) -> Self {
+        Expr::Literal(Literal::Str(s.to_owned()))
+    }
+
+    /// `function(args)` of a built-in.
+    pub fn call(function: &'static str, args: Vec<Expr>) -> Self {
+        Expr::Call(Box::new(Call::builtin(function, args)))
+    }
+
+    /// `left op right`.
+    pub fn binary(left: Expr, op: BinaryOp, right: Expr) -> Self {
+        Expr::Binary(Box::new(left), op, Box::new(right))
+    }
+
+    /// `expr::ty`.
+    pub fn cast(self, ty: PgType) -> Self {
+        Expr::Cast(Box::new(self), ty)
+    }
+
+    /// `(expr)`.
+    pub fn nested(self) -> Self {
+        Expr::Nested(Box::new(self))
+    }
+}
+
+/// A bound value: where it comes from and how it is encoded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Param {
+    /// Where the value comes from at execution time.
+    pub source: ParamSource,
+    /// How it becomes text.
+    pub encoding: super::types::Encoding,
+}
+
+/// Where a bound value comes from when the statement runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ParamSource {
+    /// A constant of the plan (a literal of the document, a preset, a permission's value).
+    Literal(Value),
+    /// A request variable.
+    Variable(String),
+    /// A session variable (lower-case name); missing at run time is an error.
+    Session(String),
+    /// The whole session as a JSON object.
+    SessionObject,
+    /// A list whose elements are bound separately, sent as one JSON array.
+    Array(Vec<ParamSource>),
+    /// Something an earlier step of the same program produced.
+    Step(super::program::StepValue),
+}
+
+/// `INSERT INTO … AS alias (columns) VALUES … | DEFAULT VALUES [ON CONFLICT …] RETURNING …`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Insert {
+    /// The relation.
+    pub table: QualifiedName,
+    /// Its alias.
+    pub alias: Alias,
+    /// Columns written; empty means `DEFAULT VALUES`.
+    pub columns: Vec<Ident>,
+    /// One list per row, aligned with `columns`.
+    pub rows: Vec<Vec<InsertValue>>,
+    /// Upsert.
+    pub on_conflict: Option<OnConflict>,
+    /// `RETURNING` list.
+    pub returning: Vec<SelectItem>,
+}
+
+/// A value in a `VALUES` row.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InsertValue {
+    /// An expression.
+    Expr(Expr),
+    /// `DEFAULT`.
+    Default,
+}
+
+/// `ON CONFLICT ON CONSTRAINT "c" DO NOTHING | DO UPDATE SET … [WHERE …]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OnConflict {
+    /// The constraint.
+    pub constraint: Ident,
+    /// `None` for `DO NOTHING`.
+    pub update: Option<ConflictUpdate>,
+}
+
+/// The `DO UPDATE` part of an upsert.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConflictUpdate {
+    /// `"c" = expr` assignments.
+    pub set: Vec<(Ident, Expr)>,
+    /// Conjuncts after `WHERE`.
+    pub where_: Vec<Expr>,
+}
+
+/// `UPDATE … AS alias SET … [WHERE …] RETURNING …`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Update {
+    /// The relation.
+    pub table: QualifiedName,
+    /// Its alias.
+    pub alias: Alias,
+    /// `"c" = expr` assignments.
+    pub set: Vec<(Ident, Expr)>,
+    /// Conjuncts after `WHERE`.
+    pub where_: Vec<Expr>,
+    /// `RETURNING` list.
+    pub returning: Vec<SelectItem>,
+}
+
+/// `DELETE FROM … AS alias [WHERE …] RETURNING …`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delete {
+    /// The relation.
+    pub table: QualifiedName,
+    /// Its alias.
+    pub alias: Alias,
+    /// Conjuncts after `WHERE`.
+    pub where_: Vec<Expr>,
+    /// `RETURNING` list.
+    pub returning: Vec<SelectItem>,
+}

@@ -1,0 +1,172 @@
+//! A write as a program: an ordered list of statements run in one transaction, where the rows
+//! one step returns become parameters of later steps ([`StepValue`]). The translator builds it
+//! whole, before anything runs, so a mutation's SQL is a value that can be cached, printed and
+//! snapshotted; `execute` runs any program the same way.
+
+use super::print::SqlText;
+use serde_json::Value;
+use std::fmt;
+
+/// Which rows of a record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rows {
+    /// Rows an `INSERT` created.
+    Inserted,
+    /// Rows an upsert or an `UPDATE` changed.
+    Updated,
+    /// Both.
+    All,
+}
+
+/// A value an earlier step produced, bound as a parameter of a later one.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StepValue {
+    /// A column of the first row a step returned (its `row_to_json` cell); JSON `null` when the
+    /// step returned no row or did not run.
+    Column {
+        /// The step.
+        step: usize,
+        /// The column.
+        column: String,
+    },
+    /// The `ctid`s held by a record, as an array.
+    Ctids {
+        /// The record.
+        record: usize,
+        /// Which of its rows.
+        rows: Rows,
+    },
+    /// How many rows all records of the program hold.
+    Affected,
+}
+
+/// When a step runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Guard {
+    /// Always.
+    Always,
+    /// Only if that earlier step returned a row (rows nested under a row an upsert skipped are
+    /// skipped with it).
+    RowFrom(usize),
+    /// Only if the record holds rows of that kind.
+    Recorded {
+        /// The record.
+        record: usize,
+        /// Which of its rows.
+        rows: Rows,
+    },
+}
+
+/// The permission whose check a step runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckKind {
+    /// The insert permission's `check`.
+    Insert,
+    /// The update permission's `check`.
+    Update,
+}
+
+impl CheckKind {
+    /// `insert` or `update`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CheckKind::Insert => "insert",
+            CheckKind::Update => "update",
+        }
+    }
+}
+
+/// What the rows of a step mean.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    /// Rows of `(ctid, inserted, row)`, added to a record. With `required`, the step must
+    /// return a row (the parent of a nested insert); none is an error naming that table.
+    Written {
+        /// The record the rows go to.
+        record: usize,
+        /// The table, when a row is required.
+        required: Option<String>,
+    },
+    /// Rows of `(ctid)` of updated rows, added to a record.
+    Updated {
+        /// The record the rows go to.
+        record: usize,
+    },
+    /// One boolean: `false` fails the program with a permission error.
+    Check(CheckKind),
+    /// The program's answer: the first cell of the first row as JSON, `null` without rows.
+    Answer,
+    /// A write through a view: one row of (check passed, answer).
+    CheckedAnswer(CheckKind),
+}
+
+/// One statement of a program.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    /// The statement.
+    pub sql: SqlText,
+    /// When it runs.
+    pub guard: Guard,
+    /// What its rows mean.
+    pub output: Output,
+}
+
+/// A write: its steps in order. The last step is the answer.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Program {
+    /// The statements.
+    pub steps: Vec<Step>,
+    /// How many records (sets of written rows) the steps fill.
+    pub records: usize,
+}
+
+/// A mutation operation, ready to run: the statement that sets the session for the
+/// transaction, then each root field in document order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MutationProgram {
+    /// `SELECT set_config('basalt.user', $1, true)`, `$1` the session JSON.
+    pub session: SqlText,
+    /// (response key, what the field does).
+    pub fields: Vec<(String, FieldProgram)>,
+}
+
+/// One mutation root field.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FieldProgram {
+    /// A constant answer (`__typename`).
+    Constant(Value),
+    /// A write and its answer.
+    Write(Program),
+}
+
+impl fmt::Display for Guard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Guard::Always => f.write_str("always"),
+            Guard::RowFrom(step) => write!(f, "if step {step} returned a row"),
+            Guard::Recorded { record, rows } => write!(f, "if record {record} has {rows:?} rows"),
+        }
+    }
+}
+
+impl fmt::Display for Output {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Output::Written {
+                record,
+                required: None,
+            } => write!(f, "written rows → record {record}"),
+            Output::Written {
+                record,
+                required: Some(table),
+            } => write!(
+                f,
+                "written rows → record {record}, a row of {table} required"
+            ),
+            Output::Updated { record } => write!(f, "updated rows → record {record}"),
+            Output::Check(kind) => write!(f, "{} check", kind.as_str()),
+            Output::Answer => f.write_str("answer"),
+            Output::CheckedAnswer(kind) => write!(f, "{} check and answer", kind.as_str()),
+        }
+    }
+}

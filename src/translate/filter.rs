@@ -1,0 +1,196 @@
+//! Boolean expressions: `where` arguments and permission rules (both already in the IR's
+//! [`BoolExpr`]), simplified and turned into SQL conditions.
+
+use super::{array, value, State};
+use crate::graphql::ir::*;
+use crate::sql::ast::{self, Alias, BinaryOp, Expr, Literal, Quantifier, Select};
+use crate::sql::PgType;
+
+/// The join of a related row to its parent: `alias."remote" = parent."local"` per column pair.
+pub(super) fn join(columns: &[(String, String)], parent: &Alias, alias: &Alias) -> Vec<Expr> {
+    columns
+        .iter()
+        .map(|(local, remote)| {
+            Expr::binary(
+                Expr::column(alias, remote),
+                BinaryOp::Eq,
+                Expr::column(parent, local),
+            )
+        })
+        .collect()
+}
+
+/// The simplified filter, unless it is trivially true.
+pub(super) fn simplified(filter: &BoolExpr) -> Option<BoolExpr> {
+    match simplify(filter) {
+        BoolExpr::True => None,
+        other => Some(other),
+    }
+}
+
+/// The conjunction of `filters`, simplified, as `WHERE` conjuncts (none when trivially true).
+pub(super) fn conjunction(state: &mut State, filters: &[BoolExpr], alias: &Alias) -> Vec<Expr> {
+    simplified(&BoolExpr::And(filters.to_vec()))
+        .map(|f| bool_expr(state, &f, alias, alias))
+        .into_iter()
+        .collect()
+}
+
+/// Flattens nested conjunctions, drops `true` conjuncts and unwraps one-element lists, so the
+/// SQL stays small and readable. Never changes the meaning.
+pub(super) fn simplify(e: &BoolExpr) -> BoolExpr {
+    match e {
+        BoolExpr::And(parts) => {
+            let mut flat = Vec::new();
+            for p in parts.iter().map(simplify) {
+                match p {
+                    BoolExpr::True => {}
+                    BoolExpr::And(inner) => flat.extend(inner),
+                    other => flat.push(other),
+                }
+            }
+            match flat.len() {
+                0 => BoolExpr::True,
+                1 => flat.remove(0),
+                _ => BoolExpr::And(flat),
+            }
+        }
+        BoolExpr::Or(parts) => {
+            let mut parts: Vec<BoolExpr> = parts.iter().map(simplify).collect();
+            if parts.contains(&BoolExpr::True) {
+                return BoolExpr::True;
+            }
+            match parts.len() {
+                1 => parts.remove(0),
+                _ => BoolExpr::Or(parts),
+            }
+        }
+        BoolExpr::Not(inner) => BoolExpr::Not(Box::new(simplify(inner))),
+        BoolExpr::Permission(inner) => match simplify(inner) {
+            BoolExpr::True => BoolExpr::True,
+            other => BoolExpr::Permission(Box::new(other)),
+        },
+        BoolExpr::Exists {
+            table,
+            join,
+            filter,
+        } => BoolExpr::Exists {
+            table: table.clone(),
+            join: join.clone(),
+            filter: Box::new(simplify(filter)),
+        },
+        other => other.clone(),
+    }
+}
+
+fn column(c: &ColumnExpr, current: &Alias, root: &Alias) -> Expr {
+    let alias = match c.scope {
+        Scope::Current => current,
+        Scope::Root => root,
+    };
+    let column = Expr::column(alias, &c.column);
+    match &c.cast {
+        Some(cast) => column.nested().cast(cast.clone()),
+        None => column,
+    }
+}
+
+/// The SQL operator of a comparison.
+fn operator(op: CompareOp) -> BinaryOp {
+    use CompareOp::*;
+    match op {
+        Eq | In => BinaryOp::Eq,
+        Neq | Nin => BinaryOp::Neq,
+        Gt => BinaryOp::Gt,
+        Lt => BinaryOp::Lt,
+        Gte => BinaryOp::Gte,
+        Lte => BinaryOp::Lte,
+        Like => BinaryOp::Like,
+        Nlike => BinaryOp::NotLike,
+        Ilike => BinaryOp::ILike,
+        Nilike => BinaryOp::NotILike,
+        Similar => BinaryOp::Similar,
+        Nsimilar => BinaryOp::NotSimilar,
+        Regex => BinaryOp::Regex,
+        Iregex => BinaryOp::IRegex,
+        Nregex => BinaryOp::NotRegex,
+        Niregex => BinaryOp::NotIRegex,
+        Contains => BinaryOp::Contains,
+        ContainedIn => BinaryOp::ContainedIn,
+        HasKey => BinaryOp::HasKey,
+        HasKeysAny => BinaryOp::HasKeysAny,
+        HasKeysAll => BinaryOp::HasKeysAll,
+    }
+}
+
+/// An already [`simplify`]-ed expression over the row `current`; inside a permission,
+/// `Scope::Root` columns refer to `root`.
+pub(super) fn bool_expr(state: &mut State, e: &BoolExpr, current: &Alias, root: &Alias) -> Expr {
+    match e {
+        BoolExpr::True => Expr::Literal(Literal::Bool(true)),
+        BoolExpr::And(parts) => Expr::And(
+            parts
+                .iter()
+                .map(|p| bool_expr(state, p, current, root))
+                .collect(),
+        ),
+        BoolExpr::Or(parts) => Expr::Or(
+            parts
+                .iter()
+                .map(|p| bool_expr(state, p, current, root))
+                .collect(),
+        ),
+        BoolExpr::Not(inner) => Expr::Not(Box::new(bool_expr(state, inner, current, root))),
+        BoolExpr::Permission(inner) => bool_expr(state, inner, current, current),
+        BoolExpr::IsNull { column: c, is_null } => {
+            Expr::IsNull(Box::new(column(c, current, root)), !is_null).nested()
+        }
+        BoolExpr::CompareColumns { left, op, right } => Expr::binary(
+            column(left, current, root),
+            operator(*op),
+            column(right, current, root),
+        )
+        .nested(),
+        BoolExpr::Compare {
+            column: c,
+            op,
+            value: v,
+        } => {
+            let left = column(c, current, root);
+            match op {
+                CompareOp::In | CompareOp::Nin => Expr::Quantified(
+                    Box::new(left),
+                    operator(*op),
+                    if *op == CompareOp::In {
+                        Quantifier::Any
+                    } else {
+                        Quantifier::All
+                    },
+                    Box::new(array(v, &v.cast)),
+                ),
+                CompareOp::HasKeysAny | CompareOp::HasKeysAll => {
+                    Expr::binary(left, operator(*op), array(v, &PgType::Text))
+                }
+                _ => Expr::binary(left, operator(*op), value(v)),
+            }
+            .nested()
+        }
+        BoolExpr::Exists {
+            table,
+            join: columns,
+            filter,
+        } => {
+            let r = state.alias();
+            let mut where_ = join(columns, current, &r);
+            where_.push(bool_expr(state, filter, &r, root));
+            Expr::Exists(Box::new(Select {
+                from: Some(ast::From::Table {
+                    name: super::name(table),
+                    alias: r,
+                }),
+                where_,
+                ..Select::expr(Expr::Literal(Literal::Int(1)))
+            }))
+        }
+    }
+}

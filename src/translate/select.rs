@@ -1,0 +1,564 @@
+//! Selections: rows as JSON arrays or objects, aggregates, nested relationships, computed
+//! fields and ordering, each as one scalar subquery.
+
+use super::filter::{bool_expr, join, simplified};
+use super::{array, name, value, State};
+use crate::graphql::ir::*;
+use crate::schema::RelationshipKind;
+use crate::sql::ast::{
+    self, Alias, Arg, BinaryOp, Call, Expr, From as FromItem, Ident, Literal, Order,
+    Select as SqlSelect, SelectItem,
+};
+use crate::sql::helpers::json_array_agg;
+use crate::sql::PgType;
+
+/// Most key/value pairs in one `json_build_object` call (Postgres allows 100 arguments).
+const MAX_PAIRS: usize = 50;
+
+/// Which rows the top select of a mutation's answer reads instead of its planned source.
+#[derive(Debug, Clone)]
+pub(super) enum Written {
+    /// The planned source.
+    Planned,
+    /// The planned source, restricted to these `ctid`s (rows written by earlier steps).
+    Ctids(ast::ParamSource),
+    /// The rows a data-modifying CTE of the same statement returned.
+    Cte(&'static str),
+}
+
+/// `json_build_object(k1, v1, …)`, or past the argument limit an ordered `json_object_agg`
+/// over `VALUES`.
+pub(super) fn json_object(pairs: Vec<(&str, Expr)>) -> Expr {
+    if pairs.len() <= MAX_PAIRS {
+        let mut args = Vec::with_capacity(pairs.len() * 2);
+        for (key, value) in pairs {
+            args.push(Expr::string(key));
+            args.push(value);
+        }
+        return Expr::call("json_build_object", args);
+    }
+    let kv = Alias::fixed("_kv");
+    let column = |c: &'static str| Expr::AliasColumn(kv.clone(), Alias::fixed(c));
+    let mut agg = Call::builtin("json_object_agg", vec![column("k"), column("v")]);
+    agg.order_by = vec![ast::OrderBy {
+        expr: column("o"),
+        order: None,
+    }];
+    let rows = pairs
+        .into_iter()
+        .enumerate()
+        .map(|(i, (key, value))| {
+            vec![
+                Expr::string(key),
+                Expr::call("to_json", vec![value]),
+                Expr::Literal(Literal::Int(i as i64)),
+            ]
+        })
+        .collect();
+    Expr::Subquery(Box::new(SqlSelect {
+        from: Some(FromItem::Values {
+            rows,
+            alias: kv,
+            columns: vec![Alias::fixed("k"), Alias::fixed("v"), Alias::fixed("o")],
+        }),
+        ..SqlSelect::expr(Expr::Call(Box::new(agg)))
+    }))
+}
+
+fn order(d: Direction) -> Option<Order> {
+    Some(Order {
+        descending: d.descending,
+        nulls_first: d.nulls_first,
+    })
+}
+
+/// A subquery yielding the JSON of a selection (array, or object/null when single).
+pub(super) fn select(state: &mut State, s: &Select, parent: Option<&Alias>) -> Expr {
+    select_rows(state, s, parent, &Written::Planned)
+}
+
+/// [`select`] over the rows `written` names.
+pub(super) fn select_rows(
+    state: &mut State,
+    s: &Select,
+    parent: Option<&Alias>,
+    written: &Written,
+) -> Expr {
+    let alias = state.alias();
+    if s.single {
+        let list = vec![SelectItem::new(row_object(state, &s.fields, &alias))];
+        let (from, where_) =
+            from_where(state, &s.source, &s.join, &s.args, parent, &alias, written);
+        let (order_by, _, offset) = order_and_page(state, &s.args, &alias);
+        return Expr::Subquery(Box::new(SqlSelect {
+            list,
+            from: Some(from),
+            where_,
+            order_by,
+            limit: Some(Expr::Literal(Literal::Int(1))),
+            offset,
+            ..SqlSelect::default()
+        }));
+    }
+    let outer = state.alias();
+    let rows = json_array_agg(
+        Expr::column(&outer, "__j"),
+        aggregate_order(&s.args, &outer),
+    );
+    // With an OFFSET, rows are paged in a subquery first: Postgres computes a row's select list
+    // before the OFFSET skips it, so nested selections of skipped rows would be built for
+    // nothing (20 authors at offset 5000 built 5020 article lists).
+    let paged = match (&s.source, &s.args.offset, written) {
+        (_, _, Written::Cte(_)) => None,
+        (Source::Table(table), Some(_), _) => Some(name(table)),
+        _ => None,
+    };
+    if let Some(table) = &paged {
+        state.paged.push((alias.clone(), table.clone()));
+    }
+    let mut list = vec![SelectItem::named(
+        row_object(state, &s.fields, &alias),
+        "__j",
+    )];
+    list.extend(order_keys(state, &s.args, &alias));
+    let (from, where_) = from_where(state, &s.source, &s.join, &s.args, parent, &alias, written);
+    let (order_by, limit, offset) = order_and_page(state, &s.args, &alias);
+    let distinct_on = distinct_on(&s.args, &alias);
+    let inner = match paged {
+        None => SqlSelect {
+            distinct_on,
+            list,
+            from: Some(from),
+            where_,
+            order_by,
+            limit,
+            offset,
+        },
+        Some(_) => SqlSelect {
+            list,
+            from: Some(FromItem::Subquery {
+                select: Box::new(SqlSelect {
+                    distinct_on,
+                    list: vec![SelectItem::new(Expr::Star(alias.clone()))],
+                    from: Some(from),
+                    where_,
+                    order_by,
+                    limit,
+                    offset,
+                }),
+                alias,
+            }),
+            ..SqlSelect::default()
+        },
+    };
+    Expr::Subquery(Box::new(SqlSelect {
+        from: Some(FromItem::Subquery {
+            select: Box::new(inner),
+            alias: outer,
+        }),
+        ..SqlSelect::expr(rows)
+    }))
+}
+
+/// `DISTINCT ON` columns.
+fn distinct_on(args: &RowArgs, alias: &Alias) -> Vec<Expr> {
+    args.distinct_on
+        .iter()
+        .map(|c| Expr::column(alias, c))
+        .collect()
+}
+
+/// Each `ORDER BY` expression projected as `"__oN"`, so the outer aggregate keeps the order.
+fn order_keys(state: &mut State, args: &RowArgs, alias: &Alias) -> Vec<SelectItem> {
+    args.order_by
+        .iter()
+        .enumerate()
+        .map(|(i, o)| SelectItem::named(order_expr(state, &o.expr, alias), &format!("__o{i}")))
+        .collect()
+}
+
+/// The aggregate's `ORDER BY` over the projected `"__oN"` keys.
+fn aggregate_order(args: &RowArgs, outer: &Alias) -> Vec<ast::OrderBy> {
+    args.order_by
+        .iter()
+        .enumerate()
+        .map(|(i, o)| ast::OrderBy {
+            expr: Expr::column(outer, &format!("__o{i}")),
+            order: order(o.direction),
+        })
+        .collect()
+}
+
+/// `FROM source AS alias` and the `WHERE` conjuncts: the join to the parent row, then the
+/// filters that are not trivially true.
+fn from_where(
+    state: &mut State,
+    source: &Source,
+    join_columns: &[(String, String)],
+    args: &RowArgs,
+    parent: Option<&Alias>,
+    alias: &Alias,
+    written: &Written,
+) -> (FromItem, Vec<Expr>) {
+    let from = match (source, written) {
+        (_, Written::Cte(cte)) => FromItem::Named {
+            name: Ident::new(*cte),
+            alias: Some(alias.clone()),
+        },
+        (Source::Table(t), _) => FromItem::Table {
+            name: name(t),
+            alias: alias.clone(),
+        },
+        (Source::Function { function, args }, _) => FromItem::Function {
+            call: Box::new(call(state, function, args, parent)),
+            alias: alias.clone(),
+        },
+    };
+    let mut where_ = match parent {
+        Some(parent) => join(join_columns, parent, alias),
+        None => Vec::new(),
+    };
+    for f in args.filter.iter().filter_map(simplified) {
+        where_.push(bool_expr(state, &f, alias, alias));
+    }
+    if let Written::Ctids(ctids) = written {
+        where_.push(
+            Expr::Quantified(
+                Box::new(Expr::AliasColumn(alias.clone(), Alias::fixed("ctid"))),
+                BinaryOp::Eq,
+                ast::Quantifier::Any,
+                Box::new(Expr::value(ctids.clone(), PgType::Tid.array_of())),
+            )
+            .nested(),
+        );
+    }
+    (from, where_)
+}
+
+/// `ORDER BY` (the `DISTINCT ON` columns first when no order is given), `LIMIT` (several limits
+/// combine with `least`) and `OFFSET`.
+fn order_and_page(
+    state: &mut State,
+    args: &RowArgs,
+    alias: &Alias,
+) -> (Vec<ast::OrderBy>, Option<Expr>, Option<Expr>) {
+    let mut order_by = Vec::new();
+    if args.order_by.is_empty() {
+        for c in &args.distinct_on {
+            order_by.push(ast::OrderBy {
+                expr: Expr::column(alias, c),
+                order: order(Direction {
+                    descending: false,
+                    nulls_first: false,
+                }),
+            });
+        }
+    }
+    for o in &args.order_by {
+        order_by.push(ast::OrderBy {
+            expr: order_expr(state, &o.expr, alias),
+            order: order(o.direction),
+        });
+    }
+    let limit = match args.limit.as_slice() {
+        [] => None,
+        [one] => Some(value(one)),
+        several => Some(Expr::call("least", several.iter().map(value).collect())),
+    };
+    (order_by, limit, args.offset.as_ref().map(value))
+}
+
+/// A function call with the row `row` (or `NULL` without one) for the row argument.
+fn call(
+    state: &State,
+    function: &crate::metadata::types::QualifiedTable,
+    args: &[FunctionArg],
+    row: Option<&Alias>,
+) -> Call {
+    let args = args
+        .iter()
+        .map(|arg| {
+            let value = match &arg.value {
+                FunctionArgValue::Row => match row {
+                    None => Expr::Literal(Literal::Null),
+                    Some(row) => match state.paged.iter().find(|(a, _)| a == row) {
+                        Some((_, table)) => {
+                            Expr::Row(row.clone()).cast(PgType::Qualified(table.clone()))
+                        }
+                        None => Expr::Row(row.clone()),
+                    },
+                },
+                FunctionArgValue::Value(v) => value(v),
+            };
+            if arg.name.is_empty() {
+                Arg::Value(value)
+            } else {
+                Arg::Named(Ident::new(arg.name.as_str()), value)
+            }
+        })
+        .collect();
+    Call {
+        function: ast::Function::Qualified(name(function)),
+        args,
+        distinct: false,
+        order_by: Vec::new(),
+        filter: Vec::new(),
+    }
+}
+
+/// The JSON object of a row's fields.
+fn row_object(state: &mut State, fields: &[(String, Field)], alias: &Alias) -> Expr {
+    let pairs = fields
+        .iter()
+        .map(|(key, f)| (key.as_str(), field(state, f, alias)))
+        .collect();
+    json_object(pairs)
+}
+
+fn field(state: &mut State, field: &Field, alias: &Alias) -> Expr {
+    match field {
+        Field::Column { column, path: None } => Expr::column(alias, column),
+        Field::Column {
+            column,
+            path: Some(path),
+        } => Expr::binary(
+            Expr::column(alias, column),
+            BinaryOp::JsonPath,
+            array(path, &PgType::Text),
+        )
+        .nested(),
+        Field::Constant(s) => Expr::string(s),
+        Field::Relationship {
+            kind: RelationshipKind::Object | RelationshipKind::Array,
+            select: s,
+        } => select(state, s, Some(alias)),
+        Field::Aggregate(a) => aggregate(state, a, Some(alias)),
+        Field::Computed { function, args } => {
+            Expr::Call(Box::new(call(state, function, args, Some(alias))))
+        }
+    }
+}
+
+/// `<t>_aggregate`: one subquery over the (paged) rows, projecting the columns the aggregate
+/// functions read as `"__aN"` and each node as `"__j"`.
+pub(super) fn aggregate(state: &mut State, a: &AggregateSelect, parent: Option<&Alias>) -> Expr {
+    let alias = state.alias();
+    let outer = state.alias();
+    let mut projected: Vec<&String> = Vec::new();
+    for (_, f) in &a.fields {
+        let AggregateField::Aggregate(ops) = f else {
+            continue;
+        };
+        for (_, op) in ops {
+            let columns: Vec<&String> = match op {
+                AggregateOp::Count { columns, .. } => columns.iter().collect(),
+                AggregateOp::Function { columns, .. } => columns
+                    .iter()
+                    .filter_map(|(_, c)| match c {
+                        AggregateColumn::Column(c) => Some(c),
+                        AggregateColumn::Typename(_) => None,
+                    })
+                    .collect(),
+                AggregateOp::Constant(_) => Vec::new(),
+            };
+            for c in columns {
+                if !projected.contains(&c) {
+                    projected.push(c);
+                }
+            }
+        }
+    }
+    let slot = |c: &str| {
+        let i = projected.iter().position(|p| *p == c).unwrap_or(0);
+        Expr::column(&outer, &format!("__a{i}"))
+    };
+    let pairs = a
+        .fields
+        .iter()
+        .map(|(key, f)| {
+            let value = match f {
+                AggregateField::Constant(s) => Expr::string(s),
+                AggregateField::Nodes(_) => json_array_agg(
+                    Expr::column(&outer, "__j"),
+                    aggregate_order(&a.args, &outer),
+                ),
+                AggregateField::Aggregate(ops) => json_object(
+                    ops.iter()
+                        .map(|(key, op)| (key.as_str(), aggregate_op(op, &slot)))
+                        .collect(),
+                ),
+            };
+            (key.as_str(), value)
+        })
+        .collect();
+    let object = json_object(pairs);
+    let mut list = vec![SelectItem::named(Expr::Literal(Literal::Int(1)), "__one")];
+    for (i, c) in projected.iter().enumerate() {
+        list.push(SelectItem::named(
+            Expr::column(&alias, c),
+            &format!("__a{i}"),
+        ));
+    }
+    if let Some((_, AggregateField::Nodes(nodes))) = a
+        .fields
+        .iter()
+        .find(|(_, f)| matches!(f, AggregateField::Nodes(_)))
+    {
+        list.push(SelectItem::named(row_object(state, nodes, &alias), "__j"));
+    }
+    list.extend(order_keys(state, &a.args, &alias));
+    let (from, where_) = from_where(
+        state,
+        &Source::Table(a.table.clone()),
+        &a.join,
+        &a.args,
+        parent,
+        &alias,
+        &Written::Planned,
+    );
+    let (order_by, limit, offset) = order_and_page(state, &a.args, &alias);
+    let inner = SqlSelect {
+        distinct_on: distinct_on(&a.args, &alias),
+        list,
+        from: Some(from),
+        where_,
+        order_by,
+        limit,
+        offset,
+    };
+    Expr::Subquery(Box::new(SqlSelect {
+        from: Some(FromItem::Subquery {
+            select: Box::new(inner),
+            alias: outer,
+        }),
+        ..SqlSelect::expr(object)
+    }))
+}
+
+/// One field of `<t>_aggregate_fields` over the projected columns.
+fn aggregate_op(op: &AggregateOp, slot: &dyn Fn(&str) -> Expr) -> Expr {
+    match op {
+        AggregateOp::Constant(s) => Expr::string(s),
+        AggregateOp::Count { columns, distinct } => {
+            let mut count = Call::builtin("count", Vec::new());
+            match (columns.as_slice(), distinct) {
+                ([], _) => count.args = vec![Arg::Star],
+                ([c], distinct) => {
+                    count.args = vec![Arg::Value(slot(c))];
+                    count.distinct = *distinct;
+                }
+                (cs, true) => {
+                    count.args = vec![Arg::Value(Expr::Tuple(
+                        cs.iter().map(|c| slot(c)).collect(),
+                    ))];
+                    count.distinct = true;
+                }
+                (cs, false) => {
+                    count.args = vec![Arg::Star];
+                    count.filter = cs
+                        .iter()
+                        .map(|c| Expr::IsNull(Box::new(slot(c)), true))
+                        .collect();
+                }
+            }
+            Expr::Call(Box::new(count))
+        }
+        AggregateOp::Function { function, columns } => {
+            let function = function.name();
+            json_object(
+                columns
+                    .iter()
+                    .map(|(key, column)| {
+                        let value = match column {
+                            AggregateColumn::Column(c) => Expr::call(function, vec![slot(c)]),
+                            AggregateColumn::Typename(t) => Expr::string(t),
+                        };
+                        (key.as_str(), value)
+                    })
+                    .collect(),
+            )
+        }
+    }
+}
+
+/// An `ORDER BY` expression: a column, a column through object relationships, or an aggregate
+/// over an array relationship, each under the target's permission filter.
+fn order_expr(state: &mut State, e: &OrderExpr, alias: &Alias) -> Expr {
+    match e {
+        OrderExpr::Column(c) => Expr::column(alias, c),
+        OrderExpr::Object {
+            table,
+            join: columns,
+            filter,
+            inner,
+        } => {
+            let r = state.alias();
+            let value = order_expr(state, inner, &r);
+            let mut where_ = join(columns, alias, &r);
+            where_.extend(simplified(filter).map(|f| bool_expr(state, &f, &r, &r)));
+            Expr::Subquery(Box::new(SqlSelect {
+                from: Some(FromItem::Table {
+                    name: name(table),
+                    alias: r,
+                }),
+                where_,
+                limit: Some(Expr::Literal(Literal::Int(1))),
+                ..SqlSelect::expr(value)
+            }))
+        }
+        OrderExpr::Aggregate {
+            table,
+            join: columns,
+            filter,
+            aggregate,
+        } => {
+            let r = state.alias();
+            let value = match aggregate {
+                OrderAggregate::Count => Expr::Call(Box::new(Call {
+                    args: vec![Arg::Star],
+                    ..Call::builtin("count", Vec::new())
+                })),
+                OrderAggregate::Of(function, c) => {
+                    Expr::call(function.name(), vec![Expr::column(&r, c)])
+                }
+            };
+            let mut where_ = join(columns, alias, &r);
+            where_.extend(simplified(filter).map(|f| bool_expr(state, &f, &r, &r)));
+            Expr::Subquery(Box::new(SqlSelect {
+                from: Some(FromItem::Table {
+                    name: name(table),
+                    alias: r,
+                }),
+                where_,
+                ..SqlSelect::expr(value)
+            }))
+        }
+    }
+}
+
+/// The JSON answer of a mutation field over the rows `written` names, with `affected` as
+/// `affected_rows`.
+pub(super) fn output(
+    state: &mut State,
+    output: &MutationOutput,
+    affected: Expr,
+    written: &Written,
+) -> Expr {
+    match output {
+        MutationOutput::Row(s) => select_rows(state, s, None, written),
+        MutationOutput::Response(fields) => {
+            let pairs = fields
+                .iter()
+                .map(|(key, field)| {
+                    let value = match field {
+                        ResponseField::AffectedRows => affected.clone(),
+                        ResponseField::Constant(s) => Expr::string(s),
+                        ResponseField::Returning(s) => select_rows(state, s, None, written),
+                    };
+                    (key.as_str(), value)
+                })
+                .collect();
+            json_object(pairs)
+        }
+    }
+}
