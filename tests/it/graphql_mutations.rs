@@ -117,6 +117,41 @@ async fn nested_inserts_both_directions_depth_three() {
 }
 
 #[tokio::test]
+async fn nested_inserts_under_upserts_that_write_nothing() {
+    let s = TestServer::blog().await;
+    // A parent (object relationship) whose upsert does nothing: no key for the row, an error
+    // at the field, and nothing of the request is kept.
+    let articles = count(&s, "article").await;
+    let r = s.gql(r#"mutation { insert_article_one(object: {id: 40, title: "Orphan", status: draft, author: {data: {id: 1, name: "Ann"}, on_conflict: {constraint: author_pkey, update_columns: []}}}) { id } }"#).await;
+    assert_eq!(
+        r["errors"][0],
+        json!({"message": "the related row in \"author\" was not inserted (on_conflict do nothing)",
+               "extensions": {"path": "$.selectionSet.insert_article_one", "code": "constraint-violation"}}),
+        "{r}"
+    );
+    assert_eq!(count(&s, "article").await, articles);
+    // A row whose upsert does nothing takes its array-relationship rows with it; the other
+    // rows of the same insert keep theirs.
+    let d = ok(&s, r#"mutation { insert_author(objects: [
+            {id: 1, name: "Ann", articles: {data: [{id: 41, title: "Skipped", status: draft}]}},
+            {id: 42, name: "New", articles: {data: [{id: 42, title: "Kept", status: draft, comments: {data: [{id: 42, body: "c", author_id: 1}]}}]}}],
+            on_conflict: {constraint: author_pkey, update_columns: []}) { affected_rows returning { id } } }"#).await;
+    assert_eq!(
+        d,
+        json!({"insert_author": {"affected_rows": 3, "returning": [{"id": 42}]}})
+    );
+    let d = ok(
+        &s,
+        "{ articles(where: {id: {_in: [41, 42]}}) { id comments { id } } }",
+    )
+    .await;
+    assert_eq!(
+        d,
+        json!({"articles": [{"id": 42, "comments": [{"id": 42}]}]})
+    );
+}
+
+#[tokio::test]
 async fn every_update_operator_and_by_pk() {
     let s = TestServer::blog().await;
     let d = ok(&s, r#"mutation { update_article(where: {author_id: {_eq: 1}}, _inc: {viewCount: 5}, _set: {title: "Renamed"}) { affected_rows returning { id title viewCount } } }"#).await;
