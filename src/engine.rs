@@ -125,6 +125,7 @@ pub async fn run(
             Counters::bump(&state.counters.plan_cache_hits);
             plan::check_variables(
                 &role.model,
+                &role.types,
                 &served.schema.resolved,
                 &plan.prepared,
                 &variables,
@@ -211,7 +212,14 @@ fn compile(
         max_depth: state.config.max_query_depth,
         max_root_fields: state.config.max_root_fields,
     };
-    let planned = plan::plan(&role.model, resolved, &prepared, variables, limits)?;
+    let planned = plan::plan(
+        &role.model,
+        &role.types,
+        resolved,
+        &prepared,
+        variables,
+        limits,
+    )?;
     let reads = planned
         .data
         .fields

@@ -3,6 +3,7 @@
 
 use super::model::{self, RoleModel};
 use super::plan::{Planned, Prepared};
+use super::types::TypeSystem;
 use crate::schema::Resolved;
 use crate::sql::program::MutationProgram;
 use crate::sql::SqlText;
@@ -33,8 +34,10 @@ type PlanKey = (String, Option<String>, Option<String>);
 
 /// One role's schema.
 pub struct RoleSchema {
-    /// What the role may query.
+    /// What the role may query and write.
     pub model: RoleModel,
+    /// The role's GraphQL types, which documents are validated against.
+    pub types: TypeSystem,
     /// Answers `__schema`/`__type`; `None` if the type system could not be built (logged).
     pub introspection: Option<async_graphql::dynamic::Schema>,
     plans: Mutex<HashMap<PlanKey, Arc<CachedPlan>>>,
@@ -49,8 +52,10 @@ impl std::fmt::Debug for RoleSchema {
 }
 
 impl RoleSchema {
-    fn new(model: RoleModel) -> Self {
-        let introspection = match super::introspection::build(&model.types) {
+    /// The schema of a role's model: its types, and the introspection schema built from them.
+    pub fn new(model: RoleModel) -> Self {
+        let types = super::typegen::build(&model);
+        let introspection = match super::introspection::build(&types) {
             Ok(schema) => Some(schema),
             Err(err) => {
                 tracing::error!(role = %model.role, %err, "cannot build the introspection schema");
@@ -59,6 +64,7 @@ impl RoleSchema {
         };
         RoleSchema {
             model,
+            types,
             introspection,
             plans: Mutex::new(HashMap::new()),
         }

@@ -19,8 +19,10 @@ async fn compile(s: &TestServer, role: &str, query: &str, variables: Value) -> S
         max_depth: 64,
         max_root_fields: 100,
     };
+    let types = basalt::graphql::typegen::build(&model);
     let planned = plan::plan(
         &model,
+        &types,
         &snapshot.schema.resolved,
         &prepared,
         &variables,
@@ -164,8 +166,10 @@ async fn generated_mutation_sql() {
             max_depth: 64,
             max_root_fields: 100,
         };
+        let types = basalt::graphql::typegen::build(&model);
         let planned = plan::plan(
             &model,
+            &types,
             &snapshot.schema.resolved,
             &prepared,
             &Map::new(),

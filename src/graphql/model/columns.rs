@@ -1,0 +1,97 @@
+//! Facts about columns that every part of a role's model uses: the GraphQL scalar of a Postgres
+//! type, enum-table columns, and which columns aggregate and order.
+
+use super::RoleColumn;
+use crate::introspect::DbColumn;
+use crate::metadata::types::QualifiedTable;
+use crate::schema::{Resolved, ResolvedTable};
+use indexmap::IndexMap;
+
+/// The GraphQL scalar for a Postgres column's type (`graphql-api.md` §4).
+pub fn scalar_for(column: &DbColumn) -> String {
+    scalar_for_type(&column.type_name)
+}
+
+/// The GraphQL scalar for a Postgres type name (`pg_type.typname`).
+pub fn scalar_for_type(name: &str) -> String {
+    let mapped = match name {
+        "int4" => "Int",
+        "int2" => "smallint",
+        "int8" => "bigint",
+        "float4" => "Float",
+        "float8" => "float8",
+        "numeric" => "numeric",
+        "bool" => "Boolean",
+        "text" | "varchar" => "String",
+        other => other,
+    };
+    if crate::metadata::types::GraphQLName::is_valid(mapped) {
+        mapped.to_owned()
+    } else {
+        "String".to_owned()
+    }
+}
+
+fn is_numeric_scalar(scalar: &str) -> bool {
+    matches!(
+        scalar,
+        "Int" | "smallint" | "bigint" | "Float" | "float8" | "numeric" | "money"
+    )
+}
+
+fn is_orderable_scalar(scalar: &str, column: &DbColumn) -> bool {
+    is_numeric_scalar(scalar)
+        || column.is_text_like()
+        || matches!(
+            column.type_name.as_str(),
+            "date" | "time" | "timetz" | "timestamp" | "timestamptz" | "interval" | "uuid"
+        )
+}
+
+/// Enum tables: table → (GraphQL enum name, values).
+pub type EnumTables = IndexMap<QualifiedTable, (String, Vec<(String, Option<String>)>)>;
+
+pub(super) fn enum_tables(resolved: &Resolved) -> EnumTables {
+    resolved
+        .tables
+        .iter()
+        .filter_map(|(name, t)| {
+            let values = t.enum_values.clone()?;
+            Some((
+                name.clone(),
+                (format!("{}_enum", name.graphql_base_name()), values),
+            ))
+        })
+        .collect()
+}
+
+/// The enum type of a column that references an enum table's key.
+fn enum_of_column(table: &ResolvedTable, column: &str, enums: &EnumTables) -> Option<String> {
+    table.db.foreign_keys().find_map(|fk| {
+        if fk.columns.len() != 1 || fk.columns[0] != column {
+            return None;
+        }
+        enums
+            .get(&fk.referenced_table()?)
+            .map(|(name, _)| name.clone())
+    })
+}
+
+/// The role-facing description of a column (scalar, enum type, numeric/orderable flags).
+pub(super) fn scalar_for_column(
+    table: &ResolvedTable,
+    column: &DbColumn,
+    enums: &EnumTables,
+) -> RoleColumn {
+    let base = scalar_for(column);
+    let scalar = enum_of_column(table, &column.name, enums).unwrap_or_else(|| base.clone());
+    RoleColumn {
+        column: column.name.clone(),
+        pg_type: column.pg_type(),
+        nullable: column.nullable,
+        numeric: is_numeric_scalar(&base),
+        orderable: is_orderable_scalar(&base, column),
+        json: column.is_json() || column.is_jsonb(),
+        scalar,
+    }
+}

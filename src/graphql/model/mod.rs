@@ -1,0 +1,219 @@
+//! What one role may do, resolved once per metadata version: the tables it may select (visible
+//! columns, relationships, computed fields, row filter, limit, aggregations) and the query root
+//! fields they give ([`read`]), and what it may write ([`write`]); the column facts both use
+//! ([`columns`]). The GraphQL types that follow are `typegen`'s job. Pure. See
+//! `docs/architecture.md`.
+
+mod columns;
+mod read;
+mod write;
+
+pub use columns::{scalar_for, scalar_for_type, EnumTables};
+pub use write::{
+    MutationKind, MutationRoot, Preset, PresetValue, RoleInsert, RoleUpdate, RoleWrite,
+};
+
+use crate::metadata::types::QualifiedTable;
+use crate::schema::{ComputedReturn, RelationshipKind, Resolved};
+use crate::sql::PgType;
+use indexmap::IndexMap;
+use serde_json::Value;
+
+/// The admin role: sees everything, no permission rules.
+pub const ADMIN: &str = "admin";
+
+/// A visible column.
+#[derive(Debug, Clone)]
+pub struct RoleColumn {
+    /// Postgres name.
+    pub column: String,
+    /// GraphQL scalar (or `<e>_enum`).
+    pub scalar: String,
+    /// The Postgres type values of the column are bound as.
+    pub pg_type: PgType,
+    /// NULL allowed.
+    pub nullable: bool,
+    /// Eligible for sum/avg/….
+    pub numeric: bool,
+    /// Eligible for min/max and ordering aggregates.
+    pub orderable: bool,
+    /// `json` or `jsonb` (takes a `path` argument).
+    pub json: bool,
+}
+
+/// A visible relationship.
+#[derive(Debug, Clone)]
+pub struct RoleRelationship {
+    /// Field name.
+    pub name: String,
+    /// Cardinality.
+    pub kind: RelationshipKind,
+    /// Target table.
+    pub target: QualifiedTable,
+    /// (local Postgres column, remote Postgres column).
+    pub mapping: Vec<(String, String)>,
+}
+
+/// A visible computed field.
+#[derive(Debug, Clone)]
+pub struct RoleComputed {
+    /// Field name.
+    pub name: String,
+    /// Function.
+    pub function: QualifiedTable,
+    /// Input arguments; positions match the function.
+    pub arguments: Vec<crate::schema::FunctionArgument>,
+    /// Position of the row argument.
+    pub table_argument: usize,
+    /// Position of the session argument.
+    pub session_argument: Option<usize>,
+    /// Return shape.
+    pub returns: ComputedReturn,
+    /// Name of the `<f>_args` input type, when the function takes extra arguments.
+    pub args_type: Option<String>,
+}
+
+/// What a field of a table object is.
+#[derive(Debug, Clone)]
+pub enum TableField {
+    /// A column.
+    Column(RoleColumn),
+    /// A relationship (object or array).
+    Relationship(RoleRelationship),
+    /// `<rel>_aggregate` of an array relationship.
+    RelationshipAggregate(RoleRelationship),
+    /// A computed field.
+    Computed(RoleComputed),
+}
+
+/// A table the role can select.
+#[derive(Debug, Clone)]
+pub struct RoleTable {
+    /// Postgres name.
+    pub name: QualifiedTable,
+    /// GraphQL base name `<t>`.
+    pub type_name: String,
+    /// Fields by GraphQL name, in schema order.
+    pub fields: IndexMap<String, TableField>,
+    /// Visible columns by GraphQL name.
+    pub columns: IndexMap<String, RoleColumn>,
+    /// Row filter (metadata BoolExp JSON); `None` for admin.
+    pub filter: Option<Value>,
+    /// Row cap.
+    pub limit: Option<u32>,
+    /// `<t>_aggregate` and `<rel>_aggregate` allowed.
+    pub aggregations: bool,
+    /// Primary key as GraphQL column names, when every key column is visible.
+    pub primary_key: Option<Vec<String>>,
+}
+
+impl RoleTable {
+    /// The GraphQL name of a Postgres column, if visible.
+    pub fn field_of_column(&self, column: &str) -> Option<&str> {
+        self.columns
+            .iter()
+            .find(|(_, c)| c.column == column)
+            .map(|(n, _)| n.as_str())
+    }
+}
+
+/// What a query root field does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RootKind {
+    /// List of rows.
+    Select,
+    /// One row by primary key.
+    SelectByPk,
+    /// Aggregate over rows.
+    Aggregate,
+}
+
+/// A query root field.
+#[derive(Debug, Clone)]
+pub struct RootField {
+    /// Which kind.
+    pub kind: RootKind,
+    /// Which table.
+    pub table: QualifiedTable,
+}
+
+/// Everything one role can query.
+#[derive(Debug, Clone)]
+pub struct RoleModel {
+    /// The role.
+    pub role: String,
+    /// Selectable tables.
+    pub tables: IndexMap<QualifiedTable, RoleTable>,
+    /// Query root fields by name.
+    pub roots: IndexMap<String, RootField>,
+    /// Tables the role may write to.
+    pub writes: IndexMap<QualifiedTable, RoleWrite>,
+    /// Mutation root fields by name.
+    pub mutations: IndexMap<String, MutationRoot>,
+    /// Empty select views of tables the role writes but cannot select (`where` has only the
+    /// connectives there).
+    pub write_views: IndexMap<QualifiedTable, RoleTable>,
+    /// Enum tables the role's columns may refer to: their GraphQL enum types.
+    pub enums: EnumTables,
+}
+
+/// Builds the model of every role: admin and each role named by a permission.
+pub fn build_all(resolved: &Resolved) -> IndexMap<String, RoleModel> {
+    let mut roles = vec![ADMIN.to_owned()];
+    roles.extend(resolved.roles.iter().filter(|r| *r != ADMIN).cloned());
+    roles
+        .into_iter()
+        .map(|r| (r.clone(), build(resolved, &r)))
+        .collect()
+}
+
+/// Builds one role's model for ordinary requests.
+pub fn build(resolved: &Resolved, role: &str) -> RoleModel {
+    build_for(resolved, role, false)
+}
+
+/// Whether any insert permission of the role is backend-only (it then has a second schema for
+/// backend-flagged requests).
+pub fn has_backend_only(resolved: &Resolved, role: &str) -> bool {
+    resolved.tables.values().any(|t| {
+        t.permissions
+            .get(role)
+            .and_then(|p| p.insert.as_ref())
+            .is_some_and(|i| i.backend_only.unwrap_or(false))
+    })
+}
+
+/// Builds one role's model; `backend_flagged` selects which insert permissions are active.
+pub fn build_for(resolved: &Resolved, role: &str, backend_flagged: bool) -> RoleModel {
+    let enums = columns::enum_tables(resolved);
+    let mut tables = read::selectable_tables(resolved, role, &enums);
+    read::add_fields(resolved, role, &mut tables);
+    let roots = read::query_roots(resolved, &tables);
+    let (writes, mutations) = write::build(resolved, role, &tables, &enums, backend_flagged);
+    let write_views = writes
+        .values()
+        .filter(|w| !tables.contains_key(&w.name))
+        .map(|w| {
+            let view = RoleTable {
+                name: w.name.clone(),
+                type_name: w.type_name.clone(),
+                fields: IndexMap::new(),
+                columns: IndexMap::new(),
+                filter: None,
+                limit: None,
+                aggregations: false,
+                primary_key: None,
+            };
+            (w.name.clone(), view)
+        })
+        .collect();
+    RoleModel {
+        role: role.to_owned(),
+        tables,
+        roots,
+        writes,
+        mutations,
+        write_views,
+        enums,
+    }
+}

@@ -1,0 +1,203 @@
+//! The read side of a role: the tables it may select, their fields by GraphQL name, and the
+//! query root fields.
+
+use super::columns::{scalar_for_column, EnumTables};
+use super::*;
+
+/// Pass 1: the tables the role may select, with their visible columns and rules (fields come in
+/// [`add_fields`], once every target is known).
+pub(super) fn selectable_tables(
+    resolved: &Resolved,
+    role: &str,
+    enums: &EnumTables,
+) -> IndexMap<QualifiedTable, RoleTable> {
+    let admin = role == ADMIN;
+    let mut tables: IndexMap<QualifiedTable, RoleTable> = IndexMap::new();
+    for (name, table) in &resolved.tables {
+        let permission = table.permissions.get(role).and_then(|p| p.select.clone());
+        if !admin && permission.is_none() {
+            continue;
+        }
+        let visible = |c: &str| {
+            admin
+                || permission
+                    .as_ref()
+                    .map(|p| p.columns.contains(c))
+                    .unwrap_or(false)
+        };
+        let mut columns = IndexMap::new();
+        for column in table.db.columns.iter().filter(|c| visible(&c.name)) {
+            let field = table
+                .configuration
+                .custom_column_names
+                .get(&column.name)
+                .map(|n| n.0.clone())
+                .unwrap_or_else(|| column.name.clone());
+            columns.insert(field, scalar_for_column(table, column, enums));
+        }
+        let primary_key = table
+            .db
+            .primary_key()
+            .filter(|_| !table.db.is_view())
+            .and_then(|pk| {
+                pk.iter()
+                    .map(|c| {
+                        columns
+                            .iter()
+                            .find(|(_, rc)| &rc.column == c)
+                            .map(|(n, _)| n.clone())
+                    })
+                    .collect::<Option<Vec<_>>>()
+            });
+        tables.insert(
+            name.clone(),
+            RoleTable {
+                name: name.clone(),
+                type_name: name.graphql_base_name(),
+                fields: IndexMap::new(),
+                columns,
+                filter: permission.as_ref().map(|p| p.filter.clone()),
+                limit: permission.as_ref().and_then(|p| p.limit),
+                aggregations: admin
+                    || permission
+                        .as_ref()
+                        .map(|p| p.allow_aggregations)
+                        .unwrap_or(false),
+                primary_key,
+            },
+        );
+    }
+    tables
+}
+
+/// Pass 2: each selectable table's fields: columns, relationships to selectable tables (and
+/// their aggregates), computed fields.
+pub(super) fn add_fields(
+    resolved: &Resolved,
+    role: &str,
+    tables: &mut IndexMap<QualifiedTable, RoleTable>,
+) {
+    let admin = role == ADMIN;
+    // Pass 2: fields, now that targets are known.
+    let selectable: Vec<QualifiedTable> = tables.keys().cloned().collect();
+    let aggregatable: Vec<QualifiedTable> = tables
+        .values()
+        .filter(|t| t.aggregations)
+        .map(|t| t.name.clone())
+        .collect();
+    for name in &selectable {
+        let Some(resolved_table) = resolved.tables.get(name) else {
+            continue;
+        };
+        let permission = resolved_table
+            .permissions
+            .get(role)
+            .and_then(|p| p.select.clone());
+        let mut fields = IndexMap::new();
+        let Some(role_table) = tables.get(name) else {
+            continue;
+        };
+        for (field, column) in &role_table.columns {
+            fields.insert(field.clone(), TableField::Column(column.clone()));
+        }
+        for rel in resolved_table.relationships.values() {
+            if !selectable.contains(&rel.target) {
+                continue;
+            }
+            let r = RoleRelationship {
+                name: rel.name.clone(),
+                kind: rel.kind,
+                target: rel.target.clone(),
+                mapping: rel.mapping.clone(),
+            };
+            if rel.kind == RelationshipKind::Array && aggregatable.contains(&rel.target) {
+                fields.insert(
+                    format!("{}_aggregate", rel.name),
+                    TableField::RelationshipAggregate(r.clone()),
+                );
+            }
+            fields.insert(rel.name.clone(), TableField::Relationship(r));
+        }
+        for cf in resolved_table.computed_fields.values() {
+            let allowed = match &cf.returns {
+                ComputedReturn::Scalar(_) => {
+                    admin
+                        || permission
+                            .as_ref()
+                            .map(|p| p.computed_fields.contains(&cf.name))
+                            .unwrap_or(false)
+                }
+                ComputedReturn::Table { table, .. } => selectable.contains(table),
+            };
+            if !allowed {
+                continue;
+            }
+            let extra = cf
+                .arguments
+                .iter()
+                .enumerate()
+                .any(|(i, _)| i != cf.table_argument && Some(i) != cf.session_argument);
+            fields.insert(
+                cf.name.clone(),
+                TableField::Computed(RoleComputed {
+                    name: cf.name.clone(),
+                    function: cf.function.clone(),
+                    arguments: cf.arguments.clone(),
+                    table_argument: cf.table_argument,
+                    session_argument: cf.session_argument,
+                    returns: cf.returns.clone(),
+                    args_type: extra.then(|| format!("{}_args", cf.function.graphql_base_name())),
+                }),
+            );
+        }
+        if let Some(t) = tables.get_mut(name) {
+            t.fields = fields;
+        }
+    }
+}
+
+/// The query root fields of the selectable tables, custom names applied.
+pub(super) fn query_roots(
+    resolved: &Resolved,
+    tables: &IndexMap<QualifiedTable, RoleTable>,
+) -> IndexMap<String, RootField> {
+    let mut roots = IndexMap::new();
+    for (name, t) in tables {
+        let Some(resolved_table) = resolved.tables.get(name) else {
+            continue;
+        };
+        let custom = &resolved_table.configuration.custom_root_fields;
+        let pick = |c: &Option<crate::metadata::types::GraphQLName>, default: String| {
+            c.as_ref().map(|n| n.0.clone()).unwrap_or(default)
+        };
+        roots.insert(
+            pick(&custom.select, t.type_name.clone()),
+            RootField {
+                kind: RootKind::Select,
+                table: name.clone(),
+            },
+        );
+        if t.primary_key.is_some() {
+            roots.insert(
+                pick(&custom.select_by_pk, format!("{}_by_pk", t.type_name)),
+                RootField {
+                    kind: RootKind::SelectByPk,
+                    table: name.clone(),
+                },
+            );
+        }
+        if t.aggregations {
+            roots.insert(
+                pick(
+                    &custom.select_aggregate,
+                    format!("{}_aggregate", t.type_name),
+                ),
+                RootField {
+                    kind: RootKind::Aggregate,
+                    table: name.clone(),
+                },
+            );
+        }
+    }
+    roots
+}

@@ -1,0 +1,58 @@
+//! The document of a request: parsed once, with the operation to run chosen.
+
+use super::{PlanError, PlanErrorKind, Result};
+use async_graphql_parser::types::{
+    DocumentOperations, ExecutableDocument, OperationDefinition, OperationType,
+};
+
+/// A parsed document with its chosen operation.
+#[derive(Debug)]
+pub struct Prepared {
+    /// The document.
+    pub document: ExecutableDocument,
+    /// Name of the chosen operation, if named.
+    pub operation_name: Option<String>,
+}
+
+impl Prepared {
+    /// The chosen operation.
+    pub fn operation(&self) -> Option<&OperationDefinition> {
+        match &self.document.operations {
+            DocumentOperations::Single(op) => Some(&op.node),
+            DocumentOperations::Multiple(ops) => match &self.operation_name {
+                Some(name) => ops.get(name.as_str()).map(|o| &o.node),
+                None if ops.len() == 1 => ops.values().next().map(|o| &o.node),
+                None => None,
+            },
+        }
+    }
+
+    /// The operation's kind.
+    pub fn operation_type(&self) -> Option<OperationType> {
+        self.operation().map(|o| o.ty)
+    }
+}
+
+/// Parses `query` and picks the operation named `operation_name` (required with several).
+pub fn prepare(query: &str, operation_name: Option<&str>) -> Result<Prepared> {
+    let document = async_graphql_parser::parse_query(query).map_err(|e| PlanError {
+        message: e.to_string(),
+        path: "$.query".to_owned(),
+        kind: PlanErrorKind::Parse,
+    })?;
+    let prepared = Prepared {
+        document,
+        operation_name: operation_name.map(str::to_owned),
+    };
+    if prepared.operation().is_none() {
+        let message = match (&prepared.document.operations, operation_name) {
+            (DocumentOperations::Multiple(_), None) => {
+                "operationName is required if query has multiple operations".to_owned()
+            }
+            (_, Some(name)) => format!("no such operation found in the document: \"{name}\""),
+            _ => "no operation found in the document".to_owned(),
+        };
+        return Err(PlanError::validation("$", message));
+    }
+    Ok(prepared)
+}

@@ -1,0 +1,315 @@
+//! Inserts: rows with presets, nested rows through relationships (parents first, children
+//! after), upserts.
+
+use super::{Input, PlanError, Planner, Result};
+use crate::graphql::ir::*;
+use crate::graphql::model::{Preset, PresetValue, RoleInsert, RoleRelationship, RoleWrite};
+use crate::schema::RelationshipKind;
+use crate::sql::PgType;
+use indexmap::IndexMap;
+use serde_json::Value;
+
+pub(super) fn preset_value(p: &Preset) -> SetValue {
+    match &p.value {
+        PresetValue::Static(v) => SetValue::Value(ValueExpr {
+            param: Param::Literal(v.clone()),
+            cast: p.pg_type.clone(),
+        }),
+        PresetValue::Session(name) => SetValue::Value(ValueExpr {
+            param: Param::Session(name.clone()),
+            cast: p.pg_type.clone(),
+        }),
+        PresetValue::Now => SetValue::Now,
+    }
+}
+
+/// A scalar input as a value of a column type.
+pub(super) fn input_value(input: &Input, cast: &PgType) -> SetValue {
+    let param = match input {
+        Input::Value(p) => p.clone(),
+        Input::Enum(e) => Param::Literal(Value::String(e.clone())),
+        Input::Null => Param::Literal(Value::Null),
+        Input::List(items) => {
+            let params: Vec<Param> = items
+                .iter()
+                .map(|i| match i {
+                    Input::Value(p) => p.clone(),
+                    Input::Enum(e) => Param::Literal(Value::String(e.clone())),
+                    _ => Param::Literal(Value::Null),
+                })
+                .collect();
+            if params.iter().all(|p| matches!(p, Param::Literal(_))) {
+                Param::Literal(Value::Array(
+                    params
+                        .into_iter()
+                        .filter_map(|p| {
+                            if let Param::Literal(v) = p {
+                                Some(v)
+                            } else {
+                                None
+                            }
+                        })
+                        .collect(),
+                ))
+            } else {
+                Param::Array(params)
+            }
+        }
+        Input::Object(_) => Param::Literal(Value::Null),
+    };
+    SetValue::Value(ValueExpr {
+        param,
+        cast: cast.clone(),
+    })
+}
+
+impl<'a> Planner<'a> {
+    /// Plans rows for `w`; `filled` are columns the relationship fills (clients may not set them).
+    pub(super) fn insert_plan(
+        &mut self,
+        w: &'a RoleWrite,
+        rows: &[Input],
+        on_conflict: Option<&Input>,
+        filled: &[String],
+        path: &str,
+    ) -> Result<InsertPlan> {
+        let insert = w.insert.as_ref().ok_or_else(|| {
+            PlanError::validation(path, format!("no insert permission on \"{}\"", w.name))
+        })?;
+        let mut planned = Vec::new();
+        for (i, row) in rows.iter().enumerate() {
+            planned.push(self.insert_row(w, insert, row, filled, &format!("{path}[{i}]"))?);
+        }
+        let on_conflict = match on_conflict.and_then(Input::as_object) {
+            None => None,
+            Some(oc) => Some(self.on_conflict(w, oc, &format!("{path}.on_conflict"))?),
+        };
+        let update_check = match (&on_conflict, &w.update) {
+            (Some(_), Some(u)) => self.permission(&w.name, &u.check),
+            _ => None,
+        };
+        let view = self.is_view(&w.name);
+        let nested = !filled.is_empty()
+            || planned
+                .iter()
+                .any(|r| !r.parents.is_empty() || !r.children.is_empty());
+        if view && nested {
+            return Err(PlanError::validation(
+                path,
+                format!(
+                    "nested inserts into or through the view \"{}\" are not supported",
+                    w.name
+                ),
+            ));
+        }
+        Ok(InsertPlan {
+            table: w.name.clone(),
+            rows: planned,
+            on_conflict,
+            check: self.permission(&w.name, &insert.check),
+            update_check,
+            view,
+        })
+    }
+
+    /// One row: its column values (presets last), and its rows through relationships.
+    fn insert_row(
+        &mut self,
+        w: &'a RoleWrite,
+        insert: &RoleInsert,
+        row: &Input,
+        filled: &[String],
+        rpath: &str,
+    ) -> Result<InsertRow> {
+        let Some(map) = row.as_object() else {
+            return Err(PlanError::validation(rpath, "expected an object"));
+        };
+        let mut planned = InsertRow {
+            values: Vec::new(),
+            parents: Vec::new(),
+            children: Vec::new(),
+        };
+        for (field, value) in map {
+            let fpath = format!("{rpath}.{field}");
+            if let Some(c) = insert.columns.get(field) {
+                if filled.contains(&c.column) {
+                    return Err(PlanError::validation(&fpath, format!("cannot insert into column \"{}\": its value comes from the nested insert's relationship", c.column)));
+                }
+                planned
+                    .values
+                    .push((c.column.clone(), input_value(value, &c.pg_type)));
+            } else if let Some(r) = w.insert_relationships.get(field) {
+                self.nested_insert(w, r, value, &fpath, &mut planned)?;
+            } else {
+                return Err(PlanError::unknown_field(
+                    &fpath,
+                    field,
+                    format!("{}_insert_input", w.type_name),
+                ));
+            }
+        }
+        for p in &insert.presets {
+            planned.values.retain(|(c, _)| c != &p.column);
+            planned.values.push((p.column.clone(), preset_value(p)));
+        }
+        Ok(planned)
+    }
+
+    /// Rows inserted through relationship `r` of `w`: a parent (object relationship) whose key
+    /// fills this row's columns, or children (array relationship) that take this row's key.
+    fn nested_insert(
+        &mut self,
+        w: &'a RoleWrite,
+        r: &RoleRelationship,
+        value: &Input,
+        fpath: &str,
+        row: &mut InsertRow,
+    ) -> Result<()> {
+        let target = self.write(&r.target, fpath)?;
+        let Some(nested) = value.as_object() else {
+            return Ok(());
+        };
+        let data = nested.get("data").cloned().unwrap_or(Input::Null);
+        match r.kind {
+            RelationshipKind::Object if self.is_view(&r.target) => {
+                return Err(PlanError::validation(
+                    fpath,
+                    format!(
+                        "nested inserts into the view \"{}\" are not supported",
+                        r.target
+                    ),
+                ));
+            }
+            RelationshipKind::Object => {
+                let casts = self.column_types(&w.name);
+                let fill = r
+                    .mapping
+                    .iter()
+                    .map(|(local, remote)| {
+                        (
+                            local.clone(),
+                            casts.get(local).cloned().unwrap_or(PgType::Text),
+                            remote.clone(),
+                        )
+                    })
+                    .collect();
+                let insert = self.insert_plan(
+                    target,
+                    &[data],
+                    nested.get("on_conflict"),
+                    &[],
+                    &format!("{fpath}.data"),
+                )?;
+                row.parents.push(NestedInsert { fill, insert });
+            }
+            RelationshipKind::Array => {
+                let remote_columns: Vec<String> =
+                    r.mapping.iter().map(|(_, remote)| remote.clone()).collect();
+                let mut insert = self.insert_plan(
+                    target,
+                    &data.as_list_owned(),
+                    nested.get("on_conflict"),
+                    &remote_columns,
+                    &format!("{fpath}.data"),
+                )?;
+                let casts = self.column_types(&r.target);
+                for child in &mut insert.rows {
+                    for (local, remote) in &r.mapping {
+                        let cast = casts.get(remote).cloned().unwrap_or(PgType::Text);
+                        child.values.push((
+                            remote.clone(),
+                            SetValue::Parent {
+                                column: local.clone(),
+                                cast,
+                            },
+                        ));
+                    }
+                }
+                row.children.push(NestedInsert {
+                    fill: Vec::new(),
+                    insert,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn is_view(&self, table: &crate::metadata::types::QualifiedTable) -> bool {
+        self.resolved
+            .tables
+            .get(table)
+            .is_some_and(|t| t.db.is_view())
+    }
+
+    pub(super) fn column_types(
+        &self,
+        table: &crate::metadata::types::QualifiedTable,
+    ) -> IndexMap<String, PgType> {
+        self.resolved
+            .tables
+            .get(table)
+            .map(|t| {
+                t.db.columns
+                    .iter()
+                    .map(|c| (c.name.clone(), c.pg_type()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    pub(super) fn on_conflict(
+        &mut self,
+        w: &'a RoleWrite,
+        oc: &IndexMap<String, Input>,
+        path: &str,
+    ) -> Result<OnConflict> {
+        let update = w
+            .update
+            .as_ref()
+            .ok_or_else(|| PlanError::validation(path, "on_conflict needs an update permission"))?;
+        let constraint = match oc.get("constraint") {
+            Some(Input::Enum(c)) => c.clone(),
+            _ => {
+                return Err(PlanError::validation(
+                    path,
+                    "missing required field 'constraint'",
+                ))
+            }
+        };
+        let mut update_columns = Vec::new();
+        for item in oc
+            .get("update_columns")
+            .map(Input::as_list_owned)
+            .unwrap_or_default()
+        {
+            if let Input::Enum(name) = item {
+                if let Some(c) = update.columns.get(&name) {
+                    update_columns.push(c.column.clone());
+                }
+            }
+        }
+        let mut filter: Vec<BoolExpr> = self
+            .permission(&w.name, &update.filter)
+            .into_iter()
+            .collect();
+        if let Some(w_input) = oc.get("where") {
+            let view = self.leak_view(w)?;
+            filter.push(self.where_expr(view, w_input, &format!("{path}.where"))?);
+        }
+        let presets = if update_columns.is_empty() {
+            Vec::new()
+        } else {
+            update
+                .presets
+                .iter()
+                .map(|p| (p.column.clone(), preset_value(p)))
+                .collect()
+        };
+        Ok(OnConflict {
+            constraint,
+            update_columns,
+            presets,
+            filter,
+        })
+    }
+}

@@ -1,0 +1,201 @@
+//! From a GraphQL document to a plan: pick the operation ([`document`]), coerce variables and
+//! arguments ([`input`]), collect fields through fragments and directives ([`collect`]), and
+//! build the IR of the query root ([`query`], [`select`], [`filter`]) or the mutation root
+//! ([`mutation`], [`insert`]) with the role's permissions folded in ([`permission`]).
+//! Introspection root fields are set aside for the introspection schema ([`introspection`]).
+//! Pure: no SQL, no IO. See `docs/architecture.md`.
+
+mod collect;
+mod document;
+mod filter;
+mod input;
+mod insert;
+mod introspection;
+mod mutation;
+mod permission;
+mod query;
+mod select;
+
+pub use document::{prepare, Prepared};
+pub use input::Input;
+pub use permission::permission_expr;
+pub use select::json_path;
+
+use super::ir::*;
+use super::model::{RoleModel, RoleTable};
+use super::types::{TypeRef, TypeSystem};
+use crate::metadata::types::QualifiedTable;
+use crate::schema::{Resolved, ResolvedTable};
+use async_graphql_parser::types::{ExecutableDocument, Field as AstField, OperationType};
+use indexmap::IndexMap;
+use serde_json::{Map, Value};
+
+/// A GraphQL request error: message, JSON path into the request, and its kind.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct PlanError {
+    /// Human-readable text.
+    pub message: String,
+    /// `$.selectionSet.…` location.
+    pub path: String,
+    /// What kind of failure.
+    pub kind: PlanErrorKind,
+}
+
+/// The kinds of planning failures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanErrorKind {
+    /// The document (or a JSON path in it) does not parse.
+    Parse,
+    /// The document does not fit the role's schema or the limits.
+    Validation,
+}
+
+impl PlanError {
+    /// `field "<field>" not found in type: '<type>'`.
+    pub(super) fn unknown_field(
+        path: &str,
+        field: impl std::fmt::Display,
+        type_name: impl std::fmt::Display,
+    ) -> Self {
+        PlanError::validation(
+            path,
+            format!("field \"{field}\" not found in type: '{type_name}'"),
+        )
+    }
+
+    pub(super) fn validation(path: &str, message: impl Into<String>) -> Self {
+        PlanError {
+            message: message.into(),
+            path: path.to_owned(),
+            kind: PlanErrorKind::Validation,
+        }
+    }
+}
+
+pub(super) type Result<T> = std::result::Result<T, PlanError>;
+
+/// Limits on documents.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Deepest selection nesting.
+    pub max_depth: usize,
+    /// Most root fields in one operation.
+    pub max_root_fields: usize,
+}
+
+/// The result of planning a query operation.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    /// Data root fields, and constants.
+    pub data: QueryPlan,
+    /// Response keys of introspection root fields, in document order, with the standalone
+    /// document that answers them.
+    pub introspection: Option<(Vec<String>, String)>,
+    /// Every response key in document order (data and introspection).
+    pub keys: Vec<String>,
+    /// For mutation operations: the writes, in order.
+    pub mutation: Option<MutationPlan>,
+    /// Variable values changed the plan's shape, so it may only be reused with equal variables.
+    pub shape_dependent: bool,
+}
+
+/// Plans the chosen query operation for a role.
+pub fn plan(
+    model: &RoleModel,
+    types: &TypeSystem,
+    resolved: &Resolved,
+    prepared: &Prepared,
+    variables: &Map<String, Value>,
+    limits: Limits,
+) -> Result<Planned> {
+    let Some(operation) = prepared.operation() else {
+        return Err(PlanError::validation(
+            "$",
+            "no operation found in the document",
+        ));
+    };
+    match operation.ty {
+        OperationType::Query => {}
+        OperationType::Mutation if types.mutation_root.is_none() => {
+            return Err(PlanError::validation("$", "no mutations exist"))
+        }
+        OperationType::Mutation => {}
+        OperationType::Subscription => {
+            return Err(PlanError::validation("$", "no subscriptions exist"))
+        }
+    }
+    let mut planner = Planner {
+        model,
+        resolved,
+        types,
+        document: &prepared.document,
+        var_types: IndexMap::new(),
+        variables: Map::new(),
+        shape_dependent: false,
+        limits,
+    };
+    planner.coerce_variables(operation, variables)?;
+    if operation.ty == OperationType::Mutation {
+        return planner.mutation_root(&operation.selection_set.node);
+    }
+    planner.root(&operation.selection_set.node)
+}
+
+/// Checks request variables against the operation's definitions (for reused plans).
+pub fn check_variables(
+    model: &RoleModel,
+    types: &TypeSystem,
+    resolved: &Resolved,
+    prepared: &Prepared,
+    variables: &Map<String, Value>,
+) -> Result<()> {
+    let Some(operation) = prepared.operation() else {
+        return Err(PlanError::validation(
+            "$",
+            "no operation found in the document",
+        ));
+    };
+    let mut planner = Planner {
+        model,
+        resolved,
+        types,
+        document: &prepared.document,
+        var_types: IndexMap::new(),
+        variables: Map::new(),
+        shape_dependent: false,
+        limits: Limits {
+            max_depth: usize::MAX,
+            max_root_fields: usize::MAX,
+        },
+    };
+    planner.coerce_variables(operation, variables)
+}
+
+pub(super) struct Planner<'a> {
+    pub(super) model: &'a RoleModel,
+    pub(super) resolved: &'a Resolved,
+    pub(super) types: &'a TypeSystem,
+    pub(super) document: &'a ExecutableDocument,
+    pub(super) var_types: IndexMap<String, (TypeRef, bool)>,
+    pub(super) variables: Map<String, Value>,
+    pub(super) shape_dependent: bool,
+    pub(super) limits: Limits,
+}
+
+/// Fields grouped by response key, in document order.
+pub(super) type Collected<'d> = Vec<(String, Vec<&'d AstField>)>;
+
+impl<'a> Planner<'a> {
+    pub(super) fn table(&self, name: &QualifiedTable, path: &str) -> Result<&'a RoleTable> {
+        let model: &'a RoleModel = self.model;
+        model.tables.get(name).ok_or_else(|| {
+            PlanError::validation(path, format!("table \"{name}\" is not available"))
+        })
+    }
+
+    pub(super) fn resolved_table(&self, name: &QualifiedTable) -> Option<&'a ResolvedTable> {
+        let resolved: &'a Resolved = self.resolved;
+        resolved.tables.get(name)
+    }
+}

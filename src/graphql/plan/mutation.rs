@@ -1,0 +1,312 @@
+//! The mutation root: inserts, updates and deletes with the role's write permissions folded in,
+//! and what each field answers.
+
+use super::insert::{input_value, preset_value};
+use super::{permission_expr, Collected, Input, PlanError, Planned, Planner, Result};
+use crate::graphql::ir::*;
+use crate::graphql::model::{MutationKind, RoleModel, RoleTable, RoleWrite};
+use crate::sql::PgType;
+use async_graphql_parser::types::SelectionSet;
+use indexmap::IndexMap;
+use serde_json::Value;
+
+impl<'a> Planner<'a> {
+    pub(super) fn write(
+        &self,
+        table: &crate::metadata::types::QualifiedTable,
+        path: &str,
+    ) -> Result<&'a RoleWrite> {
+        let model: &'a RoleModel = self.model;
+        model.writes.get(table).ok_or_else(|| {
+            PlanError::validation(path, format!("table \"{table}\" is not writable"))
+        })
+    }
+
+    pub(super) fn permission(
+        &self,
+        table: &crate::metadata::types::QualifiedTable,
+        rule: &Option<Value>,
+    ) -> Option<BoolExpr> {
+        let rule = rule.as_ref()?;
+        let resolved = self.resolved.tables.get(table)?;
+        Some(BoolExpr::Permission(Box::new(permission_expr(
+            self.resolved,
+            resolved,
+            rule,
+        ))))
+    }
+
+    pub(super) fn mutation_root(mut self, set: &SelectionSet) -> Result<Planned> {
+        let mut collected = Vec::new();
+        self.collect_root(set, "mutation_root", &mut collected)?;
+        let mut plan = MutationPlan::default();
+        let mut keys = Vec::new();
+        for (key, fields) in &collected {
+            let field = fields[0];
+            let name = field.name.node.as_str();
+            let path = format!("$.selectionSet.{key}");
+            keys.push(key.clone());
+            if name == "__typename" {
+                Self::no_selection(field, &path)?;
+                plan.fields.push((
+                    key.clone(),
+                    MutationField::Constant(Value::String("mutation_root".into())),
+                ));
+                continue;
+            }
+            let root = self
+                .model
+                .mutations
+                .get(name)
+                .cloned()
+                .ok_or_else(|| PlanError::unknown_field(&path, name, "mutation_root"))?;
+            let def = self.field_def("mutation_root", name, &path)?;
+            let args = self.field_args(&def, field, &path)?;
+            let w = self.write(&root.table, &path)?;
+            let t = w.type_name.clone();
+            let output = match root.kind {
+                MutationKind::Insert | MutationKind::Update | MutationKind::Delete => {
+                    let sub =
+                        self.sub_fields(fields, &format!("{t}_mutation_response"), &path, 1)?;
+                    self.response(w, &sub, &path)?
+                }
+                _ => {
+                    let sub = self.sub_fields(fields, &t, &path, 1)?;
+                    let table = self.table(&w.name, &path)?;
+                    MutationOutput::Row(self.select(
+                        table,
+                        Source::Table(w.name.clone()),
+                        Vec::new(),
+                        &IndexMap::new(),
+                        &sub,
+                        &path,
+                        true,
+                        1,
+                    )?)
+                }
+            };
+            let action = match root.kind {
+                MutationKind::Insert => {
+                    let rows: Vec<Input> = args
+                        .get("objects")
+                        .map(|o| o.as_list_owned())
+                        .unwrap_or_default();
+                    MutationAction::Insert(self.insert_plan(
+                        w,
+                        &rows,
+                        args.get("on_conflict"),
+                        &[],
+                        &format!("{path}.args.objects"),
+                    )?)
+                }
+                MutationKind::InsertOne => {
+                    let rows: Vec<Input> = args.get("object").cloned().into_iter().collect();
+                    MutationAction::Insert(self.insert_plan(
+                        w,
+                        &rows,
+                        args.get("on_conflict"),
+                        &[],
+                        &format!("{path}.args.object"),
+                    )?)
+                }
+                MutationKind::Update | MutationKind::UpdateByPk => {
+                    MutationAction::Update(self.update_plan(w, &args, root.kind, &path)?)
+                }
+                MutationKind::Delete | MutationKind::DeleteByPk => {
+                    MutationAction::Delete(self.delete_plan(w, &args, root.kind, &path)?)
+                }
+            };
+            plan.fields
+                .push((key.clone(), MutationField::Write { action, output }));
+        }
+        Ok(Planned {
+            data: QueryPlan::default(),
+            introspection: None,
+            keys,
+            mutation: Some(plan),
+            shape_dependent: self.shape_dependent,
+        })
+    }
+
+    pub(super) fn response(
+        &mut self,
+        w: &'a RoleWrite,
+        sub: &Collected<'_>,
+        path: &str,
+    ) -> Result<MutationOutput> {
+        let mut out = Vec::new();
+        for (key, group) in sub {
+            let field = group[0];
+            let fpath = format!("{path}.selectionSet.{key}");
+            match field.name.node.as_str() {
+                "affected_rows" => {
+                    Self::no_selection(field, &fpath)?;
+                    out.push((key.clone(), ResponseField::AffectedRows));
+                }
+                "__typename" => out.push((
+                    key.clone(),
+                    ResponseField::Constant(format!("{}_mutation_response", w.type_name)),
+                )),
+                "returning" if w.selectable => {
+                    let table = self.table(&w.name, &fpath)?;
+                    let rsub = self.sub_fields(group, &table.type_name, &fpath, 2)?;
+                    let select = self.select(
+                        table,
+                        Source::Table(w.name.clone()),
+                        Vec::new(),
+                        &IndexMap::new(),
+                        &rsub,
+                        &fpath,
+                        false,
+                        2,
+                    )?;
+                    out.push((key.clone(), ResponseField::Returning(select)));
+                }
+                other => {
+                    return Err(PlanError::unknown_field(
+                        &fpath,
+                        other,
+                        format!("{}_mutation_response", w.type_name),
+                    ))
+                }
+            }
+        }
+        Ok(MutationOutput::Response(out))
+    }
+
+    /// The select view of a written table (an empty one when the role cannot select it, so
+    /// `where` offers only the connectives).
+    pub(super) fn leak_view(&self, w: &RoleWrite) -> Result<&'a RoleTable> {
+        let model: &'a RoleModel = self.model;
+        model
+            .tables
+            .get(&w.name)
+            .or_else(|| model.write_views.get(&w.name))
+            .ok_or_else(|| PlanError::validation("$", format!("table \"{}\" has no view", w.name)))
+    }
+
+    pub(super) fn by_pk_filter(
+        &self,
+        w: &RoleWrite,
+        values: &IndexMap<String, Input>,
+    ) -> Vec<BoolExpr> {
+        w.primary_key
+            .iter()
+            .flatten()
+            .filter_map(|(name, c)| match values.get(name) {
+                Some(Input::Value(p)) => Some(BoolExpr::Compare {
+                    column: ColumnExpr {
+                        scope: Scope::Current,
+                        column: c.column.clone(),
+                        cast: None,
+                    },
+                    op: CompareOp::Eq,
+                    value: ValueExpr {
+                        param: p.clone(),
+                        cast: c.pg_type.clone(),
+                    },
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub(super) fn update_plan(
+        &mut self,
+        w: &'a RoleWrite,
+        args: &IndexMap<String, Input>,
+        kind: MutationKind,
+        path: &str,
+    ) -> Result<UpdatePlan> {
+        let update = w
+            .update
+            .as_ref()
+            .ok_or_else(|| PlanError::validation(path, "no update permission"))?;
+        let mut filter: Vec<BoolExpr> = self
+            .permission(&w.name, &update.filter)
+            .into_iter()
+            .collect();
+        if kind == MutationKind::UpdateByPk {
+            let pk = args
+                .get("pk_columns")
+                .and_then(Input::as_object)
+                .cloned()
+                .unwrap_or_default();
+            filter.extend(self.by_pk_filter(w, &pk));
+        } else if let Some(input) = args.get("where") {
+            let view = self.leak_view(w)?;
+            filter.push(self.where_expr(view, input, &format!("{path}.args.where"))?);
+        }
+        let mut sets: Vec<(String, UpdateOp, SetValue)> = Vec::new();
+        let operators = [
+            ("_inc", UpdateOp::Inc),
+            ("_append", UpdateOp::Append),
+            ("_prepend", UpdateOp::Prepend),
+            ("_delete_key", UpdateOp::DeleteKey),
+            ("_delete_elem", UpdateOp::DeleteElem),
+            ("_delete_at_path", UpdateOp::DeleteAtPath),
+            ("_set", UpdateOp::Set),
+        ];
+        for (arg, op) in operators {
+            let Some(map) = args.get(arg).and_then(Input::as_object) else {
+                continue;
+            };
+            for (field, value) in map {
+                let Some(c) = update.columns.get(field) else {
+                    continue;
+                };
+                if sets.iter().any(|(col, _, _)| col == &c.column) {
+                    return Err(PlanError::validation(
+                        &format!("{path}.args.{arg}"),
+                        format!("column \"{field}\" can be used in only one update operator"),
+                    ));
+                }
+                let cast = match op {
+                    UpdateOp::DeleteKey => PgType::Text,
+                    UpdateOp::DeleteElem => PgType::Integer,
+                    UpdateOp::DeleteAtPath => PgType::Text.array_of(),
+                    _ => c.pg_type.clone(),
+                };
+                sets.push((c.column.clone(), op, input_value(value, &cast)));
+            }
+        }
+        for p in &update.presets {
+            sets.retain(|(c, _, _)| c != &p.column);
+            sets.push((p.column.clone(), UpdateOp::Set, preset_value(p)));
+        }
+        if sets.is_empty() {
+            return Err(PlanError::validation(&format!("{path}.args"), "at least one of _set, _inc, _append, _prepend, _delete_key, _delete_elem, _delete_at_path is expected"));
+        }
+        Ok(UpdatePlan {
+            table: w.name.clone(),
+            filter,
+            sets,
+            check: self.permission(&w.name, &update.check),
+            view: self.is_view(&w.name),
+        })
+    }
+
+    pub(super) fn delete_plan(
+        &mut self,
+        w: &'a RoleWrite,
+        args: &IndexMap<String, Input>,
+        kind: MutationKind,
+        path: &str,
+    ) -> Result<DeletePlan> {
+        let rule = w
+            .delete
+            .as_ref()
+            .ok_or_else(|| PlanError::validation(path, "no delete permission"))?;
+        let mut filter: Vec<BoolExpr> = self.permission(&w.name, rule).into_iter().collect();
+        if kind == MutationKind::DeleteByPk {
+            filter.extend(self.by_pk_filter(w, args));
+        } else if let Some(input) = args.get("where") {
+            let view = self.leak_view(w)?;
+            filter.push(self.where_expr(view, input, &format!("{path}.args.where"))?);
+        }
+        Ok(DeletePlan {
+            table: w.name.clone(),
+            filter,
+        })
+    }
+}

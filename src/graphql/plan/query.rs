@@ -1,0 +1,140 @@
+//! The query root: each root field becomes a selection, a by-key lookup or an aggregate;
+//! introspection fields are set aside for the introspection schema.
+
+use super::{Input, PlanError, Planned, Planner, Result};
+use crate::graphql::ir::*;
+use crate::graphql::model::RootKind;
+use async_graphql_parser::types::{Field as AstField, SelectionSet};
+use indexmap::IndexMap;
+use serde_json::Value;
+
+impl<'a> Planner<'a> {
+    pub(super) fn root(mut self, set: &SelectionSet) -> Result<Planned> {
+        let mut collected = Vec::new();
+        self.collect_root(set, "query_root", &mut collected)?;
+        let mut data = QueryPlan::default();
+        let mut keys = Vec::new();
+        let mut introspection_keys = Vec::new();
+        let mut introspection_doc = String::new();
+        for (key, fields) in &collected {
+            let field = fields[0];
+            let name = field.name.node.as_str();
+            let path = format!("$.selectionSet.{key}");
+            keys.push(key.clone());
+            match name {
+                "__typename" => {
+                    Self::no_selection(field, &path)?;
+                    data.fields.push((
+                        key.clone(),
+                        RootField::Constant(Value::String("query_root".into())),
+                    ));
+                }
+                "__schema" | "__type" => {
+                    introspection_keys.push(key.clone());
+                    introspection_doc.push_str(&self.print_root_field(field, &path)?);
+                    introspection_doc.push(' ');
+                }
+                "no_queries_available" if self.model.roots.is_empty() => {
+                    Self::no_selection(field, &path)?;
+                    let message = "There are no queries available to the current role: it has no select permission on any table.";
+                    data.fields.push((
+                        key.clone(),
+                        RootField::Constant(Value::String(message.into())),
+                    ));
+                }
+                _ => {
+                    let planned = self.table_root(name, fields, &path)?;
+                    data.fields.push((key.clone(), planned));
+                }
+            }
+        }
+        let introspection = (!introspection_keys.is_empty()).then(|| {
+            (
+                introspection_keys,
+                format!("query {{ {introspection_doc}}}"),
+            )
+        });
+        Ok(Planned {
+            data,
+            introspection,
+            keys,
+            mutation: None,
+            shape_dependent: self.shape_dependent,
+        })
+    }
+
+    /// A root field of a table: rows, one row by primary key, or an aggregate.
+    fn table_root<'d>(
+        &mut self,
+        name: &str,
+        fields: &[&'d AstField],
+        path: &str,
+    ) -> Result<RootField>
+    where
+        'a: 'd,
+    {
+        let field = fields[0];
+        let root = self
+            .model
+            .roots
+            .get(name)
+            .cloned()
+            .ok_or_else(|| PlanError::unknown_field(path, name, "query_root"))?;
+        let def = self.field_def("query_root", name, path)?;
+        let args = self.field_args(&def, field, path)?;
+        let table = self.table(&root.table, path)?;
+        Ok(match root.kind {
+            RootKind::Select => {
+                let sub = self.sub_fields(fields, &table.type_name, path, 1)?;
+                RootField::Select(self.select(
+                    table,
+                    Source::Table(root.table.clone()),
+                    Vec::new(),
+                    &args,
+                    &sub,
+                    path,
+                    false,
+                    1,
+                )?)
+            }
+            RootKind::SelectByPk => {
+                let sub = self.sub_fields(fields, &table.type_name, path, 1)?;
+                let mut select = self.select(
+                    table,
+                    Source::Table(root.table.clone()),
+                    Vec::new(),
+                    &IndexMap::new(),
+                    &sub,
+                    path,
+                    true,
+                    1,
+                )?;
+                for column in table.primary_key.iter().flatten() {
+                    let (Some(c), Some(Input::Value(param))) =
+                        (table.columns.get(column), args.get(column))
+                    else {
+                        continue;
+                    };
+                    select.args.filter.push(BoolExpr::Compare {
+                        column: ColumnExpr {
+                            scope: Scope::Current,
+                            column: c.column.clone(),
+                            cast: None,
+                        },
+                        op: CompareOp::Eq,
+                        value: ValueExpr {
+                            param: param.clone(),
+                            cast: c.pg_type.clone(),
+                        },
+                    });
+                }
+                RootField::Select(select)
+            }
+            RootKind::Aggregate => {
+                let sub =
+                    self.sub_fields(fields, &format!("{}_aggregate", table.type_name), path, 1)?;
+                RootField::Aggregate(self.aggregate(table, Vec::new(), &args, &sub, path, 1)?)
+            }
+        })
+    }
+}

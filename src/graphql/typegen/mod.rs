@@ -1,0 +1,186 @@
+//! The GraphQL types of a role, generated from its model (`graphql-api.md` §2–§6): the query
+//! root ([`build`]), each table's object, filter, ordering and select-column types
+//! ([`tables`]), comparison types ([`compare`]), aggregate types ([`aggregates`]) and the
+//! mutation root with its inputs ([`mutations`]). Pure. See `docs/architecture.md`.
+
+mod aggregates;
+mod compare;
+mod mutations;
+mod tables;
+
+use super::model::{EnumTables, RoleModel, RoleTable, RootField, RootKind};
+use super::types::*;
+use crate::metadata::types::QualifiedTable;
+use indexmap::IndexMap;
+
+/// Generates the GraphQL types of one role.
+struct TypeBuilder<'a> {
+    tables: &'a IndexMap<QualifiedTable, RoleTable>,
+    enums: &'a EnumTables,
+    types: TypeSystem,
+}
+
+/// The type system of a role: its query root first, then every type its fields use.
+pub fn build(model: &RoleModel) -> TypeSystem {
+    let mut builder = TypeBuilder {
+        tables: &model.tables,
+        enums: &model.enums,
+        types: TypeSystem::default(),
+    };
+    builder.types.query_root = "query_root".to_owned();
+    builder.order_by_enum();
+    let root_fields = builder.query_root_fields(&model.roots);
+    for t in model.tables.values() {
+        builder.table_types(t);
+    }
+    let has_mutations = builder.mutation_types(&model.writes, &model.mutations);
+    builder.types.add(TypeDef::Object {
+        name: "query_root".to_owned(),
+        description: None,
+        fields: root_fields,
+    });
+    if has_mutations {
+        builder.types.mutation_root = Some("mutation_root".to_owned());
+    }
+    // The root first, as introspection clients expect it near the top.
+    let mut ordered = TypeSystem {
+        types: IndexMap::new(),
+        query_root: builder.types.query_root.clone(),
+        mutation_root: builder.types.mutation_root.clone(),
+    };
+    if let Some(root) = builder.types.types.shift_remove("query_root") {
+        ordered.add(root);
+    }
+    for (_, def) in builder.types.types {
+        ordered.add(def);
+    }
+    ordered
+}
+
+/// Arguments of list fields: `distinct_on`, `limit`, `offset`, `order_by`, `where`.
+fn list_args(t: &str) -> Vec<InputValueDef> {
+    vec![
+        InputValueDef::new(
+            "distinct_on",
+            TypeRef::nullable_list_of_non_null(format!("{t}_select_column")),
+        ),
+        InputValueDef::new("limit", TypeRef::named("Int")),
+        InputValueDef::new("offset", TypeRef::named("Int")),
+        InputValueDef::new(
+            "order_by",
+            TypeRef::nullable_list_of_non_null(format!("{t}_order_by")),
+        ),
+        InputValueDef::new("where", TypeRef::named(format!("{t}_bool_exp"))),
+    ]
+}
+
+fn with_args(mut field: FieldDef, args: Vec<InputValueDef>) -> FieldDef {
+    for a in args {
+        field = field.arg(a);
+    }
+    field
+}
+
+impl TypeBuilder<'_> {
+    /// The fields of `query_root` (a placeholder when the role may select nothing).
+    pub(super) fn query_root_fields(
+        &self,
+        roots: &IndexMap<String, RootField>,
+    ) -> IndexMap<String, FieldDef> {
+        let mut root_fields = IndexMap::new();
+        for (field, root) in roots {
+            let Some(t) = self.tables.get(&root.table) else {
+                continue;
+            };
+            let tn = &t.type_name;
+            let def = match root.kind {
+                RootKind::Select => with_args(
+                    FieldDef::new(field, TypeRef::list_of_non_null(tn)),
+                    list_args(tn),
+                )
+                .describe(format!("fetch data from the table: \"{}\"", root.table)),
+                RootKind::Aggregate => with_args(
+                    FieldDef::new(field, TypeRef::non_null(format!("{tn}_aggregate"))),
+                    list_args(tn),
+                )
+                .describe(format!(
+                    "fetch aggregated fields from the table: \"{}\"",
+                    root.table
+                )),
+                RootKind::SelectByPk => {
+                    let mut def = FieldDef::new(field, TypeRef::named(tn)).describe(format!(
+                        "fetch data from the table: \"{}\" using primary key columns",
+                        root.table
+                    ));
+                    for column in t.primary_key.iter().flatten() {
+                        if let Some(c) = t.columns.get(column) {
+                            def = def.arg(InputValueDef::new(column, TypeRef::non_null(&c.scalar)));
+                        }
+                    }
+                    def
+                }
+            };
+            root_fields.insert(field.clone(), def);
+        }
+        if root_fields.is_empty() {
+            root_fields.insert(
+                "no_queries_available".to_owned(),
+                FieldDef::new("no_queries_available", TypeRef::non_null("String")),
+            );
+        }
+        root_fields
+    }
+
+    pub(super) fn order_by_enum(&mut self) {
+        let values = [
+            ("asc", "in ascending order, nulls last"),
+            ("asc_nulls_first", "in ascending order, nulls first"),
+            ("asc_nulls_last", "in ascending order, nulls last"),
+            ("desc", "in descending order, nulls first"),
+            ("desc_nulls_first", "in descending order, nulls first"),
+            ("desc_nulls_last", "in descending order, nulls last"),
+        ];
+        self.types.add(TypeDef::Enum {
+            name: "order_by".to_owned(),
+            description: Some("column ordering options".to_owned()),
+            values: values
+                .iter()
+                .map(|(n, d)| EnumValueDef {
+                    name: (*n).to_owned(),
+                    description: Some((*d).to_owned()),
+                })
+                .collect(),
+        });
+    }
+
+    /// Registers a custom scalar (built-ins and enum types are skipped).
+    pub(super) fn scalar_type(&mut self, scalar: &str) {
+        self.scalar(scalar);
+    }
+
+    pub(super) fn scalar(&mut self, scalar: &str) {
+        if BUILTIN_SCALARS.contains(&scalar)
+            || scalar.ends_with("_enum") && self.is_enum_type(scalar)
+        {
+            return;
+        }
+        self.types.add(TypeDef::Scalar {
+            name: scalar.to_owned(),
+            description: None,
+        });
+    }
+
+    pub(super) fn is_enum_type(&self, name: &str) -> bool {
+        self.enums.values().any(|(n, _)| n == name)
+    }
+
+    /// An input object type with these fields.
+    pub(super) fn input(&mut self, name: String, fields: Vec<InputValueDef>) {
+        let fields = fields.into_iter().map(|f| (f.name.clone(), f)).collect();
+        self.types.add(TypeDef::Input {
+            name,
+            description: None,
+            fields,
+        });
+    }
+}
