@@ -6,8 +6,8 @@
 
 use super::crd::*;
 use super::reconcile::{ADOPT, API_VERSION};
+use crate::metadata::ids::PermissionKind;
 use crate::metadata::types::*;
-use crate::schema::PermissionKind;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
 

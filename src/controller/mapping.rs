@@ -4,6 +4,7 @@
 //! would be. User data (BoolExps, presets, column maps) is copied verbatim.
 
 use super::crd::*;
+use crate::metadata::ids::PermissionKind;
 use crate::metadata::objects::{table_settings, CustomType, Object};
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
@@ -12,7 +13,6 @@ use crate::metadata::types::{
     QualifiedTable, TableEntry,
 };
 use crate::metadata::MetadataError;
-use crate::schema::PermissionKind;
 use serde_json::{json, Map, Value};
 
 /// Inserts `key: value` when the value is present.

@@ -2,7 +2,8 @@
 //! for removing objects by id. Pure.
 
 use super::types::*;
-use crate::schema::{self, ObjectId, PermissionKind, Reference, Resolved, Target};
+use crate::metadata::ids::{ObjectId, PermissionKind};
+use crate::schema::{self, Reference, Resolved, Target};
 use serde_json::Value;
 use std::collections::BTreeSet;
 

@@ -6,6 +6,7 @@
 
 pub mod dependencies;
 pub mod error;
+pub mod ids;
 pub mod objects;
 pub mod ops;
 pub mod parse;
@@ -14,5 +15,6 @@ pub mod schema_changes;
 pub mod types;
 
 pub use error::{Code, MetadataError};
+pub use ids::{ObjectId, PermissionKind};
 pub use path::JsonPath;
 pub use types::Metadata;

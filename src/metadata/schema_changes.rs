@@ -6,10 +6,11 @@
 
 use super::dependencies::{self, edit_permission_json, permission_references};
 use super::error::{Code, MetadataError, Result};
+use super::ids::{ObjectId, PermissionKind};
 use super::path::JsonPath;
 use super::types::*;
 use crate::introspect::{DbConstraint, DbModel};
-use crate::schema::{ObjectId, SchemaCache, Segment, Target};
+use crate::schema::{SchemaCache, Segment, Target};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -216,7 +217,7 @@ fn table_dependents(
         }
         for (kind, roles) in [
             (
-                crate::schema::PermissionKind::Insert,
+                PermissionKind::Insert,
                 entry
                     .insert_permissions
                     .iter()
@@ -224,15 +225,15 @@ fn table_dependents(
                     .collect::<Vec<_>>(),
             ),
             (
-                crate::schema::PermissionKind::Select,
+                PermissionKind::Select,
                 entry.select_permissions.iter().map(|p| &p.role).collect(),
             ),
             (
-                crate::schema::PermissionKind::Update,
+                PermissionKind::Update,
                 entry.update_permissions.iter().map(|p| &p.role).collect(),
             ),
             (
-                crate::schema::PermissionKind::Delete,
+                PermissionKind::Delete,
                 entry.delete_permissions.iter().map(|p| &p.role).collect(),
             ),
         ] {

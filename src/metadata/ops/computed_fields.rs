@@ -2,10 +2,11 @@
 
 use super::{resolved_table, tracked_entry, Context};
 use crate::metadata::error::{already_exists, not_exists, Code, MetadataError, Result};
+use crate::metadata::ids::{computed_field_definition, ObjectId};
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
-use crate::schema::{self, FieldRef, ObjectId, SchemaCache};
+use crate::schema::{self, FieldRef, SchemaCache};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -101,7 +102,7 @@ impl ComputedFieldOp {
                 schema::check_computed_field(table, cf, ctx.db, &cache.resolved).map_err(|e| {
                     let object = json!({
                         "type": "computed_field",
-                        "definition": schema::computed_field_definition(table, cf),
+                        "definition": computed_field_definition(table, cf),
                         "reason": e.message,
                     });
                     e.under(&args).with_internal(json!([object]))

@@ -320,7 +320,7 @@ fn drop_with_dependents(
     metadata: &Metadata,
     next: &mut Metadata,
     cache: &SchemaCache,
-    id: schema::ObjectId,
+    id: super::ids::ObjectId,
     cascade: bool,
 ) -> Result<()> {
     let mut removed =

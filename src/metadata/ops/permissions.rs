@@ -2,10 +2,11 @@
 
 use super::tracked_entry;
 use crate::metadata::error::{already_exists, not_exists, Code, MetadataError, Result};
+use crate::metadata::ids::PermissionKind;
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
-use crate::schema::{self, PermissionKind, SchemaCache};
+use crate::schema::{self, SchemaCache};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

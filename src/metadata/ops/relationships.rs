@@ -4,10 +4,11 @@
 use super::{resolved_table, tracked_entry};
 use crate::metadata::dependencies;
 use crate::metadata::error::{already_exists, not_exists, MetadataError, Result};
+use crate::metadata::ids::ObjectId;
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
-use crate::schema::{self, ObjectId, SchemaCache, Target};
+use crate::schema::{self, SchemaCache, Target};
 use serde::Deserialize;
 use serde_json::Value;
 

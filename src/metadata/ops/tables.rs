@@ -2,10 +2,11 @@
 
 use super::{resolved_table, tracked_entry, Context};
 use crate::metadata::error::{not_exists, parse_failed, Code, MetadataError, Result};
+use crate::metadata::ids::ObjectId;
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
-use crate::schema::{self, ObjectId, SchemaCache};
+use crate::schema::{self, SchemaCache};
 use serde::Deserialize;
 use serde_json::Value;
 
