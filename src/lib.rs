@@ -2,15 +2,18 @@
 //!
 //! # Layout
 //! The data flow of a metadata request is
-//! `http` → `session` → `metadata` (parse + pure apply) → `catalog` (one transaction) →
-//! `introspect` + `schema` (resolve the metadata against the database) → swap the schema cache.
+//! `http` → `auth` → `ops` (parse + pure apply) → `catalog` (one transaction) →
+//! `introspect` + `schema` (resolve the metadata against the database) → swap the schema cache
+//! (`state`).
 //!
 //! - [`config`]: CLI flags and `BASALT_*` environment variables.
 //! - [`embedded`]: the private PostgreSQL cluster used when no database URL is given.
 //! - [`app`]: process state, startup, reload on NOTIFY, graceful shutdown.
 //! - [`http`]: routes, extractors and the one place errors become HTTP bodies.
 //! - [`session`]: who is calling (admin secret, role).
-//! - [`metadata`]: the metadata document, operations and their pure `apply`.
+//! - [`metadata`]: the metadata document, its names, object ids, paths and errors (the leaf).
+//! - [`ops`]: `/v1/query` operations: parsing, their pure `apply`, dependencies, `run_sql`
+//!   reconciliation.
 //! - [`catalog`]: the `basalt_catalog` schema: migrations, load, transactional commit, NOTIFY.
 //! - [`introspect`]: one query reading tables, columns, keys and functions from Postgres.
 //! - [`schema`]: metadata resolved against the database, with the inconsistent objects.
@@ -30,6 +33,7 @@ pub mod graphql;
 pub mod http;
 pub mod introspect;
 pub mod metadata;
+pub mod ops;
 pub mod schema;
 pub mod session;
 pub mod sql;

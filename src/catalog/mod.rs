@@ -3,10 +3,9 @@
 //! serialize and never lose an update. Peers learn of commits through `NOTIFY`.
 
 use crate::introspect::{self, DbModel, IntrospectError};
-use crate::metadata::ops::{self, Context, Op};
 use crate::metadata::path::JsonPath;
-use crate::metadata::schema_changes;
 use crate::metadata::{Metadata, MetadataError};
+use crate::ops::{self, schema_changes, Context, Op};
 use crate::schema::{self, SchemaCache};
 use serde_json::Value;
 use tokio_postgres::GenericClient;

@@ -320,7 +320,7 @@ pub fn query_collection(spec: &QueryCollectionSpec) -> Result<CollectionEntry, M
     m.insert("definition".into(), json!({"queries": queries}));
     put(&mut m, "comment", &spec.comment);
     let entry: CollectionEntry = parse(&Value::Object(m), &spec_path())?;
-    crate::metadata::ops::check_collection(&entry, &spec_path())?;
+    crate::ops::check_collection(&entry, &spec_path())?;
     Ok(entry)
 }
 

@@ -4,7 +4,7 @@
 use super::error::ApiError;
 use crate::app::AppState;
 use crate::catalog;
-use crate::metadata::ops::{Limits, Op};
+use crate::ops::{Limits, Op};
 use axum::body::{to_bytes, Body};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue};

@@ -1,8 +1,9 @@
-//! create_object_relationship, create_array_relationship, drop_relationship,
-//! set_relationship_comment, rename_relationship.
+//! `create_object_relationship`, `create_array_relationship`, `drop_relationship`,
+//! `set_relationship_comment`, `rename_relationship`, resolved by the resolver's own
+//! relationship rules. See `docs/metadata-api.md`, "Relationships". Must not do IO, read the clock, or edit anything but the `Metadata` it returns.
 
+use super::dependencies;
 use super::{resolved_table, tracked_entry};
-use crate::metadata::dependencies;
 use crate::metadata::error::{already_exists, not_exists, MetadataError, Result};
 use crate::metadata::ids::ObjectId;
 use crate::metadata::parse::parse;

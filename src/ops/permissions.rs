@@ -1,4 +1,6 @@
-//! create_/drop_ insert|select|update|delete _permission, set_permission_comment.
+//! `create_*_permission`, `drop_*_permission` (insert, select, update, delete) and
+//! `set_permission_comment`, checked by `schema::check_permission`. See
+//! `docs/metadata-api.md`, "Permissions". Must not do IO, read the clock, or edit anything but the `Metadata` it returns.
 
 use super::tracked_entry;
 use crate::metadata::error::{already_exists, not_exists, Code, MetadataError, Result};

@@ -2,14 +2,15 @@
 //! database before and after by OID and attnum (so renames are recognised as renames) and keeps
 //! only what metadata uses; [`reconcile`] applies the rules: dependency errors for drops (or
 //! cascade), type changes under dependents refused, computed fields of dropped functions
-//! removed, overloads refused, renames followed. Pure.
+//! removed, overloads refused, renames followed. See `docs/metadata-api.md`, "Keeping metadata
+//! consistent". Pure: must not do IO; the catalog introspects before and after.
 
 use super::dependencies::{self, edit_permission_json, permission_references};
-use super::error::{Code, MetadataError, Result};
-use super::ids::{ObjectId, PermissionKind};
-use super::path::JsonPath;
-use super::types::*;
 use crate::introspect::{DbConstraint, DbModel};
+use crate::metadata::error::{Code, MetadataError, Result};
+use crate::metadata::ids::{ObjectId, PermissionKind};
+use crate::metadata::path::JsonPath;
+use crate::metadata::types::*;
 use crate::schema::{SchemaCache, Segment, Target};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};

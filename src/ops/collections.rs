@@ -1,4 +1,7 @@
-//! Query collections and the allow-list.
+//! The query-collection and allow-list operations (`create_query_collection`,
+//! `add_query_to_collection`, `add_collection_to_allowlist`, their drops), and
+//! [`check_collection`](super::check_collection), shared with the controller's mapping. See
+//! `docs/metadata-api.md`, "Query collections and the allow-list". Must not do IO, read the clock, or edit anything but the `Metadata` it returns.
 
 use crate::metadata::error::{
     already_exists, not_exists, parse_failed, Code, MetadataError, Result,

@@ -1,8 +1,10 @@
-//! Which metadata objects depend on which: used by drops (dependency errors and cascade), and
-//! for removing objects by id. Pure.
+//! Which metadata objects depend on which: used by drops (dependency errors and cascade), by
+//! `run_sql` reconciliation, and for removing objects by id or renaming keys inside
+//! permission JSON. See `docs/metadata-api.md`, "Keeping metadata consistent". Pure: must not
+//! do IO; reads the resolved schema, never the database.
 
-use super::types::*;
 use crate::metadata::ids::{ObjectId, PermissionKind};
+use crate::metadata::types::*;
 use crate::schema::{self, Reference, Resolved, Target};
 use serde_json::Value;
 use std::collections::BTreeSet;

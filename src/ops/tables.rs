@@ -1,4 +1,5 @@
-//! track_table (v1, v2), untrack_table, set_table_is_enum, set_table_custom_fields.
+//! `track_table` (v1, v2), `untrack_table`, `set_table_is_enum`, `set_table_custom_fields`.
+//! See `docs/metadata-api.md`, "Tables". Must not do IO, read the clock, or edit anything but the `Metadata` it returns.
 
 use super::{resolved_table, tracked_entry, Context};
 use crate::metadata::error::{not_exists, parse_failed, Code, MetadataError, Result};

@@ -1,9 +1,11 @@
-//! export_metadata, replace_metadata, reload_metadata, clear_metadata,
-//! get_inconsistent_metadata, drop_inconsistent_metadata.
+//! Managing the whole document: `export_metadata`, `replace_metadata`, `reload_metadata`,
+//! `clear_metadata`, `get_inconsistent_metadata`, `drop_inconsistent_metadata`. See
+//! `docs/metadata-api.md`, "Managing the document". Must not do IO, read the clock, or edit anything but the `Metadata` it returns. (A reload only marks the request;
+//! the catalog rebuilds.)
 
 use super::collections::check_collection;
+use super::dependencies;
 use super::{success, Context, Outcome};
-use crate::metadata::dependencies;
 use crate::metadata::error::{not_exists, parse_failed, Code, MetadataError, Result};
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;

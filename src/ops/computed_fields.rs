@@ -1,4 +1,5 @@
-//! add_computed_field, drop_computed_field.
+//! `add_computed_field` and `drop_computed_field`, validated by the resolver's own
+//! `schema::check_computed_field`. See `docs/metadata-api.md`, "Computed fields". Must not do IO, read the clock, or edit anything but the `Metadata` it returns.
 
 use super::{resolved_table, tracked_entry, Context};
 use crate::metadata::error::{already_exists, not_exists, Code, MetadataError, Result};
