@@ -2,7 +2,7 @@
 //! `/v1/query` operations in one transaction that locks the catalog row, so concurrent writers
 //! serialize and never lose an update. Peers learn of commits through `NOTIFY`.
 
-use crate::introspect::{self, DbModel, IntrospectError};
+use crate::introspect::{self, DbModel, IntrospectError, RelationName};
 use crate::metadata::path::JsonPath;
 use crate::metadata::{Metadata, MetadataError};
 use crate::ops::{self, schema_changes, Context, Op};
@@ -134,13 +134,18 @@ pub async fn current_version(client: &impl GenericClient) -> Result<i64, Catalog
 /// Loads metadata and database model and resolves them: what a process serves.
 pub async fn build(client: &impl GenericClient) -> Result<Snapshot, CatalogError> {
     let (metadata, version) = load(client, false).await?;
-    let db = introspect::introspect(client, &metadata.enum_tables()).await?;
+    let db = introspect::introspect(client, &relation_names(&metadata.enum_tables())).await?;
     let schema = schema::resolve(&metadata, &db);
     Ok(Snapshot {
         version,
         metadata,
         schema,
     })
+}
+
+/// The database model's names of the enum candidate tables, for [`introspect::introspect`].
+fn relation_names(tables: &[crate::metadata::types::QualifiedTable]) -> Vec<RelationName> {
+    tables.iter().map(schema::relation_name).collect()
 }
 
 /// One consistent view of the catalog: the metadata, its version, and its schema cache.
@@ -174,7 +179,7 @@ struct Work {
     /// The database as the next operation sees it.
     db: DbModel,
     /// Tables whose enum rows each introspection loads.
-    enum_candidates: Vec<crate::metadata::types::QualifiedTable>,
+    enum_candidates: Vec<RelationName>,
     /// An operation enforced its own consistency rules (replace, reload, unchecked SQL).
     own_consistency_rules: bool,
     /// The database model changed: rebuild here and on peers even without a metadata write.
@@ -235,6 +240,7 @@ pub async fn execute_with(
     }
     let mut enum_candidates = metadata.enum_tables();
     enum_candidates.extend(op.enum_candidates());
+    let enum_candidates = relation_names(&enum_candidates);
     let db: DbModel = introspect::introspect(&tx, &enum_candidates).await?;
     let mut work = Work {
         metadata: metadata.clone(),

@@ -173,7 +173,8 @@ fn object_target(
             .db
             .foreign_keys()
             .find(|fk| fk.columns.len() == 1 && &fk.columns[0] == column)?
-            .referenced_table(),
+            .referenced_table()
+            .map(schema::qualified_table),
     }
 }
 

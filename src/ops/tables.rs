@@ -205,7 +205,7 @@ impl TableOp {
                         format!("view/table already tracked: \"{table}\""),
                     ));
                 }
-                let db_table = ctx.db.table(table).ok_or_else(|| {
+                let db_table = ctx.db.table(&table.schema, &table.name).ok_or_else(|| {
                     not_exists(
                         args.clone(),
                         format!("no such table/view exists in postgres: \"{table}\""),
@@ -245,7 +245,7 @@ impl TableOp {
             TableOp::SetIsEnum { table, is_enum } => {
                 let entry = tracked_entry(&mut next, table, &args.key("table"))?;
                 if *is_enum {
-                    let db_table = ctx.db.table(table).ok_or_else(|| {
+                    let db_table = ctx.db.table(&table.schema, &table.name).ok_or_else(|| {
                         not_exists(
                             args.key("table"),
                             format!("no such table/view exists in postgres: \"{table}\""),

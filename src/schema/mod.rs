@@ -10,7 +10,7 @@ pub use checks::{
     check_computed_field, check_custom_types, check_enum_table as checks_enum, computed_field_error,
 };
 
-use crate::introspect::{DbModel, DbTable};
+use crate::introspect::{DbModel, DbTable, RelationName};
 use crate::metadata::error::{Code, MetadataError};
 use crate::metadata::ids::{
     computed_field_definition, permission_definition, relationship_definition, ObjectId,
@@ -209,6 +209,16 @@ impl SchemaCache {
     }
 }
 
+/// The database model's name of a metadata table (or function) name.
+pub fn relation_name(name: &QualifiedTable) -> RelationName {
+    RelationName::new(name.schema.clone(), name.name.clone())
+}
+
+/// The metadata name of a relation (or function) of the database model.
+pub fn qualified_table(name: RelationName) -> QualifiedTable {
+    QualifiedTable::new(name.schema, name.name)
+}
+
 /// Resolves the metadata against the database.
 pub fn resolve(metadata: &Metadata, db: &DbModel) -> SchemaCache {
     let mut cache = SchemaCache::default();
@@ -357,7 +367,7 @@ fn resolve_table(
 ) -> Result<ResolvedTable, String> {
     let name = &entry.table;
     let table = db
-        .table(name)
+        .table(&name.schema, &name.name)
         .ok_or_else(|| format!("no such table/view exists in postgres: \"{name}\""))?;
     check_table_configuration(name, table, &entry.configuration).map_err(|e| e.message)?;
     let enum_values = if entry.is_enum {
@@ -560,7 +570,7 @@ pub fn resolve_object_relationship(
                 .filter(|fk| fk.columns.len() == 1 && &fk.columns[0] == column)
                 .collect();
             let fk = single_fk(&fks)?;
-            let target = fk.referenced_table().ok_or_else(|| {
+            let target = fk.referenced_table().map(qualified_table).ok_or_else(|| {
                 MetadataError::new(
                     Code::ConstraintError,
                     JsonPath::root(),
@@ -619,7 +629,7 @@ pub fn resolve_array_relationship(
                 .filter(|fk| {
                     fk.columns.len() == 1
                         && fk.columns[0] == fk_ref.column
-                        && fk.referenced_table().as_ref() == Some(table)
+                        && fk.referenced_table().map(qualified_table).as_ref() == Some(table)
                 })
                 .collect();
             let fk = single_fk(&fks)?;
@@ -849,4 +859,21 @@ fn find_perm<P: Clone>(list: &[PermissionEntry<P>], role: &str) -> Option<P> {
     list.iter()
         .find(|p| p.role.0 == role)
         .map(|p| p.permission.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relation_names_convert_both_ways_and_print_alike() {
+        for table in [
+            QualifiedTable::new("public", "article"),
+            QualifiedTable::new("shop", "order"),
+        ] {
+            let relation = relation_name(&table);
+            assert_eq!(relation.to_string(), table.to_string());
+            assert_eq!(qualified_table(relation), table);
+        }
+    }
 }
