@@ -2,12 +2,12 @@
 //! response bytes. The JSON Postgres builds is spliced into `{"data": …}` as it is; only an
 //! operation that mixes introspection and data fields merges parsed values.
 
-use crate::app::AppState;
 use crate::execute;
 use crate::graphql::introspection;
 use crate::graphql::plan::{self, Limits, PlanError};
 use crate::graphql::schemas::{CachedPlan, RoleSchema};
 use crate::session::Session;
+use crate::state::AppState;
 use crate::stats::Counters;
 use crate::translate;
 use bytes::Bytes;

@@ -8,7 +8,10 @@
 //!
 //! - [`config`]: CLI flags and `BASALT_*` environment variables.
 //! - [`embedded`]: the private PostgreSQL cluster used when no database URL is given.
-//! - [`app`]: process state, startup, reload on NOTIFY, graceful shutdown.
+//! - [`app`]: startup, the catalog watcher (reload on NOTIFY or poll), graceful shutdown.
+//! - [`state`]: `AppState`, the shared state, and the served snapshot swapped on rebuilds.
+//! - [`pool`]: connection pools from a database URL.
+//! - [`shutdown`]: the SIGINT or SIGTERM that stops a process.
 //! - [`http`]: routes, extractors and the one place errors become HTTP bodies.
 //! - [`session`]: who is calling (admin secret, role).
 //! - [`metadata`]: the metadata document, its names, object ids, paths and errors (the leaf).
@@ -34,9 +37,12 @@ pub mod http;
 pub mod introspect;
 pub mod metadata;
 pub mod ops;
+pub mod pool;
 pub mod schema;
 pub mod session;
+pub mod shutdown;
 pub mod sql;
+pub mod state;
 pub mod stats;
 pub mod telemetry;
 pub mod translate;
