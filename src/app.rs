@@ -50,7 +50,6 @@ pub async fn start(config: ServeConfig) -> Result<Running> {
         config.unauthorized_role.clone(),
     )
     .await
-    .map_err(anyhow::Error::msg)
     .context("invalid authentication settings")?;
     let (pool, pg_config) = pool_for(&url, config.pool_size)?;
     {
