@@ -80,8 +80,7 @@ async fn export(command: &basalt::config::ExportCommand) -> anyhow::Result<()> {
             vec![("metadata.json".to_owned(), text + "\n")]
         }
         ExportFormat::Crds => {
-            let export = basalt::controller::export::resources(&metadata, &command.namespace)
-                .map_err(anyhow::Error::msg)?;
+            let export = basalt::controller::export::resources(&metadata, &command.namespace)?;
             for skipped in &export.skipped {
                 eprintln!("basalt: not exported: {skipped}");
             }
