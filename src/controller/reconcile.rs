@@ -58,7 +58,19 @@ pub trait Kind:
     /// The catalog objects the spec declares.
     fn declared(&self) -> Result<Vec<Object>, MetadataError>;
     /// The CRD's CEL rules, evaluated client-side (objects created before a rule existed).
-    fn check_cel(&self) -> Result<(), String>;
+    fn check_cel(&self) -> Result<(), SpecError>;
+}
+
+/// Why a resource's spec cannot be applied as it stands; reported as `InvalidSpec`, never
+/// retried until the spec changes.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    /// A CEL validation rule of the CRD fails.
+    #[error("validation rule failed: {0}")]
+    Cel(kube::core::cel::ValidationErrors),
+    /// The spec does not map to metadata objects.
+    #[error("{}: {}", .0.path, .0.message)]
+    Mapping(MetadataError),
 }
 
 macro_rules! kind {
@@ -67,7 +79,7 @@ macro_rules! kind {
             fn declared(&self) -> Result<Vec<Object>, MetadataError> {
                 $objects(&self.spec)
             }
-            fn check_cel(&self) -> Result<(), String> {
+            fn check_cel(&self) -> Result<(), SpecError> {
                 Ok(())
             }
         }
@@ -77,8 +89,8 @@ macro_rules! kind {
             fn declared(&self) -> Result<Vec<Object>, MetadataError> {
                 $objects(&self.spec)
             }
-            fn check_cel(&self) -> Result<(), String> {
-                self.validate_cel().map_err(|e| e.to_string())
+            fn check_cel(&self) -> Result<(), SpecError> {
+                self.validate_cel().map_err(SpecError::Cel)
             }
         }
     };
@@ -338,12 +350,6 @@ struct Written {
     waiting: Vec<(String, MetadataError)>,
 }
 
-/// Index of the bulk operation an error points into (`$.args[3]…`).
-fn failing_index(err: &MetadataError) -> Option<usize> {
-    let rest = err.path.as_str().strip_prefix("$.args[")?;
-    rest.split(']').next()?.parse().ok()
-}
-
 /// Plans and writes, retrying lost compare-and-swap races; a relationship whose target is
 /// missing is left out (as if rolled back to its savepoint) so the table still lands.
 async fn write(
@@ -406,7 +412,9 @@ async fn write(
                 tokio::time::sleep(Duration::from_millis(jitter)).await;
             }
             Err(CatalogError::Metadata(e)) => {
-                let key = failing_index(&e)
+                let key = e
+                    .path
+                    .bulk_index()
                     .and_then(|i| plan.ops.get(i))
                     .map(|o| o.key.clone());
                 let reason = conditions::classify(&e, cleanup.is_some());
@@ -468,15 +476,11 @@ async fn apply<K: Kind>(resource: Arc<K>, ctx: &Context) -> Result<Action, Error
     }
     let declared = match resource
         .check_cel()
-        .map_err(|e| format!("validation rule failed: {e}"))
-        .and_then(|()| {
-            resource
-                .declared()
-                .map_err(|e| format!("{}: {}", e.path, e.message))
-        }) {
+        .and_then(|()| resource.declared().map_err(SpecError::Mapping))
+    {
         Ok(d) => d,
-        Err(message) => {
-            let outcome = Outcome::failure(Reason::InvalidSpec, message);
+        Err(err) => {
+            let outcome = Outcome::failure(Reason::InvalidSpec, err.to_string());
             return finish(&*resource, ctx, outcome, Vec::new()).await;
         }
     };

@@ -14,7 +14,7 @@ pub mod parse;
 pub mod path;
 pub mod types;
 
-pub use error::{Code, MetadataError};
+pub use error::{Code, MetadataError, Missing};
 pub use ids::{ObjectId, PermissionKind};
 pub use path::JsonPath;
 pub use types::Metadata;

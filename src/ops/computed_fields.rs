@@ -2,7 +2,7 @@
 //! `schema::check_computed_field`. See `docs/metadata-api.md`, "Computed fields". Must not do IO, read the clock, or edit anything but the `Metadata` it returns.
 
 use super::{resolved_table, tracked_entry, Context};
-use crate::metadata::error::{already_exists, not_exists, Code, MetadataError, Result};
+use crate::metadata::error::{already_exists, not_exists_in_metadata, Code, MetadataError, Result};
 use crate::metadata::ids::{computed_field_definition, ObjectId};
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
@@ -119,7 +119,7 @@ impl ComputedFieldOp {
             } => {
                 let entry = tracked_entry(&mut next, table, &args.key("table"))?;
                 if !entry.has_computed_field(name) {
-                    return Err(not_exists(
+                    return Err(not_exists_in_metadata(
                         args.key("name"),
                         format!("computed field \"{name}\" does not exist"),
                     ));

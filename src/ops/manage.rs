@@ -6,7 +6,7 @@
 use super::collections::check_collection;
 use super::dependencies;
 use super::{success, Context, Outcome};
-use crate::metadata::error::{not_exists, parse_failed, Code, MetadataError, Result};
+use crate::metadata::error::{not_exists_in_metadata, parse_failed, Code, MetadataError, Result};
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
@@ -169,7 +169,7 @@ pub fn parse_metadata(value: &Value, path: &JsonPath) -> Result<Metadata> {
     }
     for (i, a) in metadata.allowlist.iter().enumerate() {
         if !collections.contains(a.collection.0.as_str()) {
-            return Err(not_exists(
+            return Err(not_exists_in_metadata(
                 path.key("allowlist").index(i).key("collection"),
                 format!(
                     "query collection with name \"{}\" does not exists",

@@ -310,7 +310,7 @@ fn tracked_entry<'a>(
     path: &JsonPath,
 ) -> Result<&'a mut crate::metadata::types::TableEntry> {
     metadata.table_mut(table).ok_or_else(|| {
-        crate::metadata::error::not_exists(
+        crate::metadata::error::not_exists_in_metadata(
             path.clone(),
             format!("table \"{table}\" does not exist"),
         )
@@ -324,7 +324,7 @@ fn resolved_table<'a>(
     path: &JsonPath,
 ) -> Result<&'a schema::ResolvedTable> {
     cache.resolved.tables.get(table).ok_or_else(|| {
-        crate::metadata::error::not_exists(
+        crate::metadata::error::not_exists_in_metadata(
             path.clone(),
             format!("table \"{table}\" does not exist"),
         )
@@ -355,4 +355,85 @@ fn drop_with_dependents(
     removed.insert(id);
     dependencies::remove(next, &removed);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::introspect::{DbTable, RelationName};
+    use crate::metadata::error::Missing;
+
+    fn run(metadata: &Metadata, db: &DbModel, request: Value) -> MetadataError {
+        let Op::Metadata(op) = Op::parse(&request, Limits { max_batch_size: 10 }).unwrap() else {
+            panic!("not a metadata operation: {request}");
+        };
+        apply(metadata, &op, Context { db }).unwrap_err()
+    }
+
+    fn author_db() -> DbModel {
+        let table: DbTable = serde_json::from_value(json!({
+            "oid": 1, "schema": "public", "name": "author", "kind": "r", "comment": null,
+            "columns": [{
+                "name": "id", "attnum": 1, "data_type": "integer", "type_name": "int4",
+                "type_schema": "pg_catalog", "type_kind": "b", "element_type": null,
+                "nullable": false, "default": null, "generated": false, "identity": false,
+                "comment": null
+            }],
+            "constraints": [], "updatable_bits": 28
+        }))
+        .unwrap();
+        let mut db = DbModel::default();
+        db.tables
+            .insert(RelationName::new("public", "author"), table);
+        db
+    }
+
+    #[test]
+    fn not_exists_errors_say_what_is_missing() {
+        let empty = Metadata::default();
+        let err = run(
+            &empty,
+            &DbModel::default(),
+            json!({"type": "track_table", "args": {"table": "author"}}),
+        );
+        assert_eq!(
+            (err.code, err.missing),
+            (Code::NotExists, Some(Missing::DatabaseObject))
+        );
+        let err = run(
+            &empty,
+            &author_db(),
+            json!({"type": "create_object_relationship", "args": {
+                "table": "author", "name": "x", "using": {"foreign_key_constraint_on": "id"}}}),
+        );
+        assert_eq!(
+            (err.code, err.missing),
+            (Code::NotExists, Some(Missing::Metadata))
+        );
+        let mut tracked = Metadata::default();
+        tracked.tables.push(crate::metadata::types::TableEntry::new(
+            QualifiedTable::new("public", "author"),
+        ));
+        let err = run(
+            &tracked,
+            &author_db(),
+            json!({"type": "create_select_permission", "args": {
+                "table": "author", "role": "user",
+                "permission": {"columns": ["nope"], "filter": {}}}}),
+        );
+        assert_eq!(
+            (err.code, err.missing),
+            (Code::NotExists, Some(Missing::DatabaseObject))
+        );
+        let err = run(
+            &tracked,
+            &author_db(),
+            json!({"type": "drop_query_from_collection", "args": {
+                "collection_name": "c", "query_name": "q"}}),
+        );
+        assert_eq!(
+            (err.code, err.missing),
+            (Code::NotExists, Some(Missing::Metadata))
+        );
+    }
 }

@@ -4,7 +4,7 @@
 
 use super::dependencies;
 use super::{resolved_table, tracked_entry};
-use crate::metadata::error::{already_exists, not_exists, MetadataError, Result};
+use crate::metadata::error::{already_exists, not_exists_in_metadata, MetadataError, Result};
 use crate::metadata::ids::ObjectId;
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
@@ -238,7 +238,7 @@ fn existing(metadata: &mut Metadata, table: &QualifiedTable, name: &str) -> Resu
     if entry.has_relationship(name) {
         Ok(())
     } else {
-        Err(not_exists(
+        Err(not_exists_in_metadata(
             JsonPath::args().key("relationship"),
             format!("relationship \"{name}\" does not exist"),
         ))

@@ -2,7 +2,7 @@
 //! See `docs/metadata-api.md`, "Tables". Must not do IO, read the clock, or edit anything but the `Metadata` it returns.
 
 use super::{resolved_table, tracked_entry, Context};
-use crate::metadata::error::{not_exists, parse_failed, Code, MetadataError, Result};
+use crate::metadata::error::{not_exists_in_database, parse_failed, Code, MetadataError, Result};
 use crate::metadata::ids::ObjectId;
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
@@ -206,7 +206,7 @@ impl TableOp {
                     ));
                 }
                 let db_table = ctx.db.table(&table.schema, &table.name).ok_or_else(|| {
-                    not_exists(
+                    not_exists_in_database(
                         args.clone(),
                         format!("no such table/view exists in postgres: \"{table}\""),
                     )
@@ -246,7 +246,7 @@ impl TableOp {
                 let entry = tracked_entry(&mut next, table, &args.key("table"))?;
                 if *is_enum {
                     let db_table = ctx.db.table(&table.schema, &table.name).ok_or_else(|| {
-                        not_exists(
+                        not_exists_in_database(
                             args.key("table"),
                             format!("no such table/view exists in postgres: \"{table}\""),
                         )

@@ -4,7 +4,7 @@
 use super::{qualified_table, relation_name};
 use super::{ComputedReturn, Resolved, ResolvedComputedField};
 use crate::introspect::{DbModel, DbTable};
-use crate::metadata::error::{Code, MetadataError};
+use crate::metadata::error::{not_exists_in_metadata, Code, MetadataError};
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
 use std::collections::{BTreeMap, HashSet};
@@ -407,8 +407,7 @@ pub fn check_custom_types(
                 ));
             }
             let Some(remote) = resolved.tables.get(&rel.remote_table) else {
-                return Err(MetadataError::new(
-                    Code::NotExists,
+                return Err(not_exists_in_metadata(
                     JsonPath::root()
                         .key("objects")
                         .index(i)

@@ -11,7 +11,7 @@ pub use checks::{
 };
 
 use crate::introspect::{DbModel, DbTable, RelationName};
-use crate::metadata::error::{Code, MetadataError};
+use crate::metadata::error::{not_exists_in_database, not_exists_in_metadata, Code, MetadataError};
 use crate::metadata::ids::{
     computed_field_definition, permission_definition, relationship_definition, ObjectId,
     PermissionKind,
@@ -33,6 +33,9 @@ pub struct Inconsistency {
     pub definition: Value,
     /// Why.
     pub reason: String,
+    /// The object belongs to a feature this release does not build yet (its reason starts
+    /// with [`NOT_SUPPORTED_YET`]): reported, but never blocking a metadata write.
+    pub unsupported: bool,
 }
 
 /// Reason given to objects of features that later releases implement.
@@ -46,7 +49,7 @@ impl Inconsistency {
 
     /// Objects of features not built yet: reported, but they never block a metadata write.
     pub fn is_unsupported_feature(&self) -> bool {
-        self.reason.starts_with(NOT_SUPPORTED_YET)
+        self.unsupported
     }
 }
 
@@ -228,11 +231,12 @@ pub fn resolve(metadata: &Metadata, db: &DbModel) -> SchemaCache {
             Ok(table) => {
                 cache.resolved.tables.insert(entry.table.clone(), table);
             }
-            Err(reason) => cache.inconsistencies.push(Inconsistency {
+            Err(err) => cache.inconsistencies.push(Inconsistency {
                 object: ObjectId::Table(entry.table.clone()),
                 kind: "table",
                 definition: json!(entry.table),
-                reason,
+                reason: err.message,
+                unsupported: false,
             }),
         }
     }
@@ -254,6 +258,7 @@ pub fn resolve(metadata: &Metadata, db: &DbModel) -> SchemaCache {
                 reason: format!(
                     "{NOT_SUPPORTED_YET}: event triggers are not available in this release"
                 ),
+                unsupported: true,
             });
         }
     }
@@ -265,6 +270,7 @@ pub fn resolve(metadata: &Metadata, db: &DbModel) -> SchemaCache {
             reason: format!(
                 "{NOT_SUPPORTED_YET}: remote schemas are not available in this release"
             ),
+            unsupported: true,
         });
     }
     for action in &metadata.actions {
@@ -273,6 +279,7 @@ pub fn resolve(metadata: &Metadata, db: &DbModel) -> SchemaCache {
             kind: "action",
             definition: json!(action),
             reason: format!("{NOT_SUPPORTED_YET}: actions are not available in this release"),
+            unsupported: true,
         });
     }
     let reasons = check_custom_types(&metadata.custom_types, &cache.resolved, db);
@@ -282,6 +289,7 @@ pub fn resolve(metadata: &Metadata, db: &DbModel) -> SchemaCache {
             kind: "custom_types",
             definition: json!(metadata.custom_types),
             reason: err.message,
+            unsupported: false,
         });
     }
     cache.resolved.roles = cache
@@ -359,27 +367,33 @@ pub fn root_field_names(
         .collect()
 }
 
-/// Checks a table's own configuration against the database; the error is the reason text.
+/// Checks a table's own configuration against the database; the error's message is the
+/// inconsistency's reason.
 fn resolve_table(
     entry: &TableEntry,
     db: &DbModel,
     root_fields: &mut HashMap<String, QualifiedTable>,
-) -> Result<ResolvedTable, String> {
+) -> Result<ResolvedTable, MetadataError> {
     let name = &entry.table;
-    let table = db
-        .table(&name.schema, &name.name)
-        .ok_or_else(|| format!("no such table/view exists in postgres: \"{name}\""))?;
-    check_table_configuration(name, table, &entry.configuration).map_err(|e| e.message)?;
+    let table = db.table(&name.schema, &name.name).ok_or_else(|| {
+        not_exists_in_database(
+            JsonPath::root(),
+            format!("no such table/view exists in postgres: \"{name}\""),
+        )
+    })?;
+    check_table_configuration(name, table, &entry.configuration)?;
     let enum_values = if entry.is_enum {
-        Some(checks::check_enum_table(name, table, db).map_err(|e| e.message)?)
+        Some(checks::check_enum_table(name, table, db)?)
     } else {
         None
     };
     let fields = root_field_names(name, table, &entry.configuration.custom_root_fields);
     for (_, field) in &fields {
         if let Some(other) = root_fields.get(field) {
-            return Err(format!(
-                "the root field \"{field}\" of table \"{name}\" conflicts with a root field of table \"{other}\""
+            return Err(MetadataError::new(
+                Code::ConstraintViolation,
+                JsonPath::root(),
+                format!("the root field \"{field}\" of table \"{name}\" conflicts with a root field of table \"{other}\""),
             ));
         }
     }
@@ -421,8 +435,7 @@ pub fn check_table_configuration(
     }
     for (column, custom) in &config.custom_column_names {
         if table.column(column).is_none() {
-            return Err(MetadataError::new(
-                Code::NotExists,
+            return Err(not_exists_in_database(
                 columns_path.key(column),
                 format!("column \"{column}\" does not exist"),
             ));
@@ -499,6 +512,7 @@ fn resolve_relationships(entry: &TableEntry, cache: &mut SchemaCache) {
                 kind,
                 definition,
                 reason,
+                unsupported: false,
             }),
         }
     }
@@ -509,8 +523,7 @@ fn tracked<'a>(
     table: &QualifiedTable,
 ) -> Result<&'a ResolvedTable, MetadataError> {
     resolved.tables.get(table).ok_or_else(|| {
-        MetadataError::new(
-            Code::NotExists,
+        not_exists_in_metadata(
             JsonPath::root(),
             format!("table \"{table}\" does not exist"),
         )
@@ -519,8 +532,7 @@ fn tracked<'a>(
 
 fn column_exists(table: &ResolvedTable, column: &str) -> Result<(), MetadataError> {
     table.db.column(column).map(|_| ()).ok_or_else(|| {
-        MetadataError::new(
-            Code::NotExists,
+        not_exists_in_database(
             JsonPath::root(),
             format!("column \"{column}\" does not exist"),
         )
@@ -685,6 +697,7 @@ fn resolve_computed_fields(entry: &TableEntry, db: &DbModel, cache: &mut SchemaC
                 kind: "computed_field",
                 definition: computed_field_definition(&entry.table, cf),
                 reason: err.message,
+                unsupported: false,
             }),
         }
     }
@@ -708,11 +721,7 @@ pub fn check_permission(
         ));
     }
     let owner = resolved.tables.get(table).ok_or_else(|| {
-        MetadataError::new(
-            Code::NotExists,
-            path.clone(),
-            format!("table \"{table}\" does not exist"),
-        )
+        not_exists_in_metadata(path.clone(), format!("table \"{table}\" does not exist"))
     })?;
     let mut refs = Vec::new();
     let obj = permission.as_object();
@@ -721,8 +730,7 @@ pub fn check_permission(
         for (i, c) in list.iter().enumerate() {
             let name = c.as_str().unwrap_or_default();
             if owner.db.column(name).is_none() {
-                return Err(MetadataError::new(
-                    Code::NotExists,
+                return Err(not_exists_in_database(
                     path.key("columns").index(i),
                     format!("column \"{name}\" does not exist"),
                 ));
@@ -739,8 +747,7 @@ pub fn check_permission(
             let name = c.as_str().unwrap_or_default();
             match owner.computed_fields.get(name) {
                 None => {
-                    return Err(MetadataError::new(
-                        Code::NotExists,
+                    return Err(not_exists_in_metadata(
                         path.key("computed_fields").index(i),
                         format!("computed field \"{name}\" does not exist"),
                     ))
@@ -850,6 +857,7 @@ fn resolve_permissions(entry: &TableEntry, cache: &mut SchemaCache) {
                 kind: wire,
                 definition,
                 reason: err.message,
+                unsupported: false,
             }),
         }
     }
