@@ -62,9 +62,10 @@ pub enum CatalogError {
     /// Introspection failure.
     #[error(transparent)]
     Introspect(#[from] IntrospectError),
-    /// The stored document does not parse (edited by hand?).
+    /// The stored document does not parse (edited by hand?), or the document to store does
+    /// not serialize.
     #[error("stored metadata is unreadable: {0}")]
-    Corrupt(String),
+    Corrupt(serde_json::Error),
 }
 
 /// Creates or upgrades the catalog schema. Safe when several processes start at once.
@@ -115,8 +116,7 @@ pub async fn load(
     let row = client.query_one(sql, &[]).await?;
     let value: Value = row.try_get(0)?;
     let version: i32 = row.try_get(1)?;
-    let metadata =
-        serde_json::from_value(value).map_err(|e| CatalogError::Corrupt(e.to_string()))?;
+    let metadata = serde_json::from_value(value).map_err(CatalogError::Corrupt)?;
     Ok((metadata, i64::from(version)))
 }
 
@@ -272,8 +272,7 @@ pub async fn execute_with(
     }
     let mut new_version = version;
     if wrote {
-        let document = serde_json::to_value(&work.metadata)
-            .map_err(|e| CatalogError::Corrupt(e.to_string()))?;
+        let document = serde_json::to_value(&work.metadata).map_err(CatalogError::Corrupt)?;
         let row = tx
             .query_one(
                 "UPDATE basalt_catalog.metadata SET metadata = $1, resource_version = resource_version + 1

@@ -216,11 +216,11 @@ pub enum Error {
     #[error("catalog error: {0}")]
     Catalog(#[from] CatalogError),
     /// Cleanup refused by the catalog; the finalizer stays.
-    #[error("deletion blocked: {0}")]
-    DeletionBlocked(String),
-    /// The finalizer helper failed.
+    #[error("deletion blocked: {} ({}): {}", .0.code.as_str(), .0.path, .0.message)]
+    DeletionBlocked(MetadataError),
+    /// The finalizer helper failed (adding or removing the finalizer, or an unnamed object).
     #[error("finalizer: {0}")]
-    Finalizer(String),
+    Finalizer(Box<kube::runtime::finalizer::Error<Error>>),
 }
 
 /// `kind/namespace/name`, the key of per-object state.
@@ -256,7 +256,7 @@ pub async fn reconcile<K: Kind>(
     .map_err(|e| match e {
         kube::runtime::finalizer::Error::ApplyFailed(e)
         | kube::runtime::finalizer::Error::CleanupFailed(e) => e,
-        other => Error::Finalizer(other.to_string()),
+        other => Error::Finalizer(Box::new(other)),
     })
 }
 
@@ -812,9 +812,9 @@ async fn cleanup<K: Kind>(resource: Arc<K>, ctx: &Context) -> Result<Action, Err
                 .status()
                 .map(|s| s.object_keys.clone())
                 .unwrap_or_default();
-            let outcome = Outcome::failure(reason, message.clone());
+            let outcome = Outcome::failure(reason, message);
             let _ = finish(&*resource, ctx, outcome, keys).await?;
-            Err(Error::DeletionBlocked(message))
+            Err(Error::DeletionBlocked(e))
         }
     }
 }
