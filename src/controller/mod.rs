@@ -1,4 +1,4 @@
-//! The Kubernetes side of Basalt (`../design/kubernetes.md`): custom resource definitions
+//! The Kubernetes side of Basalt (`docs/kubernetes.md`): custom resource definitions
 //! ([`crd`]), their mapping to metadata objects ([`mapping`]), the pure plan ([`diff`],
 //! [`conditions`]), the reconcile ([`reconcile`]), leader election ([`leader`]) and the
 //! process ([`run`]). Catalog writes go through the metadata API's operations and

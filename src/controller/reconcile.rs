@@ -1,7 +1,7 @@
-//! One reconcile of one resource (`../design/kubernetes.md` §6.2): finalizer, mapping, plan,
-//! catalog write through the metadata API's operations and transaction, consistency, status
-//! by server-side apply, Events on transitions. Idempotent: with everything in sync it makes
-//! no catalog write and no API call.
+//! One reconcile of one resource (`docs/kubernetes.md`, "How a resource is reconciled"):
+//! finalizer, mapping, plan, catalog write through the metadata API's operations and
+//! transaction, consistency, status by server-side apply, Events on transitions. Idempotent:
+//! with everything in sync it makes no catalog write and no API call.
 
 use super::conditions::{self, Reason, Wanted};
 use super::crd::*;

@@ -1,4 +1,5 @@
-//! Actions: stored and exported; execution is not built yet.
+//! Actions: stored and exported unchanged; execution is not built yet (see
+//! `docs/metadata-api.md`, "Operations answered with `400 not-supported`"). Pure serde types: must not depend on anything outside `metadata`.
 
 use super::*;
 use serde::{Deserialize, Serialize};

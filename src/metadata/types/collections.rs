@@ -1,4 +1,5 @@
-//! Query collections and the allow-list.
+//! Query collections and the allow-list entries (see `docs/metadata-api.md`, "Query
+//! collections and the allow-list"). Pure serde types: must not depend on anything outside `metadata`.
 
 use super::*;
 use serde::{Deserialize, Serialize};

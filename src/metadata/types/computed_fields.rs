@@ -1,4 +1,5 @@
-//! Computed fields: a SQL function exposed as a field of a table.
+//! Computed fields: a SQL function exposed as a field of a table (see
+//! `docs/metadata-api.md`, "Computed fields"). Pure serde types: must not depend on anything outside `metadata`.
 
 use super::*;
 use serde::{Deserialize, Serialize};

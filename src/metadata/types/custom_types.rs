@@ -1,4 +1,5 @@
-//! Custom GraphQL types (`set_custom_types`).
+//! Custom GraphQL types, as `set_custom_types` stores them (see `docs/metadata-api.md`,
+//! "Custom types"). Pure serde types: must not depend on anything outside `metadata`.
 
 use super::*;
 use indexmap::IndexMap;

@@ -1,4 +1,5 @@
-//! The whole metadata document, `Metadata`, and its lookups.
+//! The whole metadata document, `Metadata`, and its lookups (see `docs/metadata-api.md`,
+//! "export_metadata"). Pure serde types: must not depend on anything outside `metadata`.
 
 use super::*;
 use serde::{Deserialize, Serialize};

@@ -1,4 +1,6 @@
-//! Event triggers and remote schemas: stored and exported; their features are not built yet.
+//! Event triggers, remote schemas and their webhook headers: stored and exported unchanged;
+//! their features are not built yet (see `docs/architecture.md`, deliberate choice (b)).
+//! Pure serde types: must not depend on anything outside `metadata`.
 
 use super::*;
 use serde::{Deserialize, Serialize};

@@ -1,5 +1,5 @@
 //! Names in the document: `QualifiedTable` (and `QualifiedFunction`), `GraphQLName`, `Name`,
-//! column lists, and `json_kind` for messages. See `docs/metadata-api.md`.
+//! column lists, and `json_kind` for messages (see `docs/metadata-api.md`). Pure serde types: must not depend on anything outside `metadata`.
 
 use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;

@@ -1,5 +1,5 @@
 //! Permissions of a role on a table. BoolExps and presets stay JSON values, stored exactly
-//! as submitted.
+//! as submitted (see `docs/metadata-api.md`, "Permissions"). Pure serde types: must not depend on anything outside `metadata`.
 
 use super::*;
 use serde::{Deserialize, Serialize};

@@ -1,5 +1,6 @@
 //! Relationships and their `using` clauses (foreign key or manual mapping), with the
-//! API's messages for a `using` that names both or neither.
+//! API's messages for a `using` that names both or neither (see `docs/metadata-api.md`,
+//! "Relationships"). Pure serde types: must not depend on anything outside `metadata`.
 
 use super::*;
 use indexmap::IndexMap;

@@ -1,4 +1,5 @@
-//! A tracked table's entry and its configuration (custom root fields and column names).
+//! A tracked table's entry and its configuration: custom root fields and column names (see
+//! `docs/metadata-api.md`, "Tables"). Pure serde types: must not depend on anything outside `metadata`.
 
 use super::*;
 use indexmap::IndexMap;
