@@ -1,123 +1,21 @@
-//! Process state and lifecycle: pool, schema cache, catalog reload on NOTIFY or poll, and the
-//! HTTP server with graceful shutdown.
+//! Startup and lifecycle of `basalt serve`: the embedded cluster when no URL is given, the
+//! pool, catalog migration, the first schema build, the HTTP server, the catalog watcher
+//! (reload on NOTIFY or poll), the in-process controller (`--controller`) and graceful
+//! shutdown. See `docs/architecture.md`, "Keeping replicas in sync" and "Other notes".
+//!
+//! The top of the crate: only `main.rs` and tests use it. Must not parse requests or edit
+//! metadata; the shared state it starts is [`crate::state::AppState`].
 
-use crate::catalog::{self, CatalogError, Snapshot};
+use crate::catalog;
 use crate::config::ServeConfig;
 use crate::embedded::{EmbeddedPostgres, StartOptions};
+use crate::pool::pool_for;
+use crate::shutdown::shutdown_signal;
+use crate::state::AppState;
 use anyhow::{Context as _, Result};
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use std::net::SocketAddr;
-use std::str::FromStr;
-use std::sync::{Arc, RwLock};
 use std::time::Duration;
-use tokio::sync::{watch, Mutex};
-use tokio_postgres::NoTls;
-
-/// What a process serves for one metadata version: the catalog snapshot and the GraphQL
-/// schemas built from it.
-#[derive(Debug)]
-pub struct Served {
-    /// Metadata, version and schema cache.
-    pub snapshot: Snapshot,
-    /// Per-role GraphQL schemas.
-    pub graphql: crate::graphql::schemas::Schemas,
-}
-
-impl Served {
-    fn new(snapshot: Snapshot) -> Self {
-        let graphql =
-            crate::graphql::schemas::Schemas::build(&snapshot.schema.resolved, &snapshot.metadata);
-        Served { snapshot, graphql }
-    }
-}
-
-impl std::ops::Deref for Served {
-    type Target = Snapshot;
-
-    fn deref(&self) -> &Snapshot {
-        &self.snapshot
-    }
-}
-
-/// Shared state of a running server. Cheap to clone.
-#[derive(Clone)]
-pub struct AppState {
-    /// Database pool (catalog and, later, GraphQL).
-    pub pool: Pool,
-    /// Configuration.
-    pub config: Arc<ServeConfig>,
-    /// What is served, swapped whole on every rebuild.
-    snapshot: Arc<RwLock<Arc<Served>>>,
-    /// Serializes rebuilds so an older one never overwrites a newer one.
-    rebuild: Arc<Mutex<()>>,
-    /// Authentication (admin secret, JWT, webhook, unauthorized role).
-    pub auth: Arc<crate::auth::Authenticator>,
-    /// Work counters (plan cache, schema builds, prepares).
-    pub counters: Arc<crate::stats::Counters>,
-}
-
-impl std::fmt::Debug for AppState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AppState")
-            .field("version", &self.snapshot().version)
-            .finish()
-    }
-}
-
-impl AppState {
-    /// The snapshot being served, with its GraphQL schemas.
-    pub fn snapshot(&self) -> Arc<Served> {
-        match self.snapshot.read() {
-            Ok(guard) => guard.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
-    }
-
-    /// Installs `next` (a snapshot this process just committed) unless the same or a newer
-    /// version is already served; `force` rebuilds an unchanged version whose database model
-    /// changed (`reload_metadata`, `run_sql`).
-    pub async fn install(&self, next: Snapshot, force: bool) {
-        let _guard = self.rebuild.lock().await;
-        self.install_locked(next, force);
-    }
-
-    /// Builds the GraphQL schemas of `next` and swaps them in; the caller holds `rebuild`,
-    /// so one version is never built twice (the writer's install and its own NOTIFY race).
-    fn install_locked(&self, next: Snapshot, force: bool) {
-        let current = self.snapshot().version;
-        if next.version < current || (next.version == current && !force) {
-            return;
-        }
-        // Build the schemas outside the lock; requests keep using the old ones meanwhile.
-        let next = Served::new(next);
-        crate::stats::Counters::bump(&self.counters.schema_builds);
-        let mut guard = match self.snapshot.write() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        if next.version >= guard.version {
-            *guard = Arc::new(next);
-        }
-    }
-
-    /// Rebuilds from the catalog (after a peer's NOTIFY, a poll, or at start). Without
-    /// `force`, nothing is built when the catalog version is the one already served.
-    pub async fn reload(&self, force: bool) -> Result<(), CatalogError> {
-        let _guard = self.rebuild.lock().await;
-        let client = self.pool.get().await?;
-        if !force && catalog::current_version(&**client).await? <= self.snapshot().version {
-            return Ok(());
-        }
-        let snapshot = catalog::build(&**client).await?;
-        tracing::info!(
-            version = snapshot.version,
-            inconsistent = snapshot.schema.inconsistencies.len(),
-            "schema cache rebuilt"
-        );
-        self.install_locked(snapshot, force);
-        Ok(())
-    }
-}
+use tokio::sync::watch;
 
 /// A server started by [`start`].
 #[derive(Debug)]
@@ -140,23 +38,6 @@ impl Running {
     }
 }
 
-/// A connection pool of `size` on `url`, and the parsed connection settings.
-pub fn pool_for(url: &str, size: usize) -> Result<(Pool, tokio_postgres::Config)> {
-    let pg = tokio_postgres::Config::from_str(url).context("invalid database URL")?;
-    let manager = Manager::from_config(
-        pg.clone(),
-        NoTls,
-        ManagerConfig {
-            recycling_method: RecyclingMethod::Fast,
-        },
-    );
-    let pool = Pool::builder(manager)
-        .max_size(size)
-        .build()
-        .context("cannot build the connection pool")?;
-    Ok((pool, pg))
-}
-
 /// Connects, migrates the catalog, builds the schema cache and starts serving.
 pub async fn start(config: ServeConfig) -> Result<Running> {
     let url = config.database_url.clone().context("no database URL")?;
@@ -169,7 +50,6 @@ pub async fn start(config: ServeConfig) -> Result<Running> {
         config.unauthorized_role.clone(),
     )
     .await
-    .map_err(anyhow::Error::msg)
     .context("invalid authentication settings")?;
     let (pool, pg_config) = pool_for(&url, config.pool_size)?;
     {
@@ -178,17 +58,7 @@ pub async fn start(config: ServeConfig) -> Result<Running> {
             .await
             .context("catalog migration failed")?;
     }
-    let state = AppState {
-        pool,
-        config: Arc::new(config),
-        snapshot: Arc::new(RwLock::new(Arc::new(Served::new(Snapshot {
-            version: -1,
-            ..Snapshot::default()
-        })))),
-        rebuild: Arc::new(Mutex::new(())),
-        auth: Arc::new(auth),
-        counters: Arc::new(crate::stats::Counters::default()),
-    };
+    let state = AppState::new(pool, config, auth);
     state
         .reload(true)
         .await
@@ -334,23 +204,4 @@ pub async fn serve(mut config: ServeConfig) -> Result<()> {
         }
     }
     result
-}
-
-/// Resolves on SIGINT or SIGTERM.
-pub(crate) async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = terminate => {},
-    }
 }

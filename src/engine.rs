@@ -3,7 +3,6 @@
 //! `{"data": …}` as it is; only an operation that mixes introspection and data fields merges
 //! parsed values. Errors are [`GraphqlError`]s; `http/error.rs` turns them into bodies.
 
-use crate::app::AppState;
 use crate::execute::{self, Binding, Connection, ExecuteError};
 use crate::graphql::introspection;
 use crate::graphql::ir::{QueryPlan, RootField};
@@ -11,6 +10,7 @@ use crate::graphql::plan::{self, Limits, PlanError};
 use crate::graphql::schemas::{CachedPlan, RoleSchema};
 use crate::session::Session;
 use crate::sql::program::{FieldProgram, MutationProgram};
+use crate::state::AppState;
 use crate::stats::Counters;
 use crate::translate;
 use bytes::Bytes;

@@ -69,7 +69,7 @@ async fn export(command: &basalt::config::ExportCommand) -> anyhow::Result<()> {
         .database_url
         .as_deref()
         .context("export needs --database-url / BASALT_DATABASE_URL")?;
-    let (pool, _) = basalt::app::pool_for(url, 1)?;
+    let (pool, _) = basalt::pool::pool_for(url, 1)?;
     let client = pool.get().await.context("cannot connect to the database")?;
     let (metadata, version) = basalt::catalog::load(&**client, false)
         .await
@@ -80,8 +80,7 @@ async fn export(command: &basalt::config::ExportCommand) -> anyhow::Result<()> {
             vec![("metadata.json".to_owned(), text + "\n")]
         }
         ExportFormat::Crds => {
-            let export = basalt::controller::export::resources(&metadata, &command.namespace)
-                .map_err(anyhow::Error::msg)?;
+            let export = basalt::controller::export::resources(&metadata, &command.namespace)?;
             for skipped in &export.skipped {
                 eprintln!("basalt: not exported: {skipped}");
             }

@@ -2,7 +2,7 @@
 //! cached per `Cache-Control`/`Expires` and refetched on an unknown `kid`), verification and
 //! claim extraction (`auth.md` §5).
 
-use super::AuthError;
+use super::{AuthConfigError, AuthError};
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
@@ -78,15 +78,28 @@ pub struct JwtVerifier {
     http: reqwest::Client,
 }
 
+/// Why the JWK set could not be fetched (logged; verification then reports the missing key).
+#[derive(Debug, thiserror::Error)]
+pub enum JwkSetError {
+    /// The request failed.
+    #[error("cannot fetch the JWK set: {0}")]
+    Request(reqwest::Error),
+    /// The server answered with an error status.
+    #[error("cannot fetch the JWK set: HTTP {0}")]
+    Status(reqwest::StatusCode),
+    /// The answer is not a JWK set.
+    #[error("invalid JWK set: {0}")]
+    Decode(reqwest::Error),
+}
+
 /// Least time between refetches caused by unknown key ids.
 const REFETCH_GAP: Duration = Duration::from_secs(1);
 
-fn algorithm(name: &str) -> Result<Algorithm, String> {
+fn algorithm(name: &str) -> Result<Algorithm, AuthConfigError> {
     match name {
         "Ed25519" | "EdDSA" => Ok(Algorithm::EdDSA),
-        other => {
-            Algorithm::from_str(other).map_err(|_| format!("unsupported JWT type \"{other}\""))
-        }
+        other => Algorithm::from_str(other)
+            .map_err(|_| AuthConfigError::JwtUnknownType(other.to_owned())),
     }
 }
 
@@ -122,32 +135,26 @@ pub fn freshness(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
 
 impl JwtVerifier {
     /// Parses and checks the configuration (config errors are fatal at startup).
-    pub fn new(config_json: &str) -> Result<Self, String> {
-        let config: JwtConfig = serde_json::from_str(config_json)
-            .map_err(|e| format!("invalid BASALT_JWT_SECRET: {e}"))?;
+    pub fn new(config_json: &str) -> Result<Self, AuthConfigError> {
+        let config: JwtConfig =
+            serde_json::from_str(config_json).map_err(AuthConfigError::JwtJson)?;
         if config.claims_namespace.is_some() && config.claims_namespace_path.is_some() {
-            return Err("BASALT_JWT_SECRET: claims_namespace and claims_namespace_path are mutually exclusive".into());
+            return Err(AuthConfigError::JwtNamespaceConflict);
         }
         match config.claims_format.as_deref() {
             None | Some("json") | Some("stringified_json") => {}
-            Some(other) => {
-                return Err(format!(
-                    "BASALT_JWT_SECRET: unknown claims_format \"{other}\""
-                ))
-            }
+            Some(other) => return Err(AuthConfigError::JwtClaimsFormat(other.to_owned())),
         }
+        let invalid_key =
+            |key_type| move |reason| AuthConfigError::JwtInvalidKey { key_type, reason };
         let fixed = match (&config.key, &config.jwk_url) {
-            (Some(_), Some(_)) => {
-                return Err("BASALT_JWT_SECRET: key and jwk_url are mutually exclusive".into())
-            }
-            (None, None) => {
-                return Err("BASALT_JWT_SECRET: one of key or jwk_url is required".into())
-            }
+            (Some(_), Some(_)) => return Err(AuthConfigError::JwtKeyAndJwkUrl),
+            (None, None) => return Err(AuthConfigError::JwtNoKey),
             (Some(key), None) => {
                 let name = config
                     .algorithm
                     .as_deref()
-                    .ok_or("BASALT_JWT_SECRET: type is required with key")?;
+                    .ok_or(AuthConfigError::JwtNoType)?;
                 let alg = algorithm(name)?;
                 let bytes = key.as_bytes();
                 let decoding = match alg {
@@ -158,7 +165,10 @@ impl JwtVerifier {
                             _ => 64,
                         };
                         if bytes.len() < minimum {
-                            return Err(format!("BASALT_JWT_SECRET: the {name} key must be at least {minimum} characters"));
+                            return Err(AuthConfigError::JwtKeyTooShort {
+                                algorithm: name.to_owned(),
+                                minimum,
+                            });
                         }
                         DecodingKey::from_secret(bytes)
                     }
@@ -167,21 +177,21 @@ impl JwtVerifier {
                     | Algorithm::RS512
                     | Algorithm::PS256
                     | Algorithm::PS384
-                    | Algorithm::PS512 => DecodingKey::from_rsa_pem(bytes)
-                        .map_err(|e| format!("BASALT_JWT_SECRET: invalid RSA key: {e}"))?,
-                    Algorithm::ES256 | Algorithm::ES384 => DecodingKey::from_ec_pem(bytes)
-                        .map_err(|e| format!("BASALT_JWT_SECRET: invalid EC key: {e}"))?,
-                    Algorithm::EdDSA => DecodingKey::from_ed_pem(bytes)
-                        .map_err(|e| format!("BASALT_JWT_SECRET: invalid Ed25519 key: {e}"))?,
-                    other => {
-                        return Err(format!("BASALT_JWT_SECRET: unsupported JWT type {other:?}"))
+                    | Algorithm::PS512 => {
+                        DecodingKey::from_rsa_pem(bytes).map_err(invalid_key("RSA"))?
                     }
+                    Algorithm::ES256 | Algorithm::ES384 => {
+                        DecodingKey::from_ec_pem(bytes).map_err(invalid_key("EC"))?
+                    }
+                    Algorithm::EdDSA => {
+                        DecodingKey::from_ed_pem(bytes).map_err(invalid_key("Ed25519"))?
+                    }
+                    other => return Err(AuthConfigError::JwtUnsupportedAlgorithm(other)),
                 };
                 Some((decoding, alg))
             }
             (None, Some(url)) => {
-                reqwest::Url::parse(url)
-                    .map_err(|e| format!("BASALT_JWT_SECRET: invalid jwk_url: {e}"))?;
+                reqwest::Url::parse(url).map_err(AuthConfigError::JwkUrl)?;
                 None
             }
         };
@@ -189,7 +199,7 @@ impl JwtVerifier {
             .timeout(Duration::from_secs(10))
             .user_agent(concat!("basalt/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| e.to_string())?;
+            .map_err(AuthConfigError::HttpClient)?;
         Ok(JwtVerifier {
             config,
             fixed,
@@ -199,7 +209,7 @@ impl JwtVerifier {
     }
 
     /// Fetches the JWK set (at startup and when stale or a key id is unknown).
-    pub async fn refresh(&self) -> Result<(), String> {
+    pub async fn refresh(&self) -> Result<(), JwkSetError> {
         let Some(url) = &self.config.jwk_url else {
             return Ok(());
         };
@@ -212,18 +222,12 @@ impl JwtVerifier {
             .get(url)
             .send()
             .await
-            .map_err(|e| format!("cannot fetch the JWK set: {e}"))?;
+            .map_err(JwkSetError::Request)?;
         if !response.status().is_success() {
-            return Err(format!(
-                "cannot fetch the JWK set: HTTP {}",
-                response.status()
-            ));
+            return Err(JwkSetError::Status(response.status()));
         }
         let fresh_for = freshness(response.headers());
-        let keys: JwkSet = response
-            .json()
-            .await
-            .map_err(|e| format!("invalid JWK set: {e}"))?;
+        let keys: JwkSet = response.json().await.map_err(JwkSetError::Decode)?;
         let mut state = self.jwks.write().unwrap_or_else(|p| p.into_inner());
         state.keys = Some(keys);
         state.expires = fresh_for.map(|d| Instant::now() + d);
@@ -520,9 +524,12 @@ mod tests {
 
     #[test]
     fn config_errors_are_reported() {
-        assert!(JwtVerifier::new(r#"{"type":"HS256","key":"short"}"#)
-            .unwrap_err()
-            .contains("at least 32"));
+        let err = JwtVerifier::new(r#"{"type":"HS256","key":"short"}"#).unwrap_err();
+        assert!(
+            matches!(err, AuthConfigError::JwtKeyTooShort { minimum: 32, .. }),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("at least 32"));
         assert!(JwtVerifier::new(
             r#"{"type":"HS256","key":"0123456789abcdef0123456789abcdef","jwk_url":"http://x"}"#
         )
@@ -531,9 +538,18 @@ mod tests {
         assert!(
             JwtVerifier::new(r#"{"type":"XX1","key":"0123456789abcdef0123456789abcdef"}"#).is_err()
         );
-        assert!(JwtVerifier::new(r#"{"type":"RS256","key":"not a pem"}"#)
-            .unwrap_err()
-            .contains("invalid RSA key"));
+        let err = JwtVerifier::new(r#"{"type":"RS256","key":"not a pem"}"#).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                AuthConfigError::JwtInvalidKey {
+                    key_type: "RSA",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("invalid RSA key"));
         assert!(JwtVerifier::new(r#"{"type":"HS256","key":"0123456789abcdef0123456789abcdef","claims_namespace":"a","claims_namespace_path":"$.b"}"#).is_err());
         assert!(JwtVerifier::new(
             r#"{"type":"HS256","key":"0123456789abcdef0123456789abcdef","unknown":1}"#

@@ -74,6 +74,90 @@ impl AuthError {
     }
 }
 
+/// Authentication settings that cannot work, found at startup ([`Authenticator::new`],
+/// [`jwt::JwtVerifier::new`], [`webhook::Webhook::new`]). The messages are the ones operators
+/// see when the server refuses to start. No variant names another error as its `source`, so
+/// a chain printed with `{:#}` repeats nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthConfigError {
+    /// An unauthorized role without an admin secret.
+    #[error("--unauthorized-role (BASALT_UNAUTHORIZED_ROLE) requires --admin-secret (BASALT_ADMIN_SECRET) to be set")]
+    UnauthorizedRoleWithoutSecret,
+    /// JWT mode without an admin secret.
+    #[error(
+        "--jwt-secret (BASALT_JWT_SECRET) requires --admin-secret (BASALT_ADMIN_SECRET) to be set"
+    )]
+    JwtWithoutSecret,
+    /// Webhook mode without an admin secret.
+    #[error(
+        "--auth-hook (BASALT_AUTH_HOOK) requires --admin-secret (BASALT_ADMIN_SECRET) to be set"
+    )]
+    HookWithoutSecret,
+    /// Both JWT and webhook mode.
+    #[error("JWT mode and webhook mode cannot be used together")]
+    JwtWithHook,
+    /// An unauthorized role in webhook mode.
+    #[error("--unauthorized-role cannot be used with an auth webhook")]
+    UnauthorizedRoleWithHook,
+    /// `BASALT_AUTH_HOOK_MODE` is neither GET nor POST (the value given).
+    #[error("BASALT_AUTH_HOOK_MODE must be GET or POST, not {0}")]
+    HookMode(String),
+    /// `BASALT_AUTH_HOOK` is not a URL.
+    #[error("invalid BASALT_AUTH_HOOK: {0}")]
+    HookUrl(UrlError),
+    /// `BASALT_JWT_SECRET` is not valid JSON of the expected shape.
+    #[error("invalid BASALT_JWT_SECRET: {0}")]
+    JwtJson(serde_json::Error),
+    /// Both `claims_namespace` and `claims_namespace_path`.
+    #[error(
+        "BASALT_JWT_SECRET: claims_namespace and claims_namespace_path are mutually exclusive"
+    )]
+    JwtNamespaceConflict,
+    /// A `claims_format` other than `json` or `stringified_json` (the value given).
+    #[error("BASALT_JWT_SECRET: unknown claims_format \"{0}\"")]
+    JwtClaimsFormat(String),
+    /// Both `key` and `jwk_url`.
+    #[error("BASALT_JWT_SECRET: key and jwk_url are mutually exclusive")]
+    JwtKeyAndJwkUrl,
+    /// Neither `key` nor `jwk_url`.
+    #[error("BASALT_JWT_SECRET: one of key or jwk_url is required")]
+    JwtNoKey,
+    /// `key` without `type`.
+    #[error("BASALT_JWT_SECRET: type is required with key")]
+    JwtNoType,
+    /// A `type` that names no algorithm (the name given).
+    #[error("unsupported JWT type \"{0}\"")]
+    JwtUnknownType(String),
+    /// An algorithm Basalt cannot verify with a static key.
+    #[error("BASALT_JWT_SECRET: unsupported JWT type {0:?}")]
+    JwtUnsupportedAlgorithm(jsonwebtoken::Algorithm),
+    /// An HMAC key shorter than its algorithm requires.
+    #[error("BASALT_JWT_SECRET: the {algorithm} key must be at least {minimum} characters")]
+    JwtKeyTooShort {
+        /// The algorithm as configured (`HS256`).
+        algorithm: String,
+        /// Its least key length.
+        minimum: usize,
+    },
+    /// A PEM key that does not parse as the algorithm's key type.
+    #[error("BASALT_JWT_SECRET: invalid {key_type} key: {reason}")]
+    JwtInvalidKey {
+        /// `RSA`, `EC` or `Ed25519`.
+        key_type: &'static str,
+        /// Why it does not parse.
+        reason: jsonwebtoken::errors::Error,
+    },
+    /// `jwk_url` is not a URL.
+    #[error("BASALT_JWT_SECRET: invalid jwk_url: {0}")]
+    JwkUrl(UrlError),
+    /// The HTTP client for the hook or the JWK set cannot be built.
+    #[error("{0}")]
+    HttpClient(reqwest::Error),
+}
+
+/// Why a URL does not parse.
+pub type UrlError = <reqwest::Url as std::str::FromStr>::Err;
+
 /// How requests without the admin secret are authenticated.
 #[derive(Debug)]
 pub enum Mode {
@@ -107,22 +191,20 @@ impl Authenticator {
         hook_mode: &str,
         hook_timeout: Duration,
         unauthorized_role: Option<String>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, AuthConfigError> {
         if secret.is_none() {
             if unauthorized_role.is_some() {
-                return Err("--unauthorized-role (BASALT_UNAUTHORIZED_ROLE) requires --admin-secret (BASALT_ADMIN_SECRET) to be set".into());
+                return Err(AuthConfigError::UnauthorizedRoleWithoutSecret);
             }
             if jwt_secret.is_some() {
-                return Err("--jwt-secret (BASALT_JWT_SECRET) requires --admin-secret (BASALT_ADMIN_SECRET) to be set".into());
+                return Err(AuthConfigError::JwtWithoutSecret);
             }
             if hook.is_some() {
-                return Err("--auth-hook (BASALT_AUTH_HOOK) requires --admin-secret (BASALT_ADMIN_SECRET) to be set".into());
+                return Err(AuthConfigError::HookWithoutSecret);
             }
         }
         let mode = match (jwt_secret, hook) {
-            (Some(_), Some(_)) => {
-                return Err("JWT mode and webhook mode cannot be used together".into())
-            }
+            (Some(_), Some(_)) => return Err(AuthConfigError::JwtWithHook),
             (Some(config), None) => {
                 let verifier = jwt::JwtVerifier::new(config)?;
                 if let Err(err) = verifier.refresh().await {
@@ -133,16 +215,12 @@ impl Authenticator {
             }
             (None, Some(url)) => {
                 if unauthorized_role.is_some() {
-                    return Err("--unauthorized-role cannot be used with an auth webhook".into());
+                    return Err(AuthConfigError::UnauthorizedRoleWithHook);
                 }
                 let mode = match hook_mode.to_ascii_uppercase().as_str() {
                     "GET" => webhook::HookMode::Get,
                     "POST" => webhook::HookMode::Post,
-                    other => {
-                        return Err(format!(
-                            "BASALT_AUTH_HOOK_MODE must be GET or POST, not {other}"
-                        ))
-                    }
+                    other => return Err(AuthConfigError::HookMode(other.to_owned())),
                 };
                 Mode::Webhook(webhook::Webhook::new(url, mode, hook_timeout)?)
             }
@@ -279,5 +357,68 @@ fn backend_flag(variables: &BTreeMap<String, String>) -> Result<bool, AuthError>
         Some(v) => Err(AuthError::InvalidHeader(format!(
             "x-svc-use-backend-only-permissions: expected true or false, found \"{v}\""
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn new(
+        secret: Option<&str>,
+        jwt: Option<&str>,
+        hook: Option<&str>,
+        hook_mode: &str,
+        unauthorized_role: Option<&str>,
+    ) -> Result<Authenticator, AuthConfigError> {
+        Authenticator::new(
+            secret.map(str::to_owned),
+            jwt,
+            hook,
+            hook_mode,
+            Duration::from_secs(1),
+            unauthorized_role.map(str::to_owned),
+        )
+        .await
+    }
+
+    #[tokio::test]
+    async fn settings_that_do_not_fit_are_typed_with_the_operator_messages() {
+        let jwt = r#"{"type":"HS256","key":"0123456789abcdef0123456789abcdef"}"#;
+        let hook = "http://127.0.0.1:1/hook";
+        let cases = [
+            (
+                new(None, None, None, "GET", Some("guest")).await,
+                "--unauthorized-role (BASALT_UNAUTHORIZED_ROLE) requires --admin-secret (BASALT_ADMIN_SECRET) to be set",
+            ),
+            (
+                new(None, Some(jwt), None, "GET", None).await,
+                "--jwt-secret (BASALT_JWT_SECRET) requires --admin-secret (BASALT_ADMIN_SECRET) to be set",
+            ),
+            (
+                new(None, None, Some(hook), "GET", None).await,
+                "--auth-hook (BASALT_AUTH_HOOK) requires --admin-secret (BASALT_ADMIN_SECRET) to be set",
+            ),
+            (
+                new(Some("s"), Some(jwt), Some(hook), "GET", None).await,
+                "JWT mode and webhook mode cannot be used together",
+            ),
+            (
+                new(Some("s"), None, Some(hook), "GET", Some("guest")).await,
+                "--unauthorized-role cannot be used with an auth webhook",
+            ),
+            (
+                new(Some("s"), None, Some(hook), "put", None).await,
+                "BASALT_AUTH_HOOK_MODE must be GET or POST, not PUT",
+            ),
+        ];
+        for (result, message) in cases {
+            assert_eq!(result.map(|_| ()).unwrap_err().to_string(), message);
+        }
+        assert!(matches!(
+            new(Some("s"), None, Some("not a url"), "GET", None).await,
+            Err(AuthConfigError::HookUrl(_))
+        ));
+        assert!(new(Some("s"), Some(jwt), None, "GET", None).await.is_ok());
     }
 }

@@ -1,7 +1,7 @@
 //! Webhook mode: ask an HTTP hook who the caller is (`auth.md` §6), caching answers that say
 //! how long they stay valid.
 
-use super::AuthError;
+use super::{AuthConfigError, AuthError};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
@@ -56,13 +56,13 @@ fn is_credential(name: &str) -> bool {
 
 impl Webhook {
     /// A client for `url`; requests time out after `timeout`.
-    pub fn new(url: &str, mode: HookMode, timeout: Duration) -> Result<Self, String> {
-        reqwest::Url::parse(url).map_err(|e| format!("invalid BASALT_AUTH_HOOK: {e}"))?;
+    pub fn new(url: &str, mode: HookMode, timeout: Duration) -> Result<Self, AuthConfigError> {
+        reqwest::Url::parse(url).map_err(AuthConfigError::HookUrl)?;
         let http = reqwest::Client::builder()
             .timeout(timeout)
             .user_agent(concat!("basalt/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| e.to_string())?;
+            .map_err(AuthConfigError::HttpClient)?;
         Ok(Webhook {
             url: url.to_owned(),
             mode,

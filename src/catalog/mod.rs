@@ -2,11 +2,10 @@
 //! `/v1/query` operations in one transaction that locks the catalog row, so concurrent writers
 //! serialize and never lose an update. Peers learn of commits through `NOTIFY`.
 
-use crate::introspect::{self, DbModel, IntrospectError};
-use crate::metadata::ops::{self, Context, Op};
+use crate::introspect::{self, DbModel, IntrospectError, RelationName};
 use crate::metadata::path::JsonPath;
-use crate::metadata::schema_changes;
 use crate::metadata::{Metadata, MetadataError};
+use crate::ops::{self, schema_changes, Context, Op};
 use crate::schema::{self, SchemaCache};
 use serde_json::Value;
 use tokio_postgres::GenericClient;
@@ -63,9 +62,10 @@ pub enum CatalogError {
     /// Introspection failure.
     #[error(transparent)]
     Introspect(#[from] IntrospectError),
-    /// The stored document does not parse (edited by hand?).
+    /// The stored document does not parse (edited by hand?), or the document to store does
+    /// not serialize.
     #[error("stored metadata is unreadable: {0}")]
-    Corrupt(String),
+    Corrupt(serde_json::Error),
 }
 
 /// Creates or upgrades the catalog schema. Safe when several processes start at once.
@@ -116,8 +116,7 @@ pub async fn load(
     let row = client.query_one(sql, &[]).await?;
     let value: Value = row.try_get(0)?;
     let version: i32 = row.try_get(1)?;
-    let metadata =
-        serde_json::from_value(value).map_err(|e| CatalogError::Corrupt(e.to_string()))?;
+    let metadata = serde_json::from_value(value).map_err(CatalogError::Corrupt)?;
     Ok((metadata, i64::from(version)))
 }
 
@@ -135,13 +134,18 @@ pub async fn current_version(client: &impl GenericClient) -> Result<i64, Catalog
 /// Loads metadata and database model and resolves them: what a process serves.
 pub async fn build(client: &impl GenericClient) -> Result<Snapshot, CatalogError> {
     let (metadata, version) = load(client, false).await?;
-    let db = introspect::introspect(client, &metadata.enum_tables()).await?;
+    let db = introspect::introspect(client, &relation_names(&metadata.enum_tables())).await?;
     let schema = schema::resolve(&metadata, &db);
     Ok(Snapshot {
         version,
         metadata,
         schema,
     })
+}
+
+/// The database model's names of the enum candidate tables, for [`introspect::introspect`].
+fn relation_names(tables: &[crate::metadata::types::QualifiedTable]) -> Vec<RelationName> {
+    tables.iter().map(schema::relation_name).collect()
 }
 
 /// One consistent view of the catalog: the metadata, its version, and its schema cache.
@@ -175,7 +179,7 @@ struct Work {
     /// The database as the next operation sees it.
     db: DbModel,
     /// Tables whose enum rows each introspection loads.
-    enum_candidates: Vec<crate::metadata::types::QualifiedTable>,
+    enum_candidates: Vec<RelationName>,
     /// An operation enforced its own consistency rules (replace, reload, unchecked SQL).
     own_consistency_rules: bool,
     /// The database model changed: rebuild here and on peers even without a metadata write.
@@ -236,6 +240,7 @@ pub async fn execute_with(
     }
     let mut enum_candidates = metadata.enum_tables();
     enum_candidates.extend(op.enum_candidates());
+    let enum_candidates = relation_names(&enum_candidates);
     let db: DbModel = introspect::introspect(&tx, &enum_candidates).await?;
     let mut work = Work {
         metadata: metadata.clone(),
@@ -267,8 +272,7 @@ pub async fn execute_with(
     }
     let mut new_version = version;
     if wrote {
-        let document = serde_json::to_value(&work.metadata)
-            .map_err(|e| CatalogError::Corrupt(e.to_string()))?;
+        let document = serde_json::to_value(&work.metadata).map_err(CatalogError::Corrupt)?;
         let row = tx
             .query_one(
                 "UPDATE basalt_catalog.metadata SET metadata = $1, resource_version = resource_version + 1

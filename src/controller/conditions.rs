@@ -1,8 +1,9 @@
-//! Status conditions and the classification of failures (`../design/kubernetes.md` §3.4, §6.4).
-//! Pure: the reconcile computes the outcome, these functions turn it into conditions, a
-//! requeue delay and whether an Event is due.
+//! Status conditions and the classification of failures (`docs/kubernetes.md`, "Status,
+//! conditions and Events"). Pure: the reconcile computes the outcome, these functions turn it
+//! into conditions, a requeue delay and whether an Event is due. Errors are classified by
+//! their code and [`Missing`], never by their message text.
 
-use crate::metadata::{Code, MetadataError};
+use crate::metadata::{Code, MetadataError, Missing};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use std::time::Duration;
 
@@ -85,18 +86,15 @@ impl Reason {
     }
 }
 
-/// Classifies an operation error (§6.4). `cleanup` marks errors of a deletion.
+/// Classifies an operation error. `cleanup` marks errors of a deletion. What is missing
+/// decides between waiting for the database (a migration) and for another resource.
 pub fn classify(err: &MetadataError, cleanup: bool) -> Reason {
     match err.code {
         Code::DependencyError if cleanup => Reason::DeletionBlocked,
-        Code::NotExists | Code::NotFound => {
-            let m = err.message.to_ascii_lowercase();
-            if m.contains("in postgres") || m.contains("column") || m.contains("function") {
-                Reason::DatabaseObjectMissing
-            } else {
-                Reason::DependencyNotReady
-            }
-        }
+        Code::NotExists | Code::NotFound => match err.missing {
+            Some(Missing::DatabaseObject) => Reason::DatabaseObjectMissing,
+            Some(Missing::Metadata) | None => Reason::DependencyNotReady,
+        },
         Code::ParseFailed
         | Code::InvalidCustomTypes
         | Code::InvalidParams
@@ -175,26 +173,40 @@ mod tests {
         MetadataError::new(code, JsonPath::args(), message)
     }
 
+    fn in_database(message: &str) -> MetadataError {
+        crate::metadata::error::not_exists_in_database(JsonPath::args(), message)
+    }
+
+    fn in_metadata(message: &str) -> MetadataError {
+        crate::metadata::error::not_exists_in_metadata(JsonPath::args(), message)
+    }
+
     #[test]
     fn errors_are_classified_as_the_design_table_says() {
         let cases = [
             (
-                err(Code::NotExists, "table \"author\" does not exist"),
+                in_metadata("table \"author\" does not exist"),
                 false,
                 Reason::DependencyNotReady,
             ),
             (
-                err(
-                    Code::NotExists,
-                    "no such table/view exists in postgres: \"x\"",
-                ),
+                in_database("no such table/view exists in postgres: \"x\""),
                 false,
                 Reason::DatabaseObjectMissing,
             ),
             (
-                err(Code::NotExists, "column \"x\" does not exist"),
+                in_database("column \"x\" does not exist"),
                 false,
                 Reason::DatabaseObjectMissing,
+            ),
+            (
+                err(
+                    Code::NotFound,
+                    "query with name \"q\" not found in collection \"c\"",
+                )
+                .with_missing(Missing::Metadata),
+                false,
+                Reason::DependencyNotReady,
             ),
             (err(Code::ParseFailed, "x"), false, Reason::InvalidSpec),
             (
@@ -220,6 +232,41 @@ mod tests {
         for (e, cleanup, want) in cases {
             assert_eq!(classify(&e, cleanup), want, "{e:?}");
         }
+    }
+
+    #[test]
+    fn what_is_missing_decides_not_the_message() {
+        // Messages that once steered the classification by their words now change nothing.
+        let cases = [
+            (
+                in_metadata("column \"x\" does not exist"),
+                Reason::DependencyNotReady,
+            ),
+            (
+                in_metadata("no such function exists in postgres"),
+                Reason::DependencyNotReady,
+            ),
+            (
+                in_database("table \"author\" does not exist"),
+                Reason::DatabaseObjectMissing,
+            ),
+            (in_database(""), Reason::DatabaseObjectMissing),
+            (
+                err(Code::NotExists, "column \"x\" does not exist"),
+                Reason::DependencyNotReady,
+            ),
+            (
+                err(Code::NotFound, "function \"f\" in postgres")
+                    .with_missing(Missing::DatabaseObject),
+                Reason::DatabaseObjectMissing,
+            ),
+        ];
+        for (e, want) in cases {
+            assert_eq!(classify(&e, false), want, "{e:?}");
+        }
+        // The missing kind never outranks a deletion's dependency error or the code's class.
+        let blocked = err(Code::DependencyError, "x").with_missing(Missing::DatabaseObject);
+        assert_eq!(classify(&blocked, true), Reason::DeletionBlocked);
     }
 
     #[test]

@@ -6,10 +6,26 @@
 
 use super::crd::*;
 use super::reconcile::{ADOPT, API_VERSION};
+use crate::metadata::ids::PermissionKind;
 use crate::metadata::types::*;
-use crate::schema::PermissionKind;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
+
+/// Why a catalog cannot be exported.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// A generated resource does not deserialize into its kind's spec: a bug in the export,
+    /// since the CRDs would refuse it.
+    #[error("{kind} {name} does not fit its CRD: {reason}")]
+    DoesNotFitCrd {
+        /// The kind.
+        kind: &'static str,
+        /// `metadata.name` of the resource.
+        name: String,
+        /// What the typed spec refused.
+        reason: serde_json::Error,
+    },
+}
 
 /// One exported resource.
 #[derive(Debug, Clone, PartialEq)]
@@ -329,7 +345,7 @@ impl Builder {
         kind: &'static str,
         parts: &[&str],
         spec: Value,
-    ) -> Result<(), String> {
+    ) -> Result<(), ExportError> {
         let base = k8s_name(parts);
         let mut name = base.clone();
         let mut n = 2;
@@ -344,8 +360,9 @@ impl Builder {
             "spec": spec,
         });
         // What the CRDs would refuse is a bug here, not something to write out.
-        serde_json::from_value::<K>(manifest.clone())
-            .map_err(|e| format!("{kind} {name} does not fit its CRD: {e}"))?;
+        if let Err(reason) = serde_json::from_value::<K>(manifest.clone()) {
+            return Err(ExportError::DoesNotFitCrd { kind, name, reason });
+        }
         self.export.resources.push(Exported {
             kind,
             name,
@@ -356,7 +373,7 @@ impl Builder {
 }
 
 /// Every object of `metadata` as resources in `namespace`, annotated for adoption.
-pub fn resources(metadata: &Metadata, namespace: &str) -> Result<Export, String> {
+pub fn resources(metadata: &Metadata, namespace: &str) -> Result<Export, ExportError> {
     let mut b = Builder {
         namespace: namespace.to_owned(),
         taken: BTreeSet::new(),

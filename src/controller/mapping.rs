@@ -4,6 +4,7 @@
 //! would be. User data (BoolExps, presets, column maps) is copied verbatim.
 
 use super::crd::*;
+use crate::metadata::ids::PermissionKind;
 use crate::metadata::objects::{table_settings, CustomType, Object};
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
@@ -12,7 +13,6 @@ use crate::metadata::types::{
     QualifiedTable, TableEntry,
 };
 use crate::metadata::MetadataError;
-use crate::schema::PermissionKind;
 use serde_json::{json, Map, Value};
 
 /// Inserts `key: value` when the value is present.
@@ -320,7 +320,7 @@ pub fn query_collection(spec: &QueryCollectionSpec) -> Result<CollectionEntry, M
     m.insert("definition".into(), json!({"queries": queries}));
     put(&mut m, "comment", &spec.comment);
     let entry: CollectionEntry = parse(&Value::Object(m), &spec_path())?;
-    crate::metadata::ops::check_collection(&entry, &spec_path())?;
+    crate::ops::check_collection(&entry, &spec_path())?;
     Ok(entry)
 }
 

@@ -1,4 +1,4 @@
-//! The Kubernetes side of Basalt (`../design/kubernetes.md`): custom resource definitions
+//! The Kubernetes side of Basalt (`docs/kubernetes.md`): custom resource definitions
 //! ([`crd`]), their mapping to metadata objects ([`mapping`]), the pure plan ([`diff`],
 //! [`conditions`]), the reconcile ([`reconcile`]), leader election ([`leader`]) and the
 //! process ([`run`]). Catalog writes go through the metadata API's operations and
@@ -47,7 +47,7 @@ pub async fn main(command: crate::config::ControllerCommand) -> anyhow::Result<(
         .clone()
         .context("the controller needs --database-url / BASALT_DATABASE_URL")?;
     if let Some(crate::config::ControllerAction::ReleaseOwnership { namespace }) = &command.action {
-        let (pool, _) = crate::app::pool_for(&url, 1)?;
+        let (pool, _) = crate::pool::pool_for(&url, 1)?;
         let mut client = pool.get().await.context("cannot connect to the database")?;
         crate::catalog::migrate(&mut client).await?;
         let n = crate::catalog::managed::release(&**client, namespace.as_deref()).await?;
@@ -56,7 +56,7 @@ pub async fn main(command: crate::config::ControllerCommand) -> anyhow::Result<(
     }
     let (stop, stopped) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
-        crate::app::shutdown_signal().await;
+        crate::shutdown::shutdown_signal().await;
         tracing::info!("shutting down the controller");
         let _ = stop.send(true);
     });

@@ -1,15 +1,15 @@
-//! One reconcile of one resource (`../design/kubernetes.md` §6.2): finalizer, mapping, plan,
-//! catalog write through the metadata API's operations and transaction, consistency, status
-//! by server-side apply, Events on transitions. Idempotent: with everything in sync it makes
-//! no catalog write and no API call.
+//! One reconcile of one resource (`docs/kubernetes.md`, "How a resource is reconciled"):
+//! finalizer, mapping, plan, catalog write through the metadata API's operations and
+//! transaction, consistency, status by server-side apply, Events on transitions. Idempotent:
+//! with everything in sync it makes no catalog write and no API call.
 
 use super::conditions::{self, Reason, Wanted};
 use super::crd::*;
 use super::diff::{self, Plan, Policy, Step};
 use crate::catalog::{self, managed, CatalogError, Writer};
 use crate::metadata::objects::{self, DriftKind, Managed, Object, Owner};
-use crate::metadata::ops::{Limits, Op};
 use crate::metadata::MetadataError;
+use crate::ops::{Limits, Op};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Patch, PatchParams};
 use kube::core::object::HasStatus;
@@ -58,7 +58,19 @@ pub trait Kind:
     /// The catalog objects the spec declares.
     fn declared(&self) -> Result<Vec<Object>, MetadataError>;
     /// The CRD's CEL rules, evaluated client-side (objects created before a rule existed).
-    fn check_cel(&self) -> Result<(), String>;
+    fn check_cel(&self) -> Result<(), SpecError>;
+}
+
+/// Why a resource's spec cannot be applied as it stands; reported as `InvalidSpec`, never
+/// retried until the spec changes.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    /// A CEL validation rule of the CRD fails.
+    #[error("validation rule failed: {0}")]
+    Cel(kube::core::cel::ValidationErrors),
+    /// The spec does not map to metadata objects.
+    #[error("{}: {}", .0.path, .0.message)]
+    Mapping(MetadataError),
 }
 
 macro_rules! kind {
@@ -67,7 +79,7 @@ macro_rules! kind {
             fn declared(&self) -> Result<Vec<Object>, MetadataError> {
                 $objects(&self.spec)
             }
-            fn check_cel(&self) -> Result<(), String> {
+            fn check_cel(&self) -> Result<(), SpecError> {
                 Ok(())
             }
         }
@@ -77,8 +89,8 @@ macro_rules! kind {
             fn declared(&self) -> Result<Vec<Object>, MetadataError> {
                 $objects(&self.spec)
             }
-            fn check_cel(&self) -> Result<(), String> {
-                self.validate_cel().map_err(|e| e.to_string())
+            fn check_cel(&self) -> Result<(), SpecError> {
+                self.validate_cel().map_err(SpecError::Cel)
             }
         }
     };
@@ -204,11 +216,11 @@ pub enum Error {
     #[error("catalog error: {0}")]
     Catalog(#[from] CatalogError),
     /// Cleanup refused by the catalog; the finalizer stays.
-    #[error("deletion blocked: {0}")]
-    DeletionBlocked(String),
-    /// The finalizer helper failed.
+    #[error("deletion blocked: {} ({}): {}", .0.code.as_str(), .0.path, .0.message)]
+    DeletionBlocked(MetadataError),
+    /// The finalizer helper failed (adding or removing the finalizer, or an unnamed object).
     #[error("finalizer: {0}")]
-    Finalizer(String),
+    Finalizer(Box<kube::runtime::finalizer::Error<Error>>),
 }
 
 /// `kind/namespace/name`, the key of per-object state.
@@ -244,7 +256,7 @@ pub async fn reconcile<K: Kind>(
     .map_err(|e| match e {
         kube::runtime::finalizer::Error::ApplyFailed(e)
         | kube::runtime::finalizer::Error::CleanupFailed(e) => e,
-        other => Error::Finalizer(other.to_string()),
+        other => Error::Finalizer(Box::new(other)),
     })
 }
 
@@ -338,12 +350,6 @@ struct Written {
     waiting: Vec<(String, MetadataError)>,
 }
 
-/// Index of the bulk operation an error points into (`$.args[3]…`).
-fn failing_index(err: &MetadataError) -> Option<usize> {
-    let rest = err.path.as_str().strip_prefix("$.args[")?;
-    rest.split(']').next()?.parse().ok()
-}
-
 /// Plans and writes, retrying lost compare-and-swap races; a relationship whose target is
 /// missing is left out (as if rolled back to its savepoint) so the table still lands.
 async fn write(
@@ -406,7 +412,9 @@ async fn write(
                 tokio::time::sleep(Duration::from_millis(jitter)).await;
             }
             Err(CatalogError::Metadata(e)) => {
-                let key = failing_index(&e)
+                let key = e
+                    .path
+                    .bulk_index()
                     .and_then(|i| plan.ops.get(i))
                     .map(|o| o.key.clone());
                 let reason = conditions::classify(&e, cleanup.is_some());
@@ -468,15 +476,11 @@ async fn apply<K: Kind>(resource: Arc<K>, ctx: &Context) -> Result<Action, Error
     }
     let declared = match resource
         .check_cel()
-        .map_err(|e| format!("validation rule failed: {e}"))
-        .and_then(|()| {
-            resource
-                .declared()
-                .map_err(|e| format!("{}: {}", e.path, e.message))
-        }) {
+        .and_then(|()| resource.declared().map_err(SpecError::Mapping))
+    {
         Ok(d) => d,
-        Err(message) => {
-            let outcome = Outcome::failure(Reason::InvalidSpec, message);
+        Err(err) => {
+            let outcome = Outcome::failure(Reason::InvalidSpec, err.to_string());
             return finish(&*resource, ctx, outcome, Vec::new()).await;
         }
     };
@@ -808,9 +812,9 @@ async fn cleanup<K: Kind>(resource: Arc<K>, ctx: &Context) -> Result<Action, Err
                 .status()
                 .map(|s| s.object_keys.clone())
                 .unwrap_or_default();
-            let outcome = Outcome::failure(reason, message.clone());
+            let outcome = Outcome::failure(reason, message);
             let _ = finish(&*resource, ctx, outcome, keys).await?;
-            Err(Error::DeletionBlocked(message))
+            Err(Error::DeletionBlocked(e))
         }
     }
 }

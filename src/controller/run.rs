@@ -77,7 +77,7 @@ pub async fn run(
     let client = kube::Client::try_default()
         .await
         .context("cannot reach the Kubernetes API (in-cluster config or kubeconfig)")?;
-    let (pool, _) = crate::app::pool_for(database_url, 4)?;
+    let (pool, _) = crate::pool::pool_for(database_url, 4)?;
     {
         let mut c = pool.get().await.context("cannot connect to the database")?;
         catalog::migrate(&mut c)

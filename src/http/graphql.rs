@@ -2,8 +2,8 @@
 //! Every outcome is HTTP 200 except an oversized body (413).
 
 use super::error::{graphql_body, ApiError};
-use crate::app::AppState;
 use crate::engine::{self, GraphqlError, GraphqlRequest};
+use crate::state::AppState;
 use axum::body::{to_bytes, Body};
 use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};

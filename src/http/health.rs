@@ -1,6 +1,6 @@
 //! `GET /healthz` and `GET /v1/version`.
 
-use crate::app::AppState;
+use crate::state::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;

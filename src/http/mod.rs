@@ -6,7 +6,7 @@ mod graphql;
 mod health;
 mod query;
 
-use crate::app::AppState;
+use crate::state::AppState;
 use axum::extract::Request;
 use axum::routing::{get, post};
 use axum::Router;

@@ -2,9 +2,9 @@
 //! parse the operation, run it through the catalog, install the new schema cache.
 
 use super::error::ApiError;
-use crate::app::AppState;
 use crate::catalog;
-use crate::metadata::ops::{Limits, Op};
+use crate::ops::{Limits, Op};
+use crate::state::AppState;
 use axum::body::{to_bytes, Body};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue};

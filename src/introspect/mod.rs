@@ -1,12 +1,44 @@
 //! Reads the database: tables, views, columns, keys, functions and scalar types, in one query
-//! (`introspection.sql`), plus the rows of enum tables. Read-only; never reads metadata.
+//! (`introspection.sql`), plus the rows of enum tables. Read-only; never reads metadata: its
+//! names are its own [`RelationName`], which `schema` converts to and from the metadata's
+//! names. See `docs/architecture.md`, "introspect".
 
-use crate::metadata::types::QualifiedTable;
 use crate::sql::helpers::{enum_rows, EnumTable};
 use crate::sql::PgType;
 use indexmap::IndexMap;
 use serde::Deserialize;
 use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+
+/// A schema-qualified name of a relation or function, as the database model keys them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RelationName {
+    /// Postgres schema.
+    pub schema: String,
+    /// Relation or function name.
+    pub name: String,
+}
+
+impl RelationName {
+    /// A name in the given schema.
+    pub fn new(schema: impl Into<String>, name: impl Into<String>) -> Self {
+        RelationName {
+            schema: schema.into(),
+            name: name.into(),
+        }
+    }
+}
+
+/// Prints like the metadata's table names: the bare name for `public`, else `schema.name`.
+impl fmt::Display for RelationName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.schema == "public" {
+            f.write_str(&self.name)
+        } else {
+            write!(f, "{}.{}", self.schema, self.name)
+        }
+    }
+}
 
 /// Failure to read the database model.
 #[derive(Debug, thiserror::Error)]
@@ -23,19 +55,19 @@ pub enum IntrospectError {
 #[derive(Debug, Clone, Default)]
 pub struct DbModel {
     /// Relations by name.
-    pub tables: IndexMap<QualifiedTable, DbTable>,
+    pub tables: IndexMap<RelationName, DbTable>,
     /// Functions by name; several entries mean the function is overloaded.
-    pub functions: IndexMap<QualifiedTable, Vec<DbFunction>>,
+    pub functions: IndexMap<RelationName, Vec<DbFunction>>,
     /// Names of base, enum, domain and range types.
     pub scalar_types: BTreeSet<String>,
     /// Rows of the tables asked for as enum candidates: (value, description).
-    pub enum_rows: HashMap<QualifiedTable, Vec<(String, Option<String>)>>,
+    pub enum_rows: HashMap<RelationName, Vec<(String, Option<String>)>>,
 }
 
 impl DbModel {
-    /// A relation by name.
-    pub fn table(&self, name: &QualifiedTable) -> Option<&DbTable> {
-        self.tables.get(name)
+    /// A relation by schema and name.
+    pub fn table(&self, schema: &str, name: &str) -> Option<&DbTable> {
+        self.tables.get(&RelationName::new(schema, name))
     }
 }
 
@@ -178,8 +210,8 @@ pub struct DbConstraint {
 
 impl DbConstraint {
     /// The referenced table of a foreign key.
-    pub fn referenced_table(&self) -> Option<QualifiedTable> {
-        Some(QualifiedTable::new(
+    pub fn referenced_table(&self) -> Option<RelationName> {
+        Some(RelationName::new(
             self.ref_schema.clone()?,
             self.ref_table.clone()?,
         ))
@@ -222,8 +254,8 @@ impl DbTypeRef {
     }
 
     /// The relation when this is a table's row type.
-    pub fn relation(&self) -> Option<QualifiedTable> {
-        Some(QualifiedTable::new(
+    pub fn relation(&self) -> Option<RelationName> {
+        Some(RelationName::new(
             self.relation_schema.clone()?,
             self.relation.clone()?,
         ))
@@ -285,7 +317,7 @@ struct RawModel {
 /// the enum-table rules; relations that do not exist or lack a single-column key are skipped.
 pub async fn introspect(
     client: &impl tokio_postgres::GenericClient,
-    enum_tables: &[QualifiedTable],
+    enum_tables: &[RelationName],
 ) -> Result<DbModel, IntrospectError> {
     let row = client
         .query_one(include_str!("introspection.sql"), &[])
@@ -296,7 +328,7 @@ pub async fn introspect(
         tables: raw
             .tables
             .into_iter()
-            .map(|t| (QualifiedTable::new(t.schema.clone(), t.name.clone()), t))
+            .map(|t| (RelationName::new(t.schema.clone(), t.name.clone()), t))
             .collect(),
         functions: IndexMap::new(),
         scalar_types: raw.scalar_types,
@@ -305,7 +337,7 @@ pub async fn introspect(
     for f in raw.functions {
         model
             .functions
-            .entry(QualifiedTable::new(f.schema.clone(), f.name.clone()))
+            .entry(RelationName::new(f.schema.clone(), f.name.clone()))
             .or_default()
             .push(f);
     }
@@ -317,7 +349,7 @@ pub async fn introspect(
 async fn load_enum_rows(
     client: &impl tokio_postgres::GenericClient,
     model: &mut DbModel,
-    enum_tables: &[QualifiedTable],
+    enum_tables: &[RelationName],
 ) -> Result<(), IntrospectError> {
     let mut selects = Vec::new();
     let mut names = Vec::new();
@@ -326,7 +358,7 @@ async fn load_enum_rows(
         if !seen.insert(name.clone()) {
             continue;
         }
-        let Some(table) = model.table(name) else {
+        let Some(table) = model.tables.get(name) else {
             continue;
         };
         let Some([key]) = table.primary_key() else {

@@ -1,9 +1,12 @@
-//! The metadata layer's error: a wire code, a JSON path and a message.
+//! The metadata layer's error: a wire code, a JSON path, a message, and for `not-exists` and
+//! `not-found` errors what kind of object is missing ([`Missing`]), so callers decide by
+//! variant, never by message text. See `docs/metadata-api.md`, "Request and response". Must
+//! not depend on anything outside `metadata`.
 
 use super::path::JsonPath;
 use serde_json::Value;
 
-/// The error codes of the metadata API (`shared/spec/README.md` §2).
+/// The error codes of the metadata API (`docs/metadata-api.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Code {
     /// Wrong JSON shape: missing key, wrong type, bad enum value, bad version.
@@ -64,6 +67,18 @@ impl Code {
     }
 }
 
+/// What a `not-exists` or `not-found` error found missing. The Kubernetes controller retries
+/// the two differently: a database object appears only through a migration, a metadata object
+/// through another resource's reconcile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Missing {
+    /// A table, view, column or function in Postgres.
+    DatabaseObject,
+    /// An object of the metadata: a tracked table, relationship, computed field, permission,
+    /// query collection or query.
+    Metadata,
+}
+
 /// A metadata request that cannot be carried out; always answered with HTTP 400.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{message}")]
@@ -76,6 +91,8 @@ pub struct MetadataError {
     pub message: String,
     /// Extra detail for admins (e.g. the inconsistent objects); boxed to keep results small.
     pub internal: Option<Box<Value>>,
+    /// For `not-exists` and `not-found`: what is missing. Never on the wire.
+    pub missing: Option<Missing>,
 }
 
 impl MetadataError {
@@ -86,7 +103,14 @@ impl MetadataError {
             path,
             message: message.into(),
             internal: None,
+            missing: None,
         }
+    }
+
+    /// Records what is missing (errors that say something does not exist).
+    pub fn with_missing(mut self, missing: Missing) -> Self {
+        self.missing = Some(missing);
+        self
     }
 
     /// Attaches admin-only detail.
@@ -107,9 +131,15 @@ pub fn parse_failed(path: JsonPath, message: impl Into<String>) -> MetadataError
     MetadataError::new(Code::ParseFailed, path, message)
 }
 
-/// Shorthand for a `not-exists` error.
-pub fn not_exists(path: JsonPath, message: impl Into<String>) -> MetadataError {
-    MetadataError::new(Code::NotExists, path, message)
+/// Shorthand for a `not-exists` error about a table, view, column or function missing from
+/// Postgres.
+pub fn not_exists_in_database(path: JsonPath, message: impl Into<String>) -> MetadataError {
+    MetadataError::new(Code::NotExists, path, message).with_missing(Missing::DatabaseObject)
+}
+
+/// Shorthand for a `not-exists` error about an object missing from the metadata.
+pub fn not_exists_in_metadata(path: JsonPath, message: impl Into<String>) -> MetadataError {
+    MetadataError::new(Code::NotExists, path, message).with_missing(Missing::Metadata)
 }
 
 /// Shorthand for an `already-exists` error.

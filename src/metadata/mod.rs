@@ -1,18 +1,20 @@
-//! The metadata document and the `/v1/query` operations on it.
+//! The metadata document and what names its parts: [`types`] (the document as serde
+//! types), [`ids`] (object identities and definition JSON), [`path`] (JSON paths of errors),
+//! [`error`] (`MetadataError`), [`parse`] (typed parsing with error paths) and [`objects`]
+//! (the document as ownable objects, drift, hashing).
 //!
-//! [`types`] is the document; [`ops`] parses `{type, args, version}` requests into [`ops::Op`]
-//! and applies them as pure functions `Metadata × args → Metadata`, consulting the read-only
-//! database model and the resolved schema (from [`crate::schema`]) to validate. No IO here.
+//! The leaf of the crate: must not depend on anything outside `metadata` (the operations on
+//! the document live in the crate's `ops` module, above `schema`). Pure: no IO. See
+//! `docs/metadata-api.md` and `docs/architecture.md`.
 
-pub mod dependencies;
 pub mod error;
+pub mod ids;
 pub mod objects;
-pub mod ops;
 pub mod parse;
 pub mod path;
-pub mod schema_changes;
 pub mod types;
 
-pub use error::{Code, MetadataError};
+pub use error::{Code, MetadataError, Missing};
+pub use ids::{ObjectId, PermissionKind};
 pub use path::JsonPath;
 pub use types::Metadata;

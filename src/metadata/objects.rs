@@ -2,16 +2,16 @@
 //! Kubernetes resource can own (a tracked table, one relationship, one permission …), each
 //! with a stable key (`permission:public.article.user.select`) and a canonical definition.
 //!
-//! Ownership and drift (`../design/kubernetes.md` §5) compare definitions by key: the desired
-//! one a resource asked for against the one in the catalog. Both sides are serialized by the
-//! same typed structs, so defaults are filled the same way and a comparison never reports a
-//! difference the metadata API would not show. Pure: no IO.
+//! Ownership and drift (`docs/kubernetes.md`, "Drift and self-heal") compare definitions by
+//! key: the desired one a resource asked for against the one in the catalog. Both sides are
+//! serialized by the same typed structs, so defaults are filled the same way and a comparison
+//! never reports a difference the metadata API would not show. Pure: no IO.
 
-use super::types::*;
-use crate::schema::{
+use super::ids::{
     computed_field_definition, permission_definition, relationship_definition, ObjectId,
     PermissionKind,
 };
+use super::types::*;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;

@@ -43,6 +43,12 @@ impl JsonPath {
         JsonPath(format!("{}{rest}", self.0))
     }
 
+    /// `i` when this path is at or under `$.args[i]`: the element of a `bulk` it points into.
+    pub fn bulk_index(&self) -> Option<usize> {
+        let rest = self.0.strip_prefix("$.args[")?;
+        rest.split(']').next()?.parse().ok()
+    }
+
     /// The path as text.
     pub fn as_str(&self) -> &str {
         &self.0
@@ -84,5 +90,14 @@ mod tests {
             "$.args[1].args.using"
         );
         assert_eq!(outer.join(&JsonPath::root()).as_str(), "$.args[1]");
+    }
+
+    #[test]
+    fn bulk_index_is_the_first_index_under_args() {
+        let inner = JsonPath::args().key("table");
+        assert_eq!(JsonPath::args().index(3).join(&inner).bulk_index(), Some(3));
+        assert_eq!(JsonPath::args().index(0).bulk_index(), Some(0));
+        assert_eq!(inner.bulk_index(), None);
+        assert_eq!(JsonPath::root().bulk_index(), None);
     }
 }

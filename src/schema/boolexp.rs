@@ -3,7 +3,9 @@
 
 use super::{FieldRef, Resolved, ResolvedTable};
 use crate::introspect::DbColumn;
-use crate::metadata::error::{not_exists, parse_failed, Result};
+use crate::metadata::error::{
+    not_exists_in_database, not_exists_in_metadata, parse_failed, Result,
+};
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::{json_kind, QualifiedTable};
 use serde_json::Value;
@@ -152,10 +154,9 @@ fn child(pointer: &[Segment], segment: Segment) -> Vec<Segment> {
 impl<'a> Walker<'a> {
     fn table(&self, name: &QualifiedTable, path: &JsonPath) -> Result<&'a ResolvedTable> {
         let resolved: &'a Resolved = self.resolved;
-        resolved
-            .tables
-            .get(name)
-            .ok_or_else(|| not_exists(path.clone(), format!("table \"{name}\" does not exist")))
+        resolved.tables.get(name).ok_or_else(|| {
+            not_exists_in_metadata(path.clone(), format!("table \"{name}\" does not exist"))
+        })
     }
 
     fn exp(
@@ -261,11 +262,11 @@ impl<'a> Walker<'a> {
             }
             // The BoolExp grammar has columns, relationships and `_exists`; computed fields are
             // selection-only, so a rule naming one could never be enforced.
-            Some(FieldRef::ComputedField(_)) => Err(not_exists(
+            Some(FieldRef::ComputedField(_)) => Err(not_exists_in_database(
                 path.clone(),
                 format!("\"{key}\" is a computed field; boolean expressions accept columns and relationships only"),
             )),
-            None => Err(not_exists(
+            None => Err(not_exists_in_database(
                 path.clone(),
                 format!("column \"{key}\" does not exist"),
             )),
@@ -358,7 +359,7 @@ impl<'a> Walker<'a> {
         };
         let owner = self.table(&target_table, path)?;
         if owner.db.column(&column).is_none() {
-            return Err(not_exists(
+            return Err(not_exists_in_database(
                 path.clone(),
                 format!("column \"{column}\" does not exist"),
             ));
@@ -384,7 +385,7 @@ pub fn check_presets(
     let mut refs = Vec::new();
     for key in map.keys() {
         if table.db.column(key).is_none() {
-            return Err(not_exists(
+            return Err(not_exists_in_database(
                 path.key(key),
                 format!("column \"{key}\" does not exist"),
             ));

@@ -1,9 +1,10 @@
 //! Rule checks shared by operations and the resolver: enum tables, computed-field functions,
 //! custom types. Errors carry paths relative to the checked object (`$`).
 
+use super::{qualified_table, relation_name};
 use super::{ComputedReturn, Resolved, ResolvedComputedField};
 use crate::introspect::{DbModel, DbTable};
-use crate::metadata::error::{Code, MetadataError};
+use crate::metadata::error::{not_exists_in_metadata, Code, MetadataError};
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
 use std::collections::{BTreeMap, HashSet};
@@ -53,7 +54,11 @@ pub fn check_enum_table(
             ))
         }
     }
-    let rows = db.enum_rows.get(name).cloned().unwrap_or_default();
+    let rows = db
+        .enum_rows
+        .get(&relation_name(name))
+        .cloned()
+        .unwrap_or_default();
     if rows.is_empty() {
         return Err(fail("it has no rows".to_owned()));
     }
@@ -98,7 +103,7 @@ pub fn check_computed_field(
     let function_name = &cf.definition.function;
     let functions = db
         .functions
-        .get(function_name)
+        .get(&relation_name(function_name))
         .map(Vec::as_slice)
         .unwrap_or(&[]);
     let function = match functions {
@@ -145,7 +150,7 @@ pub fn check_computed_field(
     };
     if let Some(pos) = table_argument {
         let arg_type = &function.input_types[pos];
-        if arg_type.relation().as_ref() != Some(table) {
+        if arg_type.relation().map(qualified_table).as_ref() != Some(table) {
             let arg = names
                 .get(pos)
                 .filter(|n| !n.is_empty())
@@ -181,7 +186,7 @@ pub fn check_computed_field(
         },
     };
     let ret = &function.return_type;
-    let returns = match ret.relation() {
+    let returns = match ret.relation().map(qualified_table) {
         Some(rel) if ret.kind == "c" => {
             if resolved.tables.contains_key(&rel) {
                 Some(ComputedReturn::Table {
@@ -399,8 +404,7 @@ pub fn check_custom_types(
                 ));
             }
             let Some(remote) = resolved.tables.get(&rel.remote_table) else {
-                return Err(MetadataError::new(
-                    Code::NotExists,
+                return Err(not_exists_in_metadata(
                     JsonPath::root()
                         .key("objects")
                         .index(i)

@@ -10,91 +10,17 @@ pub use checks::{
     check_computed_field, check_custom_types, check_enum_table as checks_enum, computed_field_error,
 };
 
-use crate::introspect::{DbModel, DbTable};
-use crate::metadata::error::{Code, MetadataError};
+use crate::introspect::{DbModel, DbTable, RelationName};
+use crate::metadata::error::{not_exists_in_database, not_exists_in_metadata, Code, MetadataError};
+use crate::metadata::ids::{
+    computed_field_definition, permission_definition, relationship_definition, ObjectId,
+    PermissionKind,
+};
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
 use indexmap::IndexMap;
-use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::{BTreeSet, HashMap};
-
-/// Identity of a metadata object, used to compare inconsistencies across versions and to
-/// remove objects.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ObjectId {
-    /// A tracked table.
-    Table(QualifiedTable),
-    /// A relationship of a table.
-    Relationship(QualifiedTable, String),
-    /// A computed field of a table.
-    ComputedField(QualifiedTable, String),
-    /// A permission of a role on a table.
-    Permission(QualifiedTable, String, PermissionKind),
-    /// An event trigger on a table.
-    EventTrigger(QualifiedTable, String),
-    /// A remote schema.
-    RemoteSchema(String),
-    /// An action.
-    Action(String),
-    /// The custom types as a whole.
-    CustomTypes,
-    /// A relationship of a custom object type to a table.
-    CustomTypeRelationship(String, String),
-}
-
-impl ObjectId {
-    /// The object as dependency messages name it (`relationship article.author`).
-    pub fn describe(&self) -> String {
-        match self {
-            ObjectId::Table(t) => format!("table {t}"),
-            ObjectId::Relationship(t, r) => format!("relationship {t}.{r}"),
-            ObjectId::ComputedField(t, c) => format!("computed field {t}.{c}"),
-            ObjectId::Permission(t, role, kind) => {
-                format!("permission {t}.{role}.{}", kind.as_str())
-            }
-            ObjectId::EventTrigger(t, n) => format!("event-trigger {t}.{n}"),
-            ObjectId::RemoteSchema(n) => format!("remote schema {n}"),
-            ObjectId::Action(n) => format!("action {n}"),
-            ObjectId::CustomTypes => "custom types".to_owned(),
-            ObjectId::CustomTypeRelationship(t, r) => format!("custom type relationship {t}.{r}"),
-        }
-    }
-}
-
-/// The four permission kinds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PermissionKind {
-    /// Insert.
-    Insert,
-    /// Select.
-    Select,
-    /// Update.
-    Update,
-    /// Delete.
-    Delete,
-}
-
-impl PermissionKind {
-    /// Lower-case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PermissionKind::Insert => "insert",
-            PermissionKind::Select => "select",
-            PermissionKind::Update => "update",
-            PermissionKind::Delete => "delete",
-        }
-    }
-
-    /// All four, in metadata order.
-    pub const ALL: [PermissionKind; 4] = [
-        PermissionKind::Insert,
-        PermissionKind::Select,
-        PermissionKind::Update,
-        PermissionKind::Delete,
-    ];
-}
 
 /// A metadata object that does not fit the database (or is not supported yet).
 #[derive(Debug, Clone, PartialEq)]
@@ -107,6 +33,9 @@ pub struct Inconsistency {
     pub definition: Value,
     /// Why.
     pub reason: String,
+    /// The object belongs to a feature this release does not build yet (its reason starts
+    /// with [`NOT_SUPPORTED_YET`]): reported, but never blocking a metadata write.
+    pub unsupported: bool,
 }
 
 /// Reason given to objects of features that later releases implement.
@@ -120,7 +49,7 @@ impl Inconsistency {
 
     /// Objects of features not built yet: reported, but they never block a metadata write.
     pub fn is_unsupported_feature(&self) -> bool {
-        self.reason.starts_with(NOT_SUPPORTED_YET)
+        self.unsupported
     }
 }
 
@@ -283,25 +212,14 @@ impl SchemaCache {
     }
 }
 
-/// The definition object of a relationship as reported in inconsistencies.
-pub fn relationship_definition<U: Serialize>(
-    table: &QualifiedTable,
-    rel: &RelationshipEntry<U>,
-) -> Value {
-    json!({"table": table, "name": rel.name, "using": rel.using, "comment": rel.comment})
+/// The database model's name of a metadata table (or function) name.
+pub fn relation_name(name: &QualifiedTable) -> RelationName {
+    RelationName::new(name.schema.clone(), name.name.clone())
 }
 
-/// The definition object of a permission as reported in inconsistencies.
-pub fn permission_definition<P: Serialize>(
-    table: &QualifiedTable,
-    perm: &PermissionEntry<P>,
-) -> Value {
-    json!({"table": table, "role": perm.role, "permission": perm.permission, "comment": perm.comment})
-}
-
-/// The definition object of a computed field as reported in inconsistencies.
-pub fn computed_field_definition(table: &QualifiedTable, cf: &ComputedFieldEntry) -> Value {
-    json!({"table": table, "name": cf.name, "definition": cf.definition, "comment": cf.comment})
+/// The metadata name of a relation (or function) of the database model.
+pub fn qualified_table(name: RelationName) -> QualifiedTable {
+    QualifiedTable::new(name.schema, name.name)
 }
 
 /// Resolves the metadata against the database.
@@ -313,11 +231,12 @@ pub fn resolve(metadata: &Metadata, db: &DbModel) -> SchemaCache {
             Ok(table) => {
                 cache.resolved.tables.insert(entry.table.clone(), table);
             }
-            Err(reason) => cache.inconsistencies.push(Inconsistency {
+            Err(err) => cache.inconsistencies.push(Inconsistency {
                 object: ObjectId::Table(entry.table.clone()),
                 kind: "table",
                 definition: json!(entry.table),
-                reason,
+                reason: err.message,
+                unsupported: false,
             }),
         }
     }
@@ -339,6 +258,7 @@ pub fn resolve(metadata: &Metadata, db: &DbModel) -> SchemaCache {
                 reason: format!(
                     "{NOT_SUPPORTED_YET}: event triggers are not available in this release"
                 ),
+                unsupported: true,
             });
         }
     }
@@ -350,6 +270,7 @@ pub fn resolve(metadata: &Metadata, db: &DbModel) -> SchemaCache {
             reason: format!(
                 "{NOT_SUPPORTED_YET}: remote schemas are not available in this release"
             ),
+            unsupported: true,
         });
     }
     for action in &metadata.actions {
@@ -358,6 +279,7 @@ pub fn resolve(metadata: &Metadata, db: &DbModel) -> SchemaCache {
             kind: "action",
             definition: json!(action),
             reason: format!("{NOT_SUPPORTED_YET}: actions are not available in this release"),
+            unsupported: true,
         });
     }
     let reasons = check_custom_types(&metadata.custom_types, &cache.resolved, db);
@@ -367,6 +289,7 @@ pub fn resolve(metadata: &Metadata, db: &DbModel) -> SchemaCache {
             kind: "custom_types",
             definition: json!(metadata.custom_types),
             reason: err.message,
+            unsupported: false,
         });
     }
     cache.resolved.roles = cache
@@ -444,27 +367,33 @@ pub fn root_field_names(
         .collect()
 }
 
-/// Checks a table's own configuration against the database; the error is the reason text.
+/// Checks a table's own configuration against the database; the error's message is the
+/// inconsistency's reason.
 fn resolve_table(
     entry: &TableEntry,
     db: &DbModel,
     root_fields: &mut HashMap<String, QualifiedTable>,
-) -> Result<ResolvedTable, String> {
+) -> Result<ResolvedTable, MetadataError> {
     let name = &entry.table;
-    let table = db
-        .table(name)
-        .ok_or_else(|| format!("no such table/view exists in postgres: \"{name}\""))?;
-    check_table_configuration(name, table, &entry.configuration).map_err(|e| e.message)?;
+    let table = db.table(&name.schema, &name.name).ok_or_else(|| {
+        not_exists_in_database(
+            JsonPath::root(),
+            format!("no such table/view exists in postgres: \"{name}\""),
+        )
+    })?;
+    check_table_configuration(name, table, &entry.configuration)?;
     let enum_values = if entry.is_enum {
-        Some(checks::check_enum_table(name, table, db).map_err(|e| e.message)?)
+        Some(checks::check_enum_table(name, table, db)?)
     } else {
         None
     };
     let fields = root_field_names(name, table, &entry.configuration.custom_root_fields);
     for (_, field) in &fields {
         if let Some(other) = root_fields.get(field) {
-            return Err(format!(
-                "the root field \"{field}\" of table \"{name}\" conflicts with a root field of table \"{other}\""
+            return Err(MetadataError::new(
+                Code::ConstraintViolation,
+                JsonPath::root(),
+                format!("the root field \"{field}\" of table \"{name}\" conflicts with a root field of table \"{other}\""),
             ));
         }
     }
@@ -506,8 +435,7 @@ pub fn check_table_configuration(
     }
     for (column, custom) in &config.custom_column_names {
         if table.column(column).is_none() {
-            return Err(MetadataError::new(
-                Code::NotExists,
+            return Err(not_exists_in_database(
                 columns_path.key(column),
                 format!("column \"{column}\" does not exist"),
             ));
@@ -584,6 +512,7 @@ fn resolve_relationships(entry: &TableEntry, cache: &mut SchemaCache) {
                 kind,
                 definition,
                 reason,
+                unsupported: false,
             }),
         }
     }
@@ -594,8 +523,7 @@ fn tracked<'a>(
     table: &QualifiedTable,
 ) -> Result<&'a ResolvedTable, MetadataError> {
     resolved.tables.get(table).ok_or_else(|| {
-        MetadataError::new(
-            Code::NotExists,
+        not_exists_in_metadata(
             JsonPath::root(),
             format!("table \"{table}\" does not exist"),
         )
@@ -604,8 +532,7 @@ fn tracked<'a>(
 
 fn column_exists(table: &ResolvedTable, column: &str) -> Result<(), MetadataError> {
     table.db.column(column).map(|_| ()).ok_or_else(|| {
-        MetadataError::new(
-            Code::NotExists,
+        not_exists_in_database(
             JsonPath::root(),
             format!("column \"{column}\" does not exist"),
         )
@@ -655,7 +582,7 @@ pub fn resolve_object_relationship(
                 .filter(|fk| fk.columns.len() == 1 && &fk.columns[0] == column)
                 .collect();
             let fk = single_fk(&fks)?;
-            let target = fk.referenced_table().ok_or_else(|| {
+            let target = fk.referenced_table().map(qualified_table).ok_or_else(|| {
                 MetadataError::new(
                     Code::ConstraintError,
                     JsonPath::root(),
@@ -714,7 +641,7 @@ pub fn resolve_array_relationship(
                 .filter(|fk| {
                     fk.columns.len() == 1
                         && fk.columns[0] == fk_ref.column
-                        && fk.referenced_table().as_ref() == Some(table)
+                        && fk.referenced_table().map(qualified_table).as_ref() == Some(table)
                 })
                 .collect();
             let fk = single_fk(&fks)?;
@@ -770,6 +697,7 @@ fn resolve_computed_fields(entry: &TableEntry, db: &DbModel, cache: &mut SchemaC
                 kind: "computed_field",
                 definition: computed_field_definition(&entry.table, cf),
                 reason: err.message,
+                unsupported: false,
             }),
         }
     }
@@ -793,11 +721,7 @@ pub fn check_permission(
         ));
     }
     let owner = resolved.tables.get(table).ok_or_else(|| {
-        MetadataError::new(
-            Code::NotExists,
-            path.clone(),
-            format!("table \"{table}\" does not exist"),
-        )
+        not_exists_in_metadata(path.clone(), format!("table \"{table}\" does not exist"))
     })?;
     let mut refs = Vec::new();
     let obj = permission.as_object();
@@ -806,8 +730,7 @@ pub fn check_permission(
         for (i, c) in list.iter().enumerate() {
             let name = c.as_str().unwrap_or_default();
             if owner.db.column(name).is_none() {
-                return Err(MetadataError::new(
-                    Code::NotExists,
+                return Err(not_exists_in_database(
                     path.key("columns").index(i),
                     format!("column \"{name}\" does not exist"),
                 ));
@@ -824,8 +747,7 @@ pub fn check_permission(
             let name = c.as_str().unwrap_or_default();
             match owner.computed_fields.get(name) {
                 None => {
-                    return Err(MetadataError::new(
-                        Code::NotExists,
+                    return Err(not_exists_in_metadata(
                         path.key("computed_fields").index(i),
                         format!("computed field \"{name}\" does not exist"),
                     ))
@@ -935,6 +857,7 @@ fn resolve_permissions(entry: &TableEntry, cache: &mut SchemaCache) {
                 kind: wire,
                 definition,
                 reason: err.message,
+                unsupported: false,
             }),
         }
     }
@@ -944,4 +867,21 @@ fn find_perm<P: Clone>(list: &[PermissionEntry<P>], role: &str) -> Option<P> {
     list.iter()
         .find(|p| p.role.0 == role)
         .map(|p| p.permission.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relation_names_convert_both_ways_and_print_alike() {
+        for table in [
+            QualifiedTable::new("public", "article"),
+            QualifiedTable::new("shop", "order"),
+        ] {
+            let relation = relation_name(&table);
+            assert_eq!(relation.to_string(), table.to_string());
+            assert_eq!(qualified_table(relation), table);
+        }
+    }
 }

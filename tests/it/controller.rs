@@ -779,7 +779,7 @@ async fn standby_makes_no_kubernetes_call() {
     let held = leader::acquire(&config, Duration::from_millis(50)).await;
     let fake = Arc::new(FakeApi::default());
     let client = crate::kube_fake::client(fake.clone());
-    let (pool, _) = basalt::app::pool_for(&db, 2).unwrap();
+    let (pool, _) = basalt::pool::pool_for(&db, 2).unwrap();
     {
         let mut c = pool.get().await.unwrap();
         basalt::catalog::migrate(&mut c).await.unwrap();
@@ -840,7 +840,7 @@ async fn running_controller_applies_resources_and_heals_on_catalog_notify() {
     perm.metadata = finalized(perm.metadata);
     fake.put(&table);
     fake.put(&perm);
-    let (pool, _) = basalt::app::pool_for(&db, 4).unwrap();
+    let (pool, _) = basalt::pool::pool_for(&db, 4).unwrap();
     let settings = basalt::config::ControllerConfig {
         watch_namespaces: vec![NS.into()],
         self_heal: true,

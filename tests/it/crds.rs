@@ -288,7 +288,7 @@ fn resources_map_to_metadata_field_by_field() {
         "permission": {"columns": ["title"], "filter": filter, "set": {"edited_at": "now()"}, "check": null}})).unwrap();
     let (table, kind, entry) = mapping::permission(&spec).unwrap();
     assert_eq!(table.name, "article");
-    assert_eq!(kind, basalt::schema::PermissionKind::Update);
+    assert_eq!(kind, basalt::metadata::PermissionKind::Update);
     // The rules come back in the catalog's typed form (an absent update `check` is null).
     assert_eq!(
         entry.permission,

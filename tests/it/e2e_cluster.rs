@@ -67,7 +67,7 @@ async fn e2e_cluster_apply_drift_self_heal_and_delete() {
     let db = crate::harness::fresh_database().await;
     crate::harness::run_sql(&db, BLOG).await;
     let server = TestServer::on(&db, |_| {}).await;
-    let (pool, _) = basalt::app::pool_for(&db, 4).unwrap();
+    let (pool, _) = basalt::pool::pool_for(&db, 4).unwrap();
     let settings = basalt::config::ControllerConfig {
         watch_namespaces: vec![ns.clone()],
         leader_retry_ms: 100,

@@ -206,7 +206,7 @@ pub fn client(fake: Arc<FakeApi>) -> kube::Client {
 /// A reconcile context over `fake` and the catalog at `db_url`.
 pub fn context(fake: Arc<FakeApi>, db_url: &str, self_heal: bool) -> Arc<Context> {
     let client = client(fake);
-    let (pool, _) = basalt::app::pool_for(db_url, 4).unwrap();
+    let (pool, _) = basalt::pool::pool_for(db_url, 4).unwrap();
     let recorder = Recorder::new(
         client.clone(),
         Reporter {

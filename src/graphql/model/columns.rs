@@ -72,7 +72,7 @@ fn enum_of_column(table: &ResolvedTable, column: &str, enums: &EnumTables) -> Op
             return None;
         }
         enums
-            .get(&fk.referenced_table()?)
+            .get(&crate::schema::qualified_table(fk.referenced_table()?))
             .map(|(name, _)| name.clone())
     })
 }

@@ -1,6 +1,7 @@
-//! `run_sql` arguments. Running the SQL is the catalog's job (it needs the database between
-//! the before and after snapshots); reconciling metadata with the change is
-//! [`crate::metadata::schema_changes`].
+//! `run_sql` arguments, and the inferred `check_metadata_consistency`. Running the SQL is the
+//! catalog's job (it needs the database between the before and after snapshots);
+//! reconciling metadata with the change is [`crate::ops::schema_changes`]. See
+//! `docs/metadata-api.md`, "run_sql". Must not run SQL or do any other IO.
 
 use crate::metadata::error::Result;
 use crate::metadata::parse::parse;

@@ -1,13 +1,15 @@
-//! create_object_relationship, create_array_relationship, drop_relationship,
-//! set_relationship_comment, rename_relationship.
+//! `create_object_relationship`, `create_array_relationship`, `drop_relationship`,
+//! `set_relationship_comment`, `rename_relationship`, resolved by the resolver's own
+//! relationship rules. See `docs/metadata-api.md`, "Relationships". Must not do IO, read the clock, or edit anything but the `Metadata` it returns.
 
+use super::dependencies;
 use super::{resolved_table, tracked_entry};
-use crate::metadata::dependencies;
-use crate::metadata::error::{already_exists, not_exists, MetadataError, Result};
+use crate::metadata::error::{already_exists, not_exists_in_metadata, MetadataError, Result};
+use crate::metadata::ids::ObjectId;
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
-use crate::schema::{self, ObjectId, SchemaCache, Target};
+use crate::schema::{self, SchemaCache, Target};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -236,7 +238,7 @@ fn existing(metadata: &mut Metadata, table: &QualifiedTable, name: &str) -> Resu
     if entry.has_relationship(name) {
         Ok(())
     } else {
-        Err(not_exists(
+        Err(not_exists_in_metadata(
             JsonPath::args().key("relationship"),
             format!("relationship \"{name}\" does not exist"),
         ))

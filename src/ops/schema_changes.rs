@@ -2,14 +2,16 @@
 //! database before and after by OID and attnum (so renames are recognised as renames) and keeps
 //! only what metadata uses; [`reconcile`] applies the rules: dependency errors for drops (or
 //! cascade), type changes under dependents refused, computed fields of dropped functions
-//! removed, overloads refused, renames followed. Pure.
+//! removed, overloads refused, renames followed. See `docs/metadata-api.md`, "Keeping metadata
+//! consistent". Pure: must not do IO; the catalog introspects before and after.
 
 use super::dependencies::{self, edit_permission_json, permission_references};
-use super::error::{Code, MetadataError, Result};
-use super::path::JsonPath;
-use super::types::*;
 use crate::introspect::{DbConstraint, DbModel};
-use crate::schema::{ObjectId, SchemaCache, Segment, Target};
+use crate::metadata::error::{Code, MetadataError, Result};
+use crate::metadata::ids::{ObjectId, PermissionKind};
+use crate::metadata::path::JsonPath;
+use crate::metadata::types::*;
+use crate::schema::{qualified_table, relation_name, SchemaCache, Segment, Target};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -42,15 +44,16 @@ pub fn diff(metadata: &Metadata, before: &DbModel, after: &DbModel) -> SchemaCha
     let mut changes = SchemaChanges::default();
     for entry in &metadata.tables {
         let name = &entry.table;
-        let Some(old) = before.table(name) else {
+        let Some(old) = before.table(&name.schema, &name.name) else {
             continue;
         };
         let Some((new_name, new)) = after.tables.iter().find(|(_, t)| t.oid == old.oid) else {
             changes.dropped_tables.push(name.clone());
             continue;
         };
+        let new_name = qualified_table(new_name.clone());
         let mut altered = false;
-        if new_name != name {
+        if &new_name != name {
             changes
                 .renamed_tables
                 .push((name.clone(), new_name.clone()));
@@ -113,7 +116,7 @@ pub fn diff(metadata: &Metadata, before: &DbModel, after: &DbModel) -> SchemaCha
     for function in functions {
         let old: BTreeSet<u32> = before
             .functions
-            .get(function)
+            .get(&relation_name(function))
             .map(|fs| fs.iter().map(|f| f.oid).collect())
             .unwrap_or_default();
         if old.is_empty() {
@@ -121,7 +124,7 @@ pub fn diff(metadata: &Metadata, before: &DbModel, after: &DbModel) -> SchemaCha
         }
         let new: Vec<u32> = after
             .functions
-            .get(function)
+            .get(&relation_name(function))
             .map(|fs| fs.iter().map(|f| f.oid).collect())
             .unwrap_or_default();
         if !new.iter().any(|oid| old.contains(oid)) {
@@ -142,7 +145,7 @@ fn same_relation(
 ) -> bool {
     let oid = |model: &DbModel, fk: &DbConstraint| {
         fk.referenced_table()
-            .and_then(|t| model.table(&t).map(|t| t.oid))
+            .and_then(|t| model.tables.get(&t).map(|t| t.oid))
     };
     oid(before, old).is_some() && oid(before, old) == oid(after, new)
 }
@@ -216,7 +219,7 @@ fn table_dependents(
         }
         for (kind, roles) in [
             (
-                crate::schema::PermissionKind::Insert,
+                PermissionKind::Insert,
                 entry
                     .insert_permissions
                     .iter()
@@ -224,15 +227,15 @@ fn table_dependents(
                     .collect::<Vec<_>>(),
             ),
             (
-                crate::schema::PermissionKind::Select,
+                PermissionKind::Select,
                 entry.select_permissions.iter().map(|p| &p.role).collect(),
             ),
             (
-                crate::schema::PermissionKind::Update,
+                PermissionKind::Update,
                 entry.update_permissions.iter().map(|p| &p.role).collect(),
             ),
             (
-                crate::schema::PermissionKind::Delete,
+                PermissionKind::Delete,
                 entry.delete_permissions.iter().map(|p| &p.role).collect(),
             ),
         ] {
@@ -273,7 +276,7 @@ fn foreign_key_dependents(
             if let ArrRelUsing::ForeignKey(a) = &r.using {
                 if &a.table == table
                     && &a.column == column
-                    && fk.referenced_table().as_ref() == Some(&entry.table)
+                    && fk.referenced_table().map(qualified_table).as_ref() == Some(&entry.table)
                 {
                     direct.push(ObjectId::Relationship(
                         entry.table.clone(),

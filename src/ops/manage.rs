@@ -1,10 +1,12 @@
-//! export_metadata, replace_metadata, reload_metadata, clear_metadata,
-//! get_inconsistent_metadata, drop_inconsistent_metadata.
+//! Managing the whole document: `export_metadata`, `replace_metadata`, `reload_metadata`,
+//! `clear_metadata`, `get_inconsistent_metadata`, `drop_inconsistent_metadata`. See
+//! `docs/metadata-api.md`, "Managing the document". Must not do IO, read the clock, or edit anything but the `Metadata` it returns. (A reload only marks the request;
+//! the catalog rebuilds.)
 
 use super::collections::check_collection;
+use super::dependencies;
 use super::{success, Context, Outcome};
-use crate::metadata::dependencies;
-use crate::metadata::error::{not_exists, parse_failed, Code, MetadataError, Result};
+use crate::metadata::error::{not_exists_in_metadata, parse_failed, Code, MetadataError, Result};
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
@@ -167,7 +169,7 @@ pub fn parse_metadata(value: &Value, path: &JsonPath) -> Result<Metadata> {
     }
     for (i, a) in metadata.allowlist.iter().enumerate() {
         if !collections.contains(a.collection.0.as_str()) {
-            return Err(not_exists(
+            return Err(not_exists_in_metadata(
                 path.key("allowlist").index(i).key("collection"),
                 format!(
                     "query collection with name \"{}\" does not exists",

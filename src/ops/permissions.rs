@@ -1,11 +1,14 @@
-//! create_/drop_ insert|select|update|delete _permission, set_permission_comment.
+//! `create_*_permission`, `drop_*_permission` (insert, select, update, delete) and
+//! `set_permission_comment`, checked by `schema::check_permission`. See
+//! `docs/metadata-api.md`, "Permissions". Must not do IO, read the clock, or edit anything but the `Metadata` it returns.
 
 use super::tracked_entry;
-use crate::metadata::error::{already_exists, not_exists, Code, MetadataError, Result};
+use crate::metadata::error::{already_exists, not_exists_in_metadata, Code, MetadataError, Result};
+use crate::metadata::ids::PermissionKind;
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
-use crate::schema::{self, PermissionKind, SchemaCache};
+use crate::schema::{self, SchemaCache};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -170,7 +173,7 @@ impl PermissionOp {
                     ));
                 }
                 if !cache.resolved.tables.contains_key(table) {
-                    return Err(not_exists(
+                    return Err(not_exists_in_metadata(
                         args.key("table"),
                         format!("table \"{table}\" does not exist"),
                     ));
@@ -207,7 +210,7 @@ impl PermissionOp {
             } => {
                 let entry = tracked_entry(&mut next, table, &args.key("table"))?;
                 if !has_permission(entry, *kind, &role.0) {
-                    return Err(not_exists(
+                    return Err(not_exists_in_metadata(
                         args,
                         format!(
                             "{} permission on \"{table}\" for role \"{role}\" does not exist",

@@ -1,7 +1,10 @@
-//! Query collections and the allow-list.
+//! The query-collection and allow-list operations (`create_query_collection`,
+//! `add_query_to_collection`, `add_collection_to_allowlist`, their drops), and
+//! [`check_collection`](super::check_collection), shared with the controller's mapping. See
+//! `docs/metadata-api.md`, "Query collections and the allow-list". Must not do IO, read the clock, or edit anything but the `Metadata` it returns.
 
 use crate::metadata::error::{
-    already_exists, not_exists, parse_failed, Code, MetadataError, Result,
+    already_exists, not_exists_in_metadata, parse_failed, Code, MetadataError, Missing, Result,
 };
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
@@ -94,7 +97,7 @@ pub fn check_collection(entry: &CollectionEntry, path: &JsonPath) -> Result<()> 
 }
 
 fn missing_collection(name: &str, path: JsonPath) -> MetadataError {
-    not_exists(
+    not_exists_in_metadata(
         path,
         format!("query collection with name \"{name}\" does not exists"),
     )
@@ -215,7 +218,8 @@ impl CollectionOp {
                         format!(
                             "query with name \"{query}\" not found in collection \"{collection}\""
                         ),
-                    ));
+                    )
+                    .with_missing(Missing::Metadata));
                 }
                 entry.definition.queries.retain(|q| &q.name.0 != query);
             }

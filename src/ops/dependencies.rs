@@ -1,8 +1,11 @@
-//! Which metadata objects depend on which: used by drops (dependency errors and cascade), and
-//! for removing objects by id. Pure.
+//! Which metadata objects depend on which: used by drops (dependency errors and cascade), by
+//! `run_sql` reconciliation, and for removing objects by id or renaming keys inside
+//! permission JSON. See `docs/metadata-api.md`, "Keeping metadata consistent". Pure: must not
+//! do IO; reads the resolved schema, never the database.
 
-use super::types::*;
-use crate::schema::{self, ObjectId, PermissionKind, Reference, Resolved, Target};
+use crate::metadata::ids::{ObjectId, PermissionKind};
+use crate::metadata::types::*;
+use crate::schema::{self, Reference, Resolved, Target};
 use serde_json::Value;
 use std::collections::BTreeSet;
 
@@ -170,7 +173,8 @@ fn object_target(
             .db
             .foreign_keys()
             .find(|fk| fk.columns.len() == 1 && &fk.columns[0] == column)?
-            .referenced_table(),
+            .referenced_table()
+            .map(schema::qualified_table),
     }
 }
 

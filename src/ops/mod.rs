@@ -1,14 +1,25 @@
-//! `/v1/query` operations: [`Op::parse`] turns `{type, args, version}` into a typed operation.
-//! [`apply`] runs a [`MetadataOp`] as a pure function over the metadata; `run_sql` and `bulk`
-//! need the database between steps, so the catalog walks them. One file per family.
+//! `/v1/query` operations: [`Op::parse`] turns `{type, args, version}` into a typed operation,
+//! and [`apply`] runs a [`MetadataOp`] as a pure function `Metadata × args → Metadata`. One
+//! file per family, plus [`dependencies`] (who depends on what, cascade) and
+//! [`schema_changes`] (what a `run_sql` change means for the metadata).
+//!
+//! Sits above `schema` and below `catalog`/`controller`: validation goes through the
+//! resolver's own rules (`schema::resolve`, `schema::check_permission`, …) against the
+//! read-only `introspect::DbModel` the catalog hands in, so an operation and the resolver
+//! cannot disagree. `run_sql` and `bulk` need the database between steps, so the catalog walks
+//! them. Must not do IO, read the clock, or know about GraphQL, HTTP or the catalog.
+//! See `docs/metadata-api.md` for every operation and `docs/architecture.md` for the path of
+//! a request.
 
 mod collections;
 mod computed_fields;
 mod custom_types;
+pub mod dependencies;
 mod manage;
 mod permissions;
 mod relationships;
 mod run_sql;
+pub mod schema_changes;
 mod tables;
 
 pub use run_sql::RunSql;
@@ -16,10 +27,10 @@ pub use run_sql::RunSql;
 pub use collections::check_collection;
 pub use manage::{parse_metadata, ManageOp};
 
-use super::error::{parse_failed, Code, MetadataError, Result};
-use super::path::JsonPath;
-use super::types::{Metadata, QualifiedTable};
 use crate::introspect::DbModel;
+use crate::metadata::error::{parse_failed, Code, MetadataError, Result};
+use crate::metadata::path::JsonPath;
+use crate::metadata::types::{Metadata, QualifiedTable};
 use crate::schema::{self, SchemaCache};
 use serde_json::{json, Value};
 
@@ -297,9 +308,12 @@ fn tracked_entry<'a>(
     metadata: &'a mut Metadata,
     table: &QualifiedTable,
     path: &JsonPath,
-) -> Result<&'a mut super::types::TableEntry> {
+) -> Result<&'a mut crate::metadata::types::TableEntry> {
     metadata.table_mut(table).ok_or_else(|| {
-        super::error::not_exists(path.clone(), format!("table \"{table}\" does not exist"))
+        crate::metadata::error::not_exists_in_metadata(
+            path.clone(),
+            format!("table \"{table}\" does not exist"),
+        )
     })
 }
 
@@ -310,7 +324,10 @@ fn resolved_table<'a>(
     path: &JsonPath,
 ) -> Result<&'a schema::ResolvedTable> {
     cache.resolved.tables.get(table).ok_or_else(|| {
-        super::error::not_exists(path.clone(), format!("table \"{table}\" does not exist"))
+        crate::metadata::error::not_exists_in_metadata(
+            path.clone(),
+            format!("table \"{table}\" does not exist"),
+        )
     })
 }
 
@@ -320,22 +337,103 @@ fn drop_with_dependents(
     metadata: &Metadata,
     next: &mut Metadata,
     cache: &SchemaCache,
-    id: schema::ObjectId,
+    id: crate::metadata::ids::ObjectId,
     cascade: bool,
 ) -> Result<()> {
     let mut removed =
-        super::dependencies::dependents(metadata, &cache.resolved, std::slice::from_ref(&id));
+        dependencies::dependents(metadata, &cache.resolved, std::slice::from_ref(&id));
     if !removed.is_empty() && !cascade {
         return Err(MetadataError::new(
             Code::DependencyError,
             JsonPath::args(),
             format!(
                 "cannot drop due to the following dependent objects : {}",
-                super::dependencies::describe(&removed)
+                dependencies::describe(&removed)
             ),
         ));
     }
     removed.insert(id);
-    super::dependencies::remove(next, &removed);
+    dependencies::remove(next, &removed);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::introspect::{DbTable, RelationName};
+    use crate::metadata::error::Missing;
+
+    fn run(metadata: &Metadata, db: &DbModel, request: Value) -> MetadataError {
+        let Op::Metadata(op) = Op::parse(&request, Limits { max_batch_size: 10 }).unwrap() else {
+            panic!("not a metadata operation: {request}");
+        };
+        apply(metadata, &op, Context { db }).unwrap_err()
+    }
+
+    fn author_db() -> DbModel {
+        let table: DbTable = serde_json::from_value(json!({
+            "oid": 1, "schema": "public", "name": "author", "kind": "r", "comment": null,
+            "columns": [{
+                "name": "id", "attnum": 1, "data_type": "integer", "type_name": "int4",
+                "type_schema": "pg_catalog", "type_kind": "b", "element_type": null,
+                "nullable": false, "default": null, "generated": false, "identity": false,
+                "comment": null
+            }],
+            "constraints": [], "updatable_bits": 28
+        }))
+        .unwrap();
+        let mut db = DbModel::default();
+        db.tables
+            .insert(RelationName::new("public", "author"), table);
+        db
+    }
+
+    #[test]
+    fn not_exists_errors_say_what_is_missing() {
+        let empty = Metadata::default();
+        let err = run(
+            &empty,
+            &DbModel::default(),
+            json!({"type": "track_table", "args": {"table": "author"}}),
+        );
+        assert_eq!(
+            (err.code, err.missing),
+            (Code::NotExists, Some(Missing::DatabaseObject))
+        );
+        let err = run(
+            &empty,
+            &author_db(),
+            json!({"type": "create_object_relationship", "args": {
+                "table": "author", "name": "x", "using": {"foreign_key_constraint_on": "id"}}}),
+        );
+        assert_eq!(
+            (err.code, err.missing),
+            (Code::NotExists, Some(Missing::Metadata))
+        );
+        let mut tracked = Metadata::default();
+        tracked.tables.push(crate::metadata::types::TableEntry::new(
+            QualifiedTable::new("public", "author"),
+        ));
+        let err = run(
+            &tracked,
+            &author_db(),
+            json!({"type": "create_select_permission", "args": {
+                "table": "author", "role": "user",
+                "permission": {"columns": ["nope"], "filter": {}}}}),
+        );
+        assert_eq!(
+            (err.code, err.missing),
+            (Code::NotExists, Some(Missing::DatabaseObject))
+        );
+        let err = run(
+            &tracked,
+            &author_db(),
+            json!({"type": "drop_query_from_collection", "args": {
+                "collection_name": "c", "query_name": "q"}}),
+        );
+        assert_eq!(
+            (err.code, err.missing),
+            (Code::NotExists, Some(Missing::Metadata))
+        );
+    }
 }

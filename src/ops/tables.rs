@@ -1,11 +1,13 @@
-//! track_table (v1, v2), untrack_table, set_table_is_enum, set_table_custom_fields.
+//! `track_table` (v1, v2), `untrack_table`, `set_table_is_enum`, `set_table_custom_fields`.
+//! See `docs/metadata-api.md`, "Tables". Must not do IO, read the clock, or edit anything but the `Metadata` it returns.
 
 use super::{resolved_table, tracked_entry, Context};
-use crate::metadata::error::{not_exists, parse_failed, Code, MetadataError, Result};
+use crate::metadata::error::{not_exists_in_database, parse_failed, Code, MetadataError, Result};
+use crate::metadata::ids::ObjectId;
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
-use crate::schema::{self, ObjectId, SchemaCache};
+use crate::schema::{self, SchemaCache};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -203,8 +205,8 @@ impl TableOp {
                         format!("view/table already tracked: \"{table}\""),
                     ));
                 }
-                let db_table = ctx.db.table(table).ok_or_else(|| {
-                    not_exists(
+                let db_table = ctx.db.table(&table.schema, &table.name).ok_or_else(|| {
+                    not_exists_in_database(
                         args.clone(),
                         format!("no such table/view exists in postgres: \"{table}\""),
                     )
@@ -243,8 +245,8 @@ impl TableOp {
             TableOp::SetIsEnum { table, is_enum } => {
                 let entry = tracked_entry(&mut next, table, &args.key("table"))?;
                 if *is_enum {
-                    let db_table = ctx.db.table(table).ok_or_else(|| {
-                        not_exists(
+                    let db_table = ctx.db.table(&table.schema, &table.name).ok_or_else(|| {
+                        not_exists_in_database(
                             args.key("table"),
                             format!("no such table/view exists in postgres: \"{table}\""),
                         )

@@ -1,4 +1,5 @@
-//! set_custom_types.
+//! `set_custom_types`, validated by `schema::check_custom_types`. See `docs/metadata-api.md`,
+//! "Custom types". Must not do IO, read the clock, or edit anything but the `Metadata` it returns.
 
 use super::Context;
 use crate::metadata::error::Result;

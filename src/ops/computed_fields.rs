@@ -1,11 +1,13 @@
-//! add_computed_field, drop_computed_field.
+//! `add_computed_field` and `drop_computed_field`, validated by the resolver's own
+//! `schema::check_computed_field`. See `docs/metadata-api.md`, "Computed fields". Must not do IO, read the clock, or edit anything but the `Metadata` it returns.
 
 use super::{resolved_table, tracked_entry, Context};
-use crate::metadata::error::{already_exists, not_exists, Code, MetadataError, Result};
+use crate::metadata::error::{already_exists, not_exists_in_metadata, Code, MetadataError, Result};
+use crate::metadata::ids::{computed_field_definition, ObjectId};
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
-use crate::schema::{self, FieldRef, ObjectId, SchemaCache};
+use crate::schema::{self, FieldRef, SchemaCache};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -101,7 +103,7 @@ impl ComputedFieldOp {
                 schema::check_computed_field(table, cf, ctx.db, &cache.resolved).map_err(|e| {
                     let object = json!({
                         "type": "computed_field",
-                        "definition": schema::computed_field_definition(table, cf),
+                        "definition": computed_field_definition(table, cf),
                         "reason": e.message,
                     });
                     e.under(&args).with_internal(json!([object]))
@@ -117,7 +119,7 @@ impl ComputedFieldOp {
             } => {
                 let entry = tracked_entry(&mut next, table, &args.key("table"))?;
                 if !entry.has_computed_field(name) {
-                    return Err(not_exists(
+                    return Err(not_exists_in_metadata(
                         args.key("name"),
                         format!("computed field \"{name}\" does not exist"),
                     ));

@@ -1,0 +1,107 @@
+//! Identities of the objects in the metadata document: [`ObjectId`] (what inconsistencies,
+//! dependency errors and drops name), [`PermissionKind`], and the "definition" JSON of a
+//! relationship, permission or computed field as the API reports it (inconsistencies,
+//! ownership and drift). See `docs/metadata-api.md`. Pure; must not depend on anything
+//! outside `metadata`.
+
+use super::types::*;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+/// Identity of a metadata object, used to compare inconsistencies across versions and to
+/// remove objects.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ObjectId {
+    /// A tracked table.
+    Table(QualifiedTable),
+    /// A relationship of a table.
+    Relationship(QualifiedTable, String),
+    /// A computed field of a table.
+    ComputedField(QualifiedTable, String),
+    /// A permission of a role on a table.
+    Permission(QualifiedTable, String, PermissionKind),
+    /// An event trigger on a table.
+    EventTrigger(QualifiedTable, String),
+    /// A remote schema.
+    RemoteSchema(String),
+    /// An action.
+    Action(String),
+    /// The custom types as a whole.
+    CustomTypes,
+    /// A relationship of a custom object type to a table.
+    CustomTypeRelationship(String, String),
+}
+
+impl ObjectId {
+    /// The object as dependency messages name it (`relationship article.author`).
+    pub fn describe(&self) -> String {
+        match self {
+            ObjectId::Table(t) => format!("table {t}"),
+            ObjectId::Relationship(t, r) => format!("relationship {t}.{r}"),
+            ObjectId::ComputedField(t, c) => format!("computed field {t}.{c}"),
+            ObjectId::Permission(t, role, kind) => {
+                format!("permission {t}.{role}.{}", kind.as_str())
+            }
+            ObjectId::EventTrigger(t, n) => format!("event-trigger {t}.{n}"),
+            ObjectId::RemoteSchema(n) => format!("remote schema {n}"),
+            ObjectId::Action(n) => format!("action {n}"),
+            ObjectId::CustomTypes => "custom types".to_owned(),
+            ObjectId::CustomTypeRelationship(t, r) => format!("custom type relationship {t}.{r}"),
+        }
+    }
+}
+
+/// The four permission kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PermissionKind {
+    /// Insert.
+    Insert,
+    /// Select.
+    Select,
+    /// Update.
+    Update,
+    /// Delete.
+    Delete,
+}
+
+impl PermissionKind {
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PermissionKind::Insert => "insert",
+            PermissionKind::Select => "select",
+            PermissionKind::Update => "update",
+            PermissionKind::Delete => "delete",
+        }
+    }
+
+    /// All four, in metadata order.
+    pub const ALL: [PermissionKind; 4] = [
+        PermissionKind::Insert,
+        PermissionKind::Select,
+        PermissionKind::Update,
+        PermissionKind::Delete,
+    ];
+}
+
+/// The definition object of a relationship as reported in inconsistencies.
+pub fn relationship_definition<U: Serialize>(
+    table: &QualifiedTable,
+    rel: &RelationshipEntry<U>,
+) -> Value {
+    json!({"table": table, "name": rel.name, "using": rel.using, "comment": rel.comment})
+}
+
+/// The definition object of a permission as reported in inconsistencies.
+pub fn permission_definition<P: Serialize>(
+    table: &QualifiedTable,
+    perm: &PermissionEntry<P>,
+) -> Value {
+    json!({"table": table, "role": perm.role, "permission": perm.permission, "comment": perm.comment})
+}
+
+/// The definition object of a computed field as reported in inconsistencies.
+pub fn computed_field_definition(table: &QualifiedTable, cf: &ComputedFieldEntry) -> Value {
+    json!({"table": table, "name": cf.name, "definition": cf.definition, "comment": cf.comment})
+}

@@ -1,0 +1,94 @@
+//! Actions: stored and exported unchanged; execution is not built yet (see
+//! `docs/metadata-api.md`, "Operations answered with `400 not-supported`"). Pure serde types: must not depend on anything outside `metadata`.
+
+use super::*;
+use serde::{Deserialize, Serialize};
+
+/// An action (stored and exported; execution arrives with the actions feature).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActionEntry {
+    /// Root field name.
+    pub name: GraphQLName,
+    /// Handler, types and kind.
+    pub definition: ActionDefinition,
+    /// Free text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+    /// Roles allowed to call it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub permissions: Vec<ActionPermission>,
+}
+
+/// An action's definition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActionDefinition {
+    /// Handler URL (may hold `{{ENV}}` templates).
+    pub handler: String,
+    /// Output type expression; its base must be a custom object type.
+    pub output_type: String,
+    /// Forward the client's headers to the handler.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub forward_client_headers: bool,
+    /// Headers sent to the handler.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<Header>,
+    /// Arguments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arguments: Vec<ActionArgument>,
+    /// `query` or `mutation`.
+    #[serde(rename = "type", default = "mutation")]
+    pub action_type: ActionType,
+    /// `synchronous` or `asynchronous` (mutations only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<ActionKind>,
+    /// Handler timeout in seconds (exported only when not 30).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<u32>,
+}
+
+fn mutation() -> ActionType {
+    ActionType::Mutation
+}
+
+/// Root an action extends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ActionType {
+    /// Extends `query_root`.
+    Query,
+    /// Extends `mutation_root`.
+    Mutation,
+}
+
+/// Whether a mutation action answers after the handler or at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ActionKind {
+    /// Answer after the handler.
+    Synchronous,
+    /// Answer with an id at once.
+    Asynchronous,
+}
+
+/// An action argument.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActionArgument {
+    /// Name.
+    pub name: GraphQLName,
+    /// Type expression.
+    #[serde(rename = "type")]
+    pub arg_type: String,
+    /// Free text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// A role allowed to call an action.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActionPermission {
+    /// The role.
+    pub role: Name,
+    /// Free text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+}

@@ -1,0 +1,40 @@
+//! Query collections and the allow-list entries (see `docs/metadata-api.md`, "Query
+//! collections and the allow-list"). Pure serde types: must not depend on anything outside `metadata`.
+
+use super::*;
+use serde::{Deserialize, Serialize};
+
+/// A named set of GraphQL documents.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CollectionEntry {
+    /// Name.
+    pub name: Name,
+    /// The queries.
+    pub definition: CollectionDefinition,
+    /// Free text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+}
+
+/// The queries of a collection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CollectionDefinition {
+    /// In insertion order.
+    pub queries: Vec<CollectionQuery>,
+}
+
+/// One named GraphQL document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CollectionQuery {
+    /// Name, unique in its collection.
+    pub name: Name,
+    /// GraphQL document text.
+    pub query: String,
+}
+
+/// One allow-listed collection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AllowlistEntry {
+    /// Collection name.
+    pub collection: Name,
+}

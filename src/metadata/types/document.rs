@@ -1,0 +1,74 @@
+//! The whole metadata document, `Metadata`, and its lookups (see `docs/metadata-api.md`,
+//! "export_metadata"). Pure serde types: must not depend on anything outside `metadata`.
+
+use super::*;
+use serde::{Deserialize, Serialize};
+
+/// The whole metadata document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Metadata {
+    /// Always 2 on export.
+    #[serde(default = "two")]
+    pub version: u32,
+    /// Tracked tables and views, in tracking order.
+    pub tables: Vec<TableEntry>,
+    /// Stitched remote GraphQL servers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub remote_schemas: Vec<RemoteSchemaEntry>,
+    /// Named GraphQL documents.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub query_collections: Vec<CollectionEntry>,
+    /// Collections whose queries non-admin roles may run when the allow-list is on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", alias = "allow_list")]
+    pub allowlist: Vec<AllowlistEntry>,
+    /// Custom queries and mutations resolved by HTTP handlers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<ActionEntry>,
+    /// Types used by actions.
+    #[serde(default, skip_serializing_if = "CustomTypes::is_empty")]
+    pub custom_types: CustomTypes,
+}
+
+fn two() -> u32 {
+    2
+}
+
+impl Default for Metadata {
+    fn default() -> Self {
+        Metadata {
+            version: 2,
+            tables: Vec::new(),
+            remote_schemas: Vec::new(),
+            query_collections: Vec::new(),
+            allowlist: Vec::new(),
+            actions: Vec::new(),
+            custom_types: CustomTypes::default(),
+        }
+    }
+}
+
+impl Metadata {
+    /// The entry of a tracked table.
+    pub fn table(&self, table: &QualifiedTable) -> Option<&TableEntry> {
+        self.tables.iter().find(|t| &t.table == table)
+    }
+
+    /// The entry of a tracked table, mutably.
+    pub fn table_mut(&mut self, table: &QualifiedTable) -> Option<&mut TableEntry> {
+        self.tables.iter_mut().find(|t| &t.table == table)
+    }
+
+    /// Tables flagged as enum tables.
+    pub fn enum_tables(&self) -> Vec<QualifiedTable> {
+        self.tables
+            .iter()
+            .filter(|t| t.is_enum)
+            .map(|t| t.table.clone())
+            .collect()
+    }
+
+    /// A query collection by name.
+    pub fn collection(&self, name: &str) -> Option<&CollectionEntry> {
+        self.query_collections.iter().find(|c| c.name.0 == name)
+    }
+}

@@ -1,0 +1,34 @@
+//! The metadata document (format version 2, see `docs/metadata-api.md`) as serde types, one
+//! file per part of the document. Every type is re-exported here, so paths stay
+//! `crate::metadata::types::X`.
+//!
+//! Serialization is the export format: keys in the spec's order, empty parts omitted. BoolExps
+//! and presets stay JSON values, stored exactly as submitted (`$eq` and `_eq` both survive).
+//! Owns only the shapes; it must not depend on anything outside `metadata`.
+
+mod actions;
+mod collections;
+mod computed_fields;
+mod custom_types;
+mod document;
+mod events;
+mod names;
+mod permissions;
+mod relationships;
+mod tables;
+
+pub use actions::*;
+pub use collections::*;
+pub use computed_fields::*;
+pub use custom_types::*;
+pub use document::*;
+pub use events::*;
+pub use names::*;
+pub use permissions::*;
+pub use relationships::*;
+pub use tables::*;
+
+/// `skip_serializing_if` for flags exported only when set.
+fn is_false(b: &bool) -> bool {
+    !*b
+}
