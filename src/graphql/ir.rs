@@ -2,7 +2,7 @@
 //! [`super::plan`], compiled to SQL by [`crate::translate`]. No SQL text here.
 
 use crate::metadata::types::QualifiedTable;
-use crate::schema::RelationshipKind;
+use crate::schema::{CompareOp, RelationshipKind};
 use crate::sql::PgType;
 use serde_json::Value;
 
@@ -48,118 +48,6 @@ pub struct ColumnExpr {
     pub column: String,
     /// Cast the column before comparing (`text` for jsonb `_cast`).
     pub cast: Option<PgType>,
-}
-
-/// Comparison operators.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CompareOp {
-    /// `=`.
-    Eq,
-    /// `<>`.
-    Neq,
-    /// `>`.
-    Gt,
-    /// `<`.
-    Lt,
-    /// `>=`.
-    Gte,
-    /// `<=`.
-    Lte,
-    /// `= ANY(array)`.
-    In,
-    /// `<> ALL(array)`.
-    Nin,
-    /// `LIKE`.
-    Like,
-    /// `NOT LIKE`.
-    Nlike,
-    /// `ILIKE`.
-    Ilike,
-    /// `NOT ILIKE`.
-    Nilike,
-    /// `SIMILAR TO`.
-    Similar,
-    /// `NOT SIMILAR TO`.
-    Nsimilar,
-    /// `~`.
-    Regex,
-    /// `~*`.
-    Iregex,
-    /// `!~`.
-    Nregex,
-    /// `!~*`.
-    Niregex,
-    /// `@>`.
-    Contains,
-    /// `<@`.
-    ContainedIn,
-    /// `?`.
-    HasKey,
-    /// `?|`.
-    HasKeysAny,
-    /// `?&`.
-    HasKeysAll,
-}
-
-impl CompareOp {
-    /// The operator for a name without its `_`/`$` prefix.
-    pub fn from_name(name: &str) -> Option<Self> {
-        use CompareOp::*;
-        Some(match name {
-            "eq" => Eq,
-            "ne" | "neq" => Neq,
-            "gt" => Gt,
-            "lt" => Lt,
-            "gte" => Gte,
-            "lte" => Lte,
-            "in" => In,
-            "nin" => Nin,
-            "like" => Like,
-            "nlike" => Nlike,
-            "ilike" => Ilike,
-            "nilike" => Nilike,
-            "similar" => Similar,
-            "nsimilar" => Nsimilar,
-            "regex" => Regex,
-            "iregex" => Iregex,
-            "nregex" => Nregex,
-            "niregex" => Niregex,
-            "contains" => Contains,
-            "contained_in" => ContainedIn,
-            "has_key" => HasKey,
-            "has_keys_any" => HasKeysAny,
-            "has_keys_all" => HasKeysAll,
-            _ => return None,
-        })
-    }
-
-    /// Whether the right-hand side is a list of values.
-    pub fn takes_list(self) -> bool {
-        matches!(
-            self,
-            CompareOp::In | CompareOp::Nin | CompareOp::HasKeysAny | CompareOp::HasKeysAll
-        )
-    }
-
-    /// Whether the right-hand side is text whatever the column type.
-    pub fn takes_text(self) -> bool {
-        use CompareOp::*;
-        matches!(
-            self,
-            Like | Nlike
-                | Ilike
-                | Nilike
-                | Similar
-                | Nsimilar
-                | Regex
-                | Iregex
-                | Nregex
-                | Niregex
-                | HasKey
-                | HasKeysAny
-                | HasKeysAll
-        )
-    }
 }
 
 /// A boolean expression over a table.

@@ -171,24 +171,6 @@ impl DbColumn {
             self.element_type.as_deref(),
         )
     }
-
-    /// Whether string pattern operators apply.
-    pub fn is_text_like(&self) -> bool {
-        matches!(
-            self.type_name.as_str(),
-            "text" | "varchar" | "bpchar" | "char" | "name" | "citext"
-        )
-    }
-
-    /// Whether it is `jsonb`.
-    pub fn is_jsonb(&self) -> bool {
-        self.type_name == "jsonb"
-    }
-
-    /// Whether it is `json`.
-    pub fn is_json(&self) -> bool {
-        self.type_name == "json"
-    }
 }
 
 /// A primary key (`p`), unique (`u`) or foreign-key (`f`) constraint.

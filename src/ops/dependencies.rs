@@ -19,8 +19,9 @@ pub fn permission_references(
     for entry in &metadata.tables {
         let t = &entry.table;
         let mut push = |role: &Name, kind: PermissionKind, value: Value| {
-            let refs =
-                schema::check_permission(resolved, t, &role.0, kind, &value).unwrap_or_default();
+            let refs = schema::check_permission(resolved, t, &role.0, kind, &value)
+                .map(|checked| checked.refs)
+                .unwrap_or_default();
             out.push((ObjectId::Permission(t.clone(), role.0.clone(), kind), refs));
         };
         for p in &entry.insert_permissions {

@@ -1,6 +1,9 @@
-//! Checking permission BoolExps and presets against the resolved model, and finding what they
-//! refer to (for dependency checks and renames).
+//! Checking permission BoolExps and presets against the resolved model: what they refer to (for
+//! dependency checks and renames), and the typed [`BoolExp`] and [`Preset`]s they resolve to.
+//! Operators come from the one table in [`super::operators`].
 
+use super::operators::{self, Operand, OperatorKind, TypeFamily};
+use super::rules::{BoolExp, ColumnRef, Condition, Preset, PresetValue, RuleValue};
 use super::{FieldRef, Resolved, ResolvedTable};
 use crate::introspect::DbColumn;
 use crate::metadata::error::{
@@ -8,6 +11,7 @@ use crate::metadata::error::{
 };
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::{json_kind, QualifiedTable};
+use crate::sql::PgType;
 use serde_json::Value;
 
 /// One step of a location inside a JSON value.
@@ -51,66 +55,6 @@ impl Reference {
     }
 }
 
-/// The operator families of permission BoolExps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum OpClass {
-    Equality,
-    Order,
-    List,
-    IsNull,
-    Text,
-    JsonContain,
-    JsonKey,
-    JsonKeys,
-    ColumnCompare,
-}
-
-fn classify(op: &str) -> Option<OpClass> {
-    Some(match op {
-        "eq" | "ne" | "neq" => OpClass::Equality,
-        "gt" | "lt" | "gte" | "lte" => OpClass::Order,
-        "in" | "nin" => OpClass::List,
-        "is_null" => OpClass::IsNull,
-        "like" | "nlike" | "ilike" | "nilike" | "similar" | "nsimilar" | "regex" | "iregex"
-        | "nregex" | "niregex" => OpClass::Text,
-        "contains" | "contained_in" => OpClass::JsonContain,
-        "has_key" => OpClass::JsonKey,
-        "has_keys_any" | "has_keys_all" => OpClass::JsonKeys,
-        "ceq" | "cne" | "cneq" | "cgt" | "clt" | "cgte" | "clte" => OpClass::ColumnCompare,
-        _ => return None,
-    })
-}
-
-/// The type facts operators care about.
-#[derive(Debug, Clone, Copy)]
-struct OperandType<'a> {
-    name: &'a str,
-    text: bool,
-    json: bool,
-    jsonb: bool,
-}
-
-impl<'a> OperandType<'a> {
-    fn of_column(c: &'a DbColumn) -> Self {
-        OperandType {
-            name: &c.data_type,
-            text: c.is_text_like(),
-            json: c.is_json(),
-            jsonb: c.is_jsonb(),
-        }
-    }
-
-    fn allows(&self, class: OpClass) -> bool {
-        match class {
-            OpClass::IsNull => true,
-            OpClass::Equality => !self.json,
-            OpClass::Order | OpClass::List | OpClass::ColumnCompare => !self.json && !self.jsonb,
-            OpClass::Text => self.text,
-            OpClass::JsonContain | OpClass::JsonKey | OpClass::JsonKeys => self.jsonb,
-        }
-    }
-}
-
 /// Strips the `$` or `_` prefix of an operator or connective.
 fn operator_name(key: &str) -> Option<&str> {
     key.strip_prefix('$').or_else(|| key.strip_prefix('_'))
@@ -122,7 +66,8 @@ pub fn is_session_variable(s: &str) -> bool {
 }
 
 /// Checks `exp` as a BoolExp over `table` (`root` is the table the permission is defined on,
-/// for `["$", col]` comparisons), appending every reference it makes to `refs`.
+/// for `["$", col]` comparisons), appending every reference it makes to `refs`; returns it
+/// resolved.
 pub fn check_bool_exp(
     resolved: &Resolved,
     table: &QualifiedTable,
@@ -130,7 +75,7 @@ pub fn check_bool_exp(
     exp: &Value,
     path: &JsonPath,
     refs: &mut Vec<Reference>,
-) -> Result<()> {
+) -> Result<BoolExp> {
     Walker {
         resolved,
         root,
@@ -165,7 +110,7 @@ impl<'a> Walker<'a> {
         exp: &Value,
         path: &JsonPath,
         pointer: &[Segment],
-    ) -> Result<()> {
+    ) -> Result<BoolExp> {
         let Value::Object(map) = exp else {
             return Err(parse_failed(
                 path.clone(),
@@ -175,30 +120,41 @@ impl<'a> Walker<'a> {
                 ),
             ));
         };
+        let mut all = Vec::with_capacity(map.len());
         for (key, value) in map {
             let at = path.key(key);
             let here = child(pointer, Segment::Key(key.clone()));
-            match operator_name(key) {
-                Some("and") | Some("or") => {
+            let part = match operator_name(key) {
+                Some(connective @ ("and" | "or")) => {
                     let Value::Array(items) = value else {
                         return Err(parse_failed(
                             at,
                             format!("expected Array, encountered {}", json_kind(value)),
                         ));
                     };
-                    for (i, item) in items.iter().enumerate() {
-                        self.exp(table, item, &at.index(i), &child(&here, Segment::Index(i)))?;
+                    let parts = items
+                        .iter()
+                        .enumerate()
+                        .map(|(i, item)| {
+                            self.exp(table, item, &at.index(i), &child(&here, Segment::Index(i)))
+                        })
+                        .collect::<Result<Vec<_>>>()?;
+                    if connective == "and" {
+                        BoolExp::And(parts)
+                    } else {
+                        BoolExp::Or(parts)
                     }
                 }
-                Some("not") => self.exp(table, value, &at, &here)?,
+                Some("not") => BoolExp::Not(Box::new(self.exp(table, value, &at, &here)?)),
                 Some("exists") => self.exists(value, &at, &here)?,
                 _ => self.field(table, key, value, &at, &here)?,
-            }
+            };
+            all.push(part);
         }
-        Ok(())
+        Ok(BoolExp::And(all))
     }
 
-    fn exists(&mut self, value: &Value, path: &JsonPath, pointer: &[Segment]) -> Result<()> {
+    fn exists(&mut self, value: &Value, path: &JsonPath, pointer: &[Segment]) -> Result<BoolExp> {
         let Value::Object(map) = value else {
             return Err(parse_failed(
                 path.clone(),
@@ -218,12 +174,16 @@ impl<'a> Walker<'a> {
             target: Target::Table(target.clone()),
             pointer: child(pointer, Segment::Key("_table".into())),
         });
-        self.exp(
+        let filter = self.exp(
             &target,
             where_value,
             &path.key("_where"),
             &child(pointer, Segment::Key("_where".into())),
-        )
+        )?;
+        Ok(BoolExp::Exists {
+            table: target,
+            filter: Box::new(filter),
+        })
     }
 
     fn field(
@@ -233,20 +193,17 @@ impl<'a> Walker<'a> {
         value: &Value,
         path: &JsonPath,
         pointer: &[Segment],
-    ) -> Result<()> {
+    ) -> Result<BoolExp> {
         let owner = self.table(table, path)?;
         match owner.field(key) {
             Some(FieldRef::Column(column)) => {
                 self.refs
                     .push(Reference::column(table, key, pointer.to_vec()));
-                self.operators(
-                    table,
-                    key,
-                    OperandType::of_column(column),
-                    value,
-                    path,
-                    pointer,
-                )
+                let conditions = self.conditions(table, column, value, path, pointer)?;
+                Ok(BoolExp::Column {
+                    column: column.name.clone(),
+                    conditions,
+                })
             }
             Some(FieldRef::Relationship(rel)) => {
                 let target = &rel.target;
@@ -258,7 +215,12 @@ impl<'a> Walker<'a> {
                     target: Target::Table(target.clone()),
                     pointer: pointer.to_vec(),
                 });
-                self.exp(target, value, path, pointer)
+                let filter = self.exp(target, value, path, pointer)?;
+                Ok(BoolExp::Related {
+                    target: target.clone(),
+                    mapping: rel.mapping.clone(),
+                    filter: Box::new(filter),
+                })
             }
             // The BoolExp grammar has columns, relationships and `_exists`; computed fields are
             // selection-only, so a rule naming one could never be enforced.
@@ -273,67 +235,86 @@ impl<'a> Walker<'a> {
         }
     }
 
-    fn operators(
+    /// The conditions `value` puts on a column: a shorthand equality, or an object of operators.
+    fn conditions(
         &mut self,
         table: &QualifiedTable,
-        column: &str,
-        operand: OperandType<'_>,
+        column: &DbColumn,
         value: &Value,
         path: &JsonPath,
         pointer: &[Segment],
-    ) -> Result<()> {
+    ) -> Result<Vec<Condition>> {
+        let family = TypeFamily::of(column);
+        let not_allowed = |at: JsonPath, key: &str| {
+            parse_failed(
+                at,
+                format!(
+                    "operator \"{key}\" is not allowed on column \"{}\" of type \"{}\"",
+                    column.name, column.data_type
+                ),
+            )
+        };
         let Value::Object(ops) = value else {
             // Shorthand for equality against a literal or a session variable.
-            return if operand.allows(OpClass::Equality) {
-                Ok(())
-            } else {
-                Err(parse_failed(
-                    path.clone(),
-                    format!(
-                        "operator \"_eq\" is not allowed on column \"{column}\" of type \"{}\"",
-                        operand.name
-                    ),
-                ))
+            let eq = operators::operator("eq").filter(|o| o.permission.contains(&family));
+            return match eq {
+                Some(_) => Ok(vec![Condition::Compare {
+                    op: operators::CompareOp::Eq,
+                    value: RuleValue::of(value),
+                    cast: column.pg_type(),
+                }]),
+                None => Err(not_allowed(path.clone(), "_eq")),
             };
         };
+        let mut conditions = Vec::with_capacity(ops.len());
         for (key, arg) in ops {
             let at = path.key(key);
-            let class = operator_name(key)
-                .and_then(classify)
+            let operator = operator_name(key)
+                .and_then(operators::operator)
+                .filter(|o| !o.permission.is_empty())
                 .ok_or_else(|| parse_failed(at.clone(), format!("unknown operator \"{key}\"")))?;
-            if !operand.allows(class) {
-                return Err(parse_failed(
-                    at,
-                    format!(
-                        "operator \"{key}\" is not allowed on column \"{column}\" of type \"{}\"",
-                        operand.name
-                    ),
-                ));
+            if !operator.permission.contains(&family) {
+                return Err(not_allowed(at, key));
             }
             let session = arg.as_str().map(is_session_variable).unwrap_or(false);
-            match class {
-                OpClass::IsNull if !arg.is_boolean() => {
-                    return Err(parse_failed(
-                        at,
-                        format!("expected Boolean, encountered {}", json_kind(arg)),
-                    ));
+            let condition = match (operator.kind, operator.operand) {
+                (OperatorKind::IsNull, _) => match arg {
+                    Value::Bool(b) => Some(Condition::IsNull(*b)),
+                    _ => {
+                        return Err(parse_failed(
+                            at,
+                            format!("expected Boolean, encountered {}", json_kind(arg)),
+                        ))
+                    }
+                },
+                (OperatorKind::CompareColumn(op), _) => {
+                    let pointer = child(pointer, Segment::Key(key.clone()));
+                    let other = self.column_compare(table, arg, &at, &pointer)?;
+                    Some(Condition::CompareColumn { op, other })
                 }
-                OpClass::List | OpClass::JsonKeys if !arg.is_array() && !session => {
+                (OperatorKind::Compare(_), Operand::ListOfSame | Operand::ListOfText)
+                    if !arg.is_array() && !session =>
+                {
                     return Err(parse_failed(
                         at,
                         format!("expected Array, encountered {}", json_kind(arg)),
                     ));
                 }
-                OpClass::ColumnCompare => self.column_compare(
-                    table,
-                    arg,
-                    &at,
-                    &child(pointer, Segment::Key(key.clone())),
-                )?,
-                _ => {}
-            }
+                // A null operand makes the comparison a no-op.
+                (OperatorKind::Compare(_), _) if arg.is_null() => None,
+                (OperatorKind::Compare(op), operand) => Some(Condition::Compare {
+                    op,
+                    value: RuleValue::of(arg),
+                    cast: match operand {
+                        Operand::Text | Operand::ListOfText => PgType::Text,
+                        _ => column.pg_type(),
+                    },
+                }),
+                (OperatorKind::Cast, _) => return Err(not_allowed(at, key)),
+            };
+            conditions.extend(condition);
         }
-        Ok(())
+        Ok(conditions)
     }
 
     fn column_compare(
@@ -342,13 +323,14 @@ impl<'a> Walker<'a> {
         arg: &Value,
         path: &JsonPath,
         pointer: &[Segment],
-    ) -> Result<()> {
-        let (target_table, column, pointer) = match arg {
-            Value::String(c) => (table.clone(), c.clone(), pointer.to_vec()),
+    ) -> Result<ColumnRef> {
+        let (target_table, column, pointer, root) = match arg {
+            Value::String(c) => (table.clone(), c.clone(), pointer.to_vec(), false),
             Value::Array(items) if items.len() == 2 && items[0] == "$" && items[1].is_string() => (
                 self.root.clone(),
                 items[1].as_str().unwrap_or_default().to_owned(),
                 child(pointer, Segment::Index(1)),
+                true,
             ),
             _ => {
                 return Err(parse_failed(
@@ -366,16 +348,21 @@ impl<'a> Walker<'a> {
         }
         self.refs
             .push(Reference::column(&target_table, &column, pointer));
-        Ok(())
+        Ok(if root {
+            ColumnRef::Root(column)
+        } else {
+            ColumnRef::Current(column)
+        })
     }
 }
 
-/// Checks column presets (`set`): every key must be a column. Returns the column references.
+/// Checks column presets (`set`): every key must be a column. Returns the column references
+/// and the presets, typed.
 pub fn check_presets(
     table: &ResolvedTable,
     presets: &Value,
     path: &JsonPath,
-) -> Result<Vec<Reference>> {
+) -> Result<(Vec<Reference>, Vec<Preset>)> {
     let Value::Object(map) = presets else {
         return Err(parse_failed(
             path.clone(),
@@ -383,18 +370,31 @@ pub fn check_presets(
         ));
     };
     let mut refs = Vec::new();
-    for key in map.keys() {
-        if table.db.column(key).is_none() {
+    let mut typed = Vec::new();
+    for (key, value) in map {
+        let Some(column) = table.db.column(key) else {
             return Err(not_exists_in_database(
                 path.key(key),
                 format!("column \"{key}\" does not exist"),
             ));
-        }
+        };
         refs.push(Reference::column(
             &table.name,
             key,
             vec![Segment::Key(key.clone())],
         ));
+        let value = match value {
+            Value::String(s) if is_session_variable(s) => {
+                PresetValue::Session(s.to_ascii_lowercase())
+            }
+            Value::String(s) if s.eq_ignore_ascii_case("now()") => PresetValue::Now,
+            other => PresetValue::Static(other.clone()),
+        };
+        typed.push(Preset {
+            column: key.clone(),
+            pg_type: column.pg_type(),
+            value,
+        });
     }
-    Ok(refs)
+    Ok((refs, typed))
 }

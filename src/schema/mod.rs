@@ -4,10 +4,17 @@
 
 mod boolexp;
 mod checks;
+pub mod operators;
+mod rules;
 
 pub use boolexp::{check_bool_exp, check_presets, is_session_variable, Reference, Segment, Target};
 pub use checks::{
     check_computed_field, check_custom_types, check_enum_table as checks_enum, computed_field_error,
+};
+pub use operators::{CompareOp, TypeFamily};
+pub use rules::{
+    BoolExp, ColumnRef, Condition, DeleteRule, InsertRule, Preset, PresetValue, RolePermissions,
+    RuleValue, SelectRule, UpdateRule,
 };
 
 use crate::introspect::{DbModel, DbTable, RelationName};
@@ -115,19 +122,6 @@ pub struct ResolvedComputedField {
     pub arguments: Vec<FunctionArgument>,
     /// Return shape.
     pub returns: ComputedReturn,
-}
-
-/// The permissions of one role on one table (only consistent ones).
-#[derive(Debug, Clone, Default)]
-pub struct RolePermissions {
-    /// Insert rules.
-    pub insert: Option<InsertPermission>,
-    /// Select rules.
-    pub select: Option<SelectPermission>,
-    /// Update rules.
-    pub update: Option<UpdatePermission>,
-    /// Delete rules.
-    pub delete: Option<DeletePermission>,
 }
 
 /// A tracked table, consistent with the database.
@@ -703,6 +697,20 @@ fn resolve_computed_fields(entry: &TableEntry, db: &DbModel, cache: &mut SchemaC
     }
 }
 
+/// A permission checked against the resolved model: what it refers to, and its rules resolved.
+#[derive(Debug, Clone, Default)]
+pub struct CheckedPermission {
+    /// Every column, relationship, table and computed field it names (for dependency checks
+    /// and renames).
+    pub refs: Vec<Reference>,
+    /// Its `filter`, resolved.
+    pub filter: Option<BoolExp>,
+    /// Its `check`, resolved (absent, or `null` on an update permission: none).
+    pub check: Option<BoolExp>,
+    /// Its `set`, typed.
+    pub presets: Vec<Preset>,
+}
+
 /// Checks one permission of a table against the resolved model. Paths are relative to the
 /// permission object (`$` = the `permission` value).
 pub fn check_permission(
@@ -711,7 +719,7 @@ pub fn check_permission(
     role: &str,
     kind: PermissionKind,
     permission: &Value,
-) -> Result<Vec<Reference>, MetadataError> {
+) -> Result<CheckedPermission, MetadataError> {
     let path = JsonPath::root();
     if role == "admin" {
         return Err(MetadataError::new(
@@ -723,7 +731,8 @@ pub fn check_permission(
     let owner = resolved.tables.get(table).ok_or_else(|| {
         not_exists_in_metadata(path.clone(), format!("table \"{table}\" does not exist"))
     })?;
-    let mut refs = Vec::new();
+    let mut checked = CheckedPermission::default();
+    let refs = &mut checked.refs;
     let obj = permission.as_object();
     let field = |k: &str| obj.and_then(|o| o.get(k));
     if let Some(Value::Array(list)) = field("columns") {
@@ -772,101 +781,122 @@ pub fn check_permission(
                 continue;
             }
             let mut found = Vec::new();
-            check_bool_exp(resolved, table, table, exp, &path.key(key), &mut found)?;
+            let rule = check_bool_exp(resolved, table, table, exp, &path.key(key), &mut found)?;
             for mut r in found {
                 r.pointer.insert(0, Segment::Key(key.into()));
                 refs.push(r);
             }
+            if key == "filter" {
+                checked.filter = Some(rule);
+            } else {
+                checked.check = Some(rule);
+            }
         }
     }
     if let Some(set) = field("set") {
-        for mut r in check_presets(owner, set, &path.key("set"))? {
+        let (found, presets) = check_presets(owner, set, &path.key("set"))?;
+        for mut r in found {
             r.pointer.insert(0, Segment::Key("set".into()));
-            refs.push(r);
+            checked.refs.push(r);
         }
+        checked.presets = presets;
     }
-    Ok(refs)
+    Ok(checked)
 }
 
 fn resolve_permissions(entry: &TableEntry, cache: &mut SchemaCache) {
     if !cache.resolved.tables.contains_key(&entry.table) {
         return;
     }
-    let mut outcomes = Vec::new();
-    macro_rules! each {
-        ($list:expr, $kind:expr, $wire:expr) => {
-            for perm in &$list {
-                let value = serde_json::to_value(&perm.permission).unwrap_or(Value::Null);
-                let result =
-                    check_permission(&cache.resolved, &entry.table, &perm.role.0, $kind, &value);
-                let definition = permission_definition(&entry.table, perm);
-                outcomes.push((
-                    perm.role.0.clone(),
-                    $kind,
-                    $wire,
-                    definition,
-                    result.map(|_| ()),
-                ));
-            }
-        };
-    }
-    each!(
-        entry.insert_permissions,
+    let table = &entry.table;
+    resolve_kind(
+        cache,
+        table,
+        &entry.insert_permissions,
         PermissionKind::Insert,
-        "insert_permission"
+        "insert_permission",
+        |p, c, slot| {
+            slot.insert.get_or_insert(InsertRule {
+                columns: p.columns.clone(),
+                check: c.check.unwrap_or(BoolExp::And(Vec::new())),
+                presets: c.presets,
+                backend_only: p.backend_only.unwrap_or(false),
+            });
+        },
     );
-    each!(
-        entry.select_permissions,
+    resolve_kind(
+        cache,
+        table,
+        &entry.select_permissions,
         PermissionKind::Select,
-        "select_permission"
+        "select_permission",
+        |p, c, slot| {
+            slot.select.get_or_insert(SelectRule {
+                columns: p.columns.clone(),
+                computed_fields: p.computed_fields.clone(),
+                filter: c.filter.unwrap_or(BoolExp::And(Vec::new())),
+                limit: p.limit,
+                allow_aggregations: p.allow_aggregations,
+            });
+        },
     );
-    each!(
-        entry.update_permissions,
+    resolve_kind(
+        cache,
+        table,
+        &entry.update_permissions,
         PermissionKind::Update,
-        "update_permission"
+        "update_permission",
+        |p, c, slot| {
+            slot.update.get_or_insert(UpdateRule {
+                columns: p.columns.clone(),
+                filter: c.filter.unwrap_or(BoolExp::And(Vec::new())),
+                check: c.check,
+                presets: c.presets,
+            });
+        },
     );
-    each!(
-        entry.delete_permissions,
+    resolve_kind(
+        cache,
+        table,
+        &entry.delete_permissions,
         PermissionKind::Delete,
-        "delete_permission"
+        "delete_permission",
+        |_, c, slot| {
+            slot.delete.get_or_insert(DeleteRule {
+                filter: c.filter.unwrap_or(BoolExp::And(Vec::new())),
+            });
+        },
     );
-    for (role, kind, wire, definition, result) in outcomes {
-        match result {
-            Ok(()) => {
-                let Some(t) = cache.resolved.tables.get_mut(&entry.table) else {
-                    continue;
-                };
-                let slot = t.permissions.entry(role.clone()).or_default();
-                match kind {
-                    PermissionKind::Insert => {
-                        slot.insert = find_perm(&entry.insert_permissions, &role)
-                    }
-                    PermissionKind::Select => {
-                        slot.select = find_perm(&entry.select_permissions, &role)
-                    }
-                    PermissionKind::Update => {
-                        slot.update = find_perm(&entry.update_permissions, &role)
-                    }
-                    PermissionKind::Delete => {
-                        slot.delete = find_perm(&entry.delete_permissions, &role)
-                    }
+}
+
+/// Checks each permission of one kind on a table: a consistent one becomes the role's rule
+/// (the first, if a role has several), an inconsistent one is reported.
+fn resolve_kind<P: serde::Serialize>(
+    cache: &mut SchemaCache,
+    table: &QualifiedTable,
+    entries: &[PermissionEntry<P>],
+    kind: PermissionKind,
+    wire: &'static str,
+    rule: impl Fn(&P, CheckedPermission, &mut RolePermissions),
+) {
+    for perm in entries {
+        let value = serde_json::to_value(&perm.permission).unwrap_or(Value::Null);
+        match check_permission(&cache.resolved, table, &perm.role.0, kind, &value) {
+            Ok(checked) => {
+                if let Some(t) = cache.resolved.tables.get_mut(table) {
+                    let slot = t.permissions.entry(perm.role.0.clone()).or_default();
+                    rule(&perm.permission, checked, slot);
                 }
             }
             Err(err) => cache.inconsistencies.push(Inconsistency {
-                object: ObjectId::Permission(entry.table.clone(), role, kind),
+                object: ObjectId::Permission(table.clone(), perm.role.0.clone(), kind),
                 kind: wire,
-                definition,
+                definition: permission_definition(table, perm),
                 reason: err.message,
                 unsupported: false,
             }),
         }
     }
-}
-
-fn find_perm<P: Clone>(list: &[PermissionEntry<P>], role: &str) -> Option<P> {
-    list.iter()
-        .find(|p| p.role.0 == role)
-        .map(|p| p.permission.clone())
 }
 
 #[cfg(test)]

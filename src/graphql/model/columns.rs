@@ -4,7 +4,7 @@
 use super::RoleColumn;
 use crate::introspect::DbColumn;
 use crate::metadata::types::QualifiedTable;
-use crate::schema::{Resolved, ResolvedTable};
+use crate::schema::{Resolved, ResolvedTable, TypeFamily};
 use indexmap::IndexMap;
 
 /// The GraphQL scalar for a Postgres column's type (`graphql-api.md` §4).
@@ -41,7 +41,7 @@ fn is_numeric_scalar(scalar: &str) -> bool {
 
 fn is_orderable_scalar(scalar: &str, column: &DbColumn) -> bool {
     is_numeric_scalar(scalar)
-        || column.is_text_like()
+        || TypeFamily::of(column) == TypeFamily::Text
         || matches!(
             column.type_name.as_str(),
             "date" | "time" | "timetz" | "timestamp" | "timestamptz" | "interval" | "uuid"
@@ -84,14 +84,21 @@ pub(super) fn scalar_for_column(
     enums: &EnumTables,
 ) -> RoleColumn {
     let base = scalar_for(column);
-    let scalar = enum_of_column(table, &column.name, enums).unwrap_or_else(|| base.clone());
+    let enum_type = enum_of_column(table, &column.name, enums);
+    // One family per scalar, as comparison types are per scalar: `String` also stands for
+    // types whose names are not GraphQL names.
+    let family = match (&enum_type, base.as_str()) {
+        (Some(_), _) => TypeFamily::Enum,
+        (None, "String") => TypeFamily::Text,
+        (None, _) => TypeFamily::of(column),
+    };
     RoleColumn {
         column: column.name.clone(),
         pg_type: column.pg_type(),
         nullable: column.nullable,
         numeric: is_numeric_scalar(&base),
         orderable: is_orderable_scalar(&base, column),
-        json: column.is_json() || column.is_jsonb(),
-        scalar,
+        family,
+        scalar: enum_type.unwrap_or(base),
     }
 }

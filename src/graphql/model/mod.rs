@@ -9,15 +9,12 @@ mod read;
 mod write;
 
 pub use columns::{scalar_for, scalar_for_type, EnumTables};
-pub use write::{
-    MutationKind, MutationRoot, Preset, PresetValue, RoleInsert, RoleUpdate, RoleWrite,
-};
+pub use write::{MutationKind, MutationRoot, RoleInsert, RoleUpdate, RoleWrite};
 
 use crate::metadata::types::QualifiedTable;
-use crate::schema::{ComputedReturn, RelationshipKind, Resolved};
+use crate::schema::{BoolExp, ComputedReturn, RelationshipKind, Resolved, TypeFamily};
 use crate::sql::PgType;
 use indexmap::IndexMap;
-use serde_json::Value;
 
 /// The admin role: sees everything, no permission rules.
 pub const ADMIN: &str = "admin";
@@ -37,8 +34,9 @@ pub struct RoleColumn {
     pub numeric: bool,
     /// Eligible for min/max and ordering aggregates.
     pub orderable: bool,
-    /// `json` or `jsonb` (takes a `path` argument).
-    pub json: bool,
+    /// Which comparisons its `<S>_comparison_exp` offers (`Json` and `Jsonb` columns also take
+    /// a `path` argument).
+    pub family: TypeFamily,
 }
 
 /// A visible relationship.
@@ -97,8 +95,8 @@ pub struct RoleTable {
     pub fields: IndexMap<String, TableField>,
     /// Visible columns by GraphQL name.
     pub columns: IndexMap<String, RoleColumn>,
-    /// Row filter (metadata BoolExp JSON); `None` for admin.
-    pub filter: Option<Value>,
+    /// Row filter; `None` for admin.
+    pub filter: Option<BoolExp>,
     /// Row cap.
     pub limit: Option<u32>,
     /// `<t>_aggregate` and `<rel>_aggregate` allowed.
@@ -179,7 +177,7 @@ pub fn has_backend_only(resolved: &Resolved, role: &str) -> bool {
         t.permissions
             .get(role)
             .and_then(|p| p.insert.as_ref())
-            .is_some_and(|i| i.backend_only.unwrap_or(false))
+            .is_some_and(|i| i.backend_only)
     })
 }
 

@@ -5,31 +5,8 @@
 use super::columns::{scalar_for_column, EnumTables};
 use super::{RoleColumn, RoleRelationship, RoleTable, ADMIN};
 use crate::metadata::types::{Columns, GraphQLName, QualifiedTable};
-use crate::schema::{is_session_variable, Resolved, ResolvedTable};
+use crate::schema::{BoolExp, Preset, Resolved, ResolvedTable};
 use indexmap::IndexMap;
-use serde_json::{Map, Value};
-
-/// Where a preset's value comes from.
-#[derive(Debug, Clone, PartialEq)]
-pub enum PresetValue {
-    /// A literal.
-    Static(Value),
-    /// A session variable (lower-case name).
-    Session(String),
-    /// `now()`.
-    Now,
-}
-
-/// A column preset of an insert or update permission.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Preset {
-    /// Postgres column.
-    pub column: String,
-    /// Its type, for the cast.
-    pub pg_type: crate::sql::PgType,
-    /// The value.
-    pub value: PresetValue,
-}
 
 /// Insert rules of a role on a table.
 #[derive(Debug, Clone)]
@@ -39,7 +16,7 @@ pub struct RoleInsert {
     /// Presets.
     pub presets: Vec<Preset>,
     /// Check on every inserted row (`None`: none, admin).
-    pub check: Option<Value>,
+    pub check: Option<BoolExp>,
 }
 
 /// Update rules of a role on a table.
@@ -49,10 +26,10 @@ pub struct RoleUpdate {
     pub columns: IndexMap<String, RoleColumn>,
     /// Presets.
     pub presets: Vec<Preset>,
-    /// Which rows may be updated.
-    pub filter: Option<Value>,
+    /// Which rows may be updated (`None`: all, admin).
+    pub filter: Option<BoolExp>,
     /// Post-condition on updated rows.
-    pub check: Option<Value>,
+    pub check: Option<BoolExp>,
 }
 
 /// What a role may write to one table.
@@ -67,7 +44,7 @@ pub struct RoleWrite {
     /// Update rules.
     pub update: Option<RoleUpdate>,
     /// Delete filter (`Some(None)`: delete without filter, admin).
-    pub delete: Option<Option<Value>>,
+    pub delete: Option<Option<BoolExp>>,
     /// Unique and primary-key constraints (GraphQL-valid names).
     pub constraints: Vec<String>,
     /// Primary-key columns (GraphQL name, column) when the `_by_pk` fields may exist.
@@ -102,26 +79,6 @@ pub struct MutationRoot {
     pub kind: MutationKind,
     /// Table.
     pub table: QualifiedTable,
-}
-
-fn presets(table: &ResolvedTable, set: &Map<String, Value>) -> Vec<Preset> {
-    set.iter()
-        .filter_map(|(column, value)| {
-            let c = table.db.column(column)?;
-            let value = match value {
-                Value::String(s) if is_session_variable(s) => {
-                    PresetValue::Session(s.to_ascii_lowercase())
-                }
-                Value::String(s) if s.eq_ignore_ascii_case("now()") => PresetValue::Now,
-                other => PresetValue::Static(other.clone()),
-            };
-            Some(Preset {
-                column: column.clone(),
-                pg_type: c.pg_type(),
-                value,
-            })
-        })
-        .collect()
 }
 
 /// Writable columns by GraphQL name: allowed by `columns`, not generated, not preset.
@@ -220,15 +177,12 @@ fn role_write(
     } else {
         perms
             .and_then(|p| p.insert.as_ref())
-            .filter(|p| {
-                p.backend_only.unwrap_or(false) == backend_flagged && table.db.is_insertable()
-            })
+            .filter(|p| p.backend_only == backend_flagged && table.db.is_insertable())
             .map(|p| {
-                let presets = presets(table, &p.set);
                 let allowed = p.columns.clone().unwrap_or(Columns::All);
                 RoleInsert {
-                    columns: writable_columns(table, &allowed, &presets, enums),
-                    presets,
+                    columns: writable_columns(table, &allowed, &p.presets, enums),
+                    presets: p.presets.clone(),
                     check: Some(p.check.clone()),
                 }
             })
@@ -244,14 +198,11 @@ fn role_write(
         perms
             .and_then(|p| p.update.as_ref())
             .filter(|_| table.db.is_updatable())
-            .map(|p| {
-                let presets = presets(table, &p.set);
-                RoleUpdate {
-                    columns: writable_columns(table, &p.columns, &presets, enums),
-                    presets,
-                    filter: Some(p.filter.clone()),
-                    check: p.check.clone(),
-                }
+            .map(|p| RoleUpdate {
+                columns: writable_columns(table, &p.columns, &p.presets, enums),
+                presets: p.presets.clone(),
+                filter: Some(p.filter.clone()),
+                check: p.check.clone(),
             })
     };
     let delete = if admin {

@@ -4,6 +4,7 @@
 use super::{Input, PlanError, Planner, Result};
 use crate::graphql::ir::*;
 use crate::graphql::model::{RoleTable, TableField};
+use crate::schema::operators::{self, Operand, OperatorKind};
 use crate::schema::RelationshipKind;
 use crate::sql::PgType;
 use serde_json::Value;
@@ -207,30 +208,32 @@ fn comparison(column: &ColumnExpr, pg_type: &PgType, input: &Input) -> BoolExpr 
     };
     let mut all = Vec::new();
     for (name, value) in ops {
-        let op_name = name.trim_start_matches('_');
-        if op_name == "is_null" {
-            if let Some(b) = value.as_bool_literal() {
-                all.push(BoolExpr::IsNull {
-                    column: column.clone(),
-                    is_null: b,
-                });
-            }
+        // The input type only offers the operators of the column's family.
+        let Some(operator) = operators::operator(name.trim_start_matches('_')) else {
             continue;
-        }
-        if op_name == "cast" {
-            if let Some(casts) = value.as_object() {
-                if let Some(text) = casts.get("String") {
+        };
+        let op = match operator.kind {
+            OperatorKind::IsNull => {
+                if let Some(b) = value.as_bool_literal() {
+                    all.push(BoolExpr::IsNull {
+                        column: column.clone(),
+                        is_null: b,
+                    });
+                }
+                continue;
+            }
+            OperatorKind::Cast => {
+                if let Some(text) = value.as_object().and_then(|casts| casts.get("String")) {
                     let cast = ColumnExpr {
                         cast: Some(PgType::Text),
                         ..column.clone()
                     };
                     all.push(comparison(&cast, &PgType::Text, text));
                 }
+                continue;
             }
-            continue;
-        }
-        let Some(op) = CompareOp::from_name(op_name) else {
-            continue;
+            OperatorKind::CompareColumn(_) => continue,
+            OperatorKind::Compare(op) => op,
         };
         let param = match value {
             Input::Null => continue,
@@ -239,10 +242,9 @@ fn comparison(column: &ColumnExpr, pg_type: &PgType, input: &Input) -> BoolExpr 
             Input::List(items) => list_param(items),
             Input::Object(_) => continue,
         };
-        let cast = if op.takes_text() {
-            PgType::Text
-        } else {
-            pg_type.clone()
+        let cast = match operator.operand {
+            Operand::Text | Operand::ListOfText => PgType::Text,
+            _ => pg_type.clone(),
         };
         all.push(BoolExpr::Compare {
             column: column.clone(),

@@ -1,10 +1,12 @@
 //! Inserts: rows with presets, nested rows through relationships (parents first, children
 //! after), upserts.
 
+use super::permission::permission;
 use super::{Input, PlanError, Planner, Result};
 use crate::graphql::ir::*;
-use crate::graphql::model::{Preset, PresetValue, RoleInsert, RoleRelationship, RoleWrite};
+use crate::graphql::model::{RoleInsert, RoleRelationship, RoleWrite};
 use crate::schema::RelationshipKind;
+use crate::schema::{Preset, PresetValue};
 use crate::sql::PgType;
 use indexmap::IndexMap;
 use serde_json::Value;
@@ -85,7 +87,7 @@ impl<'a> Planner<'a> {
             Some(oc) => Some(self.on_conflict(w, oc, &format!("{path}.on_conflict"))?),
         };
         let update_check = match (&on_conflict, &w.update) {
-            (Some(_), Some(u)) => self.permission(&w.name, &u.check),
+            (Some(_), Some(u)) => u.check.as_ref().map(permission),
             _ => None,
         };
         let view = self.is_view(&w.name);
@@ -106,7 +108,7 @@ impl<'a> Planner<'a> {
             table: w.name.clone(),
             rows: planned,
             on_conflict,
-            check: self.permission(&w.name, &insert.check),
+            check: insert.check.as_ref().map(permission),
             update_check,
             view,
         })
@@ -288,10 +290,8 @@ impl<'a> Planner<'a> {
                 }
             }
         }
-        let mut filter: Vec<BoolExpr> = self
-            .permission(&w.name, &update.filter)
-            .into_iter()
-            .collect();
+        let mut filter: Vec<BoolExpr> =
+            update.filter.as_ref().map(permission).into_iter().collect();
         if let Some(w_input) = oc.get("where") {
             let view = self.leak_view(w)?;
             filter.push(self.where_expr(view, w_input, &format!("{path}.where"))?);

@@ -25,7 +25,7 @@ use super::ir::*;
 use super::model::{RoleModel, RoleTable};
 use super::types::{TypeRef, TypeSystem};
 use crate::metadata::types::QualifiedTable;
-use crate::schema::{Resolved, ResolvedTable};
+use crate::schema::Resolved;
 use async_graphql_parser::types::{ExecutableDocument, Field as AstField, OperationType};
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
@@ -192,10 +192,5 @@ impl<'a> Planner<'a> {
         model.tables.get(name).ok_or_else(|| {
             PlanError::validation(path, format!("table \"{name}\" is not available"))
         })
-    }
-
-    pub(super) fn resolved_table(&self, name: &QualifiedTable) -> Option<&'a ResolvedTable> {
-        let resolved: &'a Resolved = self.resolved;
-        resolved.tables.get(name)
     }
 }

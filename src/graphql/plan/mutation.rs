@@ -2,9 +2,11 @@
 //! and what each field answers.
 
 use super::insert::{input_value, preset_value};
-use super::{permission_expr, Collected, Input, PlanError, Planned, Planner, Result};
+use super::permission::permission;
+use super::{Collected, Input, PlanError, Planned, Planner, Result};
 use crate::graphql::ir::*;
 use crate::graphql::model::{MutationKind, RoleModel, RoleTable, RoleWrite};
+use crate::schema::CompareOp;
 use crate::sql::PgType;
 use async_graphql_parser::types::SelectionSet;
 use indexmap::IndexMap;
@@ -20,20 +22,6 @@ impl<'a> Planner<'a> {
         model.writes.get(table).ok_or_else(|| {
             PlanError::validation(path, format!("table \"{table}\" is not writable"))
         })
-    }
-
-    pub(super) fn permission(
-        &self,
-        table: &crate::metadata::types::QualifiedTable,
-        rule: &Option<Value>,
-    ) -> Option<BoolExpr> {
-        let rule = rule.as_ref()?;
-        let resolved = self.resolved.tables.get(table)?;
-        Some(BoolExpr::Permission(Box::new(permission_expr(
-            self.resolved,
-            resolved,
-            rule,
-        ))))
     }
 
     pub(super) fn mutation_root(mut self, set: &SelectionSet) -> Result<Planned> {
@@ -222,10 +210,8 @@ impl<'a> Planner<'a> {
             .update
             .as_ref()
             .ok_or_else(|| PlanError::validation(path, "no update permission"))?;
-        let mut filter: Vec<BoolExpr> = self
-            .permission(&w.name, &update.filter)
-            .into_iter()
-            .collect();
+        let mut filter: Vec<BoolExpr> =
+            update.filter.as_ref().map(permission).into_iter().collect();
         if kind == MutationKind::UpdateByPk {
             let pk = args
                 .get("pk_columns")
@@ -281,7 +267,7 @@ impl<'a> Planner<'a> {
             table: w.name.clone(),
             filter,
             sets,
-            check: self.permission(&w.name, &update.check),
+            check: update.check.as_ref().map(permission),
             view: self.is_view(&w.name),
         })
     }
@@ -297,7 +283,7 @@ impl<'a> Planner<'a> {
             .delete
             .as_ref()
             .ok_or_else(|| PlanError::validation(path, "no delete permission"))?;
-        let mut filter: Vec<BoolExpr> = self.permission(&w.name, rule).into_iter().collect();
+        let mut filter: Vec<BoolExpr> = rule.as_ref().map(permission).into_iter().collect();
         if kind == MutationKind::DeleteByPk {
             filter.extend(self.by_pk_filter(w, args));
         } else if let Some(input) = args.get("where") {

@@ -4,6 +4,7 @@
 use super::TypeBuilder;
 use crate::graphql::model::RoleColumn;
 use crate::graphql::types::*;
+use crate::schema::operators::{self, Operand, TypeFamily};
 use crate::sql::PgType;
 use indexmap::IndexMap;
 
@@ -17,70 +18,22 @@ impl TypeBuilder<'_> {
         }
         self.scalar(&s);
         let mut fields = IndexMap::new();
-        let mut add = |n: &str, ty: TypeRef| {
-            fields.insert(n.to_owned(), InputValueDef::new(n, ty));
-        };
-        let enum_column = self.is_enum_type(&s);
-        let json_only = s == "json";
-        if enum_column {
-            add("_eq", TypeRef::named(&s));
-            add("_in", TypeRef::nullable_list_of_non_null(&s));
-            add("_is_null", TypeRef::named("Boolean"));
-            add("_neq", TypeRef::named(&s));
-            add("_nin", TypeRef::nullable_list_of_non_null(&s));
-        } else if json_only {
-            add("_is_null", TypeRef::named("Boolean"));
-        } else {
-            let jsonb = s == "jsonb";
-            let text = matches!(s.as_str(), "String" | "bpchar" | "citext" | "name");
-            if jsonb {
-                self.jsonb_cast();
-                add("_cast", TypeRef::named("jsonb_cast_exp"));
-                add("_contained_in", TypeRef::named("jsonb"));
-                add("_contains", TypeRef::named("jsonb"));
-            }
-            add("_eq", TypeRef::named(&s));
-            add("_gt", TypeRef::named(&s));
-            add("_gte", TypeRef::named(&s));
-            if jsonb {
-                add("_has_key", TypeRef::named("String"));
-                add(
-                    "_has_keys_all",
-                    TypeRef::nullable_list_of_non_null("String"),
-                );
-                add(
-                    "_has_keys_any",
-                    TypeRef::nullable_list_of_non_null("String"),
-                );
-            }
-            if text {
-                add("_ilike", TypeRef::named("String"));
-            }
-            add("_in", TypeRef::nullable_list_of_non_null(&s));
-            if text {
-                add("_iregex", TypeRef::named("String"));
-            }
-            add("_is_null", TypeRef::named("Boolean"));
-            if text {
-                add("_like", TypeRef::named("String"));
-            }
-            add("_lt", TypeRef::named(&s));
-            add("_lte", TypeRef::named(&s));
-            add("_neq", TypeRef::named(&s));
-            if text {
-                for op in [
-                    "_nilike",
-                    "_niregex",
-                    "_nlike",
-                    "_nregex",
-                    "_nsimilar",
-                    "_regex",
-                    "_similar",
-                ] {
-                    add(op, TypeRef::named("String"));
+        for operator in operators::graphql_operators(column.family) {
+            let ty = match operator.operand {
+                Operand::Same => TypeRef::named(&s),
+                Operand::ListOfSame => TypeRef::nullable_list_of_non_null(&s),
+                Operand::Text => TypeRef::named("String"),
+                Operand::ListOfText => TypeRef::nullable_list_of_non_null("String"),
+                Operand::Jsonb => TypeRef::named("jsonb"),
+                Operand::Boolean => TypeRef::named("Boolean"),
+                Operand::Comparisons => {
+                    self.jsonb_cast();
+                    TypeRef::named("jsonb_cast_exp")
                 }
-            }
-            add("_nin", TypeRef::nullable_list_of_non_null(&s));
+                Operand::Column => continue,
+            };
+            let field = format!("_{}", operator.name);
+            fields.insert(field.clone(), InputValueDef::new(field, ty));
         }
         self.types.add(TypeDef::Input {
             name: name.clone(),
@@ -101,7 +54,7 @@ impl TypeBuilder<'_> {
             nullable: true,
             numeric: false,
             orderable: true,
-            json: false,
+            family: TypeFamily::Text,
         };
         self.comparison(&string);
         let mut fields = IndexMap::new();

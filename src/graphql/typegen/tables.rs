@@ -6,7 +6,7 @@ use crate::graphql::model::{
     scalar_for_type, RoleColumn, RoleComputed, RoleRelationship, RoleTable, TableField,
 };
 use crate::graphql::types::*;
-use crate::schema::{ComputedReturn, RelationshipKind};
+use crate::schema::{ComputedReturn, RelationshipKind, TypeFamily};
 use indexmap::IndexMap;
 
 /// The fields of a table's object, filter and ordering types, gathered field by field.
@@ -134,7 +134,7 @@ impl TypeBuilder<'_> {
             TypeRef::non_null(&c.scalar)
         };
         let mut def = FieldDef::new(field, ty);
-        if c.json {
+        if matches!(c.family, TypeFamily::Json | TypeFamily::Jsonb) {
             def = def.arg(InputValueDef {
                 name: "path".to_owned(),
                 description: Some("JSON select path".to_owned()),
