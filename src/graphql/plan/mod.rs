@@ -18,7 +18,6 @@ mod select;
 
 pub use document::{prepare, Prepared};
 pub use input::Input;
-pub use permission::permission_expr;
 pub use select::json_path;
 
 use super::ir::*;
