@@ -27,8 +27,14 @@ fn input_value(def: &super::types::InputValueDef) -> dynamic::InputValue {
     v
 }
 
+/// Why a role's type system could not become an introspection schema (a generation bug: the
+/// role then answers introspection with an error, and its data fields still work).
+#[derive(Debug, thiserror::Error)]
+#[error("invalid type system: {0}")]
+pub struct IntrospectionError(#[from] async_graphql::dynamic::SchemaError);
+
 /// Builds the dynamic schema of a type system.
-pub fn build(types: &TypeSystem) -> Result<dynamic::Schema, String> {
+pub fn build(types: &TypeSystem) -> Result<dynamic::Schema, IntrospectionError> {
     let mut builder =
         dynamic::Schema::build(&types.query_root, types.mutation_root.as_deref(), None);
     for def in types.types.values() {
@@ -98,7 +104,7 @@ pub fn build(types: &TypeSystem) -> Result<dynamic::Schema, String> {
             TypeDef::Scalar { .. } => builder,
         };
     }
-    builder.finish().map_err(|e| e.to_string())
+    Ok(builder.finish()?)
 }
 
 /// Runs an introspection-only document; returns its `data` object or the error messages.

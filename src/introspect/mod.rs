@@ -6,7 +6,7 @@
 use crate::sql::helpers::{enum_rows, EnumTable};
 use crate::sql::PgType;
 use indexmap::IndexMap;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 
@@ -72,9 +72,10 @@ impl DbModel {
 }
 
 /// A relation.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DbTable {
     /// Its OID (stable across renames).
+    #[serde(default)]
     pub oid: u32,
     /// Schema.
     pub schema: String,
@@ -133,7 +134,7 @@ impl DbTable {
 }
 
 /// A column.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DbColumn {
     /// Name.
     pub name: String,
@@ -174,7 +175,7 @@ impl DbColumn {
 }
 
 /// A primary key (`p`), unique (`u`) or foreign-key (`f`) constraint.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DbConstraint {
     /// Constraint name.
     pub name: String,
@@ -201,7 +202,7 @@ impl DbConstraint {
 }
 
 /// A type reference in a function signature.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DbTypeRef {
     /// Type schema.
     pub schema: String,
@@ -245,9 +246,10 @@ impl DbTypeRef {
 }
 
 /// A function.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DbFunction {
     /// OID (identifies one overload).
+    #[serde(default)]
     pub oid: u32,
     /// Schema.
     pub schema: String,
@@ -288,11 +290,75 @@ impl DbFunction {
     }
 }
 
-#[derive(Deserialize)]
-struct RawModel {
+/// The database model as one JSON document: what `introspection.sql` returns (`tables`,
+/// `functions`, `scalar_types`) plus the rows of enum tables. It is how translation
+/// goldenfiles describe a database without one.
+#[derive(Serialize, Deserialize)]
+struct ModelDocument {
     tables: Vec<DbTable>,
     functions: Vec<DbFunction>,
     scalar_types: BTreeSet<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    enum_rows: Vec<EnumRows>,
+}
+
+/// The rows of one enum table in a [`ModelDocument`].
+#[derive(Serialize, Deserialize)]
+struct EnumRows {
+    schema: String,
+    name: String,
+    rows: Vec<(String, Option<String>)>,
+}
+
+impl DbModel {
+    /// A model from its JSON document (see [`DbModel::to_json`]); OIDs may be left out.
+    pub fn from_json(value: serde_json::Value) -> Result<DbModel, serde_json::Error> {
+        let document: ModelDocument = serde_json::from_value(value)?;
+        let mut model = DbModel {
+            tables: document
+                .tables
+                .into_iter()
+                .map(|t| (RelationName::new(t.schema.clone(), t.name.clone()), t))
+                .collect(),
+            functions: IndexMap::new(),
+            scalar_types: document.scalar_types,
+            enum_rows: document
+                .enum_rows
+                .into_iter()
+                .map(|e| (RelationName::new(e.schema, e.name), e.rows))
+                .collect(),
+        };
+        for f in document.functions {
+            model
+                .functions
+                .entry(RelationName::new(f.schema.clone(), f.name.clone()))
+                .or_default()
+                .push(f);
+        }
+        Ok(model)
+    }
+
+    /// The model as a JSON document: tables and functions in model order, enum rows sorted by
+    /// table name.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut enum_rows: Vec<EnumRows> = self
+            .enum_rows
+            .iter()
+            .map(|(name, rows)| EnumRows {
+                schema: name.schema.clone(),
+                name: name.name.clone(),
+                rows: rows.clone(),
+            })
+            .collect();
+        enum_rows.sort_by(|a, b| (&a.schema, &a.name).cmp(&(&b.schema, &b.name)));
+        let document = ModelDocument {
+            tables: self.tables.values().cloned().collect(),
+            functions: self.functions.values().flatten().cloned().collect(),
+            scalar_types: self.scalar_types.clone(),
+            enum_rows,
+        };
+        serde_json::to_value(document).unwrap_or(serde_json::Value::Null)
+    }
 }
 
 /// Reads the database model. `enum_tables` names the tables whose rows are needed to check
@@ -304,25 +370,7 @@ pub async fn introspect(
     let row = client
         .query_one(include_str!("introspection.sql"), &[])
         .await?;
-    let raw: serde_json::Value = row.try_get(0)?;
-    let raw: RawModel = serde_json::from_value(raw)?;
-    let mut model = DbModel {
-        tables: raw
-            .tables
-            .into_iter()
-            .map(|t| (RelationName::new(t.schema.clone(), t.name.clone()), t))
-            .collect(),
-        functions: IndexMap::new(),
-        scalar_types: raw.scalar_types,
-        enum_rows: HashMap::new(),
-    };
-    for f in raw.functions {
-        model
-            .functions
-            .entry(RelationName::new(f.schema.clone(), f.name.clone()))
-            .or_default()
-            .push(f);
-    }
+    let mut model = DbModel::from_json(row.try_get(0)?)?;
     load_enum_rows(client, &mut model, enum_tables).await?;
     Ok(model)
 }

@@ -8,6 +8,7 @@ mod controller;
 mod counters;
 mod crds;
 mod e2e_cluster;
+mod goldenfiles;
 mod graphql_introspection;
 mod graphql_mutations;
 mod graphql_queries;
