@@ -4,81 +4,9 @@
 //! names Basalt invents are [`Alias`]es; values are [`Param`]s, never literals, except the
 //! response keys and type names a JSON object is built with.
 
+pub use super::names::{Alias, Ident, QualifiedName};
 use super::types::PgType;
 use serde_json::Value;
-use std::borrow::Cow;
-use std::fmt;
-
-/// A name from the catalog or the metadata (column, constraint, CTE), printed double-quoted.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Ident(pub String);
-
-impl Ident {
-    /// An identifier.
-    pub fn new(name: impl Into<String>) -> Self {
-        Ident(name.into())
-    }
-}
-
-impl fmt::Display for Ident {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&super::quote::quote_ident(&self.0))
-    }
-}
-
-/// `"schema"."name"` of a table, view or function.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct QualifiedName {
-    /// Schema.
-    pub schema: String,
-    /// Name inside the schema.
-    pub name: String,
-}
-
-impl QualifiedName {
-    /// A qualified name.
-    pub fn new(schema: impl Into<String>, name: impl Into<String>) -> Self {
-        QualifiedName {
-            schema: schema.into(),
-            name: name.into(),
-        }
-    }
-}
-
-impl fmt::Display for QualifiedName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&super::quote::quote_qualified(&self.schema, &self.name))
-    }
-}
-
-/// A name Basalt invents (table aliases `_t3`, `_kv`, `_session`, output names `data`),
-/// printed as it is. Only constructible from a counter or a `'static` constant, so no input
-/// can reach it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Alias(Cow<'static, str>);
-
-impl Alias {
-    /// The `n`th table alias of a statement: `_t<n>`.
-    pub fn numbered(n: usize) -> Self {
-        Alias(Cow::Owned(format!("_t{n}")))
-    }
-
-    /// A fixed name.
-    pub const fn fixed(name: &'static str) -> Self {
-        Alias(Cow::Borrowed(name))
-    }
-
-    /// The name.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for Alias {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
 
 /// A whole statement.
 #[derive(Debug, Clone, PartialEq)]
@@ -512,7 +440,7 @@ pub enum ParamSource {
     /// A list whose elements are bound separately, sent as one JSON array.
     Array(Vec<ParamSource>),
     /// Something an earlier step of the same program produced.
-    Step(super::program::StepValue),
+    Step(StepValue),
 }
 
 /// `INSERT INTO … AS alias (columns) VALUES … | DEFAULT VALUES [ON CONFLICT …] RETURNING …`.
@@ -585,4 +513,38 @@ pub struct Delete {
     pub where_: Vec<Expr>,
     /// `RETURNING` list.
     pub returning: Vec<SelectItem>,
+}
+
+/// Which rows of a record (the rows one write of a program recorded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rows {
+    /// Rows an `INSERT` created.
+    Inserted,
+    /// Rows an upsert or an `UPDATE` changed.
+    Updated,
+    /// Both.
+    All,
+}
+
+/// A value an earlier step of a program produced, bound as a parameter of a later one (see
+/// [`super::program`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum StepValue {
+    /// A column of the first row a step returned (its `row_to_json` cell); JSON `null` when the
+    /// step returned no row or did not run.
+    Column {
+        /// The step.
+        step: usize,
+        /// The column.
+        column: String,
+    },
+    /// The `ctid`s held by a record, as an array.
+    Ctids {
+        /// The record.
+        record: usize,
+        /// Which of its rows.
+        rows: Rows,
+    },
+    /// How many rows all records of the program hold.
+    Affected,
 }

@@ -1,10 +1,12 @@
-//! SQL as values: a small typed AST of the statements Basalt generates ([`ast`]), Postgres
+//! SQL as values: a small typed AST of the statements Basalt generates ([`ast`], with the
+//! [`names`] it prints), Postgres
 //! types and how values of each are bound ([`types`]), programs of statements for writes
 //! ([`program`]), the one printer ([`print`]) and identifier quoting ([`quote`]). Nothing here
 //! knows GraphQL or metadata; no other module formats SQL. See `docs/architecture.md`.
 
 pub mod ast;
 pub mod helpers;
+pub mod names;
 pub mod print;
 pub mod program;
 pub mod quote;

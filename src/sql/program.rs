@@ -3,42 +3,10 @@
 //! whole, before anything runs, so a mutation's SQL is a value that can be cached, printed and
 //! snapshotted; `execute` runs any program the same way.
 
+pub use super::ast::{Rows, StepValue};
 use super::print::SqlText;
 use serde_json::Value;
 use std::fmt;
-
-/// Which rows of a record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Rows {
-    /// Rows an `INSERT` created.
-    Inserted,
-    /// Rows an upsert or an `UPDATE` changed.
-    Updated,
-    /// Both.
-    All,
-}
-
-/// A value an earlier step produced, bound as a parameter of a later one.
-#[derive(Debug, Clone, PartialEq)]
-pub enum StepValue {
-    /// A column of the first row a step returned (its `row_to_json` cell); JSON `null` when the
-    /// step returned no row or did not run.
-    Column {
-        /// The step.
-        step: usize,
-        /// The column.
-        column: String,
-    },
-    /// The `ctid`s held by a record, as an array.
-    Ctids {
-        /// The record.
-        record: usize,
-        /// Which of its rows.
-        rows: Rows,
-    },
-    /// How many rows all records of the program hold.
-    Affected,
-}
 
 /// When a step runs.
 #[derive(Debug, Clone, PartialEq)]

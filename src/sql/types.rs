@@ -2,7 +2,7 @@
 //! travels as text. Built from the catalog (introspection) or fixed by the translator; never
 //! from request input.
 
-use super::ast::QualifiedName;
+use super::names::QualifiedName;
 use std::fmt;
 
 /// A Postgres type. Every value Basalt binds is sent as `text` and cast to one of these, and the

@@ -1,0 +1,76 @@
+//! Names in generated SQL: catalog names, always quoted ([`Ident`], [`QualifiedName`]), and the
+//! names Basalt invents, printed bare ([`Alias`]).
+
+use std::borrow::Cow;
+use std::fmt;
+
+/// A name from the catalog or the metadata (column, constraint, CTE), printed double-quoted.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Ident(pub String);
+
+impl Ident {
+    /// An identifier.
+    pub fn new(name: impl Into<String>) -> Self {
+        Ident(name.into())
+    }
+}
+
+impl fmt::Display for Ident {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&super::quote::quote_ident(&self.0))
+    }
+}
+
+/// `"schema"."name"` of a table, view or function.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct QualifiedName {
+    /// Schema.
+    pub schema: String,
+    /// Name inside the schema.
+    pub name: String,
+}
+
+impl QualifiedName {
+    /// A qualified name.
+    pub fn new(schema: impl Into<String>, name: impl Into<String>) -> Self {
+        QualifiedName {
+            schema: schema.into(),
+            name: name.into(),
+        }
+    }
+}
+
+impl fmt::Display for QualifiedName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&super::quote::quote_qualified(&self.schema, &self.name))
+    }
+}
+
+/// A name Basalt invents (table aliases `_t3`, `_kv`, `_session`, output names `data`),
+/// printed as it is. Only constructible from a counter or a `'static` constant, so no input
+/// can reach it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Alias(Cow<'static, str>);
+
+impl Alias {
+    /// The `n`th table alias of a statement: `_t<n>`.
+    pub fn numbered(n: usize) -> Self {
+        Alias(Cow::Owned(format!("_t{n}")))
+    }
+
+    /// A fixed name.
+    pub const fn fixed(name: &'static str) -> Self {
+        Alias(Cow::Borrowed(name))
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Alias {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
