@@ -8,7 +8,7 @@ use crate::catalog::OwnershipChanges;
 use crate::metadata::objects::{
     canonical_text, differing_fields, hash, CustomType, DriftKind, Managed, Object, Owner,
 };
-use crate::metadata::types::{CustomTypes, Metadata};
+use crate::metadata::types::{CollectionEntry, CustomTypes, Metadata};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -436,64 +436,72 @@ fn push_update(
             );
         }
         (Object::Collection(c), Object::Collection(d)) if c.comment == d.comment => {
-            for q in &c.definition.queries {
-                if !d.definition.queries.contains(q) {
-                    op(
-                        plan,
-                        &key,
-                        json!({"type": "drop_query_from_collection",
-                        "args": {"collection_name": c.name, "query_name": q.name}}),
-                    );
-                }
-            }
-            for q in &d.definition.queries {
-                if !c.definition.queries.contains(q) {
-                    op(
-                        plan,
-                        &key,
-                        json!({"type": "add_query_to_collection",
-                        "args": {"collection_name": d.name, "query_name": q.name, "query": q.query}}),
-                    );
-                }
-            }
+            query_edits(plan, &key, c, d)
         }
         (Object::CustomType(_), Object::CustomType(d)) => {
             types.keys.push(key);
             types.put.push(d.clone());
         }
-        _ => {
-            // Drop without cascade (dependants make it fail rather than vanish), then create:
-            // one transaction, so the end state is checked as a whole.
-            let allowlisted = match current {
-                Object::Collection(c) => metadata.allowlist.iter().any(|a| a.collection == c.name),
-                _ => false,
-            };
-            if allowlisted {
-                if let Object::Collection(c) = current {
-                    op(
-                        plan,
-                        &key,
-                        json!({"type": "drop_collection_from_allowlist",
-                        "args": {"collection": c.name}}),
-                    );
-                }
-            }
-            if let Some(request) = drop_request(current, false) {
-                op(plan, &key, request);
-            }
-            if let Some(request) = create_request(desired) {
-                op(plan, &key, request);
-            }
-            if allowlisted {
-                if let Object::Collection(c) = current {
-                    op(
-                        plan,
-                        &key,
-                        json!({"type": "add_collection_to_allowlist",
-                        "args": {"collection": c.name}}),
-                    );
-                }
-            }
+        _ => recreate(plan, metadata, &key, current, desired),
+    }
+}
+
+/// The queries added to and dropped from a collection whose comment did not change.
+fn query_edits(plan: &mut Plan, key: &str, c: &CollectionEntry, d: &CollectionEntry) {
+    for q in &c.definition.queries {
+        if !d.definition.queries.contains(q) {
+            op(
+                plan,
+                key,
+                json!({"type": "drop_query_from_collection",
+                "args": {"collection_name": c.name, "query_name": q.name}}),
+            );
+        }
+    }
+    for q in &d.definition.queries {
+        if !c.definition.queries.contains(q) {
+            op(
+                plan,
+                key,
+                json!({"type": "add_query_to_collection",
+                "args": {"collection_name": d.name, "query_name": q.name, "query": q.query}}),
+            );
+        }
+    }
+}
+
+/// Drop without cascade (dependants make it fail rather than vanish), then create: one
+/// transaction, so the end state is checked as a whole. An allow-listed collection is taken
+/// off the allow-list and put back around it.
+fn recreate(plan: &mut Plan, metadata: &Metadata, key: &str, current: &Object, desired: &Object) {
+    let allowlisted = match current {
+        Object::Collection(c) => metadata.allowlist.iter().any(|a| a.collection == c.name),
+        _ => false,
+    };
+    if allowlisted {
+        if let Object::Collection(c) = current {
+            op(
+                plan,
+                key,
+                json!({"type": "drop_collection_from_allowlist",
+                "args": {"collection": c.name}}),
+            );
+        }
+    }
+    if let Some(request) = drop_request(current, false) {
+        op(plan, key, request);
+    }
+    if let Some(request) = create_request(desired) {
+        op(plan, key, request);
+    }
+    if allowlisted {
+        if let Object::Collection(c) = current {
+            op(
+                plan,
+                key,
+                json!({"type": "add_collection_to_allowlist",
+                "args": {"collection": c.name}}),
+            );
         }
     }
 }

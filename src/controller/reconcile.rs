@@ -606,9 +606,42 @@ async fn finish<K: Kind>(
     outcome: Outcome,
     object_keys: Vec<String>,
 ) -> Result<Action, Error> {
-    let generation = resource.meta().generation.unwrap_or(0);
     let before = resource.status().cloned().unwrap_or_default();
     let now = Time(k8s_openapi::jiff::Timestamp::now());
+    let status = next_status(resource, &before, &outcome, &object_keys, &now);
+    if status != before {
+        let api: Api<K> = Api::namespaced(
+            ctx.client.clone(),
+            &resource.namespace().unwrap_or_default(),
+        );
+        let patch = json!({"apiVersion": API_VERSION, "kind": K::kind(&()), "status": status});
+        api.patch_status(
+            &resource.name_any(),
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&patch),
+        )
+        .await?;
+    }
+    publish_transition(resource, ctx, &before, &outcome, &object_keys).await;
+    let name = object_name(resource);
+    Ok(match outcome.ready {
+        Reason::Applied | Reason::Drifted | Reason::Inconsistent => {
+            ctx.succeeded(&name);
+            Action::requeue(ctx.settings.resync)
+        }
+        other => {
+            let failures = ctx.failed(&name);
+            match conditions::backoff(other, failures, seed(&name)) {
+                Some(delay) => Action::requeue(delay),
+                None => Action::await_change(),
+            }
+        }
+    })
+}
+
+/// The conditions an outcome asks for: `Ready` always, `Consistent` and `Drifted` when the
+/// catalog was evaluated.
+fn wanted_conditions(outcome: &Outcome) -> Vec<Wanted> {
     let ready = outcome.ready;
     let mut wanted = vec![Wanted {
         type_: "Ready",
@@ -652,7 +685,25 @@ async fn finish<K: Kind>(
             },
         });
     }
-    let mut merged = conditions::merge(&before.conditions, &wanted, generation, &now);
+    wanted
+}
+
+/// The status after a reconcile: conditions merged (transition times kept), what was written
+/// and which objects the resource declares.
+fn next_status<K: Kind>(
+    resource: &K,
+    before: &ResourceStatus,
+    outcome: &Outcome,
+    object_keys: &[String],
+    now: &Time,
+) -> ResourceStatus {
+    let generation = resource.meta().generation.unwrap_or(0);
+    let mut merged = conditions::merge(
+        &before.conditions,
+        &wanted_conditions(outcome),
+        generation,
+        now,
+    );
     if outcome.consistent.is_none() {
         // Not evaluated this time (failure before the catalog check): keep what was known.
         merged.extend(
@@ -664,28 +715,29 @@ async fn finish<K: Kind>(
         );
     }
     let declared_hash = objects::hash(&json!(object_keys));
-    let status = ResourceStatus {
+    let synced = matches!(
+        outcome.ready,
+        Reason::Applied | Reason::Drifted | Reason::Inconsistent
+    );
+    ResourceStatus {
         observed_generation: Some(generation),
         catalog_resource_version: if outcome.wrote {
             outcome.version
         } else {
             before.catalog_resource_version.or(outcome.version)
         },
-        object_keys: object_keys.clone(),
+        object_keys: object_keys.to_vec(),
         spec_hash: if object_keys.is_empty() {
             before.spec_hash.clone()
         } else {
             Some(spec_hash(resource).unwrap_or(declared_hash))
         },
         last_applied_time: if outcome.wrote {
-            Some(now_text(&now))
+            Some(now_text(now))
         } else {
             before.last_applied_time.clone()
         },
-        last_sync_request: if !matches!(
-            ready,
-            Reason::Applied | Reason::Drifted | Reason::Inconsistent
-        ) {
+        last_sync_request: if !synced {
             before.last_sync_request.clone()
         } else {
             annotation(resource, SYNC_REQUESTED_AT)
@@ -693,21 +745,17 @@ async fn finish<K: Kind>(
                 .or(before.last_sync_request.clone())
         },
         conditions: merged,
-    };
-    if status != before {
-        let api: Api<K> = Api::namespaced(
-            ctx.client.clone(),
-            &resource.namespace().unwrap_or_default(),
-        );
-        let patch = json!({"apiVersion": API_VERSION, "kind": K::kind(&()), "status": status});
-        api.patch_status(
-            &resource.name_any(),
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&patch),
-        )
-        .await?;
     }
-    // Events on transitions only.
+}
+
+/// Events on transitions only: a correction, an adoption, or a new `Ready` reason.
+async fn publish_transition<K: Kind>(
+    resource: &K,
+    ctx: &Context,
+    before: &ResourceStatus,
+    outcome: &Outcome,
+    object_keys: &[String],
+) {
     let reference = resource.object_ref(&());
     let previous = conditions::find(&before.conditions, "Ready").map(|c| c.reason.clone());
     if outcome.corrected {
@@ -726,26 +774,12 @@ async fn finish<K: Kind>(
             format!("took ownership of {}", object_keys.join(", ")),
         )
         .await;
-    } else if previous.as_deref() != Some(ready.as_str()) {
-        if let Some((reason, warning)) = ready.event() {
+    } else if previous.as_deref() != Some(outcome.ready.as_str()) {
+        if let Some((reason, warning)) = outcome.ready.event() {
             ctx.publish(&reference, reason, warning, outcome.message.clone())
                 .await;
         }
     }
-    let name = object_name(resource);
-    Ok(match ready {
-        Reason::Applied | Reason::Drifted | Reason::Inconsistent => {
-            ctx.succeeded(&name);
-            Action::requeue(ctx.settings.resync)
-        }
-        other => {
-            let failures = ctx.failed(&name);
-            match conditions::backoff(other, failures, seed(&name)) {
-                Some(delay) => Action::requeue(delay),
-                None => Action::await_change(),
-            }
-        }
-    })
 }
 
 fn now_text(now: &Time) -> String {

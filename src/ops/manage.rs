@@ -61,6 +61,18 @@ pub fn parse_metadata(value: &Value, path: &JsonPath) -> Result<Metadata> {
     let Value::Object(map) = value else {
         return Err(parse_failed(path.clone(), "expected the metadata object"));
     };
+    check_document(map, path)?;
+    let mut metadata: Metadata = parse(value, path)?;
+    metadata.version = 2;
+    check_tables(&metadata, path)?;
+    check_later_features(&metadata, path)?;
+    check_collections(&metadata, path)?;
+    Ok(metadata)
+}
+
+/// What the document's JSON must look like before it is read: a known version, no tracked
+/// functions, only known keys in table entries.
+fn check_document(map: &serde_json::Map<String, Value>, path: &JsonPath) -> Result<()> {
     match map.get("version") {
         None | Some(Value::Null) => {}
         Some(v) if v.as_i64() == Some(1) || v.as_i64() == Some(2) => {}
@@ -102,8 +114,11 @@ pub fn parse_metadata(value: &Value, path: &JsonPath) -> Result<Metadata> {
             }
         }
     }
-    let mut metadata: Metadata = parse(value, path)?;
-    metadata.version = 2;
+    Ok(())
+}
+
+/// Each table once, each role once per permission kind.
+fn check_tables(metadata: &Metadata, path: &JsonPath) -> Result<()> {
     let mut tables = BTreeSet::new();
     for (i, entry) in metadata.tables.iter().enumerate() {
         let at = path.key("tables").index(i);
@@ -118,6 +133,11 @@ pub fn parse_metadata(value: &Value, path: &JsonPath) -> Result<Metadata> {
         check_unique_roles(&entry.update_permissions, &at.key("update_permissions"))?;
         check_unique_roles(&entry.delete_permissions, &at.key("delete_permissions"))?;
     }
+    Ok(())
+}
+
+/// The shape rules of event triggers, remote schemas and actions.
+fn check_later_features(metadata: &Metadata, path: &JsonPath) -> Result<()> {
     for (i, entry) in metadata.tables.iter().enumerate() {
         for (j, trigger) in entry.event_triggers.iter().enumerate() {
             check_event_trigger(
@@ -155,6 +175,11 @@ pub fn parse_metadata(value: &Value, path: &JsonPath) -> Result<Metadata> {
             ));
         }
     }
+    Ok(())
+}
+
+/// Collections named once, each query valid, the allow-list naming only defined collections.
+fn check_collections(metadata: &Metadata, path: &JsonPath) -> Result<()> {
     let mut collections = BTreeSet::new();
     for (i, c) in metadata.query_collections.iter().enumerate() {
         let at = path.key("query_collections").index(i);
@@ -178,7 +203,7 @@ pub fn parse_metadata(value: &Value, path: &JsonPath) -> Result<Metadata> {
             ));
         }
     }
-    Ok(metadata)
+    Ok(())
 }
 
 /// The shape rules of an event trigger (`metadata-api.md` §9).

@@ -124,105 +124,30 @@ pub fn check_computed_field(
             ))
         }
     };
-    let mut reasons = Vec::new();
+    let mut check = FunctionCheck {
+        function,
+        function_name,
+        names: function.input_names(),
+        reasons: Vec::new(),
+    };
     if function.volatility == "v" {
-        reasons.push(format!(
+        check.reasons.push(format!(
             "the function \"{function_name}\" is of type VOLATILE; cannot be added as a computed field"
         ));
     }
-    let names = function.input_names();
-    let find = |arg: &str| names.iter().position(|n| n == arg);
-    let table_argument = match &cf.definition.table_argument {
-        None if function.input_types.is_empty() => {
-            reasons.push(format!(
-                "the function \"{function_name}\" has no input arguments"
-            ));
-            None
-        }
-        None => Some(0),
-        Some(arg) => {
-            let pos = find(arg);
-            if pos.is_none() {
-                reasons.push(format!("the table argument \"{arg}\" is not an input argument of the function \"{function_name}\""));
-            }
-            pos
-        }
-    };
-    if let Some(pos) = table_argument {
-        let arg_type = &function.input_types[pos];
-        if arg_type.relation().map(qualified_table).as_ref() != Some(table) {
-            let arg = names
-                .get(pos)
-                .filter(|n| !n.is_empty())
-                .cloned()
-                .unwrap_or_else(|| format!("${}", pos + 1));
-            reasons.push(format!(
-                "the table argument \"{arg}\" is not of type \"{table}\""
-            ));
-        }
-    }
-    let session_argument = match &cf.definition.session_argument {
-        None => None,
-        Some(arg) => match find(arg) {
-            None => {
-                reasons.push(format!("the session argument \"{arg}\" is not an input argument of the function \"{function_name}\""));
-                None
-            }
-            Some(pos) if Some(pos) == table_argument => {
-                reasons.push(format!(
-                    "the session argument \"{arg}\" is also the table argument"
-                ));
-                None
-            }
-            Some(pos) => {
-                let t = &function.input_types[pos].name;
-                if t != "json" && t != "jsonb" {
-                    reasons.push(format!(
-                        "the session argument \"{arg}\" is not of type json or jsonb"
-                    ));
-                }
-                Some(pos)
-            }
-        },
-    };
-    let ret = &function.return_type;
-    let returns = match ret.relation().map(qualified_table) {
-        Some(rel) if ret.kind == "c" => {
-            if resolved.tables.contains_key(&rel) {
-                Some(ComputedReturn::Table {
-                    table: rel,
-                    set: function.returns_set,
-                })
-            } else {
-                reasons.push(format!("the function \"{function_name}\" returns rows of \"{rel}\", which is not a tracked table"));
-                None
-            }
-        }
-        _ if ret.kind == "b" || ret.kind == "e" || ret.kind == "d" || ret.kind == "r" => {
-            if function.returns_set {
-                reasons.push(format!(
-                    "the function \"{function_name}\" returns a set of a scalar type"
-                ));
-                None
-            } else {
-                Some(ComputedReturn::Scalar(ret.name.clone()))
-            }
-        }
-        _ => {
-            reasons.push(format!(
-                "the function \"{function_name}\" returning type \"{}\" is not a BASE type or a table row type",
-                ret.name
-            ));
-            None
-        }
-    };
+    let table_argument = check.table_argument(cf.definition.table_argument.as_deref(), table);
+    let session_argument =
+        check.session_argument(cf.definition.session_argument.as_deref(), table_argument);
+    let returns = check.returns(resolved);
+    let mut reasons = check.reasons;
     match (reasons.len(), table_argument, returns) {
         (0, Some(table_argument), Some(returns)) => Ok(ResolvedComputedField {
             name: name.clone(),
             function: function_name.clone(),
             table_argument,
             session_argument,
-            arguments: names
+            arguments: check
+                .names
                 .iter()
                 .zip(&function.input_types)
                 .map(|(n, t)| super::FunctionArgument {
@@ -252,6 +177,121 @@ pub fn check_computed_field(
                     .join("\n")
             ),
         )),
+    }
+}
+
+/// The rules a computed field's function must follow, each adding its reason when broken.
+struct FunctionCheck<'a> {
+    function: &'a crate::introspect::DbFunction,
+    function_name: &'a QualifiedFunction,
+    /// Names of the input arguments (empty when unnamed).
+    names: Vec<String>,
+    reasons: Vec<String>,
+}
+
+impl FunctionCheck<'_> {
+    fn position(&self, arg: &str) -> Option<usize> {
+        self.names.iter().position(|n| n == arg)
+    }
+
+    /// The row argument: the named one, or the first; it must take rows of `table`.
+    fn table_argument(&mut self, named: Option<&str>, table: &QualifiedTable) -> Option<usize> {
+        let function_name = self.function_name;
+        let position = match named {
+            None if self.function.input_types.is_empty() => {
+                self.reasons.push(format!(
+                    "the function \"{function_name}\" has no input arguments"
+                ));
+                None
+            }
+            None => Some(0),
+            Some(arg) => {
+                let pos = self.position(arg);
+                if pos.is_none() {
+                    self.reasons.push(format!("the table argument \"{arg}\" is not an input argument of the function \"{function_name}\""));
+                }
+                pos
+            }
+        };
+        if let Some(pos) = position {
+            let arg_type = &self.function.input_types[pos];
+            if arg_type.relation().map(qualified_table).as_ref() != Some(table) {
+                let arg = self
+                    .names
+                    .get(pos)
+                    .filter(|n| !n.is_empty())
+                    .cloned()
+                    .unwrap_or_else(|| format!("${}", pos + 1));
+                self.reasons.push(format!(
+                    "the table argument \"{arg}\" is not of type \"{table}\""
+                ));
+            }
+        }
+        position
+    }
+
+    /// The session argument, if named: another input argument, of type json or jsonb.
+    fn session_argument(&mut self, named: Option<&str>, table: Option<usize>) -> Option<usize> {
+        let function_name = self.function_name;
+        let arg = named?;
+        match self.position(arg) {
+            None => {
+                self.reasons.push(format!("the session argument \"{arg}\" is not an input argument of the function \"{function_name}\""));
+                None
+            }
+            Some(pos) if Some(pos) == table => {
+                self.reasons.push(format!(
+                    "the session argument \"{arg}\" is also the table argument"
+                ));
+                None
+            }
+            Some(pos) => {
+                let t = &self.function.input_types[pos].name;
+                if t != "json" && t != "jsonb" {
+                    self.reasons.push(format!(
+                        "the session argument \"{arg}\" is not of type json or jsonb"
+                    ));
+                }
+                Some(pos)
+            }
+        }
+    }
+
+    /// What it returns: one scalar, or rows of a tracked table.
+    fn returns(&mut self, resolved: &Resolved) -> Option<ComputedReturn> {
+        let function_name = self.function_name;
+        let function = self.function;
+        let ret = &function.return_type;
+        match ret.relation().map(qualified_table) {
+            Some(rel) if ret.kind == "c" => {
+                if resolved.tables.contains_key(&rel) {
+                    Some(ComputedReturn::Table {
+                        table: rel,
+                        set: function.returns_set,
+                    })
+                } else {
+                    self.reasons.push(format!("the function \"{function_name}\" returns rows of \"{rel}\", which is not a tracked table"));
+                    None
+                }
+            }
+            _ if ret.kind == "b" || ret.kind == "e" || ret.kind == "d" || ret.kind == "r" => {
+                if function.returns_set {
+                    self.reasons.push(format!(
+                        "the function \"{function_name}\" returns a set of a scalar type"
+                    ));
+                    None
+                } else {
+                    Some(ComputedReturn::Scalar(ret.name.clone()))
+                }
+            }
+            _ => {
+                self.reasons.push(format!(
+                    "the function \"{function_name}\" returning type \"{}\" is not a BASE type or a table row type",
+                    ret.name
+                ));
+                None
+            }
+        }
     }
 }
 
@@ -297,144 +337,21 @@ pub fn check_custom_types(
     resolved: &Resolved,
     db: &DbModel,
 ) -> Result<(), MetadataError> {
-    let mut reasons = Vec::new();
-    let mut kinds: BTreeMap<&str, TypeKind> = BTreeMap::new();
-    let all = types
-        .scalars
-        .iter()
-        .map(|t| (t.name.0.as_str(), TypeKind::Scalar))
-        .chain(
-            types
-                .enums
-                .iter()
-                .map(|t| (t.name.0.as_str(), TypeKind::Enum)),
-        )
-        .chain(
-            types
-                .input_objects
-                .iter()
-                .map(|t| (t.name.0.as_str(), TypeKind::Input)),
-        )
-        .chain(
-            types
-                .objects
-                .iter()
-                .map(|t| (t.name.0.as_str(), TypeKind::Object)),
-        );
-    for (name, kind) in all {
-        if kinds.insert(name, kind).is_some() || BUILTIN_SCALARS.contains(&name) {
-            reasons.push(format!("the type \"{name}\" is defined more than once"));
-        }
-    }
-    let kind_of = |name: &str| -> Option<TypeKind> {
-        if BUILTIN_SCALARS.contains(&name) || db.scalar_types.contains(name) {
-            Some(TypeKind::Scalar)
-        } else {
-            kinds.get(name).copied()
-        }
+    let mut check = TypeCheck {
+        kinds: BTreeMap::new(),
+        db,
+        reasons: Vec::new(),
     };
-    for e in &types.enums {
-        let mut seen = HashSet::new();
-        if e.values.is_empty() {
-            reasons.push(format!("the enum \"{}\" has no values", e.name));
-        }
-        for v in &e.values {
-            if !seen.insert(&v.value.0) {
-                reasons.push(format!(
-                    "the enum \"{}\" has duplicate value \"{}\"",
-                    e.name, v.value
-                ));
-            }
-        }
-    }
-    let check_fields = |owner: &str,
-                        fields: &[TypeField],
-                        input: bool,
-                        reasons: &mut Vec<String>| {
-        let mut seen = HashSet::new();
-        if fields.is_empty() {
-            reasons.push(format!("the type \"{owner}\" has no fields"));
-        }
-        for f in fields {
-            if !seen.insert(&f.name.0) {
-                reasons.push(format!(
-                    "the type \"{owner}\" has duplicate field \"{}\"",
-                    f.name
-                ));
-            }
-            if !input && f.arguments.is_some() {
-                reasons.push(format!("the field \"{owner}.{}\" has arguments, which custom object fields cannot have", f.name));
-            }
-            let Some(base) = base_type_name(&f.field_type) else {
-                reasons.push(format!(
-                    "the type \"{}\" of field \"{owner}.{}\" is not a valid GraphQL type",
-                    f.field_type, f.name
-                ));
-                continue;
-            };
-            match (kind_of(base), input) {
-                (None, _) => reasons.push(format!(
-                    "the type \"{base}\" of field \"{owner}.{}\" does not exist",
-                    f.name
-                )),
-                (Some(TypeKind::Object), true) => reasons.push(format!(
-                    "the input field \"{owner}.{}\" refers to the object type \"{base}\"",
-                    f.name
-                )),
-                (Some(TypeKind::Input), false) => reasons.push(format!(
-                    "the field \"{owner}.{}\" refers to the input object type \"{base}\"",
-                    f.name
-                )),
-                _ => {}
-            }
-        }
-    };
+    check.names(types);
+    check.enums(&types.enums);
     for t in &types.input_objects {
-        check_fields(&t.name.0, &t.fields, true, &mut reasons);
+        check.fields(&t.name.0, &t.fields, true);
     }
     for t in &types.objects {
-        check_fields(&t.name.0, &t.fields, false, &mut reasons);
+        check.fields(&t.name.0, &t.fields, false);
     }
-    for (i, t) in types.objects.iter().enumerate() {
-        for (j, rel) in t.relationships.iter().enumerate() {
-            if t.fields.iter().any(|f| f.name == rel.name) {
-                reasons.push(format!(
-                    "the relationship \"{}\" of object \"{}\" has the same name as a field",
-                    rel.name, t.name
-                ));
-            }
-            let Some(remote) = resolved.tables.get(&rel.remote_table) else {
-                return Err(not_exists_in_metadata(
-                    JsonPath::root()
-                        .key("objects")
-                        .index(i)
-                        .key("relationships")
-                        .index(j)
-                        .key("remote_table"),
-                    format!("table \"{}\" does not exist", rel.remote_table),
-                ));
-            };
-            for (field, column) in &rel.field_mapping {
-                let scalar_field = t.fields.iter().find(|f| f.name.0 == *field).and_then(|f| {
-                    base_type_name(&f.field_type)
-                        .and_then(&kind_of)
-                        .filter(|k| matches!(k, TypeKind::Scalar | TypeKind::Enum))
-                });
-                if scalar_field.is_none() {
-                    reasons.push(format!(
-                        "the field \"{field}\" in the mapping of relationship \"{}\" is not a scalar field of \"{}\"",
-                        rel.name, t.name
-                    ));
-                }
-                if remote.db.column(column).is_none() {
-                    reasons.push(format!(
-                        "the column \"{column}\" in the mapping of relationship \"{}\" does not exist in table \"{}\"",
-                        rel.name, rel.remote_table
-                    ));
-                }
-            }
-        }
-    }
+    check.relationships(&types.objects, resolved)?;
+    let reasons = check.reasons;
     match reasons.len() {
         0 => Ok(()),
         1 => Err(MetadataError::new(
@@ -457,6 +374,171 @@ pub fn check_custom_types(
                     .join("\n")
             ),
         )),
+    }
+}
+
+/// The rules of a custom-type set, each adding its reason when broken.
+struct TypeCheck<'a> {
+    /// Every custom type by name.
+    kinds: BTreeMap<&'a str, TypeKind>,
+    db: &'a DbModel,
+    reasons: Vec<String>,
+}
+
+impl<'a> TypeCheck<'a> {
+    /// What a type name refers to: a built-in or database scalar, or a custom type.
+    fn kind_of(&self, name: &str) -> Option<TypeKind> {
+        if BUILTIN_SCALARS.contains(&name) || self.db.scalar_types.contains(name) {
+            Some(TypeKind::Scalar)
+        } else {
+            self.kinds.get(name).copied()
+        }
+    }
+
+    /// Each name defined once, and never a built-in scalar's.
+    fn names(&mut self, types: &'a CustomTypes) {
+        let all = types
+            .scalars
+            .iter()
+            .map(|t| (t.name.0.as_str(), TypeKind::Scalar))
+            .chain(
+                types
+                    .enums
+                    .iter()
+                    .map(|t| (t.name.0.as_str(), TypeKind::Enum)),
+            )
+            .chain(
+                types
+                    .input_objects
+                    .iter()
+                    .map(|t| (t.name.0.as_str(), TypeKind::Input)),
+            )
+            .chain(
+                types
+                    .objects
+                    .iter()
+                    .map(|t| (t.name.0.as_str(), TypeKind::Object)),
+            );
+        for (name, kind) in all {
+            if self.kinds.insert(name, kind).is_some() || BUILTIN_SCALARS.contains(&name) {
+                self.reasons
+                    .push(format!("the type \"{name}\" is defined more than once"));
+            }
+        }
+    }
+
+    /// Enums have values, each once.
+    fn enums(&mut self, enums: &[EnumType]) {
+        for e in enums {
+            let mut seen = HashSet::new();
+            if e.values.is_empty() {
+                self.reasons
+                    .push(format!("the enum \"{}\" has no values", e.name));
+            }
+            for v in &e.values {
+                if !seen.insert(&v.value.0) {
+                    self.reasons.push(format!(
+                        "the enum \"{}\" has duplicate value \"{}\"",
+                        e.name, v.value
+                    ));
+                }
+            }
+        }
+    }
+
+    /// The fields of an input object (`input`) or object: some, each once, of existing types of
+    /// the right side (no objects in inputs, no inputs in objects); object fields take no
+    /// arguments.
+    fn fields(&mut self, owner: &str, fields: &[TypeField], input: bool) {
+        let mut seen = HashSet::new();
+        if fields.is_empty() {
+            self.reasons
+                .push(format!("the type \"{owner}\" has no fields"));
+        }
+        for f in fields {
+            if !seen.insert(&f.name.0) {
+                self.reasons.push(format!(
+                    "the type \"{owner}\" has duplicate field \"{}\"",
+                    f.name
+                ));
+            }
+            if !input && f.arguments.is_some() {
+                self.reasons.push(format!("the field \"{owner}.{}\" has arguments, which custom object fields cannot have", f.name));
+            }
+            let Some(base) = base_type_name(&f.field_type) else {
+                self.reasons.push(format!(
+                    "the type \"{}\" of field \"{owner}.{}\" is not a valid GraphQL type",
+                    f.field_type, f.name
+                ));
+                continue;
+            };
+            let reason = match (self.kind_of(base), input) {
+                (None, _) => format!(
+                    "the type \"{base}\" of field \"{owner}.{}\" does not exist",
+                    f.name
+                ),
+                (Some(TypeKind::Object), true) => format!(
+                    "the input field \"{owner}.{}\" refers to the object type \"{base}\"",
+                    f.name
+                ),
+                (Some(TypeKind::Input), false) => format!(
+                    "the field \"{owner}.{}\" refers to the input object type \"{base}\"",
+                    f.name
+                ),
+                _ => continue,
+            };
+            self.reasons.push(reason);
+        }
+    }
+
+    /// Relationships of objects to tables: tracked tables, mapped from scalar fields to
+    /// existing columns, not named like a field.
+    fn relationships(
+        &mut self,
+        objects: &[ObjectType],
+        resolved: &Resolved,
+    ) -> Result<(), MetadataError> {
+        for (i, t) in objects.iter().enumerate() {
+            for (j, rel) in t.relationships.iter().enumerate() {
+                if t.fields.iter().any(|f| f.name == rel.name) {
+                    self.reasons.push(format!(
+                        "the relationship \"{}\" of object \"{}\" has the same name as a field",
+                        rel.name, t.name
+                    ));
+                }
+                let Some(remote) = resolved.tables.get(&rel.remote_table) else {
+                    return Err(not_exists_in_metadata(
+                        JsonPath::root()
+                            .key("objects")
+                            .index(i)
+                            .key("relationships")
+                            .index(j)
+                            .key("remote_table"),
+                        format!("table \"{}\" does not exist", rel.remote_table),
+                    ));
+                };
+                for (field, column) in &rel.field_mapping {
+                    let scalar_field = t.fields.iter().find(|f| f.name.0 == *field).and_then(|f| {
+                        base_type_name(&f.field_type)
+                            .and_then(|base| self.kind_of(base))
+                            .filter(|k| matches!(k, TypeKind::Scalar | TypeKind::Enum))
+                    });
+                    if scalar_field.is_none() {
+                        self.reasons.push(format!(
+                            "the field \"{field}\" in the mapping of relationship \"{}\" is not a scalar field of \"{}\"",
+                            rel.name, t.name
+                        ));
+                    }
+                    if remote.db.column(column).is_none() {
+                        self.reasons.push(format!(
+                            "the column \"{column}\" in the mapping of relationship \"{}\" does not exist in table \"{}\"",
+                            rel.name, rel.remote_table
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 }
 
