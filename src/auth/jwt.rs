@@ -1,6 +1,6 @@
 //! JWT mode: the `BASALT_JWT_SECRET` configuration, key material (static or a JWK set fetched,
 //! cached per `Cache-Control`/`Expires` and refetched on an unknown `kid`), verification and
-//! claim extraction (`auth.md` §5).
+//! claim extraction (`docs/auth.md`, "JWT mode").
 
 use super::{AuthConfigError, AuthError};
 use jsonwebtoken::jwk::JwkSet;

@@ -1,5 +1,5 @@
 //! Who is calling: the admin secret, JWT, auth webhook or unauthorized role, resolved per
-//! request into a [`Session`] (`auth.md` §2–§3, §7). Credentials never become session data.
+//! request into a [`Session`] (`docs/auth.md`). Credentials never become session data.
 
 pub mod jwt;
 pub mod webhook;
@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 use subtle::ConstantTimeEq;
 
-/// Authentication failures, each with the status and code of `auth.md`.
+/// Authentication failures, each with the status and code `docs/auth.md` lists.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AuthError {
     /// A secret was sent and it is wrong (401).
@@ -183,7 +183,7 @@ const SECRET_HEADERS: [&str; 2] = ["x-svc-admin-secret", "x-svc-access-key"];
 const BACKEND_ONLY_HEADER: &str = "x-svc-use-backend-only-permissions";
 
 impl Authenticator {
-    /// Checks the combination of settings (`auth.md` §2) and prepares the mode.
+    /// Checks the combination of settings (`docs/auth.md`, "Startup checks") and prepares the mode.
     pub async fn new(
         secret: Option<String>,
         jwt_secret: Option<&str>,

@@ -1,4 +1,4 @@
-//! Webhook mode: ask an HTTP hook who the caller is (`auth.md` §6), caching answers that say
+//! Webhook mode: ask an HTTP hook who the caller is (`docs/auth.md`, "Webhook mode"), caching answers that say
 //! how long they stay valid.
 
 use super::{AuthConfigError, AuthError};

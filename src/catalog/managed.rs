@@ -1,5 +1,5 @@
 //! `basalt_catalog.managed_objects`: which catalog objects Kubernetes resources own, with the
-//! definition each asked for (`../design/kubernetes.md` §5.1). Written by the controller in
+//! definition each asked for (`docs/kubernetes.md`, "Drift and self-heal"). Written by the controller in
 //! the same transaction as its metadata operations; read by the engine to report drift and,
 //! in `reject` mode, to refuse imperative writes to managed objects.
 

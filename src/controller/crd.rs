@@ -1,5 +1,5 @@
 //! The `basalt.dev/v1alpha1` custom resources whose metadata operations exist today
-//! (`../design/kubernetes.md` §3): TrackedTable, Permission, ComputedField, CustomTypeSet,
+//! (`docs/kubernetes.md`, "Kinds"): TrackedTable, Permission, ComputedField, CustomTypeSet,
 //! QueryCollection and AllowListEntry. Spec fields are the metadata API's argument fields in
 //! camelCase; user data (BoolExps, presets, column maps) passes through verbatim.
 
@@ -33,7 +33,7 @@ pub struct QualifiedName {
     pub name: String,
 }
 
-/// Status shared by every kind (design §3.4).
+/// Status shared by every kind (`docs/kubernetes.md`, "Status, conditions and Events").
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceStatus {

@@ -1,4 +1,4 @@
-//! Desired objects × catalog × ownership → what to do (`../design/kubernetes.md` §6.2 step 4).
+//! Desired objects × catalog × ownership → what to do (`docs/kubernetes.md`, "How a resource is reconciled").
 //! Pure: the plan is a function of its arguments, so a resource already in sync yields only
 //! `Noop` steps, no operations and no ownership change — the idempotency the controller
 //! relies on. Operations are written as `/v1/query` requests and run through the same parser
@@ -12,7 +12,7 @@ use crate::metadata::types::{CollectionEntry, CustomTypes, Metadata};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-/// Per-resource policy (annotations and controller flags, §3.6).
+/// Per-resource policy (annotations and controller flags, `docs/kubernetes.md`, "Annotations").
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Policy {
     /// Re-apply drifted objects.
@@ -263,7 +263,7 @@ fn drop_rank(key: &str) -> u8 {
 }
 
 /// Custom types are written whole by `set_custom_types`: edits are collected and merged into
-/// the catalog's set once at the end of the plan (design §5.5).
+/// the catalog's set once at the end of the plan .
 #[derive(Debug, Default)]
 struct TypeEdits {
     keys: Vec<String>,

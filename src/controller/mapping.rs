@@ -1,5 +1,5 @@
 //! Custom resource specs → metadata objects. Each field is mapped explicitly to its metadata
-//! API name (design §3.2: no generic case conversion); the result is then parsed by the same
+//! API name (no generic case conversion; `docs/kubernetes.md`, "Kinds"); the result is then parsed by the same
 //! metadata types `/v1/query` uses, so a resource is valid exactly when the equivalent request
 //! would be. User data (BoolExps, presets, column maps) is copied verbatim.
 

@@ -1,4 +1,4 @@
-//! The controller process (design §6.1): leader election, one kube-rs `Controller` per kind
+//! The controller process (`docs/kubernetes.md`): leader election, one kube-rs `Controller` per kind
 //! and watched namespace sharing one [`Context`], catalog `NOTIFY` re-triggering every
 //! resource, periodic orphan scans, probes, graceful shutdown.
 

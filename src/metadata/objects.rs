@@ -127,7 +127,7 @@ pub fn table_key(t: &QualifiedTable) -> String {
 }
 
 impl Object {
-    /// The object's key (design §3.1), e.g. `permission:public.article.user.select`.
+    /// The object's key (`docs/kubernetes.md`, "Kinds"), e.g. `permission:public.article.user.select`.
     pub fn key(&self) -> String {
         match self {
             Object::Table(e) => table_key(&e.table),

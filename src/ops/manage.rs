@@ -206,7 +206,7 @@ fn check_collections(metadata: &Metadata, path: &JsonPath) -> Result<()> {
     Ok(())
 }
 
-/// The shape rules of an event trigger (`metadata-api.md` §9).
+/// The shape rules of an event trigger (`docs/metadata-api.md`).
 fn check_event_trigger(trigger: &EventTriggerEntry, path: &JsonPath) -> Result<()> {
     let name = &trigger.name.0;
     let valid_name = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())

@@ -1,11 +1,11 @@
 //! The comparison operators of boolean expressions, in one table read by everything that deals
-//! with them: permission rules are validated against it (`metadata-api.md` §0.1), the
-//! `<S>_comparison_exp` types are generated from it (`graphql-api.md` §4), and both kinds of
+//! with them: permission rules are validated against it (`docs/metadata-api.md`), the
+//! `<S>_comparison_exp` types are generated from it (`docs/graphql.md`, "Filtering"), and both kinds of
 //! expression are planned and translated through its [`CompareOp`]s.
 
 use crate::introspect::DbColumn;
 
-/// What a column's type allows: the families of `graphql-api.md` §4.
+/// What a column's type allows: the families of `docs/graphql.md`, "Scalars".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TypeFamily {
     /// A column referring to an enum table (GraphQL only: an enum type).

@@ -7,7 +7,7 @@ use crate::metadata::types::QualifiedTable;
 use crate::schema::{Resolved, ResolvedTable, TypeFamily};
 use indexmap::IndexMap;
 
-/// The GraphQL scalar for a Postgres column's type (`graphql-api.md` §4).
+/// The GraphQL scalar for a Postgres column's type (`docs/graphql.md`, "Scalars").
 pub fn scalar_for(column: &DbColumn) -> String {
     scalar_for_type(&column.type_name)
 }

@@ -1,6 +1,6 @@
 //! The write side of a role: which tables it may insert into, update and delete from, with
 //! which columns, presets and checks, and the mutation root fields that follow
-//! (`graphql-api.md` §2, §3, §6).
+//! (`docs/graphql.md`, "Mutations").
 
 use super::columns::{scalar_for_column, EnumTables};
 use super::{RoleColumn, RoleRelationship, RoleTable, ADMIN};

@@ -1,5 +1,5 @@
 //! `<S>_comparison_exp`: the comparison operators a column's scalar offers in `where`
-//! (`graphql-api.md` §4), and `jsonb_cast_exp`.
+//! (`docs/graphql.md`, "Filtering"), and `jsonb_cast_exp`.
 
 use super::TypeBuilder;
 use crate::graphql::model::RoleColumn;

@@ -1,4 +1,4 @@
-//! The GraphQL types of a role, generated from its model (`graphql-api.md` §2–§6): the query
+//! The GraphQL types of a role, generated from its model (`docs/graphql.md`, "What a role's schema contains"): the query
 //! root ([`build`]), each table's object, filter, ordering and select-column types
 //! ([`tables`]), comparison types ([`compare`]), aggregate types ([`aggregates`]) and the
 //! mutation root with its inputs ([`mutations`]). Pure. See `docs/architecture.md`.
