@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 use subtle::ConstantTimeEq;
 
-/// Authentication failures, each with the status and code `docs/auth.md` lists.
+/// Authentication failures. Their statuses and wire codes (`docs/auth.md`, "Errors") are
+/// decided in `http/error.rs`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AuthError {
     /// A secret was sent and it is wrong (401).
@@ -43,35 +44,6 @@ pub enum AuthError {
     /// The hook failed or answered badly (500 `unexpected`).
     #[error("{0}")]
     HookFailed(String),
-}
-
-impl AuthError {
-    /// The wire code.
-    pub fn code(&self) -> &'static str {
-        match self {
-            AuthError::InvalidSecret
-            | AuthError::MissingSecret
-            | AuthError::RoleNotAllowed
-            | AuthError::HookUnauthorized => "access-denied",
-            AuthError::InvalidHeader(_) => "invalid-headers",
-            AuthError::InvalidJwt(_) => "invalid-jwt",
-            AuthError::JwtInvalidClaims(_) => "jwt-invalid-claims",
-            AuthError::JwtMissingRoleClaims(_) => "jwt-missing-role-claims",
-            AuthError::HookNoRole => "invalid-params",
-            AuthError::HookFailed(_) => "unexpected",
-        }
-    }
-
-    /// The HTTP status on `/v1/query` (GraphQL always answers 200).
-    pub fn status(&self) -> u16 {
-        match self {
-            AuthError::InvalidSecret | AuthError::MissingSecret | AuthError::HookUnauthorized => {
-                401
-            }
-            AuthError::HookFailed(_) => 500,
-            _ => 400,
-        }
-    }
 }
 
 /// Authentication settings that cannot work, found at startup ([`Authenticator::new`],

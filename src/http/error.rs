@@ -80,6 +80,22 @@ impl From<CatalogError> for ApiError {
     }
 }
 
+/// The status (on `/v1/query`; GraphQL answers 200) and wire code of an authentication failure.
+fn auth_wire(err: &AuthError) -> (StatusCode, &'static str) {
+    match err {
+        AuthError::InvalidSecret | AuthError::MissingSecret | AuthError::HookUnauthorized => {
+            (StatusCode::UNAUTHORIZED, "access-denied")
+        }
+        AuthError::RoleNotAllowed => (StatusCode::BAD_REQUEST, "access-denied"),
+        AuthError::InvalidHeader(_) => (StatusCode::BAD_REQUEST, "invalid-headers"),
+        AuthError::InvalidJwt(_) => (StatusCode::BAD_REQUEST, "invalid-jwt"),
+        AuthError::JwtInvalidClaims(_) => (StatusCode::BAD_REQUEST, "jwt-invalid-claims"),
+        AuthError::JwtMissingRoleClaims(_) => (StatusCode::BAD_REQUEST, "jwt-missing-role-claims"),
+        AuthError::HookNoRole => (StatusCode::BAD_REQUEST, "invalid-params"),
+        AuthError::HookFailed(_) => (StatusCode::INTERNAL_SERVER_ERROR, "unexpected"),
+    }
+}
+
 fn body(path: &str, error: &str, code: &str) -> Value {
     json!({"path": path, "error": error, "code": code})
 }
@@ -94,10 +110,10 @@ impl IntoResponse for ApiError {
                 }
                 (StatusCode::BAD_REQUEST, v)
             }
-            ApiError::Auth(e) => (
-                StatusCode::from_u16(e.status()).unwrap_or(StatusCode::BAD_REQUEST),
-                body("$", &e.to_string(), e.code()),
-            ),
+            ApiError::Auth(e) => {
+                let (status, code) = auth_wire(e);
+                (status, body("$", &e.to_string(), code))
+            }
             ApiError::AdminOnly => (
                 StatusCode::BAD_REQUEST,
                 body("$.args", &self.to_string(), "access-denied"),
@@ -215,7 +231,7 @@ fn graphql_wire(err: &GraphqlError) -> GraphqlWire {
                 internal: error.internal(),
             }
         }
-        GraphqlError::Auth(e) => GraphqlWire::at_root(e.code(), message),
+        GraphqlError::Auth(e) => GraphqlWire::at_root(auth_wire(e).1, message),
         GraphqlError::InvalidJson(_)
         | GraphqlError::InvalidRequest(_)
         | GraphqlError::InvalidVariables(_) => GraphqlWire::at_root("parse-failed", message),
