@@ -33,7 +33,7 @@ pub struct QualifiedName {
     pub name: String,
 }
 
-/// Status shared by every kind (`docs/kubernetes.md`, "Status, conditions and Events").
+/// Status shared by every kind.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceStatus {
