@@ -301,6 +301,8 @@ def main():
     parser.add_argument("--pool-size", type=int, default=16, help="Basalt's BASALT_POOL_SIZE")
     parser.add_argument("--write-floor", action="store_true", help="rewrite bench/floor/*.sql from explain")
     parser.add_argument("--no-build", action="store_true", help="use the existing target/release/basalt")
+    parser.add_argument("--binary", help="measure this basalt binary instead (implies --no-build), "
+                        "e.g. a build of another commit to compare with")
     args = parser.parse_args()
     # A terminated run still stops its servers and removes its cluster (the finally below).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("bench: terminated"))
@@ -313,10 +315,10 @@ def main():
         queries = [q for q in queries if q["name"] in wanted]
 
     ensure_wrk()
-    if not args.no_build:
+    if not args.no_build and not args.binary:
         log("building release basalt (not measured)")
         run(["cargo", "build", "--release", "--locked", "--bin", "basalt"], cwd=ROOT)
-    binary = ROOT / "target" / "release" / "basalt"
+    binary = pathlib.Path(args.binary).resolve() if args.binary else ROOT / "target" / "release" / "basalt"
 
     work = tempfile.mkdtemp(prefix="basalt-bench-")
     os.chmod(work, 0o755)
