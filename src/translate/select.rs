@@ -494,16 +494,9 @@ fn order_expr(state: &mut State, e: &OrderExpr, alias: &Alias) -> Expr {
         } => {
             let r = state.alias();
             let value = order_expr(state, inner, &r);
-            let mut where_ = join(columns, alias, &r);
-            where_.extend(simplified(filter).map(|f| bool_expr(state, &f, &r, &r)));
             Expr::Subquery(Box::new(SqlSelect {
-                from: Some(FromItem::Table {
-                    name: name(table),
-                    alias: r,
-                }),
-                where_,
                 limit: Some(Expr::Literal(Literal::Int(1))),
-                ..SqlSelect::expr(value)
+                ..related(state, table, columns, filter, alias, r, value)
             }))
         }
         OrderExpr::Aggregate {
@@ -522,17 +515,33 @@ fn order_expr(state: &mut State, e: &OrderExpr, alias: &Alias) -> Expr {
                     Expr::call(function.name(), vec![Expr::column(&r, c)])
                 }
             };
-            let mut where_ = join(columns, alias, &r);
-            where_.extend(simplified(filter).map(|f| bool_expr(state, &f, &r, &r)));
-            Expr::Subquery(Box::new(SqlSelect {
-                from: Some(FromItem::Table {
-                    name: name(table),
-                    alias: r,
-                }),
-                where_,
-                ..SqlSelect::expr(value)
-            }))
+            Expr::Subquery(Box::new(related(
+                state, table, columns, filter, alias, r, value,
+            )))
         }
+    }
+}
+
+/// `SELECT value FROM table AS r WHERE <join to parent> AND <filter>`: a value computed over the
+/// rows related to the parent row, under the related table's permission filter.
+fn related(
+    state: &mut State,
+    table: &crate::metadata::types::QualifiedTable,
+    columns: &[(String, String)],
+    filter: &BoolExpr,
+    parent: &Alias,
+    r: Alias,
+    value: Expr,
+) -> SqlSelect {
+    let mut where_ = join(columns, parent, &r);
+    where_.extend(simplified(filter).map(|f| bool_expr(state, &f, &r, &r)));
+    SqlSelect {
+        from: Some(FromItem::Table {
+            name: name(table),
+            alias: r,
+        }),
+        where_,
+        ..SqlSelect::expr(value)
     }
 }
 

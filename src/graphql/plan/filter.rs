@@ -256,7 +256,7 @@ fn comparison(column: &ColumnExpr, pg_type: &PgType, input: &Input) -> BoolExpr 
 }
 
 /// One parameter for a list: a JSON array literal when every element is literal.
-fn list_param(items: &[Input]) -> Param {
+pub(super) fn list_param(items: &[Input]) -> Param {
     let params: Vec<Param> = items
         .iter()
         .map(|i| match i {

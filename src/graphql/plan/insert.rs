@@ -1,6 +1,7 @@
 //! Inserts: rows with presets, nested rows through relationships (parents first, children
 //! after), upserts.
 
+use super::filter::list_param;
 use super::permission::permission;
 use super::{Input, PlanError, Planner, Result};
 use crate::graphql::ir::*;
@@ -31,32 +32,7 @@ pub(super) fn input_value(input: &Input, cast: &PgType) -> SetValue {
         Input::Value(p) => p.clone(),
         Input::Enum(e) => Param::Literal(Value::String(e.clone())),
         Input::Null => Param::Literal(Value::Null),
-        Input::List(items) => {
-            let params: Vec<Param> = items
-                .iter()
-                .map(|i| match i {
-                    Input::Value(p) => p.clone(),
-                    Input::Enum(e) => Param::Literal(Value::String(e.clone())),
-                    _ => Param::Literal(Value::Null),
-                })
-                .collect();
-            if params.iter().all(|p| matches!(p, Param::Literal(_))) {
-                Param::Literal(Value::Array(
-                    params
-                        .into_iter()
-                        .filter_map(|p| {
-                            if let Param::Literal(v) = p {
-                                Some(v)
-                            } else {
-                                None
-                            }
-                        })
-                        .collect(),
-                ))
-            } else {
-                Param::Array(params)
-            }
-        }
+        Input::List(items) => list_param(items),
         Input::Object(_) => Param::Literal(Value::Null),
     };
     SetValue::Value(ValueExpr {

@@ -124,16 +124,7 @@ pub fn plan(
             return Err(PlanError::validation("$", "no subscriptions exist"))
         }
     }
-    let mut planner = Planner {
-        model,
-        resolved,
-        types,
-        document: &prepared.document,
-        var_types: IndexMap::new(),
-        variables: Map::new(),
-        shape_dependent: false,
-        limits,
-    };
+    let mut planner = Planner::new(model, types, resolved, prepared, limits);
     planner.coerce_variables(operation, variables)?;
     if operation.ty == OperationType::Mutation {
         return planner.mutation_root(&operation.selection_set.node);
@@ -155,20 +146,11 @@ pub fn check_variables(
             "no operation found in the document",
         ));
     };
-    let mut planner = Planner {
-        model,
-        resolved,
-        types,
-        document: &prepared.document,
-        var_types: IndexMap::new(),
-        variables: Map::new(),
-        shape_dependent: false,
-        limits: Limits {
-            max_depth: usize::MAX,
-            max_root_fields: usize::MAX,
-        },
+    let limits = Limits {
+        max_depth: usize::MAX,
+        max_root_fields: usize::MAX,
     };
-    planner.coerce_variables(operation, variables)
+    Planner::new(model, types, resolved, prepared, limits).coerce_variables(operation, variables)
 }
 
 pub(super) struct Planner<'a> {
@@ -186,6 +168,25 @@ pub(super) struct Planner<'a> {
 pub(super) type Collected<'d> = Vec<(String, Vec<&'d AstField>)>;
 
 impl<'a> Planner<'a> {
+    fn new(
+        model: &'a RoleModel,
+        types: &'a TypeSystem,
+        resolved: &'a Resolved,
+        prepared: &'a Prepared,
+        limits: Limits,
+    ) -> Self {
+        Planner {
+            model,
+            resolved,
+            types,
+            document: &prepared.document,
+            var_types: IndexMap::new(),
+            variables: Map::new(),
+            shape_dependent: false,
+            limits,
+        }
+    }
+
     pub(super) fn table(&self, name: &QualifiedTable, path: &str) -> Result<&'a RoleTable> {
         let model: &'a RoleModel = self.model;
         model.tables.get(name).ok_or_else(|| {
