@@ -19,6 +19,9 @@ use tracing::Instrument;
 /// The channel every Basalt process listens on; the payload is the new resource version.
 pub const NOTIFY_CHANNEL: &str = "basalt_metadata";
 
+/// Subscribes a session to [`NOTIFY_CHANNEL`].
+const LISTEN: &str = "LISTEN basalt_metadata";
+
 /// Advisory-lock key serializing migrations across replicas ("basalt" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6261_7361_6c74;
 
@@ -468,7 +471,7 @@ pub async fn listen(config: &tokio_postgres::Config) -> Result<Listener, Catalog
     };
     listener
         .client
-        .batch_execute(&format!("LISTEN {NOTIFY_CHANNEL}"))
+        .batch_execute(LISTEN)
         .await?;
     Ok(listener)
 }
@@ -502,5 +505,10 @@ mod tests {
         assert!(needs_rebuild(&notification_payload(5, false), 4));
         assert!(needs_rebuild(&notification_payload(4, true), 4));
         assert!(needs_rebuild("garbage", 4));
+    }
+
+    #[test]
+    fn the_session_listens_on_the_channel_notifications_go_to() {
+        assert_eq!(LISTEN, format!("LISTEN {NOTIFY_CHANNEL}"));
     }
 }
