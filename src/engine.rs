@@ -79,9 +79,9 @@ pub enum GraphqlError {
     /// The role's introspection schema could not be built.
     #[error("introspection is unavailable for this role")]
     IntrospectionUnavailable,
-    /// The introspection schema rejected the introspection fields.
-    #[error("{}", .0.join("; "))]
-    Introspection(Vec<String>),
+    /// The introspection fields could not be answered.
+    #[error(transparent)]
+    Introspection(#[from] crate::graphql::introspection::IntrospectionError),
     /// Postgres's data could not be merged with introspection answers.
     #[error("{0}")]
     Merge(String),
@@ -171,9 +171,7 @@ pub async fn run(
         .introspection
         .as_ref()
         .ok_or(GraphqlError::IntrospectionUnavailable)?;
-    let answered = introspection::execute(schema, document)
-        .await
-        .map_err(GraphqlError::Introspection)?;
+    let answered = introspection::execute(schema, document).await?;
     let mut parts: Map<String, Value> = match &data {
         Some(bytes) => {
             serde_json::from_slice(bytes).map_err(|e| GraphqlError::Merge(e.to_string()))?

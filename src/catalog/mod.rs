@@ -469,10 +469,7 @@ pub async fn listen(config: &tokio_postgres::Config) -> Result<Listener, Catalog
         payloads,
         driver,
     };
-    listener
-        .client
-        .batch_execute(LISTEN)
-        .await?;
+    listener.client.batch_execute(LISTEN).await?;
     Ok(listener)
 }
 

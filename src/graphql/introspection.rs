@@ -27,11 +27,20 @@ fn input_value(def: &super::types::InputValueDef) -> dynamic::InputValue {
     v
 }
 
-/// Why a role's type system could not become an introspection schema (a generation bug: the
-/// role then answers introspection with an error, and its data fields still work).
+/// Failures of introspection.
 #[derive(Debug, thiserror::Error)]
-#[error("invalid type system: {0}")]
-pub struct IntrospectionError(#[from] async_graphql::dynamic::SchemaError);
+pub enum IntrospectionError {
+    /// The role's type system could not become a schema (a generation bug: the role then
+    /// answers introspection with an error, and its data fields still work).
+    #[error("invalid type system: {0}")]
+    Schema(#[from] async_graphql::dynamic::SchemaError),
+    /// The schema rejected the introspection fields of the request.
+    #[error("{}", .0.join("; "))]
+    Rejected(Vec<String>),
+    /// The answer was not JSON.
+    #[error("{0}")]
+    Answer(String),
+}
 
 /// Builds the dynamic schema of a type system.
 pub fn build(types: &TypeSystem) -> Result<dynamic::Schema, IntrospectionError> {
@@ -108,10 +117,18 @@ pub fn build(types: &TypeSystem) -> Result<dynamic::Schema, IntrospectionError> 
 }
 
 /// Runs an introspection-only document; returns its `data` object or the error messages.
-pub async fn execute(schema: &dynamic::Schema, document: &str) -> Result<Value, Vec<String>> {
+pub async fn execute(
+    schema: &dynamic::Schema,
+    document: &str,
+) -> Result<Value, IntrospectionError> {
     let response = schema.execute(async_graphql::Request::new(document)).await;
     if !response.errors.is_empty() {
-        return Err(response.errors.into_iter().map(|e| e.message).collect());
+        return Err(IntrospectionError::Rejected(
+            response.errors.into_iter().map(|e| e.message).collect(),
+        ));
     }
-    response.data.into_json().map_err(|e| vec![e.to_string()])
+    response
+        .data
+        .into_json()
+        .map_err(|e| IntrospectionError::Answer(e.to_string()))
 }
