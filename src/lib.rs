@@ -1,26 +1,35 @@
 //! Basalt: a GraphQL engine over Postgres whose metadata lives in a catalog inside Postgres.
 //!
 //! # Layout
-//! The data flow of a metadata request is
-//! `http` → `auth` → `ops` (parse + pure apply) → `catalog` (one transaction) →
-//! `introspect` + `schema` (resolve the metadata against the database) → swap the schema cache
-//! (`state`).
+//! The stages, their signatures and the arrows between them are in `docs/architecture.md`.
+//! A metadata request flows `http` → `auth` → `ops` (parse + pure apply) → `catalog` (one
+//! transaction) → `introspect` + `schema` (resolve the metadata against the database) → swap
+//! what is served (`state`). A GraphQL request flows `http` → `auth` → `engine` →
+//! `graphql::plan` (IR) → `translate` (SQL AST) → `sql::print` → `execute` → Postgres's bytes.
 //!
-//! - [`config`]: CLI flags and `BASALT_*` environment variables.
+//! - [`config`], [`telemetry`]: CLI flags and `BASALT_*` environment variables; logging.
 //! - [`embedded`]: the private PostgreSQL cluster used when no database URL is given.
 //! - [`app`]: startup, the catalog watcher (reload on NOTIFY or poll), graceful shutdown.
 //! - [`state`]: `AppState`, the shared state, and the served snapshot swapped on rebuilds.
 //! - [`pool`]: connection pools from a database URL.
 //! - [`shutdown`]: the SIGINT or SIGTERM that stops a process.
 //! - [`http`]: routes, extractors and the one place errors become HTTP bodies.
-//! - [`session`]: who is calling (admin secret, role).
+//! - [`auth`], [`session`]: who is calling (admin secret, JWT, webhook) and as which role.
 //! - [`metadata`]: the metadata document, its names, object ids, paths and errors (the leaf).
 //! - [`ops`]: `/v1/query` operations: parsing, their pure `apply`, dependencies, `run_sql`
 //!   reconciliation.
 //! - [`catalog`]: the `basalt_catalog` schema: migrations, load, transactional commit, NOTIFY.
 //! - [`introspect`]: one query reading tables, columns, keys and functions from Postgres.
-//! - [`schema`]: metadata resolved against the database, with the inconsistent objects.
-//! - [`sql`]: identifier quoting; no other module formats SQL identifiers.
+//! - [`schema`]: metadata resolved against the database, with the inconsistent objects and
+//!   permissions as typed rules.
+//! - [`graphql`]: per role, what it may do, its GraphQL types, and documents planned into IR.
+//! - [`translate`]: IR → SQL AST (queries as one statement, mutations as programs).
+//! - [`sql`]: the SQL AST, Postgres types, programs, the one printer and quoting.
+//! - [`execute`]: binding, prepared statements, running statements and programs.
+//! - [`engine`]: one GraphQL request end to end.
+//! - [`controller`]: the Kubernetes controller and `basalt export`.
+//! - [`stats`]: work counters the tests count.
+//! - [`json_path`]: JSON select paths.
 #![warn(missing_docs)]
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 

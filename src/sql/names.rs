@@ -62,11 +62,6 @@ impl Alias {
     pub const fn fixed(name: &'static str) -> Self {
         Alias(Cow::Borrowed(name))
     }
-
-    /// The name.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
 }
 
 impl fmt::Display for Alias {

@@ -75,14 +75,6 @@ impl PgType {
             _ => Encoding::Text,
         }
     }
-
-    /// The element type of an array, or the type itself.
-    pub fn element(&self) -> &PgType {
-        match self {
-            PgType::Array(inner) => inner,
-            other => other,
-        }
-    }
 }
 
 impl fmt::Display for PgType {
@@ -121,7 +113,6 @@ mod tests {
         );
         assert_eq!(array.to_string(), "character varying(20)[]");
         assert_eq!(array.encoding(), Encoding::PgArray);
-        assert_eq!(array.element().to_string(), "character varying(20)");
         // A user type called jsonb is not json: its spelling is qualified and it binds as text.
         let mine = PgType::from_catalog("app.jsonb", "app", "jsonb", None);
         assert_eq!(mine.encoding(), Encoding::Text);
