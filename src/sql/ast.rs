@@ -391,6 +391,11 @@ impl Expr {
         )
     }
 
+    /// `NULL`.
+    pub fn null() -> Self {
+        Expr::Literal(Literal::Null)
+    }
+
     /// A string constant.
     pub fn string(s: &str) -> Self {
         Expr::Literal(Literal::Str(s.to_owned()))

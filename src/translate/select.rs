@@ -340,8 +340,13 @@ fn field(state: &mut State, field: &Field, alias: &Alias) -> Expr {
 }
 
 /// `<t>_aggregate`: one subquery over the (paged) rows, projecting the columns the aggregate
-/// functions read as `"__aN"` and each node as `"__j"`.
+/// functions read as `"__aN"` and each node as `"__j"`. A selection that reads no rows (only
+/// `__typename`s) is a constant object: without an aggregate call the subquery would yield one
+/// row per table row.
 pub(super) fn aggregate(state: &mut State, a: &AggregateSelect, parent: Option<&Alias>) -> Expr {
+    if !reads_rows(a) {
+        return constant_aggregate(a);
+    }
     let alias = state.alias();
     let outer = state.alias();
     let mut projected: Vec<&String> = Vec::new();
@@ -433,6 +438,43 @@ pub(super) fn aggregate(state: &mut State, a: &AggregateSelect, parent: Option<&
         }),
         ..SqlSelect::expr(object)
     }))
+}
+
+/// Whether an aggregate selection computes anything over the rows (`nodes`, `count`, `sum`, …).
+fn reads_rows(a: &AggregateSelect) -> bool {
+    a.fields.iter().any(|(_, f)| match f {
+        AggregateField::Constant(_) => false,
+        AggregateField::Nodes(_) => true,
+        AggregateField::Aggregate(ops) => ops.iter().any(|(_, op)| match op {
+            AggregateOp::Constant(_) => false,
+            AggregateOp::Count { .. } => true,
+            AggregateOp::Function { columns, .. } => columns
+                .iter()
+                .any(|(_, c)| matches!(c, AggregateColumn::Column(_))),
+        }),
+    })
+}
+
+/// The JSON object of an aggregate selection made only of `__typename`s.
+fn constant_aggregate(a: &AggregateSelect) -> Expr {
+    let pairs = a
+        .fields
+        .iter()
+        .map(|(key, f)| {
+            let value = match f {
+                AggregateField::Constant(s) => Expr::string(s),
+                // Only constants here: no column slot is ever read.
+                AggregateField::Aggregate(ops) => json_object(
+                    ops.iter()
+                        .map(|(key, op)| (key.as_str(), aggregate_op(op, &|_| Expr::null())))
+                        .collect(),
+                ),
+                AggregateField::Nodes(_) => Expr::null(),
+            };
+            (key.as_str(), value)
+        })
+        .collect();
+    json_object(pairs)
 }
 
 /// One field of `<t>_aggregate_fields` over the projected columns.

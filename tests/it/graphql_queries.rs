@@ -242,6 +242,67 @@ async fn aggregates() {
     );
 }
 
+/// `__typename` at every level of every root field, alone or beside other fields, for the
+/// admin and for a role with aggregations; it never needs SQL of its own.
+#[tokio::test]
+async fn typename_at_every_level() {
+    let s = TestServer::blog().await;
+    let user = |q: &'static str| {
+        let s = &s;
+        async move { s.gql_role(q, "user", &[("X-Svc-User-Id", "1")]).await }
+    };
+    let alone = "{ author_aggregate { __typename } }";
+    let expected = json!({"data": {"author_aggregate": {"__typename": "author_aggregate"}}});
+    assert_eq!(s.gql(alone).await, expected);
+    assert_eq!(user(alone).await, expected);
+    let nested = r#"{ __typename author_aggregate { __typename aggregate { __typename
+        max { __typename } } } }"#;
+    let expected = json!({"data": {"__typename": "query_root", "author_aggregate": {
+        "__typename": "author_aggregate", "aggregate": {"__typename": "author_aggregate_fields",
+        "max": {"__typename": "author_max_fields"}}}}});
+    assert_eq!(s.gql(nested).await, expected);
+    assert_eq!(user(nested).await, expected);
+    // Beside real fields, in nodes, and under a relationship aggregate.
+    let mixed = r#"{ author_aggregate(order_by: {id: asc}) { __typename
+        aggregate { __typename count max { __typename id } } nodes { __typename id } } }"#;
+    let expected = json!({"data": {"author_aggregate": {"__typename": "author_aggregate",
+        "aggregate": {"__typename": "author_aggregate_fields", "count": 3,
+            "max": {"__typename": "author_max_fields", "id": 3}},
+        "nodes": [{"__typename": "author", "id": 1}, {"__typename": "author", "id": 2},
+            {"__typename": "author", "id": 3}]}}});
+    assert_eq!(s.gql(mixed).await, expected);
+    let d = data(
+        &s,
+        r#"{ author(order_by: {id: asc}) { __typename articles_aggregate { __typename
+            aggregate { __typename } } articles(limit: 1) { __typename author { __typename } } }
+            articleById(id: 1) { __typename } }"#,
+    )
+    .await;
+    assert_eq!(
+        d["author"][0],
+        json!({"__typename": "author", "articles_aggregate": {"__typename": "article_aggregate",
+            "aggregate": {"__typename": "article_aggregate_fields"}},
+            "articles": [{"__typename": "article", "author": {"__typename": "author"}}]})
+    );
+    assert_eq!(d["author"].as_array().map(Vec::len), Some(3));
+    assert_eq!(d["articleById"], json!({"__typename": "article"}));
+    // Mutations: the root, the response, returning and by-pk outputs.
+    let r = s
+        .gql(
+            r#"mutation { __typename insert_comment(objects: [{id: 90, article_id: 1, author_id: 1, body: "t"}]) {
+            __typename returning { __typename } }
+            delete_comment_by_pk(id: 1) { __typename } }"#,
+        )
+        .await;
+    assert_eq!(
+        r,
+        json!({"data": {"__typename": "mutation_root",
+            "insert_comment": {"__typename": "comment_mutation_response",
+                "returning": [{"__typename": "comment"}]},
+            "delete_comment_by_pk": {"__typename": "comment"}}})
+    );
+}
+
 #[tokio::test]
 async fn variables_fragments_and_directives() {
     let s = TestServer::blog().await;
