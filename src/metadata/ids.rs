@@ -105,3 +105,96 @@ pub fn permission_definition<P: Serialize>(
 pub fn computed_field_definition(table: &QualifiedTable, cf: &ComputedFieldEntry) -> Value {
     json!({"table": table, "name": cf.name, "definition": cf.definition, "comment": cf.comment})
 }
+
+/// An object defined on a table, as inconsistency reports name it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OwnedObject {
+    /// Its identity.
+    pub id: ObjectId,
+    /// `type` on the wire (`object_relation`, `select_permission`, …).
+    pub kind: &'static str,
+    /// Its definition as it was created.
+    pub definition: Value,
+}
+
+impl TableEntry {
+    /// Everything defined on this table (relationships, computed fields, permissions, event
+    /// triggers), in metadata order: what becomes inconsistent with the table when the table
+    /// itself is.
+    pub fn owned_objects(&self) -> Vec<OwnedObject> {
+        let table = &self.table;
+        let mut out = Vec::new();
+        let mut push = |id, kind, definition| {
+            out.push(OwnedObject {
+                id,
+                kind,
+                definition,
+            })
+        };
+        for rel in &self.object_relationships {
+            push(
+                ObjectId::Relationship(table.clone(), rel.name.0.clone()),
+                "object_relation",
+                relationship_definition(table, rel),
+            );
+        }
+        for rel in &self.array_relationships {
+            push(
+                ObjectId::Relationship(table.clone(), rel.name.0.clone()),
+                "array_relation",
+                relationship_definition(table, rel),
+            );
+        }
+        for cf in &self.computed_fields {
+            push(
+                ObjectId::ComputedField(table.clone(), cf.name.0.clone()),
+                "computed_field",
+                computed_field_definition(table, cf),
+            );
+        }
+        let permission = |kind: PermissionKind, role: &Name| {
+            ObjectId::Permission(table.clone(), role.0.clone(), kind)
+        };
+        for p in &self.insert_permissions {
+            push(
+                permission(PermissionKind::Insert, &p.role),
+                "insert_permission",
+                permission_definition(table, p),
+            );
+        }
+        for p in &self.select_permissions {
+            push(
+                permission(PermissionKind::Select, &p.role),
+                "select_permission",
+                permission_definition(table, p),
+            );
+        }
+        for p in &self.update_permissions {
+            push(
+                permission(PermissionKind::Update, &p.role),
+                "update_permission",
+                permission_definition(table, p),
+            );
+        }
+        for p in &self.delete_permissions {
+            push(
+                permission(PermissionKind::Delete, &p.role),
+                "delete_permission",
+                permission_definition(table, p),
+            );
+        }
+        for trigger in &self.event_triggers {
+            push(
+                ObjectId::EventTrigger(table.clone(), trigger.name.0.clone()),
+                "event_trigger",
+                event_trigger_definition(table, trigger),
+            );
+        }
+        out
+    }
+}
+
+/// The definition object of an event trigger as reported in inconsistencies.
+pub fn event_trigger_definition(table: &QualifiedTable, trigger: &EventTriggerEntry) -> Value {
+    json!({"table": table, "configuration": trigger})
+}

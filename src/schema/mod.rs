@@ -26,8 +26,8 @@ pub use rules::{
 use crate::introspect::{DbModel, DbTable, RelationName};
 use crate::metadata::error::{not_exists_in_database, not_exists_in_metadata, Code, MetadataError};
 use crate::metadata::ids::{
-    computed_field_definition, permission_definition, relationship_definition, ObjectId,
-    PermissionKind,
+    computed_field_definition, event_trigger_definition, permission_definition,
+    relationship_definition, ObjectId, PermissionKind,
 };
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
@@ -231,13 +231,26 @@ pub fn resolve(metadata: &Metadata, db: &DbModel) -> SchemaCache {
             Ok(table) => {
                 cache.resolved.tables.insert(entry.table.clone(), table);
             }
-            Err(err) => cache.inconsistencies.push(Inconsistency {
-                object: ObjectId::Table(entry.table.clone()),
-                kind: "table",
-                definition: json!(entry.table),
-                reason: err.message,
-                unsupported: false,
-            }),
+            Err(err) => {
+                // Everything defined on the table goes with it, each reported on its own.
+                let reason = format!("table \"{}\" is inconsistent: {}", entry.table, err.message);
+                cache.inconsistencies.push(Inconsistency {
+                    object: ObjectId::Table(entry.table.clone()),
+                    kind: "table",
+                    definition: json!(entry.table),
+                    reason: err.message,
+                    unsupported: false,
+                });
+                for owned in entry.owned_objects() {
+                    cache.inconsistencies.push(Inconsistency {
+                        object: owned.id,
+                        kind: owned.kind,
+                        definition: owned.definition,
+                        reason: reason.clone(),
+                        unsupported: false,
+                    });
+                }
+            }
         }
     }
     for entry in &metadata.tables {
@@ -250,11 +263,14 @@ pub fn resolve(metadata: &Metadata, db: &DbModel) -> SchemaCache {
         resolve_permissions(entry, &mut cache);
     }
     for entry in &metadata.tables {
+        if !cache.resolved.tables.contains_key(&entry.table) {
+            continue; // reported with their table
+        }
         for trigger in &entry.event_triggers {
             cache.inconsistencies.push(Inconsistency {
                 object: ObjectId::EventTrigger(entry.table.clone(), trigger.name.0.clone()),
                 kind: "event_trigger",
-                definition: json!({"table": entry.table, "configuration": trigger}),
+                definition: event_trigger_definition(&entry.table, trigger),
                 reason: format!(
                     "{NOT_SUPPORTED_YET}: event triggers are not available in this release"
                 ),

@@ -213,9 +213,16 @@ async fn reload_sees_database_changes_and_new_inconsistency_is_refused() {
         .iter()
         .map(|o| o["type"].as_str().unwrap())
         .collect();
+    // The table, the two permissions defined on it, and what pointed at it.
     assert_eq!(
         types,
-        ["table", "object_relation", "select_permission"],
+        [
+            "table",
+            "select_permission",
+            "select_permission",
+            "object_relation",
+            "select_permission"
+        ],
         "{r}"
     );
     s.ok(json!({"type": "drop_inconsistent_metadata", "args": {}}))

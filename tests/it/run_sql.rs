@@ -418,3 +418,156 @@ async fn unchecked_sql_commits_and_breakage_shows_at_reload() {
     let r = s.ok(sql("CREATE TABLE untouched (id int)")).await;
     assert_eq!(r["result_type"], "CommandOk");
 }
+
+/// The `(type, name)` of each inconsistent object, and whether every reason names `table`.
+async fn inconsistent(s: &TestServer) -> (Vec<(String, String)>, Vec<Value>) {
+    let r = s
+        .ok(json!({"type": "get_inconsistent_metadata", "args": {}}))
+        .await;
+    let items = r["inconsistent_objects"].as_array().unwrap().clone();
+    let named = items
+        .iter()
+        .map(|i| {
+            let d = &i["definition"];
+            let name = d["name"]
+                .as_str()
+                .or(d["role"].as_str())
+                .or(d["configuration"]["name"].as_str())
+                .unwrap_or_default();
+            let table = d["table"]["name"].as_str().unwrap_or_default();
+            (
+                i["type"].as_str().unwrap().to_owned(),
+                format!("{table}.{name}"),
+            )
+        })
+        .collect();
+    (named, items)
+}
+
+#[tokio::test]
+async fn a_vanished_table_takes_everything_defined_on_it() {
+    let s = TestServer::blog().await;
+    s.ok(sql_with(
+        "DROP TABLE author CASCADE",
+        json!({"check_metadata_consistency": false}),
+    ))
+    .await;
+    let (named, items) = inconsistent(&s).await;
+    let on_author: Vec<(&str, &str)> = named
+        .iter()
+        .filter(|(_, n)| n.starts_with("author.") || n == ".author")
+        .map(|(k, n)| (k.as_str(), n.as_str()))
+        .collect();
+    assert_eq!(
+        on_author,
+        [
+            ("table", ".author"),
+            ("array_relation", "author.articles"),
+            ("array_relation", "author.comments"),
+            ("computed_field", "author.full_name"),
+            ("computed_field", "author.search_articles"),
+            ("computed_field", "author.is_me"),
+            ("insert_permission", "author.backend"),
+            ("select_permission", "author.user"),
+            ("select_permission", "author.guest"),
+            ("select_permission", "author.backend"),
+        ],
+        "{named:?}"
+    );
+    // What points to it from other tables is inconsistent too.
+    for other in ["article.author", "comment.author"] {
+        assert!(
+            named.contains(&("object_relation".to_owned(), other.to_owned())),
+            "{other}: {named:?}"
+        );
+    }
+    // Each object defined on it carries its definition and a reason naming the table.
+    for item in items
+        .iter()
+        .filter(|i| i["definition"]["table"]["name"] == "author")
+    {
+        assert!(
+            item["reason"].as_str().unwrap().contains("author"),
+            "{item}"
+        );
+    }
+    let full_name = items
+        .iter()
+        .find(|i| i["definition"]["name"] == "full_name")
+        .unwrap();
+    assert_eq!(
+        full_name["definition"],
+        json!({"table": {"schema": "public", "name": "author"}, "name": "full_name",
+            "definition": {"function": {"schema": "public", "name": "author_full_name"}},
+            "comment": null})
+    );
+    assert_eq!(
+        full_name["reason"],
+        "table \"author\" is inconsistent: no such table/view exists in postgres: \"author\""
+    );
+    s.ok(json!({"type": "drop_inconsistent_metadata", "args": {}}))
+        .await;
+    assert_eq!(
+        s.ok(json!({"type": "get_inconsistent_metadata", "args": {}}))
+            .await,
+        json!({"is_consistent": true, "inconsistent_objects": []})
+    );
+    let export = s.export().await;
+    let tables: Vec<&str> = export["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["table"]["name"].as_str().unwrap())
+        .collect();
+    assert!(!tables.contains(&"author"), "{tables:?}");
+    let article = export["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["table"]["name"] == "article")
+        .unwrap();
+    assert!(article.get("object_relationships").is_none(), "{article}");
+    // The rest keeps serving.
+    let r = s.gql("{ articles(where: {id: {_eq: 1}}) { title } }").await;
+    assert_eq!(
+        r,
+        json!({"data": {"articles": [{"title": "Rust in practice"}]}})
+    );
+}
+
+#[tokio::test]
+async fn a_dropped_column_takes_every_object_that_uses_it() {
+    let s = TestServer::blog().await;
+    s.ok(sql_with(
+        "ALTER TABLE comment DROP COLUMN author_id",
+        json!({"check_metadata_consistency": false}),
+    ))
+    .await;
+    let (named, items) = inconsistent(&s).await;
+    assert_eq!(
+        named,
+        [
+            ("array_relation".to_owned(), "author.comments".to_owned()),
+            ("object_relation".to_owned(), "comment.author".to_owned()),
+            ("insert_permission".to_owned(), "comment.user".to_owned()),
+        ],
+        "{items:?}"
+    );
+    s.ok(json!({"type": "drop_inconsistent_metadata", "args": {}}))
+        .await;
+    assert_eq!(
+        s.ok(json!({"type": "get_inconsistent_metadata", "args": {}}))
+            .await["is_consistent"],
+        true
+    );
+    let export = s.export().await;
+    let comment = export["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["table"]["name"] == "comment")
+        .unwrap();
+    assert_eq!(comment["object_relationships"].as_array().unwrap().len(), 1);
+    assert!(comment.get("insert_permissions").is_none(), "{comment}");
+    assert_eq!(comment["select_permissions"][0]["role"], "user");
+}
