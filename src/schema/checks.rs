@@ -491,6 +491,29 @@ impl<'a> TypeCheck<'a> {
         }
     }
 
+    /// Why `field` of `object` cannot be the source of a relationship mapping, if it cannot:
+    /// only a field holding one scalar or enum value can be compared with a column.
+    fn unmappable(&self, object: &ObjectType, field: &str) -> Option<String> {
+        let Some(f) = object.fields.iter().find(|f| f.name.0 == field) else {
+            return Some(format!("is not a field of \"{}\"", object.name));
+        };
+        let ty = &f.field_type;
+        if ty.trim_end_matches('!').starts_with('[') {
+            return Some(format!(
+                "has the list type \"{ty}\"; only scalar fields of \"{}\" can be mapped",
+                object.name
+            ));
+        }
+        let kind = base_type_name(ty).and_then(|base| self.kind_of(base));
+        match kind {
+            Some(TypeKind::Scalar | TypeKind::Enum) => None,
+            _ => Some(format!(
+                "has the non-scalar type \"{ty}\"; only scalar fields of \"{}\" can be mapped",
+                object.name
+            )),
+        }
+    }
+
     /// Relationships of objects to tables: tracked tables, mapped from scalar fields to
     /// existing columns, not named like a field.
     fn relationships(
@@ -518,15 +541,10 @@ impl<'a> TypeCheck<'a> {
                     ));
                 };
                 for (field, column) in &rel.field_mapping {
-                    let scalar_field = t.fields.iter().find(|f| f.name.0 == *field).and_then(|f| {
-                        base_type_name(&f.field_type)
-                            .and_then(|base| self.kind_of(base))
-                            .filter(|k| matches!(k, TypeKind::Scalar | TypeKind::Enum))
-                    });
-                    if scalar_field.is_none() {
+                    if let Some(problem) = self.unmappable(t, field) {
                         self.reasons.push(format!(
-                            "the field \"{field}\" in the mapping of relationship \"{}\" is not a scalar field of \"{}\"",
-                            rel.name, t.name
+                            "the field \"{field}\" in the mapping of relationship \"{}\" {problem}",
+                            rel.name
                         ));
                     }
                     if remote.db.column(column).is_none() {

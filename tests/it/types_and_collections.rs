@@ -51,6 +51,24 @@ async fn custom_types() {
     s.fails(json!({"type": "set_custom_types", "args": {"objects": [{"name": "O", "fields": [{"name": "a", "type": "Int"}],
         "relationships": [{"name": "a", "type": "object", "remote_table": "author", "field_mapping": {"a": "nope"}}]}]}}), 400, "invalid-custom-types", "$.args").await;
     s.fails(json!({"type": "set_custom_types", "args": {"enums": [{"name": "bad name", "values": []}]}}), 400, "parse-failed", "$.args.enums[0].name").await;
+    // Only scalar-valued fields can be mapped: not lists, not objects.
+    let before = s.export().await;
+    for (ty, problem) in [
+        ("[Int!]", "has the list type \"[Int!]\""),
+        ("[Int]!", "has the list type \"[Int]!\""),
+        ("Inner", "has the non-scalar type \"Inner\""),
+    ] {
+        let r = s.fails(json!({"type": "set_custom_types", "args": {"objects": [
+            {"name": "Inner", "fields": [{"name": "v", "type": "Int"}]},
+            {"name": "O", "fields": [{"name": "ids", "type": ty}],
+             "relationships": [{"name": "authors", "type": "array", "remote_table": "author", "field_mapping": {"ids": "id"}}]}]}}),
+            400, "invalid-custom-types", "$.args").await;
+        assert_eq!(
+            r["error"],
+            format!("validation for the given custom types failed because the field \"ids\" in the mapping of relationship \"authors\" {problem}; only scalar fields of \"O\" can be mapped")
+        );
+        assert_eq!(s.export().await, before, "metadata unchanged");
+    }
     // Untracking the related table needs cascade, which removes the relationship only.
     let r = s
         .fails(
