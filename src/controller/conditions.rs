@@ -89,12 +89,16 @@ impl Reason {
 /// Classifies an operation error. `cleanup` marks errors of a deletion. What is missing
 /// decides between waiting for the database (a migration) and for another resource.
 pub fn classify(err: &MetadataError, cleanup: bool) -> Reason {
+    let waiting = |missing| match missing {
+        Some(Missing::DatabaseObject) => Reason::DatabaseObjectMissing,
+        Some(Missing::Metadata) | None => Reason::DependencyNotReady,
+    };
     match err.code {
         Code::DependencyError if cleanup => Reason::DeletionBlocked,
-        Code::NotExists | Code::NotFound => match err.missing {
-            Some(Missing::DatabaseObject) => Reason::DatabaseObjectMissing,
-            Some(Missing::Metadata) | None => Reason::DependencyNotReady,
-        },
+        Code::NotExists | Code::NotFound => waiting(err.missing),
+        // The wire code of some missing references (a computed field named by a select
+        // permission): still something another resource or a migration brings.
+        Code::ConstraintViolation if err.missing.is_some() => waiting(err.missing),
         Code::ParseFailed
         | Code::InvalidCustomTypes
         | Code::InvalidParams
@@ -259,6 +263,21 @@ mod tests {
                 err(Code::NotFound, "function \"f\" in postgres")
                     .with_missing(Missing::DatabaseObject),
                 Reason::DatabaseObjectMissing,
+            ),
+            (
+                err(
+                    Code::ConstraintViolation,
+                    "computed field \"f\" does not exist",
+                )
+                .with_missing(Missing::Metadata),
+                Reason::DependencyNotReady,
+            ),
+            (
+                err(
+                    Code::ConstraintViolation,
+                    "computed field \"f\" is not scalar",
+                ),
+                Reason::InvalidSpec,
             ),
         ];
         for (e, want) in cases {

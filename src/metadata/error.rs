@@ -67,7 +67,8 @@ impl Code {
     }
 }
 
-/// What a `not-exists` or `not-found` error found missing. The Kubernetes controller retries
+/// What a `not-exists` or `not-found` error (or a `constraint-violation` about a missing
+/// reference, such as an unknown computed field in a select permission) found missing. The Kubernetes controller retries
 /// the two differently: a database object appears only through a migration, a metadata object
 /// through another resource's reconcile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,6 +2,7 @@
 //! ([`super::rules`]).
 
 use super::*;
+use crate::metadata::error::Missing;
 
 /// A permission checked against the resolved model: what it refers to, and its rules resolved.
 #[derive(Debug, Clone, Default)]
@@ -61,17 +62,21 @@ pub fn check_permission(
         for (i, c) in list.iter().enumerate() {
             let name = c.as_str().unwrap_or_default();
             match owner.computed_fields.get(name) {
+                // The spec's code for both is `constraint-violation`; the missing one still
+                // records what is missing, so the controller waits for it.
                 None => {
-                    return Err(not_exists_in_metadata(
+                    return Err(MetadataError::new(
+                        Code::ConstraintViolation,
                         path.key("computed_fields").index(i),
                         format!("computed field \"{name}\" does not exist"),
-                    ))
+                    )
+                    .with_missing(Missing::Metadata))
                 }
                 Some(cf) if !matches!(cf.returns, ComputedReturn::Scalar(_)) => {
                     return Err(MetadataError::new(
                         Code::ConstraintViolation,
                         path.key("computed_fields").index(i),
-                        format!("computed field \"{name}\" does not return a scalar and cannot be listed in a select permission"),
+                        format!("computed field \"{name}\" is not scalar"),
                     ))
                 }
                 Some(_) => refs.push(Reference {

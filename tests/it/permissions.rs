@@ -224,18 +224,40 @@ async fn permission_errors() {
         "$.args.permission",
     )
     .await;
-    s.fails(
-        create(
-            "select",
-            "author",
-            "u2",
-            json!({"columns": "*", "computed_fields": ["nope"], "filter": {}}),
-        ),
-        400,
-        "not-exists",
-        "$.args.permission.computed_fields[0]",
+    // An unknown or set-returning computed field: constraint-violation at the entry's path.
+    let r = s
+        .fails(
+            create(
+                "select",
+                "author",
+                "u2",
+                json!({"columns": "*", "computed_fields": ["full_name", "nope"], "filter": {}}),
+            ),
+            400,
+            "constraint-violation",
+            "$.args.permission.computed_fields[1]",
+        )
+        .await;
+    assert_eq!(r["error"], "computed field \"nope\" does not exist");
+    s.ok(
+        json!({"type": "add_computed_field", "args": {"table": "author", "name": "written",
+        "definition": {"function": "author_articles"}}}),
     )
     .await;
+    let r = s
+        .fails(
+            create(
+                "select",
+                "author",
+                "u2",
+                json!({"columns": "*", "computed_fields": ["written"], "filter": {}}),
+            ),
+            400,
+            "constraint-violation",
+            "$.args.permission.computed_fields[0]",
+        )
+        .await;
+    assert_eq!(r["error"], "computed field \"written\" is not scalar");
     s.fails(
         create(
             "insert",
