@@ -2,7 +2,7 @@
 //! database before and after by OID and attnum (so renames are recognised as renames) and keeps
 //! only what metadata uses; [`reconcile`] applies the rules: dependency errors for drops (or
 //! cascade), type changes under dependents refused, computed fields of dropped functions
-//! removed, overloads refused, renames followed. See `docs/metadata-api.md`, "Keeping metadata
+//! removed, overloads refused, renames of tables, columns and functions followed. See `docs/metadata-api.md`, "Keeping metadata
 //! consistent". Pure: must not do IO; the catalog introspects before and after.
 
 use super::dependencies::{self, edit_permission_json, permission_references};
@@ -34,6 +34,8 @@ pub struct SchemaChanges {
     pub dropped_functions: Vec<QualifiedFunction>,
     /// Functions of computed fields that now have several signatures.
     pub overloaded_functions: Vec<QualifiedFunction>,
+    /// Functions of computed fields renamed or moved to another schema: (old, new).
+    pub renamed_functions: Vec<(QualifiedFunction, QualifiedFunction)>,
     /// Tracked tables (named as after the change) whose definition changed in any way; event
     /// triggers regenerate their capture triggers for these.
     pub altered_tables: Vec<QualifiedTable>,
@@ -127,10 +129,26 @@ pub fn diff(metadata: &Metadata, before: &DbModel, after: &DbModel) -> SchemaCha
             .get(&relation_name(function))
             .map(|fs| fs.iter().map(|f| f.oid).collect())
             .unwrap_or_default();
-        if !new.iter().any(|oid| old.contains(oid)) {
-            changes.dropped_functions.push(function.clone());
-        } else if new.len() > 1 && old.len() == 1 {
-            changes.overloaded_functions.push(function.clone());
+        if new.iter().any(|oid| old.contains(oid)) {
+            if new.len() > 1 && old.len() == 1 {
+                changes.overloaded_functions.push(function.clone());
+            }
+            continue;
+        }
+        // Gone from its name: renamed (the same OID elsewhere) or dropped.
+        let moved = after
+            .functions
+            .iter()
+            .find(|(_, fs)| fs.iter().any(|f| old.contains(&f.oid)));
+        match moved {
+            Some((name, overloads)) => {
+                let name = qualified_table(name.clone());
+                if overloads.len() > 1 {
+                    changes.overloaded_functions.push(name.clone());
+                }
+                changes.renamed_functions.push((function.clone(), name));
+            }
+            None => changes.dropped_functions.push(function.clone()),
         }
     }
     changes
@@ -360,7 +378,22 @@ pub fn reconcile(
         }
     }
     follow_renames(&mut next, before, changes);
+    for (old, new) in &changes.renamed_functions {
+        rename_function(&mut next, old, new);
+    }
     Ok(next)
+}
+
+/// Points the computed fields of a renamed function at its new name. The computed field keeps
+/// its own name, so the GraphQL API does not change.
+fn rename_function(metadata: &mut Metadata, old: &QualifiedFunction, new: &QualifiedFunction) {
+    for entry in &mut metadata.tables {
+        for cf in &mut entry.computed_fields {
+            if &cf.definition.function == old {
+                cf.definition.function = new.clone();
+            }
+        }
+    }
 }
 
 /// An edit of a permission's JSON at a location.

@@ -571,3 +571,71 @@ async fn a_dropped_column_takes_every_object_that_uses_it() {
     assert!(comment.get("insert_permissions").is_none(), "{comment}");
     assert_eq!(comment["select_permissions"][0]["role"], "user");
 }
+
+/// Renaming (or moving) a computed field's function is followed into the computed field, which
+/// keeps its name, so the GraphQL API and the permissions that list it keep working.
+#[tokio::test]
+async fn renamed_computed_field_functions_are_followed() {
+    let s = tracked().await;
+    s.ok(
+        json!({"type": "create_select_permission", "args": {"table": "author", "role": "reader",
+        "permission": {"columns": ["id"], "computed_fields": ["full_name"], "filter": {}}}}),
+    )
+    .await;
+    s.ok(sql(
+        "INSERT INTO author (id, name, bio) VALUES (1, 'Ann', 'poet')",
+    ))
+    .await;
+    let query = "{ author(where: {id: {_eq: 1}}) { full_name } }";
+    let before = s.gql_role(query, "reader", &[]).await;
+    assert_eq!(
+        before,
+        json!({"data": {"author": [{"full_name": "Ann (poet)"}]}})
+    );
+    s.ok(sql(
+        "ALTER FUNCTION author_full_name(author) RENAME TO author_display_name",
+    ))
+    .await;
+    let export = s.export().await;
+    let author = &export["tables"][0];
+    assert_eq!(
+        author["computed_fields"][0]["definition"]["function"],
+        json!({"schema": "public", "name": "author_display_name"}),
+        "{author}"
+    );
+    assert_eq!(author["computed_fields"][0]["name"], "full_name");
+    assert_eq!(
+        author["select_permissions"][1]["permission"]["computed_fields"],
+        json!(["full_name"])
+    );
+    assert_eq!(s.gql_role(query, "reader", &[]).await, before);
+    // Moved to another schema: followed as well.
+    s.ok(sql(
+        "CREATE SCHEMA extra; ALTER FUNCTION author_display_name(author) SET SCHEMA extra",
+    ))
+    .await;
+    assert_eq!(
+        s.export().await["tables"][0]["computed_fields"][0]["definition"]["function"],
+        json!({"schema": "extra", "name": "author_display_name"})
+    );
+    assert_eq!(s.gql_role(query, "reader", &[]).await, before);
+    // Renamed onto an existing name (an overload there) is refused and rolled back.
+    let r = s
+        .fails(
+            sql("CREATE FUNCTION extra.shown(a author, n int) RETURNS text LANGUAGE sql STABLE AS $$ SELECT a.name $$; ALTER FUNCTION extra.author_display_name(author) RENAME TO shown"),
+            400,
+            "not-supported",
+            "$.args",
+        )
+        .await;
+    assert_eq!(
+        r["error"],
+        "the function \"extra.shown\" is used by a computed field and cannot be overloaded"
+    );
+    assert_eq!(s.gql_role(query, "reader", &[]).await, before);
+    assert_eq!(
+        s.ok(json!({"type": "get_inconsistent_metadata", "args": {}}))
+            .await["is_consistent"],
+        true
+    );
+}
