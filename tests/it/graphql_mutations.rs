@@ -116,6 +116,70 @@ async fn nested_inserts_both_directions_depth_three() {
     );
 }
 
+/// A column that a nested object insert fills is never taken from the client or a preset too:
+/// the request is refused whatever the field order, and nothing is written.
+#[tokio::test]
+async fn nested_object_insert_never_overwrites_a_given_column() {
+    let s = TestServer::blog().await;
+    let (articles, authors) = (count(&s, "article").await, count(&s, "author").await);
+    for (q, path) in [
+        (
+            r#"mutation { insert_article(objects: [{id: 40, title: "x", status: draft, author_id: 1, author: {data: {id: 40, name: "A"}}}]) { affected_rows } }"#,
+            "$.selectionSet.insert_article.args.objects[0].author_id",
+        ),
+        (
+            r#"mutation { insert_article_one(object: {author: {data: {id: 40, name: "A"}}, id: 40, title: "x", status: draft, author_id: 1}) { id } }"#,
+            "$.selectionSet.insert_article_one.args.object.author_id",
+        ),
+    ] {
+        let r = s.gql(q).await;
+        assert_eq!(
+            r,
+            json!({"errors": [{"message": "cannot insert into column \"author_id\": its value comes from the nested insert's relationship",
+                "extensions": {"path": path, "code": "validation-failed"}}]}),
+            "{q}"
+        );
+    }
+    assert_eq!(count(&s, "article").await, articles);
+    assert_eq!(count(&s, "author").await, authors);
+    // A preset on the filled column is refused as well: it would be silently replaced.
+    s.ok(
+        json!({"type": "create_insert_permission", "args": {"table": "author", "role": "user",
+        "permission": {"check": {}, "columns": ["id", "name"]}}}),
+    )
+    .await;
+    let r = as_user(
+        &s,
+        r#"mutation { insert_comment_one(object: {id: 40, article_id: 1, body: "b", author: {data: {id: 41, name: "Me"}}}) { id } }"#,
+        "1",
+    )
+    .await;
+    assert_eq!(
+        r,
+        json!({"errors": [{"message": "cannot insert through a relationship into column \"author_id\": the insert permission presets it",
+            "extensions": {"path": "$.selectionSet.insert_comment_one.args.object", "code": "validation-failed"}}]})
+    );
+    // The array direction: the comment's preset author_id against the new author's key.
+    let r = as_user(
+        &s,
+        r#"mutation { insert_author_one(object: {id: 41, name: "Me", comments: {data: [{id: 41, article_id: 1, body: "b"}]}}) { id } }"#,
+        "1",
+    )
+    .await;
+    assert_eq!(
+        r,
+        json!({"errors": [{"message": "cannot insert through a relationship into column \"author_id\": the insert permission presets it",
+            "extensions": {"path": "$.selectionSet.insert_author_one.args.object.comments.data[0]", "code": "validation-failed"}}]})
+    );
+    assert_eq!(count(&s, "author").await, authors);
+    // Without the column, the nested row's key is used.
+    let d = ok(&s, r#"mutation { insert_article_one(object: {id: 40, title: "x", status: draft, author: {data: {id: 40, name: "A"}}}) { author_id author { name } } }"#).await;
+    assert_eq!(
+        d,
+        json!({"insert_article_one": {"author_id": 40, "author": {"name": "A"}}})
+    );
+}
+
 #[tokio::test]
 async fn nested_inserts_under_upserts_that_write_nothing() {
     let s = TestServer::blog().await;

@@ -41,12 +41,36 @@ pub(super) fn input_value(input: &Input, cast: &PgType) -> SetValue {
     })
 }
 
+/// The rows of an insert as the request gave them: one object (`object`, an object
+/// relationship's `data`) or a list (`objects`, an array relationship's `data`). Decides the
+/// path that errors name for each row.
+pub(super) enum Rows {
+    /// One object, at the argument's own path.
+    One(Option<Input>),
+    /// A list, each row at `path[i]`.
+    Many(Vec<Input>),
+}
+
+impl Rows {
+    /// Each row with its path under `path`.
+    fn each(&self, path: &str) -> Vec<(&Input, String)> {
+        match self {
+            Rows::One(row) => row.iter().map(|r| (r, path.to_owned())).collect(),
+            Rows::Many(rows) => rows
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (r, format!("{path}[{i}]")))
+                .collect(),
+        }
+    }
+}
+
 impl<'a> Planner<'a> {
     /// Plans rows for `w`; `filled` are columns the relationship fills (clients may not set them).
     pub(super) fn insert_plan(
         &mut self,
         w: &'a RoleWrite,
-        rows: &[Input],
+        rows: &Rows,
         on_conflict: Option<&Input>,
         filled: &[String],
         path: &str,
@@ -55,8 +79,8 @@ impl<'a> Planner<'a> {
             PlanError::validation(path, format!("no insert permission on \"{}\"", w.name))
         })?;
         let mut planned = Vec::new();
-        for (i, row) in rows.iter().enumerate() {
-            planned.push(self.insert_row(w, insert, row, filled, &format!("{path}[{i}]"))?);
+        for (row, rpath) in rows.each(path) {
+            planned.push(self.insert_row(w, insert, row, filled, &rpath)?);
         }
         let on_conflict = match on_conflict.and_then(Input::as_object) {
             None => None,
@@ -107,15 +131,18 @@ impl<'a> Planner<'a> {
             parents: Vec::new(),
             children: Vec::new(),
         };
+        // (column, path of the field that gave it), to name the field in errors.
+        let mut given: Vec<(&str, String)> = Vec::new();
         for (field, value) in map {
             let fpath = format!("{rpath}.{field}");
             if let Some(c) = insert.columns.get(field) {
                 if filled.contains(&c.column) {
-                    return Err(PlanError::validation(&fpath, format!("cannot insert into column \"{}\": its value comes from the nested insert's relationship", c.column)));
+                    return Err(from_relationship(&fpath, &c.column));
                 }
                 planned
                     .values
                     .push((c.column.clone(), input_value(value, &c.pg_type)));
+                given.push((c.column.as_str(), fpath));
             } else if let Some(r) = w.insert_relationships.get(field) {
                 self.nested_insert(w, r, value, &fpath, &mut planned)?;
             } else {
@@ -125,6 +152,32 @@ impl<'a> Planner<'a> {
                     format!("{}_insert_input", w.type_name),
                 ));
             }
+        }
+        // A column an object relationship's new row fills is never also taken from the client
+        // (whatever the field order) or from a preset: one would silently replace the other.
+        for parent in &planned.parents {
+            for (column, _, _) in &parent.fill {
+                if let Some((_, fpath)) = given.iter().find(|(c, _)| c == column) {
+                    return Err(from_relationship(fpath, column));
+                }
+            }
+        }
+        let relationship_filled = |column: &String| {
+            filled.contains(column)
+                || planned
+                    .parents
+                    .iter()
+                    .any(|p| p.fill.iter().any(|f| &f.0 == column))
+        };
+        if let Some(p) = insert
+            .presets
+            .iter()
+            .find(|p| relationship_filled(&p.column))
+        {
+            return Err(PlanError::validation(
+                rpath,
+                format!("cannot insert through a relationship into column \"{}\": the insert permission presets it", p.column),
+            ));
         }
         for p in &insert.presets {
             planned.values.retain(|(c, _)| c != &p.column);
@@ -173,7 +226,7 @@ impl<'a> Planner<'a> {
                     .collect();
                 let insert = self.insert_plan(
                     target,
-                    &[data],
+                    &Rows::One(Some(data)),
                     nested.get("on_conflict"),
                     &[],
                     &format!("{fpath}.data"),
@@ -185,7 +238,7 @@ impl<'a> Planner<'a> {
                     r.mapping.iter().map(|(_, remote)| remote.clone()).collect();
                 let mut insert = self.insert_plan(
                     target,
-                    &data.as_list_owned(),
+                    &Rows::Many(data.as_list_owned()),
                     nested.get("on_conflict"),
                     &remote_columns,
                     &format!("{fpath}.data"),
@@ -288,4 +341,12 @@ impl<'a> Planner<'a> {
             filter,
         })
     }
+}
+
+/// A column given by the client although a nested insert's relationship fills it.
+fn from_relationship(path: &str, column: &str) -> PlanError {
+    PlanError::validation(
+        path,
+        format!("cannot insert into column \"{column}\": its value comes from the nested insert's relationship"),
+    )
 }

@@ -1,7 +1,7 @@
 //! The mutation root: inserts, updates and deletes with the role's write permissions folded in,
 //! and what each field answers.
 
-use super::insert::{input_value, preset_value};
+use super::insert::{input_value, preset_value, Rows};
 use super::permission::permission;
 use super::{Collected, Input, PlanError, Planned, Planner, Result};
 use crate::graphql::ir::*;
@@ -75,28 +75,25 @@ impl<'a> Planner<'a> {
             };
             let action = match root.kind {
                 MutationKind::Insert => {
-                    let rows: Vec<Input> = args
+                    let rows = args
                         .get("objects")
                         .map(|o| o.as_list_owned())
                         .unwrap_or_default();
                     MutationAction::Insert(self.insert_plan(
                         w,
-                        &rows,
+                        &Rows::Many(rows),
                         args.get("on_conflict"),
                         &[],
                         &format!("{path}.args.objects"),
                     )?)
                 }
-                MutationKind::InsertOne => {
-                    let rows: Vec<Input> = args.get("object").cloned().into_iter().collect();
-                    MutationAction::Insert(self.insert_plan(
-                        w,
-                        &rows,
-                        args.get("on_conflict"),
-                        &[],
-                        &format!("{path}.args.object"),
-                    )?)
-                }
+                MutationKind::InsertOne => MutationAction::Insert(self.insert_plan(
+                    w,
+                    &Rows::One(args.get("object").cloned()),
+                    args.get("on_conflict"),
+                    &[],
+                    &format!("{path}.args.object"),
+                )?),
                 MutationKind::Update | MutationKind::UpdateByPk => {
                     MutationAction::Update(self.update_plan(w, &args, root.kind, &path)?)
                 }
