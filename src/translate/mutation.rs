@@ -56,6 +56,8 @@ fn write(action: &MutationAction, output: &MutationOutput) -> Program {
             });
             builder.answer(output, ctids);
         }
+        // Operators given, but nothing in them: no row is touched (no presets either).
+        MutationAction::Update(plan) if plan.sets.is_empty() => builder.nothing(output),
         MutationAction::Update(plan) if plan.view => {
             let mut state = State::default();
             let update = update(&mut state, plan, true);
@@ -238,6 +240,16 @@ impl<'p> Builder<'p> {
         self.push(sql, Guard::Always, Output::Answer);
     }
 
+    /// The answer of a write that writes nothing: `affected_rows` 0, no rows (a `_by_pk`
+    /// field: `null`). One read, no write.
+    fn nothing(&mut self, out: &MutationOutput) {
+        let mut state = State::default();
+        let affected = Expr::value(ParamSource::Literal(Value::from(0)), PgType::Integer);
+        let answer = output(&mut state, out, affected, &Written::Nothing);
+        let sql = print(&Statement::Select(Box::new(SqlSelect::expr(answer))));
+        self.push(sql, Guard::Always, Output::Answer);
+    }
+
     /// An insert into a view: views have no `ctid`, so the write, its check and its answer are
     /// one statement (no rows: just the empty answer).
     fn insert_view(&mut self, plan: &InsertPlan, out: &MutationOutput) {
@@ -247,12 +259,7 @@ impl<'p> Builder<'p> {
             .map(|r| from_parent(&r.values, None))
             .collect();
         if rows.is_empty() {
-            let mut state = State::default();
-            let affected = Expr::value(ParamSource::Literal(Value::from(0)), PgType::Integer);
-            let none = ParamSource::Literal(Value::Array(Vec::new()));
-            let answer = output(&mut state, out, affected, &Written::Ctids(none));
-            let sql = print(&Statement::Select(Box::new(SqlSelect::expr(answer))));
-            self.push(sql, Guard::Always, Output::Answer);
+            self.nothing(out);
             return;
         }
         let mut state = State::default();

@@ -24,6 +24,8 @@ pub(super) enum Written {
     Ctids(ast::ParamSource),
     /// The rows a data-modifying CTE of the same statement returned.
     Cte(&'static str),
+    /// No rows: nothing was written (an update with nothing to set, an insert of no rows).
+    Nothing,
 }
 
 /// `json_build_object(k1, v1, …)`, or past the argument limit an ordered `json_object_agg`
@@ -220,6 +222,9 @@ fn from_where(
     };
     for f in args.filter.iter().filter_map(simplified) {
         where_.push(bool_expr(state, &f, alias, alias));
+    }
+    if let Written::Nothing = written {
+        where_.push(Expr::Literal(ast::Literal::Bool(false)));
     }
     if let Written::Ctids(ctids) = written {
         where_.push(

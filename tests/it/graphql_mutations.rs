@@ -180,6 +180,90 @@ async fn nested_object_insert_never_overwrites_a_given_column() {
     );
 }
 
+/// The row version (`xmin`) of row 1 of `table`: it changes whenever the row is written.
+async fn row_version(s: &TestServer, table: &str) -> String {
+    let r = s
+        .ok(json!({"type": "run_sql", "args": {"sql": format!("SELECT xmin::text FROM {table} WHERE id = 1")}}))
+        .await;
+    r["result"][1][0].as_str().unwrap().to_owned()
+}
+
+/// Empty update operators (a form with no changed field) write nothing and touch no row; no
+/// operator at all is still an error.
+#[tokio::test]
+async fn updates_with_nothing_to_write() {
+    let s = TestServer::blog().await;
+    let (article, author) = (
+        row_version(&s, "article").await,
+        row_version(&s, "author").await,
+    );
+    let d = ok(
+        &s,
+        r#"mutation { update_article(where: {id: {_eq: 1}}, _set: {}) { affected_rows returning { id } }
+            empty_inc: update_article(where: {id: {_eq: 1}}, _inc: {}, _append: {}) { __typename affected_rows }
+            update_article_by_pk(pk_columns: {id: 1}, _set: {}) { id }
+            update_popular_article(where: {id: {_eq: 3}}, _set: {}) { affected_rows returning { id } } }"#,
+    )
+    .await;
+    assert_eq!(
+        d,
+        json!({"update_article": {"affected_rows": 0, "returning": []},
+            "empty_inc": {"__typename": "article_mutation_response", "affected_rows": 0},
+            "update_article_by_pk": null,
+            "update_popular_article": {"affected_rows": 0, "returning": []}})
+    );
+    assert_eq!(row_version(&s, "article").await, article, "no row touched");
+    // Presets are not written on their own either.
+    s.ok(
+        json!({"type": "create_update_permission", "args": {"table": "author", "role": "editor",
+        "permission": {"columns": ["bio"], "filter": {}, "set": {"name": "x-svc-user-id"}}}}),
+    )
+    .await;
+    s.ok(
+        json!({"type": "create_select_permission", "args": {"table": "author", "role": "editor",
+        "permission": {"columns": ["id"], "filter": {}}}}),
+    )
+    .await;
+    let r = s
+        .gql_role(
+            r#"mutation { update_author(where: {id: {_eq: 1}}, _set: {}) { affected_rows returning { id } } }"#,
+            "editor",
+            &[("X-Svc-User-Id", "7")],
+        )
+        .await;
+    assert_eq!(
+        r,
+        json!({"data": {"update_author": {"affected_rows": 0, "returning": []}}})
+    );
+    assert_eq!(row_version(&s, "author").await, author, "no row touched");
+    // With something to set, the preset applies as usual.
+    let r = s
+        .gql_role(
+            r#"mutation { update_author(where: {id: {_eq: 1}}, _set: {bio: "b"}) { affected_rows } }"#,
+            "editor",
+            &[("X-Svc-User-Id", "7")],
+        )
+        .await;
+    assert_eq!(r, json!({"data": {"update_author": {"affected_rows": 1}}}));
+    assert_eq!(
+        ok(&s, "{ author(where: {id: {_eq: 1}}) { name } }").await,
+        json!({"author": [{"name": "7"}]})
+    );
+    // No operator argument at all (or only nulls) is still refused.
+    for q in [
+        r#"mutation { update_article(where: {id: {_eq: 1}}) { affected_rows } }"#,
+        r#"mutation { update_article(where: {id: {_eq: 1}}, _set: null) { affected_rows } }"#,
+    ] {
+        let r = s.gql(q).await;
+        assert_eq!(
+            r,
+            json!({"errors": [{"message": "at least one of _set, _inc, _append, _prepend, _delete_key, _delete_elem, _delete_at_path is expected",
+                "extensions": {"path": "$.selectionSet.update_article.args", "code": "validation-failed"}}]}),
+            "{q}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn nested_inserts_under_upserts_that_write_nothing() {
     let s = TestServer::blog().await;

@@ -230,10 +230,12 @@ impl<'a> Planner<'a> {
             ("_delete_at_path", UpdateOp::DeleteAtPath),
             ("_set", UpdateOp::Set),
         ];
+        let mut given = false;
         for (arg, op) in operators {
             let Some(map) = args.get(arg).and_then(Input::as_object) else {
                 continue;
             };
+            given = true;
             for (field, value) in map {
                 let Some(c) = update.columns.get(field) else {
                     continue;
@@ -253,12 +255,16 @@ impl<'a> Planner<'a> {
                 sets.push((c.column.clone(), op, input_value(value, &cast)));
             }
         }
-        for p in &update.presets {
-            sets.retain(|(c, _, _)| c != &p.column);
-            sets.push((p.column.clone(), UpdateOp::Set, preset_value(p)));
-        }
-        if sets.is_empty() {
+        if !given {
             return Err(PlanError::validation(&format!("{path}.args"), "at least one of _set, _inc, _append, _prepend, _delete_key, _delete_elem, _delete_at_path is expected"));
+        }
+        // Empty operators (`_set: {}`, as a form with no changed field sends) write nothing:
+        // the presets are not applied on their own, and no row is touched.
+        if !sets.is_empty() {
+            for p in &update.presets {
+                sets.retain(|(c, _, _)| c != &p.column);
+                sets.push((p.column.clone(), UpdateOp::Set, preset_value(p)));
+            }
         }
         Ok(UpdatePlan {
             table: w.name.clone(),
