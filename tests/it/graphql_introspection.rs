@@ -153,7 +153,7 @@ async fn introspection_shows_exactly_the_roles_schema() {
         .iter()
         .map(|f| f["name"].as_str().unwrap())
         .collect();
-    assert_eq!(root, ["author", "author_by_pk", "articles", "articleById"]);
+    assert_eq!(root, ["articleById", "articles", "author", "author_by_pk"]);
     let fields: Vec<&str> = guest["author"]["fields"]
         .as_array()
         .unwrap()
@@ -162,7 +162,7 @@ async fn introspection_shows_exactly_the_roles_schema() {
         .collect();
     // No aggregates, hidden columns or unlisted scalar computed fields; a set-returning computed
     // field follows the select permission of the table it returns.
-    assert_eq!(fields, ["id", "name", "articles", "search_articles"]);
+    assert_eq!(fields, ["articles", "id", "name", "search_articles"]);
     let stranger = s.gql_role(q, "stranger", &[]).await["data"].clone();
     assert_eq!(
         stranger["root"]["fields"],
@@ -189,4 +189,77 @@ async fn introspection_mixed_with_data_keeps_field_order() {
         text.find("\"first\"").unwrap() < text.find("\"t\"").unwrap()
             && text.find("\"t\"").unwrap() < text.find("\"last\"").unwrap()
     );
+}
+
+/// Every object and input type lists its fields, and every enum its values, sorted by name.
+/// The same metadata in another order (tables, relationships, computed fields, permissions)
+/// gives the same introspection, and a new column takes its place by name.
+#[tokio::test]
+async fn introspection_is_sorted_and_independent_of_metadata_order() {
+    let s = TestServer::blog().await;
+    let before = full_introspection(&s, None).await;
+    let types = before["__schema"]["types"].as_array().unwrap();
+    let mut checked = 0;
+    // The introspection types (`__Type`, …) keep the order of the GraphQL specification.
+    for t in types
+        .iter()
+        .filter(|t| !t["name"].as_str().unwrap().starts_with("__"))
+    {
+        let members = ["fields", "inputFields", "enumValues"]
+            .iter()
+            .filter_map(|k| t[*k].as_array())
+            .next();
+        let Some(members) = members else { continue };
+        let names: Vec<&str> = members
+            .iter()
+            .map(|f| f["name"].as_str().unwrap())
+            .collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        assert_eq!(names, sorted, "{}", t["name"]);
+        checked += 1;
+    }
+    assert!(checked > 40, "{checked} types checked");
+    let user = full_introspection(&s, Some("user")).await;
+    // Reverse every list in the metadata: the schema does not change.
+    let mut metadata = s.export().await;
+    fn reverse(v: &mut Value) {
+        match v {
+            Value::Array(items) => {
+                items.reverse();
+                items.iter_mut().for_each(reverse);
+            }
+            Value::Object(map) => map.values_mut().for_each(reverse),
+            _ => {}
+        }
+    }
+    for table in metadata["tables"].as_array_mut().unwrap() {
+        for key in [
+            "object_relationships",
+            "array_relationships",
+            "computed_fields",
+            "select_permissions",
+        ] {
+            if let Some(list) = table.get_mut(key) {
+                reverse(list);
+            }
+        }
+    }
+    metadata["tables"].as_array_mut().unwrap().reverse();
+    s.ok(json!({"type": "replace_metadata", "args": metadata}))
+        .await;
+    assert_eq!(full_introspection(&s, None).await, before);
+    assert_eq!(full_introspection(&s, Some("user")).await, user);
+    s.ok(
+        json!({"type": "run_sql", "args": {"sql": "ALTER TABLE author ADD COLUMN aaa_first int"}}),
+    )
+    .await;
+    let after = full_introspection(&s, None).await;
+    let author = after["__schema"]["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "author")
+        .unwrap();
+    assert_eq!(author["fields"][0]["name"], "aaa_first", "{author}");
 }

@@ -42,7 +42,7 @@ pub fn build(model: &RoleModel) -> TypeSystem {
     if has_mutations {
         builder.types.mutation_root = Some("mutation_root".to_owned());
     }
-    // The root first, as introspection clients expect it near the top.
+    // The root first, as introspection clients expect it near the top, then the rest by name.
     let mut ordered = TypeSystem {
         types: IndexMap::new(),
         query_root: builder.types.query_root.clone(),
@@ -51,10 +51,27 @@ pub fn build(model: &RoleModel) -> TypeSystem {
     if let Some(root) = builder.types.types.shift_remove("query_root") {
         ordered.add(root);
     }
-    for (_, def) in builder.types.types {
+    builder.types.types.sort_unstable_keys();
+    for (_, mut def) in builder.types.types {
+        sort_members(&mut def);
         ordered.add(def);
     }
+    if let Some(root) = ordered.types.get_mut("query_root") {
+        sort_members(root);
+    }
     ordered
+}
+
+/// Sorts a type's fields (or enum values) by name, so that the schema a role sees does not
+/// depend on column order or on the order objects were added to the metadata: the same
+/// metadata always gives the same introspection, and schema diffs stay small.
+fn sort_members(def: &mut TypeDef) {
+    match def {
+        TypeDef::Object { fields, .. } => fields.sort_unstable_keys(),
+        TypeDef::Input { fields, .. } => fields.sort_unstable_keys(),
+        TypeDef::Enum { values, .. } => values.sort_unstable_by(|a, b| a.name.cmp(&b.name)),
+        TypeDef::Scalar { .. } => {}
+    }
 }
 
 /// Arguments of list fields: `distinct_on`, `limit`, `offset`, `order_by`, `where`.
