@@ -76,6 +76,16 @@ impl PermissionKind {
         }
     }
 
+    /// The `type` of its permissions in inconsistency reports (`select_permission`).
+    pub fn object_type(self) -> &'static str {
+        match self {
+            PermissionKind::Insert => "insert_permission",
+            PermissionKind::Select => "select_permission",
+            PermissionKind::Update => "update_permission",
+            PermissionKind::Delete => "delete_permission",
+        }
+    }
+
     /// All four, in metadata order.
     pub const ALL: [PermissionKind; 4] = [
         PermissionKind::Insert,
@@ -152,36 +162,14 @@ impl TableEntry {
                 computed_field_definition(table, cf),
             );
         }
-        let permission = |kind: PermissionKind, role: &Name| {
-            ObjectId::Permission(table.clone(), role.0.clone(), kind)
-        };
-        for p in &self.insert_permissions {
-            push(
-                permission(PermissionKind::Insert, &p.role),
-                "insert_permission",
-                permission_definition(table, p),
-            );
-        }
-        for p in &self.select_permissions {
-            push(
-                permission(PermissionKind::Select, &p.role),
-                "select_permission",
-                permission_definition(table, p),
-            );
-        }
-        for p in &self.update_permissions {
-            push(
-                permission(PermissionKind::Update, &p.role),
-                "update_permission",
-                permission_definition(table, p),
-            );
-        }
-        for p in &self.delete_permissions {
-            push(
-                permission(PermissionKind::Delete, &p.role),
-                "delete_permission",
-                permission_definition(table, p),
-            );
+        let permissions = [
+            permissions(table, PermissionKind::Insert, &self.insert_permissions),
+            permissions(table, PermissionKind::Select, &self.select_permissions),
+            permissions(table, PermissionKind::Update, &self.update_permissions),
+            permissions(table, PermissionKind::Delete, &self.delete_permissions),
+        ];
+        for (id, kind, definition) in permissions.into_iter().flatten() {
+            push(id, kind, definition);
         }
         for trigger in &self.event_triggers {
             push(
@@ -197,4 +185,23 @@ impl TableEntry {
 /// The definition object of an event trigger as reported in inconsistencies.
 pub fn event_trigger_definition(table: &QualifiedTable, trigger: &EventTriggerEntry) -> Value {
     json!({"table": table, "configuration": trigger})
+}
+
+/// The permissions of one kind on a table as owned objects: (id, wire type, definition).
+fn permissions<P: Serialize>(
+    table: &QualifiedTable,
+    kind: PermissionKind,
+    entries: &[PermissionEntry<P>],
+) -> Vec<(ObjectId, &'static str, Value)> {
+    let wire = kind.object_type();
+    entries
+        .iter()
+        .map(|p| {
+            (
+                ObjectId::Permission(table.clone(), p.role.0.clone(), kind),
+                wire,
+                permission_definition(table, p),
+            )
+        })
+        .collect()
 }

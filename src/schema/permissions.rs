@@ -125,7 +125,6 @@ pub(super) fn resolve_permissions(entry: &TableEntry, cache: &mut SchemaCache) {
         table,
         &entry.insert_permissions,
         PermissionKind::Insert,
-        "insert_permission",
         |p, c, slot| {
             slot.insert.get_or_insert(InsertRule {
                 columns: p.columns.clone(),
@@ -140,7 +139,6 @@ pub(super) fn resolve_permissions(entry: &TableEntry, cache: &mut SchemaCache) {
         table,
         &entry.select_permissions,
         PermissionKind::Select,
-        "select_permission",
         |p, c, slot| {
             slot.select.get_or_insert(SelectRule {
                 columns: p.columns.clone(),
@@ -156,7 +154,6 @@ pub(super) fn resolve_permissions(entry: &TableEntry, cache: &mut SchemaCache) {
         table,
         &entry.update_permissions,
         PermissionKind::Update,
-        "update_permission",
         |p, c, slot| {
             slot.update.get_or_insert(UpdateRule {
                 columns: p.columns.clone(),
@@ -171,7 +168,6 @@ pub(super) fn resolve_permissions(entry: &TableEntry, cache: &mut SchemaCache) {
         table,
         &entry.delete_permissions,
         PermissionKind::Delete,
-        "delete_permission",
         |_, c, slot| {
             slot.delete.get_or_insert(DeleteRule {
                 filter: c.filter.unwrap_or(BoolExp::And(Vec::new())),
@@ -187,7 +183,6 @@ fn resolve_kind<P: serde::Serialize>(
     table: &QualifiedTable,
     entries: &[PermissionEntry<P>],
     kind: PermissionKind,
-    wire: &'static str,
     rule: impl Fn(&P, CheckedPermission, &mut RolePermissions),
 ) {
     for perm in entries {
@@ -201,7 +196,7 @@ fn resolve_kind<P: serde::Serialize>(
             }
             Err(err) => cache.inconsistencies.push(Inconsistency {
                 object: ObjectId::Permission(table.clone(), perm.role.0.clone(), kind),
-                kind: wire,
+                kind: kind.object_type(),
                 definition: permission_definition(table, perm),
                 reason: err.message,
                 unsupported: false,

@@ -382,26 +382,13 @@ pub(super) fn aggregate(state: &mut State, a: &AggregateSelect, parent: Option<&
         let i = projected.iter().position(|p| *p == c).unwrap_or(0);
         Expr::column(&outer, &format!("__a{i}"))
     };
-    let pairs = a
-        .fields
-        .iter()
-        .map(|(key, f)| {
-            let value = match f {
-                AggregateField::Constant(s) => Expr::string(s),
-                AggregateField::Nodes(_) => json_array_agg(
-                    Expr::column(&outer, "__j"),
-                    aggregate_order(&a.args, &outer),
-                ),
-                AggregateField::Aggregate(ops) => json_object(
-                    ops.iter()
-                        .map(|(key, op)| (key.as_str(), aggregate_op(op, &slot)))
-                        .collect(),
-                ),
-            };
-            (key.as_str(), value)
-        })
-        .collect();
-    let object = json_object(pairs);
+    let nodes = || {
+        json_array_agg(
+            Expr::column(&outer, "__j"),
+            aggregate_order(&a.args, &outer),
+        )
+    };
+    let object = aggregate_object(a, &nodes, &slot);
     let mut list = vec![SelectItem::named(Expr::Literal(Literal::Int(1)), "__one")];
     for (i, c) in projected.iter().enumerate() {
         list.push(SelectItem::named(
@@ -460,21 +447,31 @@ fn reads_rows(a: &AggregateSelect) -> bool {
     })
 }
 
-/// The JSON object of an aggregate selection made only of `__typename`s.
+/// The JSON object of an aggregate selection made only of `__typename`s: neither `nodes` nor a
+/// column slot is ever read.
 fn constant_aggregate(a: &AggregateSelect) -> Expr {
+    aggregate_object(a, &Expr::null, &|_| Expr::null())
+}
+
+/// The JSON object of `<t>_aggregate`'s fields, with `nodes` and the projected column `slot`s
+/// as the caller computes them.
+fn aggregate_object(
+    a: &AggregateSelect,
+    nodes: &dyn Fn() -> Expr,
+    slot: &dyn Fn(&str) -> Expr,
+) -> Expr {
     let pairs = a
         .fields
         .iter()
         .map(|(key, f)| {
             let value = match f {
                 AggregateField::Constant(s) => Expr::string(s),
-                // Only constants here: no column slot is ever read.
+                AggregateField::Nodes(_) => nodes(),
                 AggregateField::Aggregate(ops) => json_object(
                     ops.iter()
-                        .map(|(key, op)| (key.as_str(), aggregate_op(op, &|_| Expr::null())))
+                        .map(|(key, op)| (key.as_str(), aggregate_op(op, slot)))
                         .collect(),
                 ),
-                AggregateField::Nodes(_) => Expr::null(),
             };
             (key.as_str(), value)
         })
