@@ -31,6 +31,11 @@ pub struct Running {
 impl Running {
     /// Stops accepting requests, finishes in-flight ones and stops background tasks.
     pub async fn shutdown(self) {
+        // WebSockets outlive the HTTP server's graceful shutdown: close them first (1001).
+        self.state
+            .live
+            .close_sockets(std::time::Duration::from_secs(5))
+            .await;
         let _ = self.shutdown.send(true);
         for task in self.tasks {
             let _ = task.await;

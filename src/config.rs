@@ -237,6 +237,69 @@ pub struct ServeConfig {
     /// Controller settings (with `--controller`).
     #[command(flatten)]
     pub controller_settings: ControllerConfig,
+    /// Subscriptions and the WebSocket transport.
+    #[command(flatten)]
+    pub live: LiveConfig,
+}
+
+/// Subscriptions (live queries) and the WebSocket transport on `/v1/graphql`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LiveConfig {
+    /// Milliseconds between two runs of a live query.
+    #[arg(
+        long,
+        env = "BASALT_LIVE_QUERIES_MULTIPLEXED_REFETCH_INTERVAL",
+        default_value_t = 1000
+    )]
+    pub refetch_interval_ms: u64,
+    /// Most subscribers (cohorts) answered by one multiplexed statement.
+    #[arg(
+        long,
+        env = "BASALT_LIVE_QUERIES_MULTIPLEXED_BATCH_SIZE",
+        default_value_t = 100
+    )]
+    pub batch_size: usize,
+    /// Most open WebSocket connections; the next upgrade is refused with HTTP 503.
+    #[arg(
+        long,
+        env = "BASALT_WEBSOCKET_MAX_CONNECTIONS",
+        default_value_t = 10_000
+    )]
+    pub max_connections: usize,
+    /// Most running operations on one WebSocket connection.
+    #[arg(long, env = "BASALT_WEBSOCKET_MAX_OPERATIONS", default_value_t = 100)]
+    pub max_operations: usize,
+    /// Seconds between keep-alive messages.
+    #[arg(long, env = "BASALT_WEBSOCKET_KEEPALIVE", default_value_t = 5)]
+    pub keepalive_seconds: u64,
+    /// Seconds a `graphql-transport-ws` client has to send `connection_init`.
+    #[arg(
+        long,
+        env = "BASALT_WEBSOCKET_CONNECTION_INIT_TIMEOUT",
+        default_value_t = 3
+    )]
+    pub init_timeout_seconds: u64,
+    /// Messages queued for one socket before it counts as too slow and is closed (1008).
+    #[arg(
+        long,
+        env = "BASALT_WEBSOCKET_MAX_QUEUED_MESSAGES",
+        default_value_t = 1000
+    )]
+    pub max_queued_messages: usize,
+}
+
+impl Default for LiveConfig {
+    fn default() -> Self {
+        LiveConfig {
+            refetch_interval_ms: 1000,
+            batch_size: 100,
+            max_connections: 10_000,
+            max_operations: 100,
+            keepalive_seconds: 5,
+            init_timeout_seconds: 3,
+            max_queued_messages: 1000,
+        }
+    }
 }
 
 impl ServeConfig {
@@ -274,6 +337,7 @@ impl ServeConfig {
             managed_metadata: ManagedMetadata::Allow,
             controller: false,
             controller_settings: ControllerConfig::default(),
+            live: LiveConfig::default(),
         }
     }
 }

@@ -10,7 +10,7 @@ use crate::graphql::plan::{self, Limits, PlanError};
 use crate::graphql::schemas::{CachedPlan, RoleSchema};
 use crate::session::Session;
 use crate::sql::program::{FieldProgram, MutationProgram};
-use crate::state::AppState;
+use crate::state::{AppState, Served};
 use crate::stats::Counters;
 use crate::translate;
 use bytes::Bytes;
@@ -88,6 +88,9 @@ pub enum GraphqlError {
     /// `explain` was asked for a mutation.
     #[error("only queries can be explained")]
     ExplainMutation,
+    /// A subscription sent over HTTP.
+    #[error("subscriptions are not supported over HTTP, use websockets instead")]
+    SubscriptionOverHttp,
 }
 
 impl From<ExecuteError> for GraphqlError {
@@ -99,12 +102,154 @@ impl From<ExecuteError> for GraphqlError {
     }
 }
 
-/// Runs one request for a session.
+/// Runs one request for a session (HTTP: queries and mutations; a subscription needs the
+/// WebSocket transport).
 pub async fn run(
     state: &AppState,
     session: &Session,
     request: GraphqlRequest,
 ) -> Result<Bytes, GraphqlError> {
+    let compiled = compiled(state, session, request)?;
+    if compiled.plan.planned.subscription {
+        return Err(GraphqlError::SubscriptionOverHttp);
+    }
+    execute_compiled(state, session, &compiled).await
+}
+
+/// What an operation sent over a WebSocket turns into.
+#[derive(Debug)]
+pub enum SocketOperation {
+    /// A query or mutation, already run: its one response body.
+    Once(Bytes),
+    /// A subscription: the live query to join.
+    Live(LiveOperation),
+}
+
+/// One subscriber's compiled live query.
+#[derive(Debug)]
+pub struct LiveOperation {
+    /// Subscribers with equal keys share one statement per poll.
+    pub group: GroupKey,
+    /// The compiled operation (its plan builds the group's multiplexed statement).
+    pub plan: Arc<CachedPlan>,
+    /// This subscriber's bound parameter values, in the statement's parameter order.
+    pub values: Vec<Option<String>>,
+    /// The snapshot it was compiled against (a newer one recompiles it).
+    pub served: Arc<Served>,
+    /// An operation with no database field (`subscription { __typename }`): its constant
+    /// response, sent once.
+    pub constant: Option<Bytes>,
+}
+
+/// What makes live queries shareable: the same statement for the same role, and, when the
+/// statement can observe the session setting (views, functions, row security), the same
+/// session.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct GroupKey {
+    /// Role.
+    pub role: String,
+    /// Backend-only variant of the role.
+    pub backend_only: bool,
+    /// The statement's text (as one subscriber would run it alone).
+    pub sql: String,
+    /// The session, when the statement may observe it.
+    pub session: Option<Vec<(String, String)>>,
+}
+
+/// Runs (or, for a subscription, compiles) an operation sent over a WebSocket.
+pub async fn run_socket(
+    state: &AppState,
+    session: &Session,
+    request: GraphqlRequest,
+) -> Result<SocketOperation, GraphqlError> {
+    let compiled = compiled(state, session, request)?;
+    if !compiled.plan.planned.subscription {
+        return execute_compiled(state, session, &compiled)
+            .await
+            .map(SocketOperation::Once);
+    }
+    live(compiled, session).map(SocketOperation::Live)
+}
+
+/// Compiles a subscription again (after a metadata change) for the same subscriber.
+pub fn live_operation(
+    state: &AppState,
+    session: &Session,
+    request: GraphqlRequest,
+) -> Result<LiveOperation, GraphqlError> {
+    live(compiled(state, session, request)?, session)
+}
+
+/// A compiled subscription as one subscriber's live query: its group and bound values.
+fn live(compiled: Compiled, session: &Session) -> Result<LiveOperation, GraphqlError> {
+    let Some(sql) = &compiled.plan.sql else {
+        let data = constants_only(&compiled.plan.planned.data);
+        let mut body = Vec::from(&b"{\"data\":"[..]);
+        body.extend_from_slice(data.as_deref().unwrap_or(b"{}"));
+        body.push(b'}');
+        return Ok(LiveOperation {
+            group: GroupKey {
+                role: session.role.clone(),
+                backend_only: session.backend_only,
+                sql: String::new(),
+                session: None,
+            },
+            plan: compiled.plan.clone(),
+            values: Vec::new(),
+            served: compiled.served,
+            constant: Some(Bytes::from(body)),
+        });
+    };
+    let binding = Binding {
+        variables: &compiled.variables,
+        session: &session.variables,
+    };
+    let values = execute::bind(&sql.params, &binding, None)?;
+    let footprint = compiled.plan.planned.data.footprint();
+    let observes_session = footprint.calls_functions
+        || footprint.relations.iter().any(|t| {
+            compiled
+                .served
+                .schema
+                .resolved
+                .tables
+                .get(t)
+                .is_none_or(|t| t.db.may_observe_session())
+        });
+    Ok(LiveOperation {
+        group: GroupKey {
+            role: session.role.clone(),
+            backend_only: session.backend_only,
+            sql: sql.sql.clone(),
+            session: observes_session.then(|| {
+                session
+                    .variables
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            }),
+        },
+        plan: compiled.plan.clone(),
+        values,
+        served: compiled.served,
+        constant: None,
+    })
+}
+
+/// An operation compiled for a session against the served snapshot.
+struct Compiled {
+    served: Arc<Served>,
+    role: Arc<RoleSchema>,
+    plan: Arc<CachedPlan>,
+    variables: Map<String, Value>,
+}
+
+/// The role's schema, the allow-list, then the cached plan or a new one.
+fn compiled(
+    state: &AppState,
+    session: &Session,
+    request: GraphqlRequest,
+) -> Result<Compiled, GraphqlError> {
     let served = state.snapshot();
     let role = served
         .graphql
@@ -145,8 +290,28 @@ pub async fn run(
             plan
         }
     };
+    Ok(Compiled {
+        served,
+        role,
+        plan: compiled,
+        variables,
+    })
+}
+
+/// Runs a compiled query or mutation.
+async fn execute_compiled(
+    state: &AppState,
+    session: &Session,
+    compiled: &Compiled,
+) -> Result<Bytes, GraphqlError> {
+    let Compiled {
+        role,
+        plan: compiled,
+        variables,
+        ..
+    } = compiled;
     let binding = Binding {
-        variables: &variables,
+        variables,
         session: &session.variables,
     };
     if let Some(program) = &compiled.program {

@@ -27,6 +27,7 @@
 //! - [`sql`]: the SQL AST, Postgres types, programs, the one printer and quoting.
 //! - [`execute`]: binding, prepared statements, running statements and programs.
 //! - [`engine`]: one GraphQL request end to end.
+//! - [`live`]: subscriptions as multiplexed live queries, polled per group of subscribers.
 //! - [`controller`]: the Kubernetes controller and `basalt export`.
 //! - [`stats`]: work counters the tests count.
 //! - [`json_path`]: JSON select paths.
@@ -45,6 +46,7 @@ pub mod graphql;
 pub mod http;
 pub mod introspect;
 pub mod json_path;
+pub mod live;
 pub mod metadata;
 pub mod ops;
 pub mod pool;

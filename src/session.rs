@@ -14,6 +14,9 @@ pub struct Session {
     /// Trusted backend request: `X-Svc-Use-Backend-Only-Permissions: true` with the admin
     /// secret (or in open mode). Only backend-only insert permissions apply to it.
     pub backend_only: bool,
+    /// When the credentials stop being valid (a JWT's `exp`, a webhook answer's
+    /// `Cache-Control`/`Expires`): a WebSocket authenticated with them closes then.
+    pub expires: Option<std::time::Instant>,
 }
 
 impl Session {

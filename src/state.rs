@@ -57,6 +57,8 @@ pub struct AppState {
     pub auth: Arc<Authenticator>,
     /// Work counters (plan cache, schema builds, prepares).
     pub counters: Arc<Counters>,
+    /// The subscriptions of every socket, grouped into multiplexed live queries.
+    pub live: Arc<crate::live::LiveQueries>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -70,6 +72,7 @@ impl std::fmt::Debug for AppState {
 impl AppState {
     /// State serving nothing yet (version -1, so the first [`AppState::reload`] installs).
     pub fn new(pool: Pool, config: ServeConfig, auth: Authenticator) -> Self {
+        let live = crate::live::LiveQueries::new(config.live.max_connections);
         AppState {
             pool,
             config: Arc::new(config),
@@ -80,6 +83,7 @@ impl AppState {
             rebuild: Arc::new(Mutex::new(())),
             auth: Arc::new(auth),
             counters: Arc::new(Counters::default()),
+            live: Arc::new(live),
         }
     }
 

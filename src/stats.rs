@@ -18,6 +18,8 @@ pub struct Counters {
     pub schema_builds: AtomicU64,
     /// Query statements prepared on a connection (not found in its statement cache).
     pub statements_prepared: AtomicU64,
+    /// Multiplexed live-query statements run (each answers up to a batch of subscribers).
+    pub live_statements: AtomicU64,
 }
 
 /// A point-in-time copy of [`Counters`].
@@ -33,6 +35,8 @@ pub struct CountersSnapshot {
     pub schema_builds: u64,
     /// See [`Counters::statements_prepared`].
     pub statements_prepared: u64,
+    /// See [`Counters::live_statements`].
+    pub live_statements: u64,
 }
 
 impl Counters {
@@ -50,6 +54,7 @@ impl Counters {
             plans_compiled: get(&self.plans_compiled),
             schema_builds: get(&self.schema_builds),
             statements_prepared: get(&self.statements_prepared),
+            live_statements: get(&self.live_statements),
         }
     }
 }

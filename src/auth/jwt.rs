@@ -369,7 +369,18 @@ impl JwtVerifier {
         }
         let data = jsonwebtoken::decode::<Value>(token, &key, &validation)
             .map_err(|e| AuthError::InvalidJwt(verify_message(&e)))?;
-        self.claims(&data.claims)
+        let mut claims = self.claims(&data.claims)?;
+        claims.expires = data.claims.get("exp").and_then(Value::as_u64).map(|exp| {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            let left = exp
+                .saturating_add(self.config.allowed_skew)
+                .saturating_sub(now);
+            Instant::now() + Duration::from_secs(left)
+        });
+        Ok(claims)
     }
 
     fn claims(&self, payload: &Value) -> Result<Claims, AuthError> {
@@ -474,6 +485,7 @@ impl JwtVerifier {
             allowed,
             default,
             variables,
+            expires: None,
         })
     }
 }
@@ -487,6 +499,8 @@ pub struct Claims {
     pub default: String,
     /// Other `x-svc-*` claims.
     pub variables: BTreeMap<String, String>,
+    /// When the token expires (its `exp`, plus the allowed skew).
+    pub expires: Option<Instant>,
 }
 
 /// The spec's wording for verification failures.

@@ -249,6 +249,7 @@ impl Authenticator {
                 role,
                 variables,
                 backend_only,
+                expires: None,
             });
         }
         match &self.mode {
@@ -279,17 +280,19 @@ impl Authenticator {
                             role,
                             variables,
                             backend_only: false,
+                            expires: claims.expires,
                         })
                     }
                 }
             }
             Mode::Webhook(hook) => {
-                let variables = hook.session(headers, request).await?;
+                let (variables, expires) = hook.session(headers, request).await?;
                 let role = variables.get("x-svc-role").cloned().unwrap_or_default();
                 Ok(Session {
                     role,
                     variables,
                     backend_only: false,
+                    expires,
                 })
             }
         }
@@ -316,6 +319,7 @@ impl Authenticator {
             role,
             variables,
             backend_only: false,
+            expires: None,
         })
     }
 }

@@ -86,7 +86,7 @@ impl Webhook {
         &self,
         headers: &http::HeaderMap,
         request: Option<&Value>,
-    ) -> Result<BTreeMap<String, String>, AuthError> {
+    ) -> Result<(BTreeMap<String, String>, Option<Instant>), AuthError> {
         let forwarded = Self::headers_of(headers);
         let key = {
             let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -103,7 +103,7 @@ impl Webhook {
             .get(&key)
         {
             if Instant::now() < *until {
-                return Ok(vars.clone());
+                return Ok((vars.clone(), Some(*until)));
             }
         }
         let call = match self.mode {
@@ -179,13 +179,14 @@ impl Webhook {
         if !vars.contains_key("x-svc-role") {
             return Err(AuthError::HookNoRole);
         }
-        if let Some(ttl) = ttl {
+        let expires = ttl.map(|ttl| Instant::now() + ttl);
+        if let Some(until) = expires {
             let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
             if cache.len() >= CACHE_SIZE {
                 cache.clear();
             }
-            cache.insert(key, (vars.clone(), Instant::now() + ttl));
+            cache.insert(key, (vars.clone(), until));
         }
-        Ok(vars)
+        Ok((vars, expires))
     }
 }

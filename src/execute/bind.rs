@@ -37,14 +37,29 @@ fn pg_array(items: &[Value]) -> String {
         .map(|v| match v {
             Value::Null => "NULL".to_owned(),
             Value::Array(inner) => pg_array(inner),
-            Value::String(s) => format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\"")),
-            other => format!(
-                "\"{}\"",
-                other.to_string().replace('\\', "\\\\").replace('"', "\\\"")
-            ),
+            Value::String(s) => array_element(s),
+            other => array_element(&other.to_string()),
         })
         .collect();
     format!("{{{}}}", parts.join(","))
+}
+
+/// Text values as a Postgres `text[]` literal: every element double-quoted (`"` and `\`
+/// escaped), `NULL` for a missing value. Cast in SQL like any text parameter.
+pub fn text_array(values: &[Option<String>]) -> String {
+    let parts: Vec<String> = values
+        .iter()
+        .map(|v| match v {
+            None => "NULL".to_owned(),
+            Some(s) => array_element(s),
+        })
+        .collect();
+    format!("{{{}}}", parts.join(","))
+}
+
+/// One element of an array literal: double-quoted, with `"` and `\` escaped.
+fn array_element(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
 /// Resolves a parameter's source to a JSON value.

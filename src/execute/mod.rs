@@ -11,6 +11,7 @@ pub use bind::{bind, Binding};
 pub use error::{ExecuteError, Refusal};
 pub use program::run as run_program;
 
+use crate::sql::print::MultiplexedSql;
 use crate::sql::SqlText;
 use bytes::Bytes;
 use tokio_postgres::types::{FromSql, ToSql, Type};
@@ -88,15 +89,16 @@ impl<'a, 't> Connection<'a, deadpool_postgres::Transaction<'t>> {
 /// the cache bounded; counts new preparations.
 async fn prepare<C: deadpool_postgres::GenericClient>(
     conn: Connection<'_, C>,
-    sql: &SqlText,
+    sql: &str,
+    params: usize,
 ) -> Result<tokio_postgres::Statement, ExecuteError> {
     let cache = conn.cache;
     if cache.size() >= STATEMENT_CACHE_SIZE {
         cache.clear();
     }
     let cached = cache.size();
-    let types = vec![Type::TEXT; sql.params.len()];
-    let statement = conn.client.prepare_typed_cached(&sql.sql, &types).await?;
+    let types = vec![Type::TEXT; params];
+    let statement = conn.client.prepare_typed_cached(sql, &types).await?;
     if cache.size() > cached {
         crate::stats::Counters::bump(&conn.counters.statements_prepared);
     }
@@ -110,7 +112,7 @@ async fn rows<C: deadpool_postgres::GenericClient>(
     values: &[Option<String>],
 ) -> Result<Vec<tokio_postgres::Row>, ExecuteError> {
     tracing::debug!(sql = %sql.sql, "execute");
-    let statement = prepare(conn, sql).await?;
+    let statement = prepare(conn, &sql.sql, sql.params.len()).await?;
     let refs: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
     Ok(conn.client.query(&statement, &refs).await?)
 }
@@ -153,5 +155,36 @@ pub async fn explain(
     let rows = client.query(&statement, &refs).await?;
     rows.iter()
         .map(|r| r.try_get::<_, String>(0).map_err(ExecuteError::from))
+        .collect()
+}
+
+/// Runs a live query for many cohorts in one statement. `cohorts[i]` are cohort `i`'s bound
+/// parameter values (see [`bind`]); the answer pairs each cohort's index with its `data` bytes.
+pub async fn run_multiplexed(
+    conn: Connection<'_, deadpool_postgres::Client>,
+    sql: &MultiplexedSql,
+    cohorts: &[&[Option<String>]],
+) -> Result<Vec<(usize, Bytes)>, ExecuteError> {
+    let ids: Vec<Option<String>> = (0..cohorts.len()).map(|i| Some(i.to_string())).collect();
+    let mut arrays = vec![Some(bind::text_array(&ids))];
+    for param in 0..sql.params.len() {
+        let column: Vec<Option<String>> = cohorts
+            .iter()
+            .map(|values| values.get(param).cloned().flatten())
+            .collect();
+        arrays.push(Some(bind::text_array(&column)));
+    }
+    tracing::debug!(sql = %sql.sql, cohorts = cohorts.len(), "execute multiplexed");
+    let statement = prepare(conn, &sql.sql, arrays.len()).await?;
+    let refs: Vec<&(dyn ToSql + Sync)> = arrays.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
+    let rows = conn.client.query(&statement, &refs).await?;
+    rows.iter()
+        .map(|row| {
+            let cohort: i32 = row.try_get(0)?;
+            let RawJson(bytes) = row.try_get(1)?;
+            let index = usize::try_from(cohort)
+                .map_err(|_| ExecuteError::Unexpected(format!("cohort {cohort} out of range")))?;
+            Ok((index, bytes))
+        })
         .collect()
 }

@@ -44,10 +44,18 @@ pub enum IntrospectionError {
 
 /// Builds the dynamic schema of a type system.
 pub fn build(types: &TypeSystem) -> Result<dynamic::Schema, IntrospectionError> {
-    let mut builder =
-        dynamic::Schema::build(&types.query_root, types.mutation_root.as_deref(), None);
+    let mut builder = dynamic::Schema::build(
+        &types.query_root,
+        types.mutation_root.as_deref(),
+        types.subscription_root.as_deref(),
+    );
     for def in types.types.values() {
         builder = match def {
+            TypeDef::Object { name, fields, .. }
+                if types.subscription_root.as_deref() == Some(name.as_str()) =>
+            {
+                builder.register(subscription(name, fields))
+            }
             TypeDef::Object {
                 name,
                 description,
@@ -114,6 +122,32 @@ pub fn build(types: &TypeSystem) -> Result<dynamic::Schema, IntrospectionError> 
         };
     }
     Ok(builder.finish()?)
+}
+
+/// The subscription root as async-graphql models it (a `Subscription`, not an `Object`). Like
+/// every data field here, its fields are never resolved: live queries run in `crate::live`.
+fn subscription(
+    name: &str,
+    fields: &indexmap::IndexMap<String, super::types::FieldDef>,
+) -> dynamic::Subscription {
+    let mut root = dynamic::Subscription::new(name);
+    for f in fields.values() {
+        let mut field = dynamic::SubscriptionField::new(f.name.clone(), type_ref(&f.ty), |_| {
+            dynamic::SubscriptionFieldFuture::new(async {
+                Ok(futures_util::stream::empty::<
+                    async_graphql::Result<dynamic::FieldValue<'static>>,
+                >())
+            })
+        });
+        if let Some(d) = &f.description {
+            field = field.description(d.clone());
+        }
+        for a in f.args.values() {
+            field = field.argument(input_value(a));
+        }
+        root = root.field(field);
+    }
+    root
 }
 
 /// Runs an introspection-only document; returns its `data` object or the error messages.

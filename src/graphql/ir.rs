@@ -582,3 +582,110 @@ pub struct MutationPlan {
     /// (response key, field).
     pub fields: Vec<(String, MutationField)>,
 }
+
+/// What a query reads: the relations it names (tables and views, through selections,
+/// relationships, filters and orderings) and whether it calls any function (computed fields,
+/// set-returning sources). Decides whether the SQL could observe the `basalt.user` setting.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Footprint {
+    /// Every relation read.
+    pub relations: std::collections::BTreeSet<QualifiedTable>,
+    /// A SQL function of the metadata is called.
+    pub calls_functions: bool,
+}
+
+impl QueryPlan {
+    /// The relations and functions this plan reads.
+    pub fn footprint(&self) -> Footprint {
+        let mut out = Footprint::default();
+        for (_, field) in &self.fields {
+            match field {
+                RootField::Select(s) => out.select(s),
+                RootField::Aggregate(a) => out.aggregate(a),
+                RootField::Constant(_) => {}
+            }
+        }
+        out
+    }
+}
+
+impl Footprint {
+    fn select(&mut self, s: &Select) {
+        match &s.source {
+            Source::Table(t) => {
+                self.relations.insert(t.clone());
+            }
+            Source::Function { .. } => self.calls_functions = true,
+        }
+        self.row_args(&s.args);
+        for (_, field) in &s.fields {
+            match field {
+                Field::Relationship { select, .. } => self.select(select),
+                Field::Aggregate(a) => self.aggregate(a),
+                Field::Computed { .. } => self.calls_functions = true,
+                Field::Column { .. } | Field::Constant(_) => {}
+            }
+        }
+    }
+
+    fn aggregate(&mut self, a: &AggregateSelect) {
+        self.relations.insert(a.table.clone());
+        self.row_args(&a.args);
+        for (_, field) in &a.fields {
+            if let AggregateField::Nodes(fields) = field {
+                for (_, f) in fields {
+                    match f {
+                        Field::Relationship { select, .. } => self.select(select),
+                        Field::Aggregate(inner) => self.aggregate(inner),
+                        Field::Computed { .. } => self.calls_functions = true,
+                        Field::Column { .. } | Field::Constant(_) => {}
+                    }
+                }
+            }
+        }
+    }
+
+    fn row_args(&mut self, args: &RowArgs) {
+        for f in &args.filter {
+            self.filter(f);
+        }
+        for o in &args.order_by {
+            self.order(&o.expr);
+        }
+    }
+
+    fn filter(&mut self, f: &BoolExpr) {
+        match f {
+            BoolExpr::And(items) | BoolExpr::Or(items) => items.iter().for_each(|i| self.filter(i)),
+            BoolExpr::Not(inner) | BoolExpr::Permission(inner) => self.filter(inner),
+            BoolExpr::Exists { table, filter, .. } => {
+                self.relations.insert(table.clone());
+                self.filter(filter);
+            }
+            BoolExpr::True
+            | BoolExpr::Compare { .. }
+            | BoolExpr::IsNull { .. }
+            | BoolExpr::CompareColumns { .. } => {}
+        }
+    }
+
+    fn order(&mut self, o: &OrderExpr) {
+        match o {
+            OrderExpr::Column(_) => {}
+            OrderExpr::Object {
+                table,
+                filter,
+                inner,
+                ..
+            } => {
+                self.relations.insert(table.clone());
+                self.filter(filter);
+                self.order(inner);
+            }
+            OrderExpr::Aggregate { table, filter, .. } => {
+                self.relations.insert(table.clone());
+                self.filter(filter);
+            }
+        }
+    }
+}

@@ -196,6 +196,8 @@ pub struct TypeSystem {
     pub query_root: String,
     /// Name of the mutation root, when the role may write.
     pub mutation_root: Option<String>,
+    /// Name of the subscription root, when the role may select from some table.
+    pub subscription_root: Option<String>,
 }
 
 impl TypeSystem {

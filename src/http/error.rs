@@ -237,6 +237,7 @@ fn graphql_wire(err: &GraphqlError) -> GraphqlWire {
         | GraphqlError::InvalidVariables(_) => GraphqlWire::at_root("parse-failed", message),
         GraphqlError::BatchTooLarge { .. }
         | GraphqlError::NotAllowedOverGet
+        | GraphqlError::SubscriptionOverHttp
         | GraphqlError::Introspection(_)
         | GraphqlError::ExplainMutation => GraphqlWire::at_root("validation-failed", message),
         GraphqlError::NotAllowListed => GraphqlWire {
@@ -252,12 +253,16 @@ fn graphql_wire(err: &GraphqlError) -> GraphqlWire {
 /// `{"errors":[…]}` bytes for a failed GraphQL request; `internal` only when `expose` (admin
 /// or dev mode).
 pub fn graphql_body(err: &GraphqlError, expose: bool) -> Bytes {
+    Bytes::from(json!({"errors": graphql_errors(err, expose)}).to_string())
+}
+
+/// The `errors` array of a failed GraphQL operation (one `{message, extensions}` item), as the
+/// HTTP body and the WebSocket `error` messages carry it.
+pub fn graphql_errors(err: &GraphqlError, expose: bool) -> serde_json::Value {
     let wire = graphql_wire(err);
     let mut extensions = json!({"path": wire.path, "code": wire.code});
     if let (true, Some(internal)) = (expose, wire.internal) {
         extensions["internal"] = internal;
     }
-    Bytes::from(
-        json!({"errors": [{"message": wire.message, "extensions": extensions}]}).to_string(),
-    )
+    json!([{"message": wire.message, "extensions": extensions}])
 }

@@ -1,11 +1,12 @@
-//! `/v1/graphql` (POST, GET for queries, batches) and the GraphiQL console at `/console`.
-//! Every outcome is HTTP 200 except an oversized body (413).
+//! `/v1/graphql` (POST, GET for queries, batches; a GET that upgrades goes to
+//! [`super::websocket`]) and the GraphiQL console at `/console`. Every outcome is HTTP 200
+//! except an oversized body (413).
 
 use super::error::{graphql_body, ApiError};
 use crate::engine::{self, GraphqlError, GraphqlRequest};
 use crate::state::AppState;
 use axum::body::{to_bytes, Body};
-use axum::extract::{Query, State};
+use axum::extract::{FromRequestParts, Query, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use bytes::Bytes;
@@ -42,12 +43,17 @@ pub struct GetParams {
     operation_name: Option<String>,
 }
 
-/// `GET /v1/graphql?query=…` (queries only).
-pub async fn get(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    Query(params): Query<GetParams>,
-) -> Response {
+/// `GET /v1/graphql`: a WebSocket upgrade, or `?query=…` (queries only).
+pub async fn get(State(state): State<AppState>, request: Request) -> Response {
+    let (mut parts, _) = request.into_parts();
+    if super::websocket::is_upgrade(&parts.headers) {
+        return super::websocket::upgrade(state, parts).await;
+    }
+    let params = match Query::<GetParams>::from_request_parts(&mut parts, &state).await {
+        Ok(Query(params)) => params,
+        Err(rejection) => return rejection.into_response(),
+    };
+    let headers = parts.headers;
     let mut request = serde_json::Map::new();
     request.insert(
         "query".into(),

@@ -5,6 +5,7 @@ pub mod error;
 mod graphql;
 mod health;
 mod query;
+mod websocket;
 
 use crate::state::AppState;
 use axum::extract::Request;

@@ -10,7 +10,7 @@
 -- types, return type, set-returning flag and volatility.
 -- Scalar types: names of base, enum, domain and range types, for custom-type validation.
 WITH rels AS (
-  SELECT c.oid, n.nspname AS schema, c.relname AS name, c.relkind,
+  SELECT c.oid, n.nspname AS schema, c.relname AS name, c.relkind, c.relrowsecurity,
          obj_description(c.oid, 'pg_class') AS comment
   FROM pg_catalog.pg_class c
   JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
@@ -108,7 +108,8 @@ SELECT json_build_object(
              'comment', r.comment,
              'columns', COALESCE(c.columns, '[]'::json),
              'constraints', COALESCE(k.constraints, '[]'::json),
-             'updatable_bits', pg_relation_is_updatable(r.oid::regclass, false)
+             'updatable_bits', pg_relation_is_updatable(r.oid::regclass, false),
+             'row_security', r.relrowsecurity
            ) ORDER BY r.schema, r.name)
     FROM rels r
     LEFT JOIN cols c ON c.attrelid = r.oid

@@ -91,9 +91,19 @@ pub struct DbTable {
     pub constraints: Vec<DbConstraint>,
     /// Bitmask of `pg_relation_is_updatable`.
     pub updatable_bits: i32,
+    /// Row-level security is enabled (`relrowsecurity`): its policies may read settings.
+    #[serde(default)]
+    pub row_security: bool,
 }
 
 impl DbTable {
+    /// Whether reading it can run SQL that observes the session setting: a view (its query),
+    /// a foreign table, or a table with row-level security (its policies). Plain tables and
+    /// materialized views cannot.
+    pub fn may_observe_session(&self) -> bool {
+        !matches!(self.kind.as_str(), "r" | "p" | "m") || self.row_security
+    }
+
     /// A column by name.
     pub fn column(&self, name: &str) -> Option<&DbColumn> {
         self.columns.iter().find(|c| c.name == name)

@@ -24,11 +24,56 @@ pub fn print_with(leading: Vec<Param>, statement: &Statement) -> SqlText {
     let mut printer = Printer {
         sql: String::new(),
         params: leading,
+        cohort: false,
     };
     printer.statement(statement);
     SqlText {
         sql: printer.sql,
         params: printer.params,
+    }
+}
+
+/// A query run for many subscribers at once (a live-query cohort group), and what each
+/// subscriber binds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MultiplexedSql {
+    /// `SELECT _c."cohort", _r.data FROM unnest($1::int[], $2::text[], …) AS _c("cohort", "p1",
+    /// …) LEFT JOIN LATERAL (<query>) AS _r ON true`: `$1` holds the cohort ids, `$i + 1` the
+    /// values of the query's parameter `i` for each cohort, aligned with `$1`.
+    pub sql: String,
+    /// The query's parameters (what each cohort binds), in number order.
+    pub params: Vec<Param>,
+}
+
+/// The alias of the cohort rows in a multiplexed statement.
+const COHORT: &str = "_c";
+
+/// Prints a query for many cohorts at once (see [`MultiplexedSql`]). The query is printed as
+/// [`print_with`] would, except that each parameter `$i` reads column `"p<i>"` of the cohort
+/// row, which carries the same text a parameter would, so its casts and meaning are unchanged.
+/// The query's single output column must be named `data`.
+pub fn print_multiplexed(leading: Vec<Param>, query: &Select) -> MultiplexedSql {
+    let mut inner = Printer {
+        sql: String::new(),
+        params: leading,
+        cohort: true,
+    };
+    inner.select(query);
+    let count = inner.params.len();
+    let mut sql = format!("SELECT {COHORT}.\"cohort\", _r.data FROM unnest($1::int[]");
+    for i in 1..=count {
+        sql.push_str(&format!(", ${}::text[]", i + 1));
+    }
+    sql.push_str(&format!(") AS {COHORT}(\"cohort\""));
+    for i in 1..=count {
+        sql.push_str(&format!(", \"p{i}\""));
+    }
+    sql.push_str(") LEFT JOIN LATERAL (");
+    sql.push_str(&inner.sql);
+    sql.push_str(") AS _r ON true");
+    MultiplexedSql {
+        sql,
+        params: inner.params,
     }
 }
 
@@ -43,6 +88,8 @@ pub fn explain(statement: &SqlText) -> SqlText {
 struct Printer {
     sql: String,
     params: Vec<Param>,
+    /// Parameters print as columns of the cohort row (`_c."p3"`), not `$3`.
+    cohort: bool,
 }
 
 impl Printer {
@@ -197,6 +244,19 @@ impl Printer {
         }
     }
 
+    /// Parameter `n`: `$n`, or the cohort row's column in a multiplexed query.
+    fn param(&mut self, n: usize) {
+        if self.cohort {
+            self.push(COHORT);
+            self.push(".\"p");
+            self.display(&n);
+            self.push("\"");
+        } else {
+            self.push("$");
+            self.display(&n);
+        }
+    }
+
     fn alias(&mut self, alias: &Alias) {
         self.push(" AS ");
         self.display(alias);
@@ -326,13 +386,9 @@ impl Printer {
             Expr::Param(param) => {
                 self.params.push(param.clone());
                 let n = self.params.len();
-                self.push("$");
-                self.display(&n);
+                self.param(n);
             }
-            Expr::ParamRef(n) => {
-                self.push("$");
-                self.display(n);
-            }
+            Expr::ParamRef(n) => self.param(*n),
             Expr::Literal(literal) => self.literal(literal),
             Expr::Cast(inner, ty) => {
                 self.expr(inner);

@@ -15,7 +15,7 @@ pub use mutation::mutation;
 use crate::graphql::ir::{Param, QueryPlan, RootField, ValueExpr};
 use crate::metadata::types::QualifiedTable;
 use crate::sql::ast::*;
-use crate::sql::print::print_with;
+use crate::sql::print::{print_multiplexed, print_with, MultiplexedSql};
 use crate::sql::types::Encoding;
 use crate::sql::{PgType, SqlText};
 use serde_json::Value;
@@ -60,6 +60,21 @@ fn set_session(session: Expr) -> Expr {
 
 /// Compiles a query plan into one statement. `$1` is always the session JSON.
 pub fn query(plan: &QueryPlan) -> SqlText {
+    print_with(
+        vec![session_param()],
+        &Statement::Select(Box::new(query_select(plan))),
+    )
+}
+
+/// Compiles a live query (a subscription) into one statement that answers many subscribers
+/// at once: the same statement as [`query`], with each parameter read from the subscriber's
+/// row of the cohort arrays (see [`MultiplexedSql`]).
+pub fn live_query(plan: &QueryPlan) -> MultiplexedSql {
+    print_multiplexed(vec![session_param()], &query_select(plan))
+}
+
+/// The `SELECT … AS data` of a query plan.
+fn query_select(plan: &QueryPlan) -> Select {
     let mut state = State::default();
     let pairs = plan
         .fields
@@ -74,18 +89,14 @@ pub fn query(plan: &QueryPlan) -> SqlText {
             (key.as_str(), value)
         })
         .collect();
-    let statement = Select {
+    Select {
         list: vec![SelectItem::bare(select::json_object(pairs), "data")],
         from: Some(From::Subquery {
             select: Box::new(Select::expr(set_session(Expr::ParamRef(1)))),
             alias: Alias::fixed("_session"),
         }),
         ..Select::default()
-    };
-    print_with(
-        vec![session_param()],
-        &Statement::Select(Box::new(statement)),
-    )
+    }
 }
 
 /// A table or function name as SQL names it.

@@ -11,11 +11,11 @@ use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
 
-const SECRET: &str = "pw";
-const HS_KEY: &str = "0123456789abcdef0123456789abcdef-hs256";
+pub(crate) const SECRET: &str = "pw";
+pub(crate) const HS_KEY: &str = "0123456789abcdef0123456789abcdef-hs256";
 const QUERY: &str = "{ articles(order_by: {id: asc}) { id } }";
 
-async fn blog_server(configure: impl FnOnce(&mut ServeConfig)) -> TestServer {
+pub(crate) async fn blog_server(configure: impl FnOnce(&mut ServeConfig)) -> TestServer {
     let db = fresh_database().await;
     run_sql(&db, BLOG).await;
     let s = TestServer::on(&db, configure).await;
@@ -183,14 +183,14 @@ async fn startup_rejects_inconsistent_settings() {
 
 // ---- JWT ---------------------------------------------------------------------------------
 
-fn now() -> i64 {
+pub(crate) fn now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs() as i64
 }
 
-fn claims(extra: Value) -> Value {
+pub(crate) fn claims(extra: Value) -> Value {
     let mut c = json!({"sub": "u1", "iat": now(), "exp": now() + 600,
         "https://basalt.dev/jwt/claims": {"x-svc-allowed-roles": ["user", "guest"], "x-svc-default-role": "user", "x-svc-user-id": "1"}});
     for (k, v) in extra.as_object().unwrap() {
@@ -203,7 +203,7 @@ fn claims(extra: Value) -> Value {
     c
 }
 
-fn hs_token(claims: &Value) -> String {
+pub(crate) fn hs_token(claims: &Value) -> String {
     encode(
         &Header::new(Algorithm::HS256),
         claims,

@@ -118,6 +118,8 @@ impl Case {
 enum Compiled {
     Query(SqlText),
     Mutation(MutationProgram),
+    /// A subscription: its multiplexed live-query statement.
+    Live(basalt::sql::print::MultiplexedSql),
 }
 
 fn compile(case: &Case) -> Compiled {
@@ -150,6 +152,9 @@ fn compile(case: &Case) -> Compiled {
     .unwrap_or_else(|e| panic!("{}: {e:?}", case.name));
     match &planned.mutation {
         Some(mutation) => Compiled::Mutation(basalt::translate::mutation(mutation)),
+        None if planned.subscription => {
+            Compiled::Live(basalt::translate::live_query(&planned.data))
+        }
         None => Compiled::Query(basalt::translate::query(&planned.data)),
     }
 }
@@ -161,6 +166,13 @@ fn text(compiled: &Compiled) -> String {
             format!("{sql}\n\n-- params\n{params}")
         }
         Compiled::Mutation(program) => program_text(program),
+        Compiled::Live(live) => {
+            let (sql, params) = pretty(&basalt::sql::SqlText {
+                sql: live.sql.clone(),
+                params: live.params.clone(),
+            });
+            format!("{sql}\n\n-- each cohort's column pN (in $N+1, a text[])\n{params}")
+        }
     }
 }
 
@@ -249,6 +261,24 @@ async fn goldenfile_sql_runs_on_postgres() {
                     .unwrap_or_else(|e| panic!("{}: {e:?}", case.name));
                 let data: Value = serde_json::from_slice(&bytes).unwrap();
                 assert!(data.is_object(), "{}: {data}", case.name);
+            }
+            Compiled::Live(live) => {
+                // Two cohorts with the same values: two rows, the same answer.
+                let values = basalt::execute::bind(&live.params, &binding, None).unwrap();
+                let conn = basalt::execute::Connection::of(&client, &counters);
+                let mut rows = basalt::execute::run_multiplexed(
+                    conn,
+                    &live,
+                    &[values.as_slice(), values.as_slice()],
+                )
+                .await
+                .unwrap_or_else(|e| panic!("{}: {e:?}", case.name));
+                rows.sort_by_key(|(i, _)| *i);
+                assert_eq!(rows.len(), 2, "{}", case.name);
+                assert_eq!((rows[0].0, rows[1].0), (0, 1));
+                let data: Value = serde_json::from_slice(&rows[0].1).unwrap();
+                assert!(data.is_object(), "{}: {data}", case.name);
+                assert_eq!(rows[0].1, rows[1].1);
             }
             Compiled::Mutation(program) => {
                 // Written and rolled back: every case sees the fixture as it is.

@@ -403,7 +403,7 @@ async fn validation_errors() {
         (
             "subscription { author { id } }",
             "$",
-            "no subscriptions exist",
+            "subscriptions are not supported over HTTP, use websockets instead",
         ),
         (
             "{ author { ...Missing } }",

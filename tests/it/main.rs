@@ -19,5 +19,6 @@ mod permissions;
 mod relationships;
 mod run_sql;
 mod sql_snapshots;
+mod subscriptions;
 mod tables;
 mod types_and_collections;

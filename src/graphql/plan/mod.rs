@@ -97,6 +97,8 @@ pub struct Planned {
     pub mutation: Option<MutationPlan>,
     /// Variable values changed the plan's shape, so it may only be reused with equal variables.
     pub shape_dependent: bool,
+    /// A subscription operation: `data` is a live query, re-run until the client stops it.
+    pub subscription: bool,
 }
 
 /// Plans the chosen query operation for a role.
@@ -120,16 +122,18 @@ pub fn plan(
             return Err(PlanError::validation("$", "no mutations exist"))
         }
         OperationType::Mutation => {}
-        OperationType::Subscription => {
+        OperationType::Subscription if types.subscription_root.is_none() => {
             return Err(PlanError::validation("$", "no subscriptions exist"))
         }
+        OperationType::Subscription => {}
     }
     let mut planner = Planner::new(model, types, resolved, prepared, limits);
     planner.coerce_variables(operation, variables)?;
-    if operation.ty == OperationType::Mutation {
-        return planner.mutation_root(&operation.selection_set.node);
+    match operation.ty {
+        OperationType::Mutation => planner.mutation_root(&operation.selection_set.node),
+        OperationType::Subscription => planner.root(&operation.selection_set.node, true),
+        OperationType::Query => planner.root(&operation.selection_set.node, false),
     }
-    planner.root(&operation.selection_set.node)
 }
 
 /// Checks request variables against the operation's definitions (for reused plans).

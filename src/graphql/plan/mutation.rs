@@ -110,6 +110,7 @@ impl<'a> Planner<'a> {
             keys,
             mutation: Some(plan),
             shape_dependent: self.shape_dependent,
+            subscription: false,
         })
     }
 

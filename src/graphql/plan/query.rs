@@ -10,9 +10,15 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 impl<'a> Planner<'a> {
-    pub(super) fn root(mut self, set: &SelectionSet) -> Result<Planned> {
+    /// The query root, or the subscription root (the same table fields, no introspection).
+    pub(super) fn root(mut self, set: &SelectionSet, subscription: bool) -> Result<Planned> {
+        let root_type = if subscription {
+            "subscription_root"
+        } else {
+            "query_root"
+        };
         let mut collected = Vec::new();
-        self.collect_root(set, "query_root", &mut collected)?;
+        self.collect_root(set, root_type, &mut collected)?;
         let mut data = QueryPlan::default();
         let mut keys = Vec::new();
         let mut introspection_keys = Vec::new();
@@ -27,15 +33,15 @@ impl<'a> Planner<'a> {
                     Self::no_selection(field, &path)?;
                     data.fields.push((
                         key.clone(),
-                        RootField::Constant(Value::String("query_root".into())),
+                        RootField::Constant(Value::String(root_type.into())),
                     ));
                 }
-                "__schema" | "__type" => {
+                "__schema" | "__type" if !subscription => {
                     introspection_keys.push(key.clone());
                     introspection_doc.push_str(&self.print_root_field(field, &path)?);
                     introspection_doc.push(' ');
                 }
-                "no_queries_available" if self.model.roots.is_empty() => {
+                "no_queries_available" if self.model.roots.is_empty() && !subscription => {
                     Self::no_selection(field, &path)?;
                     let message = "There are no queries available to the current role: it has no select permission on any table.";
                     data.fields.push((
@@ -44,7 +50,7 @@ impl<'a> Planner<'a> {
                     ));
                 }
                 _ => {
-                    let planned = self.table_root(name, fields, &path)?;
+                    let planned = self.table_root(name, fields, &path, root_type)?;
                     data.fields.push((key.clone(), planned));
                 }
             }
@@ -61,6 +67,7 @@ impl<'a> Planner<'a> {
             keys,
             mutation: None,
             shape_dependent: self.shape_dependent,
+            subscription,
         })
     }
 
@@ -70,6 +77,7 @@ impl<'a> Planner<'a> {
         name: &str,
         fields: &[&'d AstField],
         path: &str,
+        root_type: &str,
     ) -> Result<RootField>
     where
         'a: 'd,
@@ -80,8 +88,8 @@ impl<'a> Planner<'a> {
             .roots
             .get(name)
             .cloned()
-            .ok_or_else(|| PlanError::unknown_field(path, name, "query_root"))?;
-        let def = self.field_def("query_root", name, path)?;
+            .ok_or_else(|| PlanError::unknown_field(path, name, root_type))?;
+        let def = self.field_def(root_type, name, path)?;
         let args = self.field_args(&def, field, path)?;
         let table = self.table(&root.table, path)?;
         Ok(match root.kind {

@@ -20,7 +20,8 @@ struct TypeBuilder<'a> {
     types: TypeSystem,
 }
 
-/// The type system of a role: its query root first, then every type its fields use.
+/// The type system of a role: its query root first, then every type its fields use (the
+/// mutation and subscription roots among them when the role has fields there).
 pub fn build(model: &RoleModel) -> TypeSystem {
     let mut builder = TypeBuilder {
         tables: &model.tables,
@@ -34,6 +35,15 @@ pub fn build(model: &RoleModel) -> TypeSystem {
         builder.table_types(t);
     }
     let has_mutations = builder.mutation_types(&model.writes, &model.mutations);
+    // Live queries: the same table fields as the query root, for roles that can select.
+    if !model.roots.is_empty() {
+        builder.types.add(TypeDef::Object {
+            name: "subscription_root".to_owned(),
+            description: None,
+            fields: root_fields.clone(),
+        });
+        builder.types.subscription_root = Some("subscription_root".to_owned());
+    }
     builder.types.add(TypeDef::Object {
         name: "query_root".to_owned(),
         description: None,
@@ -47,6 +57,7 @@ pub fn build(model: &RoleModel) -> TypeSystem {
         types: IndexMap::new(),
         query_root: builder.types.query_root.clone(),
         mutation_root: builder.types.mutation_root.clone(),
+        subscription_root: builder.types.subscription_root.clone(),
     };
     if let Some(root) = builder.types.types.shift_remove("query_root") {
         ordered.add(root);
