@@ -83,6 +83,12 @@ async fn introspection_passes_graphql_js_for_admin_and_restricted_roles() {
         assert!(ok, "role {role:?}: {err}");
         let summary: Value = serde_json::from_str(out.trim()).unwrap();
         assert_eq!(summary["query"], "query_root");
+        // Roles that can select subscribe to the same fields.
+        let subscription = match role {
+            Some("stranger") => Value::Null,
+            _ => json!("subscription_root"),
+        };
+        assert_eq!(summary["subscription"], subscription, "role {role:?}");
     }
 }
 

@@ -16,4 +16,9 @@ if (errors.length > 0) {
   process.exit(1);
 }
 const types = Object.keys(schema.getTypeMap()).filter((n) => !n.startsWith('__'));
-console.log(JSON.stringify({ ok: true, types: types.length, query: schema.getQueryType().name }));
+console.log(JSON.stringify({
+  ok: true,
+  types: types.length,
+  query: schema.getQueryType().name,
+  subscription: schema.getSubscriptionType()?.name ?? null,
+}));
