@@ -172,7 +172,8 @@ impl Connection {
                     frame = &mut close_rx => {
                         let frame = frame.ok().flatten();
                         let send = sink.send(Message::Close(frame));
-                        let _ = tokio::time::timeout(Duration::from_secs(1), send).await;
+                        // A slow client may still drain what is queued and read the reason.
+                        let _ = tokio::time::timeout(Duration::from_secs(5), send).await;
                         break;
                     }
                     message = outgoing.recv() => match message {

@@ -733,3 +733,23 @@ async fn real_npm_clients_subscribe_and_query() {
             {"data": {"author_by_pk": {"name": "Ann (apollo)"}}}], "query": query})
     );
 }
+
+/// A client that does not keep up with its results is closed (1008) instead of growing the
+/// server's memory: the outgoing queue is bounded.
+#[tokio::test]
+async fn a_client_too_slow_is_closed() {
+    let s = server(|c| c.live.max_queued_messages = 1).await;
+    let (mut ws, _) = connect(&s, Some(TRANSPORT), &[]).await;
+    init(&mut ws, json!({})).await;
+    for i in 0..60 {
+        send(&mut ws, json!({"type": "subscribe", "id": i.to_string(), "payload": {"query": "subscription { author { id name } }"}})).await;
+    }
+    let close = loop {
+        match next(&mut ws, 10).await {
+            Some(Got::Message(_)) => continue,
+            Some(Got::Closed(code, reason)) => break (code, reason),
+            None => panic!("the socket stayed open"),
+        }
+    };
+    assert_eq!(close, (1008, "client too slow".to_owned()));
+}
