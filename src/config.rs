@@ -247,41 +247,49 @@ pub struct ServeConfig {
 pub struct LiveConfig {
     /// Milliseconds between two runs of a live query.
     #[arg(
-        long,
+        long = "live-queries-refetch-interval-ms",
         env = "BASALT_LIVE_QUERIES_MULTIPLEXED_REFETCH_INTERVAL",
         default_value_t = 1000
     )]
     pub refetch_interval_ms: u64,
     /// Most subscribers (cohorts) answered by one multiplexed statement.
     #[arg(
-        long,
+        long = "live-queries-batch-size",
         env = "BASALT_LIVE_QUERIES_MULTIPLEXED_BATCH_SIZE",
         default_value_t = 100
     )]
     pub batch_size: usize,
     /// Most open WebSocket connections; the next upgrade is refused with HTTP 503.
     #[arg(
-        long,
+        long = "websocket-max-connections",
         env = "BASALT_WEBSOCKET_MAX_CONNECTIONS",
         default_value_t = 10_000
     )]
     pub max_connections: usize,
     /// Most running operations on one WebSocket connection.
-    #[arg(long, env = "BASALT_WEBSOCKET_MAX_OPERATIONS", default_value_t = 100)]
+    #[arg(
+        long = "websocket-max-operations",
+        env = "BASALT_WEBSOCKET_MAX_OPERATIONS",
+        default_value_t = 100
+    )]
     pub max_operations: usize,
     /// Seconds between keep-alive messages.
-    #[arg(long, env = "BASALT_WEBSOCKET_KEEPALIVE", default_value_t = 5)]
+    #[arg(
+        long = "websocket-keepalive-seconds",
+        env = "BASALT_WEBSOCKET_KEEPALIVE",
+        default_value_t = 5
+    )]
     pub keepalive_seconds: u64,
     /// Seconds a `graphql-transport-ws` client has to send `connection_init`.
     #[arg(
-        long,
+        long = "websocket-init-timeout-seconds",
         env = "BASALT_WEBSOCKET_CONNECTION_INIT_TIMEOUT",
         default_value_t = 3
     )]
     pub init_timeout_seconds: u64,
     /// Messages queued for one socket before it counts as too slow and is closed (1008).
     #[arg(
-        long,
+        long = "websocket-max-queued-messages",
         env = "BASALT_WEBSOCKET_MAX_QUEUED_MESSAGES",
         default_value_t = 1000
     )]
