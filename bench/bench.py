@@ -303,6 +303,12 @@ def main():
     parser.add_argument("--no-build", action="store_true", help="use the existing target/release/basalt")
     parser.add_argument("--binary", help="measure this basalt binary instead (implies --no-build), "
                         "e.g. a build of another commit to compare with")
+    parser.add_argument("--subscriptions", action="store_true",
+                        help="measure live subscriptions instead of the queries (see bench/README.md)")
+    parser.add_argument("--subscribers", default="1000,10000",
+                        help="with --subscriptions: comma-separated subscriber counts (default 1000,10000)")
+    parser.add_argument("--idle-seconds", type=float, default=20,
+                        help="with --subscriptions: seconds of idle polling measured (default 20)")
     args = parser.parse_args()
     # A terminated run still stops its servers and removes its cluster (the finally below).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("bench: terminated"))
@@ -347,7 +353,8 @@ def main():
         basalt_log = open(pathlib.Path(work) / "basalt.log", "w")
         basalt = subprocess.Popen(
             [str(binary), "serve", "--database-url", url, "--port", str(port), "--host", "127.0.0.1",
-             "--admin-secret", ADMIN_SECRET, "--pool-size", str(args.pool_size), "--log-format", "json"],
+             "--admin-secret", ADMIN_SECRET, "--pool-size", str(args.pool_size), "--log-format", "json",
+             "--websocket-max-connections", "20000"],
             stdout=basalt_log, stderr=subprocess.STDOUT, env=dict(os.environ, RUST_LOG="warn"))
         processes.append(basalt)
         base = f"http://127.0.0.1:{port}"
@@ -358,6 +365,23 @@ def main():
         if answer.get("message") != "success":
             sys.exit(f"bench: tracking failed: {answer}")
         log("tables and relationships tracked through /v1/query")
+
+        if args.subscriptions:
+            import live
+            interval_ms = 1000
+            client = live.install_client(work, run)
+            rows = live.measure(base=base, secret=ADMIN_SECRET, pid=basalt.pid, url=url,
+                                psql=pg_bin("psql"), cpu_seconds=proc_cpu_seconds, client=client,
+                                counts=[int(n) for n in args.subscribers.split(",")],
+                                idle=args.idle_seconds, interval_ms=interval_ms,
+                                rounds=5 if args.quick else 10, round_rows=100, log=log)
+            with open(results_path, "w") as jsonl:
+                for row in rows:
+                    jsonl.write(json.dumps({"subscriptions": row}) + "\n")
+            print()
+            print(live.table(rows, interval_ms))
+            print(f"Raw figures: {results_path.relative_to(ROOT)}")
+            return
 
         pg_base = None
         if postgraphile_dir:

@@ -249,9 +249,10 @@ async fn poll(state: &AppState, group: &Group) {
     let cohorts: Vec<Vec<Option<String>>> = {
         let mut members = group.members();
         members.retain(|m| !m.stopped.load(Ordering::Relaxed));
+        let mut seen = std::collections::HashSet::new();
         let mut distinct: Vec<Vec<Option<String>>> = Vec::new();
         for m in members.iter() {
-            if !distinct.contains(&m.values) {
+            if seen.insert(m.values.as_slice()) {
                 distinct.push(m.values.clone());
             }
         }

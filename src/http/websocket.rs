@@ -199,6 +199,12 @@ impl Connection {
             };
             let waiting = matches!(self.init, Init::Waiting);
             tokio::select! {
+                // Finished operations first: their final message may already have made the
+                // client reuse the id.
+                biased;
+                Some(id) = self.done_rx.recv() => {
+                    self.operations.remove(&id);
+                }
                 message = stream.next() => match message {
                     Some(Ok(Message::Text(text))) => {
                         if let Some(close) = self.on_message(text.as_str()).await {
@@ -224,9 +230,6 @@ impl Connection {
                 _ = slow.notified() => break Some((1008, "client too slow".to_owned())),
                 _ = shutting_down(&mut closing) => {
                     break Some((1001, "server shutting down".to_owned()));
-                }
-                Some(id) = self.done_rx.recv() => {
-                    self.operations.remove(&id);
                 }
             }
         };
@@ -459,19 +462,12 @@ impl Operation {
             self.complete();
             return;
         }
-        self.out
-            .send(error_message(self.protocol, &self.id, errors).to_string());
-        if self.protocol == Protocol::Apollo {
-            self.out
-                .send(json!({"type": "complete", "id": self.id}).to_string());
-        }
-        let _ = self.done.send(self.id.clone());
+        let error = error_message(self.protocol, &self.id, errors).to_string();
+        finish(self.protocol, &self.id, &self.out, &self.done, Some(error));
     }
 
     fn complete(&self) {
-        self.out
-            .send(json!({"type": "complete", "id": self.id}).to_string());
-        let _ = self.done.send(self.id.clone());
+        finish(self.protocol, &self.id, &self.out, &self.done, None);
     }
 
     /// How the live query reaches this operation's client.
@@ -490,14 +486,32 @@ impl Operation {
                 out.send(data_message(protocol, &id, body.as_bytes()))
             }
             LiveEvent::Error(err) | LiveEvent::Ended(err) => {
-                out.send(error_message(protocol, &id, graphql_errors(&err, expose)).to_string());
-                if protocol == Protocol::Apollo {
-                    out.send(json!({"type": "complete", "id": id}).to_string());
-                }
-                let _ = done.send(id.clone());
+                let error = error_message(protocol, &id, graphql_errors(&err, expose));
+                finish(protocol, &id, &out, &done, Some(error.to_string()));
                 false
             }
         })
+    }
+}
+
+/// Ends an operation: frees its id, then sends `last` (an `error`, if any) and `complete`
+/// (always after a result; after an error only on Apollo). The connection learns the id is free
+/// before the client can see the final message, so a client that reuses the id at once is not
+/// refused.
+fn finish(
+    protocol: Protocol,
+    id: &str,
+    out: &Outbox,
+    done: &mpsc::UnboundedSender<String>,
+    last: Option<String>,
+) {
+    let _ = done.send(id.to_owned());
+    let errored = last.is_some();
+    if let Some(last) = last {
+        out.send(last);
+    }
+    if !errored || protocol == Protocol::Apollo {
+        out.send(json!({"type": "complete", "id": id}).to_string());
     }
 }
 
