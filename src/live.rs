@@ -98,6 +98,9 @@ impl Group {
     }
 }
 
+/// Batches of one group run at once.
+const CONCURRENT_BATCHES: usize = 4;
+
 /// A result or failure for one cohort, with its hash.
 type Outcome = (u64, Result<Bytes, Arc<GraphqlError>>);
 
@@ -194,11 +197,16 @@ impl LiveQueries {
 /// A group's task: poll on every interval (or at once when a member joins) until no member
 /// is left or the snapshot changes (then every member is compiled again).
 async fn run_group(state: AppState, group: Arc<Group>) {
-    let interval = Duration::from_millis(state.config.live.refetch_interval_ms.max(1));
+    let period = Duration::from_millis(state.config.live.refetch_interval_ms.max(1));
+    // A steady cadence: the next poll is due one period after the last one started, not after
+    // it ended (a poll that overruns delays the next instead of queueing several).
+    let mut ticks = tokio::time::interval(period);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticks.tick().await;
     loop {
         tokio::select! {
             _ = group.wake.notified() => {}
-            _ = tokio::time::sleep(interval) => {}
+            _ = ticks.tick() => {}
         }
         if !Arc::ptr_eq(&state.snapshot(), &group.served) {
             regroup(&state, &group);
@@ -262,29 +270,55 @@ async fn poll(state: &AppState, group: &Group) {
         return;
     }
     let mut outcomes: HashMap<&[Option<String>], Outcome> = HashMap::new();
-    for chunk in cohorts.chunks(state.config.live.batch_size.max(1)) {
-        let values: Vec<&[Option<String>]> = chunk.iter().map(Vec::as_slice).collect();
-        match run_chunk(state, &group.sql, &values).await {
-            Ok(rows) => {
-                for (index, data) in rows {
-                    if let Some(cohort) = values.get(index) {
-                        let mut body = Vec::with_capacity(data.len() + 9);
-                        body.extend_from_slice(b"{\"data\":");
-                        body.extend_from_slice(&data);
-                        body.push(b'}');
-                        outcomes.insert(cohort, (hash(&body), Ok(Bytes::from(body))));
-                    }
-                }
-            }
-            Err(err) => {
-                let err = Arc::new(GraphqlError::from(err));
-                let h = hash(err.to_string().as_bytes());
-                for cohort in &values {
-                    outcomes.insert(cohort, (h, Err(err.clone())));
+    let batches: Vec<Vec<&[Option<String>]>> = cohorts
+        .chunks(state.config.live.batch_size.max(1))
+        .map(|chunk| chunk.iter().map(Vec::as_slice).collect())
+        .collect();
+    // A large group's batches run a few at a time, so a poll does not take one round trip per
+    // batch; the pool bounds what all groups use together.
+    for window in batches.chunks(CONCURRENT_BATCHES) {
+        let mut running = Vec::with_capacity(window.len());
+        for values in window {
+            running.push(run_chunk(state, &group.sql, values));
+        }
+        let results = futures_util::future::join_all(running).await;
+        for (values, result) in window.iter().zip(results) {
+            record(values, result, &mut outcomes);
+        }
+    }
+    deliver(group, &outcomes);
+}
+
+/// The outcome of one batch, per cohort.
+fn record<'v>(
+    values: &[&'v [Option<String>]],
+    result: Result<Vec<(usize, Bytes)>, ExecuteError>,
+    outcomes: &mut HashMap<&'v [Option<String>], Outcome>,
+) {
+    match result {
+        Ok(rows) => {
+            for (index, data) in rows {
+                if let Some(cohort) = values.get(index).copied() {
+                    let mut body = Vec::with_capacity(data.len() + 9);
+                    body.extend_from_slice(b"{\"data\":");
+                    body.extend_from_slice(&data);
+                    body.push(b'}');
+                    outcomes.insert(cohort, (hash(&body), Ok(Bytes::from(body))));
                 }
             }
         }
+        Err(err) => {
+            let err = Arc::new(GraphqlError::from(err));
+            let h = hash(err.to_string().as_bytes());
+            for cohort in values {
+                outcomes.insert(cohort, (h, Err(err.clone())));
+            }
+        }
     }
+}
+
+/// Hands each member its cohort's outcome when it changed; drops members that are gone.
+fn deliver(group: &Group, outcomes: &HashMap<&[Option<String>], Outcome>) {
     let mut members = group.members();
     members.retain_mut(|m| {
         if m.stopped.load(Ordering::Relaxed) {

@@ -86,7 +86,11 @@ pub async fn upgrade(state: AppState, mut parts: Parts) -> Response {
         headers.remove(name);
     }
     let max_message = state.config.max_body_bytes;
+    // Small buffers: an idle subscriber's socket should cost kilobytes, not the library's
+    // 128 KiB defaults; they grow for large messages.
     ws.protocols([protocol.name()])
+        .read_buffer_size(4 * 1024)
+        .write_buffer_size(0)
         .max_message_size(max_message)
         .on_upgrade(move |socket| async move {
             Connection::new(state, protocol, headers).run(socket).await;
