@@ -211,13 +211,15 @@ impl Connection {
                 }
                 message = stream.next() => match message {
                     Some(Ok(Message::Text(text))) => {
-                        if let Some(close) = self.on_message(text.as_str()).await {
+                        // Boxed: authentication's futures are large, and an idle socket should
+                        // not carry their space.
+                        if let Some(close) = Box::pin(self.on_message(text.as_str())).await {
                             break Some(close);
                         }
                     }
                     Some(Ok(Message::Binary(bytes))) => {
                         let text = String::from_utf8_lossy(&bytes).into_owned();
-                        if let Some(close) = self.on_message(&text).await {
+                        if let Some(close) = Box::pin(self.on_message(&text)).await {
                             break Some(close);
                         }
                     }
@@ -438,7 +440,9 @@ struct Operation {
 
 impl Operation {
     async fn run(self, session: Session, request: GraphqlRequest) {
-        match engine::run_socket(&self.state, &session, request.clone()).await {
+        // Boxed, so a subscription waiting for its stop holds only its handle.
+        let outcome = Box::pin(engine::run_socket(&self.state, &session, request.clone())).await;
+        match outcome {
             Ok(SocketOperation::Once(body)) => {
                 self.out.send(data_message(self.protocol, &self.id, &body));
                 self.complete();
