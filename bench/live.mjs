@@ -114,7 +114,8 @@ for (let round = 0; round < ROUNDS; round++) {
     new Promise((_, reject) => setTimeout(() => reject(new Error(`round ${round}: not delivered in 30 s`)), 30000)),
   ]);
   for (const t of times) latencies.push(t - t0);
-  await new Promise((r) => setTimeout(r, 300));
+  // A random pause, so changes land at every phase of the poll cycle.
+  await new Promise((r) => setTimeout(r, 300 + Math.random() * 1000));
 }
 latencies.sort((a, b) => a - b);
 console.log(JSON.stringify({

@@ -89,7 +89,7 @@ pub async fn upgrade(state: AppState, mut parts: Parts) -> Response {
     // Small buffers: an idle subscriber's socket should cost kilobytes, not the library's
     // 128 KiB defaults; they grow for large messages.
     ws.protocols([protocol.name()])
-        .read_buffer_size(4 * 1024)
+        .read_buffer_size(2 * 1024)
         .write_buffer_size(0)
         .max_message_size(max_message)
         .on_upgrade(move |socket| async move {
@@ -359,7 +359,8 @@ impl Connection {
                 Protocol::Apollo => None,
             };
         }
-        let headers = merged_headers(&self.headers, payload);
+        // The upgrade headers are needed only here: free them for the socket's lifetime.
+        let headers = merged_headers(&std::mem::take(&mut self.headers), payload);
         match self.state.auth.authenticate(&headers, None).await {
             Ok(session) => {
                 self.init = Init::Ready(session);
