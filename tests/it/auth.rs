@@ -613,7 +613,7 @@ async fn jwt_mode_with_unauthorized_role() {
 // ---- auth webhook ---------------------------------------------------------------------------
 
 #[derive(Clone, Default)]
-struct Hook {
+pub(crate) struct Hook {
     hits: Arc<Mutex<usize>>,
     last: Arc<Mutex<Option<Value>>>,
 }
@@ -626,6 +626,10 @@ fn hook_answer(token: &str) -> axum::response::Response {
                 .into_response()
         }
         "Bearer fresh" => Json(json!({"x-svc-role": "guest"})).into_response(),
+        "Bearer brief" => {
+            Json(json!({"X-Svc-Role": "user", "X-Svc-User-Id": "2", "Cache-Control": "max-age=2"}))
+                .into_response()
+        }
         "Bearer norole" => Json(json!({"X-Svc-User-Id": "2"})).into_response(),
         "Bearer notjson" => "hello".into_response(),
         "Bearer denied" => axum::http::StatusCode::UNAUTHORIZED.into_response(),
@@ -633,7 +637,7 @@ fn hook_answer(token: &str) -> axum::response::Response {
     }
 }
 
-async fn hook_server(hook: Hook) -> String {
+pub(crate) async fn hook_server(hook: Hook) -> String {
     let router = Router::new()
         .route(
             "/get",

@@ -1,7 +1,7 @@
 //! Subscriptions and the WebSocket transport: both protocols, their messages and close codes,
 //! live results pushed on change, multiplexing, limits, session expiry and metadata changes.
 
-use crate::auth::{blog_server, claims, hs_token, now, HS_KEY, SECRET};
+use crate::auth::{blog_server, claims, hook_server, hs_token, now, Hook, HS_KEY, SECRET};
 use crate::harness::TestServer;
 use basalt::config::ServeConfig;
 use futures_util::{SinkExt, StreamExt};
@@ -543,6 +543,34 @@ async fn socket_closes_when_the_jwt_expires() {
     let (mut ws, _) = connect(&s, Some(TRANSPORT), &[]).await;
     send(&mut ws, json!({"type": "connection_init", "payload": {"headers": {"Authorization": format!("Bearer {token}")}}})).await;
     assert_eq!(closed(&mut ws).await, (4403, "4403: Forbidden".to_owned()));
+}
+
+#[tokio::test]
+async fn socket_closes_when_the_webhook_session_expires() {
+    let base = hook_server(Hook::default()).await;
+    let s = server(|c| {
+        c.admin_secret = Some(SECRET.into());
+        c.auth_hook = Some(format!("{base}/get"));
+    })
+    .await;
+    // The hook's answer is good for two seconds (Cache-Control: max-age=2).
+    let (mut ws, _) = connect(&s, Some(APOLLO), &[("Authorization", "Bearer brief")]).await;
+    assert_eq!(
+        init(&mut ws, json!({})).await,
+        json!({"type": "connection_ack"})
+    );
+    send(&mut ws, json!({"type": "start", "id": "1", "payload": {"query": "subscription { articles(limit: 1, order_by: {id: asc}) { id } }"}})).await;
+    assert_eq!(message(&mut ws).await["type"], "data");
+    let started = std::time::Instant::now();
+    assert_eq!(closed(&mut ws).await, (4403, "session expired".to_owned()));
+    assert!(started.elapsed() < Duration::from_secs(4));
+    // An answer without a lifetime keeps the socket open.
+    let (mut ws, _) = connect(&s, Some(APOLLO), &[("Authorization", "Bearer fresh")]).await;
+    assert_eq!(
+        init(&mut ws, json!({})).await,
+        json!({"type": "connection_ack"})
+    );
+    quiet(&mut ws, 2500).await;
 }
 
 /// A metadata change recompiles every subscription: one that still compiles goes on, one
