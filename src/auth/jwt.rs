@@ -466,6 +466,13 @@ impl JwtVerifier {
             .as_str()
             .ok_or_else(|| invalid("invalid x-svc-default-role; should be a string".into()))?
             .to_owned();
+        // A token may not grant by default a role it does not allow (checked whether or not
+        // the request names a role): otherwise a default of `admin` would be served as such.
+        if !allowed.contains(&default) {
+            return Err(invalid(
+                "x-svc-default-role is not in x-svc-allowed-roles".into(),
+            ));
+        }
         let mut variables = BTreeMap::new();
         for (k, v) in &object {
             let credential = k == "x-svc-admin-secret" || k == "x-svc-access-key";

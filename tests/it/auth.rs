@@ -306,7 +306,21 @@ async fn jwt_hs256_roles_and_rejections() {
             "jwt-invalid-claims",
             "invalid x-svc-allowed-roles; should be a list of roles",
         ),
+        // A default role outside the allowed roles (here `admin`) is never served.
+        (
+            hs_token(
+                &json!({"https://basalt.dev/jwt/claims": {"x-svc-allowed-roles": ["user"], "x-svc-default-role": "admin"}}),
+            ),
+            "jwt-invalid-claims",
+            "x-svc-default-role is not in x-svc-allowed-roles",
+        ),
     ];
+    // Also when the request asks for an allowed role.
+    let admin_default = hs_token(
+        &json!({"https://basalt.dev/jwt/claims": {"x-svc-allowed-roles": ["user"], "x-svc-default-role": "admin"}}),
+    );
+    let r = with_token(&s, &admin_default, &[("X-Svc-Role", "user")]).await;
+    assert_eq!(error_code(&r), "jwt-invalid-claims", "{r}");
     for (token, code, message) in cases {
         let r = with_token(&s, &token, &[]).await;
         assert_eq!(error_code(&r), code, "{r}");
