@@ -187,6 +187,8 @@ struct Work {
     own_consistency_rules: bool,
     /// The database model changed: rebuild here and on peers even without a metadata write.
     rebuild: bool,
+    /// The database as the request found it.
+    db_before: DbModel,
 }
 
 /// Who writes, and what that means for objects owned by Kubernetes resources.
@@ -228,50 +230,17 @@ pub async fn execute_with(
     expected_version: Option<i64>,
     writer: Writer<'_>,
 ) -> Result<Executed, CatalogError> {
-    let read_only = op.is_read_only();
     let tx = client.transaction().await?;
-    let (metadata, version) = load(&tx, !read_only)
-        .instrument(tracing::debug_span!("catalog.load"))
-        .await?;
-    if let Some(expected) = expected_version.filter(|_| !read_only) {
-        if expected != version {
-            return Err(CatalogError::Conflict {
-                expected,
-                current: version,
-            });
-        }
-    }
-    let mut enum_candidates = metadata.enum_tables();
-    enum_candidates.extend(op.enum_candidates());
-    let enum_candidates = relation_names(&enum_candidates);
-    let db: DbModel = introspect::introspect(&tx, &enum_candidates).await?;
-    let mut work = Work {
-        metadata: metadata.clone(),
-        db: db.clone(),
-        enum_candidates,
-        own_consistency_rules: false,
-        rebuild: false,
-    };
-    let mut response = run(&tx, &mut work, op).await?;
-    let schema = {
-        let _span = tracing::debug_span!("schema.rebuild").entered();
-        schema::resolve(&work.metadata, &work.db)
-    };
-    if !work.own_consistency_rules {
-        let before = schema::resolve(&metadata, &db);
-        ops::check_no_new_inconsistency(&before, &schema)?;
-    }
+    let Applied {
+        metadata,
+        version,
+        work,
+        schema,
+        mut response,
+    } = apply(&tx, op, expected_version, writer).await?;
     let wrote = work.metadata != metadata;
     if is_get_inconsistent(op) {
         add_drift(&tx, &metadata, &mut response).await?;
-    }
-    if let Writer::Api {
-        reject_managed: true,
-    } = writer
-    {
-        if wrote {
-            refuse_managed_changes(&tx, &metadata, &work.metadata).await?;
-        }
     }
     let mut new_version = version;
     if wrote {
@@ -305,6 +274,110 @@ pub async fn execute_with(
         },
         wrote,
         notify,
+    })
+}
+
+/// Runs a request exactly as [`execute_with`] would — the same locks, SQL, checks and errors —
+/// then rolls the transaction back: nothing is stored and no `NOTIFY` is sent. Answers what
+/// would change, object by object, and the inconsistent objects the change would leave that
+/// were not there before (`dry_run` on `/v1/query`).
+pub async fn dry_run(
+    client: &mut tokio_postgres::Client,
+    op: &Op,
+    expected_version: Option<i64>,
+    writer: Writer<'_>,
+) -> Result<Value, CatalogError> {
+    let tx = client.transaction().await?;
+    let applied = apply(&tx, op, expected_version, writer).await?;
+    tx.rollback().await?;
+    let changes =
+        crate::metadata::objects::object_changes(&applied.metadata, &applied.work.metadata);
+    let before = schema::resolve(&applied.metadata, &applied.work.db_before);
+    let known = before.blocking_ids();
+    let inconsistent: Vec<Value> = applied
+        .schema
+        .inconsistencies
+        .iter()
+        .filter(|i| !i.is_unsupported_feature() && !known.contains(&i.object))
+        .map(schema::Inconsistency::to_json)
+        .collect();
+    Ok(serde_json::json!({
+        "dry_run": true,
+        "added": changes.added,
+        "changed": changes.changed,
+        "removed": changes.removed,
+        "inconsistent_objects": inconsistent,
+    }))
+}
+
+/// A request's operations run in a transaction, checked, not yet stored.
+struct Applied {
+    /// The document before.
+    metadata: Metadata,
+    /// Its version.
+    version: i64,
+    /// The document and database after.
+    work: Work,
+    /// The document after, resolved against the database after.
+    schema: SchemaCache,
+    /// The operation's answer.
+    response: Value,
+}
+
+/// Lock, load, introspect, run each operation, check.
+async fn apply(
+    tx: &tokio_postgres::Transaction<'_>,
+    op: &Op,
+    expected_version: Option<i64>,
+    writer: Writer<'_>,
+) -> Result<Applied, CatalogError> {
+    let read_only = op.is_read_only();
+    let (metadata, version) = load(tx, !read_only)
+        .instrument(tracing::debug_span!("catalog.load"))
+        .await?;
+    if let Some(expected) = expected_version.filter(|_| !read_only) {
+        if expected != version {
+            return Err(CatalogError::Conflict {
+                expected,
+                current: version,
+            });
+        }
+    }
+    let mut enum_candidates = metadata.enum_tables();
+    enum_candidates.extend(op.enum_candidates());
+    let enum_candidates = relation_names(&enum_candidates);
+    let db: DbModel = introspect::introspect(tx, &enum_candidates).await?;
+    let mut work = Work {
+        metadata: metadata.clone(),
+        db: db.clone(),
+        enum_candidates,
+        own_consistency_rules: false,
+        rebuild: false,
+        db_before: db,
+    };
+    let response = run(tx, &mut work, op).await?;
+    let schema = {
+        let _span = tracing::debug_span!("schema.rebuild").entered();
+        schema::resolve(&work.metadata, &work.db)
+    };
+    if !work.own_consistency_rules {
+        let before = schema::resolve(&metadata, &work.db_before);
+        ops::check_no_new_inconsistency(&before, &schema)?;
+    }
+    if let Writer::Api {
+        reject_managed: true,
+    } = writer
+    {
+        if work.metadata != metadata {
+            refuse_managed_changes(tx, &metadata, &work.metadata).await?;
+        }
+    }
+    Ok(Applied {
+        metadata,
+        version,
+        work,
+        schema,
+        response,
     })
 }
 

@@ -1,5 +1,6 @@
 //! `POST /v1/query`: authenticate, read the body within its limit, check the caller is admin,
-//! parse the operation, run it through the catalog, install the new schema cache.
+//! parse the operation, run it through the catalog, install the new schema cache (or, with
+//! `"dry_run": true`, run it, roll it back and answer what it would change).
 
 use super::error::ApiError;
 use crate::catalog;
@@ -60,6 +61,15 @@ async fn run(state: AppState, headers: HeaderMap, body: Body) -> Result<Response
             )
         })?),
     };
+    let dry_run = match request.get("dry_run") {
+        None | Some(Value::Null) => false,
+        Some(v) => v.as_bool().ok_or_else(|| {
+            crate::metadata::error::parse_failed(
+                crate::metadata::JsonPath::root().key("dry_run"),
+                "expected a boolean dry_run",
+            )
+        })?,
+    };
     let mut client = state
         .pool
         .get()
@@ -68,6 +78,11 @@ async fn run(state: AppState, headers: HeaderMap, body: Body) -> Result<Response
     let writer = catalog::Writer::Api {
         reject_managed: state.config.managed_metadata == crate::config::ManagedMetadata::Reject,
     };
+    if dry_run {
+        // Runs and rolls back: nothing stored, nothing installed, no NOTIFY.
+        let answer = catalog::dry_run(&mut client, &op, expected, writer).await?;
+        return Ok(Json(answer).into_response());
+    }
     let executed = catalog::execute_with(&mut client, &op, expected, writer).await?;
     drop(client);
     let version = executed.snapshot.version;

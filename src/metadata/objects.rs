@@ -574,3 +574,60 @@ mod tests {
         assert_eq!(differing_fields(&a, &b), vec!["definition.b", "name"]);
     }
 }
+
+impl Object {
+    /// The object's `type` as inconsistency reports and dry runs name it.
+    pub fn wire_type(&self) -> &'static str {
+        match self {
+            Object::Table(_) => "table",
+            Object::ObjectRelationship(..) => "object_relation",
+            Object::ArrayRelationship(..) => "array_relation",
+            Object::Permission(_, kind, _) => kind.object_type(),
+            Object::ComputedField(..) => "computed_field",
+            Object::CustomType(_) => "custom_type",
+            Object::Collection(_) => "query_collection",
+            Object::Allowlist(_) => "allowlist",
+        }
+    }
+
+    /// `{"type", "definition"}`, as `get_inconsistent_metadata` lists objects.
+    pub fn item(&self) -> Value {
+        json!({"type": self.wire_type(), "definition": self.canonical()})
+    }
+}
+
+/// What a change of the metadata document does, object by object (a dry run's answer).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ObjectChanges {
+    /// Objects only in the new document.
+    pub added: Vec<Value>,
+    /// Objects in both whose definition differs: the new definition, and the old one as
+    /// `previous`.
+    pub changed: Vec<Value>,
+    /// Objects only in the old document.
+    pub removed: Vec<Value>,
+}
+
+/// Compares two documents object by object, in key order.
+pub fn object_changes(before: &Metadata, after: &Metadata) -> ObjectChanges {
+    let old = catalog_objects(before);
+    let new = catalog_objects(after);
+    let mut changes = ObjectChanges::default();
+    for (key, object) in &new {
+        match old.get(key) {
+            None => changes.added.push(object.item()),
+            Some(previous) if previous.canonical() != object.canonical() => {
+                let mut item = object.item();
+                item["previous"] = previous.canonical();
+                changes.changed.push(item);
+            }
+            Some(_) => {}
+        }
+    }
+    for (key, object) in &old {
+        if !new.contains_key(key) {
+            changes.removed.push(object.item());
+        }
+    }
+    changes
+}

@@ -303,3 +303,105 @@ async fn later_feature_sections_are_shape_checked() {
         json!({"num_retries": 0, "interval_sec": 10, "timeout_sec": 60})
     );
 }
+
+/// `dry_run` runs a write as it would run and rolls it back: the answer lists what would be
+/// added, changed and removed, and the inconsistencies it would cause; nothing is stored, no
+/// schema is rebuilt, no peer is notified.
+#[tokio::test]
+async fn dry_run_reports_and_changes_nothing() {
+    let s = TestServer::library().await;
+    s.ok(json!({"type": "bulk", "args": [
+        {"type": "track_table", "args": {"table": "author"}},
+        {"type": "create_select_permission", "args": {"table": "author", "role": "user", "permission": {"columns": ["id"], "filter": {}}}}
+    ]}))
+    .await;
+    let before = s.export().await;
+    let version = s.running.state.snapshot().version;
+    let builds = s.running.state.counters.snapshot().schema_builds;
+    let config: tokio_postgres::Config = s.db_url.parse().unwrap();
+    let mut listener = basalt::catalog::listen(&config).await.unwrap();
+    let r = s
+        .ok(json!({"type": "bulk", "dry_run": true, "args": [
+            {"type": "run_sql", "args": {"sql": "CREATE TABLE scratch (id int PRIMARY KEY)"}},
+            {"type": "track_table", "args": {"table": "scratch"}},
+            {"type": "drop_select_permission", "args": {"table": "author", "role": "user"}},
+            {"type": "create_select_permission", "args": {"table": "author", "role": "user", "permission": {"columns": ["id", "name"], "filter": {}}}},
+            {"type": "track_table", "args": {"table": "article"}}
+        ]}))
+        .await;
+    assert_eq!(r["dry_run"], true);
+    let types = |key: &str| -> Vec<String> {
+        r[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| {
+                format!(
+                    "{} {}",
+                    i["type"].as_str().unwrap(),
+                    i["definition"]["table"]["name"]
+                        .as_str()
+                        .or(i["definition"]["table"].as_str())
+                        .unwrap_or_default()
+                )
+            })
+            .collect()
+    };
+    assert_eq!(types("added"), ["table article", "table scratch"], "{r}");
+    assert_eq!(types("changed"), ["select_permission author"], "{r}");
+    assert_eq!(
+        r["changed"][0]["definition"]["permission"]["columns"],
+        json!(["id", "name"])
+    );
+    assert_eq!(
+        r["changed"][0]["previous"]["permission"]["columns"],
+        json!(["id"])
+    );
+    assert_eq!(r["removed"], json!([]));
+    assert_eq!(r["inconsistent_objects"], json!([]));
+    // Nothing happened.
+    assert_eq!(s.export().await, before);
+    assert_eq!(s.running.state.snapshot().version, version);
+    assert_eq!(s.running.state.counters.snapshot().schema_builds, builds);
+    let exists = s
+        .ok(json!({"type": "run_sql", "args": {"sql": "SELECT to_regclass('scratch') IS NULL"}}))
+        .await;
+    assert_eq!(exists["result"][1][0], "t", "the SQL was rolled back");
+    let notified = tokio::time::timeout(
+        std::time::Duration::from_millis(500),
+        listener.payloads.recv(),
+    )
+    .await;
+    assert!(notified.is_err(), "no NOTIFY: {notified:?}");
+    // Removals, and the inconsistencies a change would leave behind (allowed by this operation).
+    let r = s
+        .ok(json!({"type": "replace_metadata", "version": 2, "dry_run": true, "args": {
+            "allow_inconsistent_metadata": true,
+            "metadata": {"version": 2, "tables": [{"table": {"schema": "public", "name": "ghost"}}]}}}))
+        .await;
+    assert_eq!(
+        r["removed"].as_array().unwrap().len(),
+        2,
+        "the table and its permission: {r}"
+    );
+    assert_eq!(r["added"][0]["definition"]["table"]["name"], "ghost");
+    assert_eq!(r["inconsistent_objects"][0]["type"], "table");
+    assert_eq!(r["inconsistent_objects"][0]["definition"]["name"], "ghost");
+    assert_eq!(s.export().await, before);
+    // A request that would fail fails the same way, and a wrong flag is refused.
+    s.fails(
+        json!({"type": "track_table", "dry_run": true, "args": {"table": "author"}}),
+        400,
+        "already-tracked",
+        "$.args",
+    )
+    .await;
+    s.fails(
+        json!({"type": "track_table", "dry_run": "yes", "args": {"table": "article"}}),
+        400,
+        "parse-failed",
+        "$.dry_run",
+    )
+    .await;
+    assert_eq!(s.export().await, before);
+}
