@@ -1,4 +1,5 @@
-//! `GET /healthz` and `GET /v1/version`.
+//! `GET /healthz` (alive and the catalog reachable), `GET /readyz` (ready to serve: metadata
+//! loaded, schemas built, database answering) and `GET /v1/version`.
 
 use crate::state::AppState;
 use axum::extract::State;
@@ -20,6 +21,34 @@ pub async fn healthz(State(state): State<AppState>) -> (StatusCode, &'static str
     } else {
         (StatusCode::OK, "WARN: inconsistent objects in schema")
     }
+}
+
+/// Longest wait for the database's answer before the process counts as not ready.
+const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// 200 when requests can be served: the catalog's metadata is loaded and its GraphQL schemas
+/// are built (a first load that failed leaves version -1), and the database answers within
+/// two seconds. Otherwise 503 with the checks that failed. Inconsistent objects do not make a
+/// replica unready: the rest of the schema is served.
+pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
+    let loaded = state.snapshot().version >= 0;
+    let database = tokio::time::timeout(READY_TIMEOUT, async {
+        match state.pool.get().await {
+            Ok(client) => client.simple_query("SELECT 1").await.is_ok(),
+            Err(_) => false,
+        }
+    })
+    .await
+    .unwrap_or(false);
+    let status = if loaded && database {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (
+        status,
+        Json(json!({"ready": loaded && database, "metadata_loaded": loaded, "schema_built": loaded, "database": database})),
+    )
 }
 
 /// The server version.

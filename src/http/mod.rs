@@ -23,6 +23,7 @@ static REQUEST_IDS: AtomicU64 = AtomicU64::new(1);
 pub fn router(state: AppState) -> Router {
     let mut router = Router::new()
         .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
         .route("/v1/version", get(health::version));
     if state.config.api_enabled("metadata") {
         router = router.route("/v1/query", post(query::handle));

@@ -461,8 +461,8 @@ def check_probes(r: Rendered) -> list[str]:
         return ["no engine Deployment"]
     c = container(engine, "engine")
     want = {
-        "readinessProbe": ("http", "/healthz", ENGINE_PORT),
-        "startupProbe": ("http", "/healthz", ENGINE_PORT),
+        "readinessProbe": ("http", "/readyz", ENGINE_PORT),
+        "startupProbe": ("http", "/readyz", ENGINE_PORT),
         "livenessProbe": ("tcp", None, ENGINE_PORT),
     }
     for probe, expected in want.items():

@@ -236,6 +236,31 @@ async fn healthz_reports_an_unreachable_catalog() {
     assert_eq!(r.text().await.unwrap(), "ERROR");
 }
 
+/// `/readyz`: 200 with every check passing; 503, naming the failed check, when the database
+/// stops answering (here: its database dropped under the running server).
+#[tokio::test]
+async fn readyz_reports_what_is_not_ready() {
+    let s = TestServer::library().await;
+    let r = reqwest::get(format!("{}/readyz", s.base)).await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        r.json::<serde_json::Value>().await.unwrap(),
+        json!({"ready": true, "metadata_loaded": true, "schema_built": true, "database": true})
+    );
+    let name = s.db_url.rsplit('/').next().unwrap().to_owned();
+    run_sql(
+        &s.db_url.replace(&name, "postgres"),
+        &format!("DROP DATABASE \"{name}\" WITH (FORCE)"),
+    )
+    .await;
+    let r = reqwest::get(format!("{}/readyz", s.base)).await.unwrap();
+    assert_eq!(r.status(), 503);
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(body["ready"], false);
+    assert_eq!(body["database"], false);
+    assert_eq!(body["metadata_loaded"], true);
+}
+
 #[tokio::test]
 async fn internal_errors_are_generic_unless_dev_mode() {
     for dev_mode in [false, true] {
