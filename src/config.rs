@@ -240,6 +240,9 @@ pub struct ServeConfig {
     /// Subscriptions and the WebSocket transport.
     #[command(flatten)]
     pub live: LiveConfig,
+    /// Serve `/metrics` without the admin secret (for a scraper inside the cluster).
+    #[arg(long, env = "BASALT_METRICS_PUBLIC", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub metrics_public: bool,
 }
 
 /// Subscriptions (live queries) and the WebSocket transport on `/v1/graphql`.
@@ -346,6 +349,7 @@ impl ServeConfig {
             controller: false,
             controller_settings: ControllerConfig::default(),
             live: LiveConfig::default(),
+            metrics_public: false,
         }
     }
 }

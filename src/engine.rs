@@ -102,18 +102,40 @@ impl From<ExecuteError> for GraphqlError {
     }
 }
 
+/// The answer to one request, and the kind of operation it was (`query`, `mutation`,
+/// `subscription`, or `unknown` when the document did not get that far), for the metrics.
+#[derive(Debug)]
+pub struct Answer {
+    /// The operation's kind.
+    pub kind: &'static str,
+    /// The response body, or why there is none.
+    pub body: Result<Bytes, GraphqlError>,
+}
+
 /// Runs one request for a session (HTTP: queries and mutations; a subscription needs the
 /// WebSocket transport).
-pub async fn run(
-    state: &AppState,
-    session: &Session,
-    request: GraphqlRequest,
-) -> Result<Bytes, GraphqlError> {
-    let compiled = compiled(state, session, request)?;
-    if compiled.plan.planned.subscription {
-        return Err(GraphqlError::SubscriptionOverHttp);
-    }
-    execute_compiled(state, session, &compiled).await
+pub async fn run(state: &AppState, session: &Session, request: GraphqlRequest) -> Answer {
+    let compiled = match compiled(state, session, request) {
+        Ok(c) => c,
+        Err(err) => {
+            return Answer {
+                kind: "unknown",
+                body: Err(err),
+            }
+        }
+    };
+    let kind = match compiled.plan.prepared.operation_type() {
+        Some(async_graphql_parser::types::OperationType::Query) => "query",
+        Some(async_graphql_parser::types::OperationType::Mutation) => "mutation",
+        Some(async_graphql_parser::types::OperationType::Subscription) => "subscription",
+        None => "unknown",
+    };
+    let body = if compiled.plan.planned.subscription {
+        Err(GraphqlError::SubscriptionOverHttp)
+    } else {
+        execute_compiled(state, session, &compiled).await
+    };
+    Answer { kind, body }
 }
 
 /// What an operation sent over a WebSocket turns into.

@@ -30,6 +30,8 @@
 //! - [`live`]: subscriptions as multiplexed live queries, polled per group of subscribers.
 //! - [`controller`]: the Kubernetes controller and `basalt export`.
 //! - [`stats`]: work counters the tests count.
+//! - [`metrics`]: Prometheus `/metrics`: request counts and latencies, and the counters, pool,
+//!   catalog and live-query state read at scrape time.
 //! - [`json_path`]: JSON select paths.
 #![warn(missing_docs)]
 #![deny(clippy::unwrap_used, clippy::expect_used)]
@@ -48,6 +50,7 @@ pub mod introspect;
 pub mod json_path;
 pub mod live;
 pub mod metadata;
+pub mod metrics;
 pub mod ops;
 pub mod pool;
 pub mod schema;

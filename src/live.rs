@@ -141,6 +141,17 @@ impl LiveQueries {
         self.lock().len()
     }
 
+    /// Subscribers of all groups (live queries being polled).
+    pub fn subscriber_count(&self) -> usize {
+        self.lock().values().map(|g| g.members().len()).sum()
+    }
+
+    /// WebSockets open now.
+    pub fn open_sockets(&self) -> usize {
+        self.max_sockets
+            .saturating_sub(self.sockets.available_permits())
+    }
+
     /// Starts a subscription compiled by [`engine::run_socket`]. Its first result is sent as
     /// soon as its group polls (at once), later ones when they change.
     pub fn subscribe(

@@ -59,6 +59,8 @@ pub struct AppState {
     pub counters: Arc<Counters>,
     /// The subscriptions of every socket, grouped into multiplexed live queries.
     pub live: Arc<crate::live::LiveQueries>,
+    /// Request counts and latencies (`/metrics`).
+    pub metrics: crate::metrics::Metrics,
 }
 
 impl std::fmt::Debug for AppState {
@@ -84,6 +86,7 @@ impl AppState {
             auth: Arc::new(auth),
             counters: Arc::new(Counters::default()),
             live: Arc::new(live),
+            metrics: crate::metrics::Metrics::default(),
         }
     }
 
@@ -111,8 +114,12 @@ impl AppState {
             return;
         }
         // Build the schemas outside the lock; requests keep using the old ones meanwhile.
+        let started = std::time::Instant::now();
         let next = Served::new(next);
         Counters::bump(&self.counters.schema_builds);
+        self.counters
+            .schema_build_seconds
+            .observe(started.elapsed().as_secs_f64());
         let mut guard = match self.snapshot.write() {
             Ok(g) => g,
             Err(poisoned) => poisoned.into_inner(),

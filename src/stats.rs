@@ -3,10 +3,11 @@
 //! parses nor plans, schemas are built once per metadata version, statements are prepared
 //! once per connection) by counting, not timing. Relaxed atomics: exact totals, no ordering.
 
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The counters. Cheap to bump from any task.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Counters {
     /// Requests answered from the plan cache.
     pub plan_cache_hits: AtomicU64,
@@ -20,6 +21,27 @@ pub struct Counters {
     pub statements_prepared: AtomicU64,
     /// Multiplexed live-query statements run (each answers up to a batch of subscribers).
     pub live_statements: AtomicU64,
+    /// Seconds each SQL statement of the GraphQL path took (prepare, bind, run, rows).
+    pub sql_seconds: Histogram,
+    /// Seconds each build of the GraphQL schemas took.
+    pub schema_build_seconds: Histogram,
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Counters {
+            plan_cache_hits: AtomicU64::new(0),
+            documents_parsed: AtomicU64::new(0),
+            plans_compiled: AtomicU64::new(0),
+            schema_builds: AtomicU64::new(0),
+            statements_prepared: AtomicU64::new(0),
+            live_statements: AtomicU64::new(0),
+            // 100 µs … about 4 s.
+            sql_seconds: Histogram::new(exponential_buckets(0.0001, 2.5, 12)),
+            // 1 ms … about 16 s.
+            schema_build_seconds: Histogram::new(exponential_buckets(0.001, 2.5, 11)),
+        }
+    }
 }
 
 /// A point-in-time copy of [`Counters`].

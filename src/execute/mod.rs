@@ -112,9 +112,14 @@ async fn rows<C: deadpool_postgres::GenericClient>(
     values: &[Option<String>],
 ) -> Result<Vec<tokio_postgres::Row>, ExecuteError> {
     tracing::debug!(sql = %sql.sql, "execute");
+    let started = std::time::Instant::now();
     let statement = prepare(conn, &sql.sql, sql.params.len()).await?;
     let refs: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
-    Ok(conn.client.query(&statement, &refs).await?)
+    let rows = conn.client.query(&statement, &refs).await;
+    conn.counters
+        .sql_seconds
+        .observe(started.elapsed().as_secs_f64());
+    Ok(rows?)
 }
 
 /// Runs a statement that needs no results (the session setting of a transaction).
@@ -175,9 +180,14 @@ pub async fn run_multiplexed(
         arrays.push(Some(bind::text_array(&column)));
     }
     tracing::debug!(sql = %sql.sql, cohorts = cohorts.len(), "execute multiplexed");
+    let started = std::time::Instant::now();
     let statement = prepare(conn, &sql.sql, arrays.len()).await?;
     let refs: Vec<&(dyn ToSql + Sync)> = arrays.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
-    let rows = conn.client.query(&statement, &refs).await?;
+    let rows = conn.client.query(&statement, &refs).await;
+    conn.counters
+        .sql_seconds
+        .observe(started.elapsed().as_secs_f64());
+    let rows = rows?;
     rows.iter()
         .map(|row| {
             let cohort: i32 = row.try_get(0)?;

@@ -26,13 +26,19 @@ pub async fn post(
     let bytes = to_bytes(body, limit)
         .await
         .map_err(|_| ApiError::PayloadTooLarge(limit))?;
-    let body = match serde_json::from_slice::<Value>(&bytes) {
-        Err(e) => graphql_body(&GraphqlError::InvalidJson(e.to_string()), false),
-        Ok(Value::Array(items)) => batch(&state, &headers, items).await,
+    let (body, kind) = match serde_json::from_slice::<Value>(&bytes) {
+        Err(e) => (
+            graphql_body(&GraphqlError::InvalidJson(e.to_string()), false),
+            UNKNOWN,
+        ),
+        Ok(Value::Array(items)) => (batch(&state, &headers, items).await, "batch"),
         Ok(single) => one(&state, &headers, single, false).await,
     };
-    Ok(respond(&headers, body))
+    Ok(respond(&headers, body, kind))
 }
+
+/// The operation label of a request that did not get as far as a parsed operation.
+const UNKNOWN: &str = "unknown";
 
 /// Query-string form of a request.
 #[derive(Debug, Deserialize)]
@@ -62,15 +68,18 @@ pub async fn get(State(state): State<AppState>, request: Request) -> Response {
     if let Some(op) = params.operation_name {
         request.insert("operationName".into(), Value::String(op));
     }
-    let body = match params.variables.map(|v| serde_json::from_str::<Value>(&v)) {
-        Some(Err(e)) => graphql_body(&GraphqlError::InvalidVariables(e.to_string()), false),
+    let (body, kind) = match params.variables.map(|v| serde_json::from_str::<Value>(&v)) {
+        Some(Err(e)) => (
+            graphql_body(&GraphqlError::InvalidVariables(e.to_string()), false),
+            UNKNOWN,
+        ),
         Some(Ok(vars)) => {
             request.insert("variables".into(), vars);
             one(&state, &headers, Value::Object(request), true).await
         }
         None => one(&state, &headers, Value::Object(request), true).await,
     };
-    respond(&headers, body)
+    respond(&headers, body, kind)
 }
 
 async fn batch(state: &AppState, headers: &HeaderMap, items: Vec<Value>) -> Bytes {
@@ -86,29 +95,43 @@ async fn batch(state: &AppState, headers: &HeaderMap, items: Vec<Value>) -> Byte
         if i > 0 {
             out.push(b',');
         }
-        out.extend_from_slice(&one(state, headers, item, false).await);
+        out.extend_from_slice(&one(state, headers, item, false).await.0);
     }
     out.push(b']');
     Bytes::from(out)
 }
 
-async fn one(state: &AppState, headers: &HeaderMap, value: Value, via_get: bool) -> Bytes {
+/// One request: its body, and its operation's kind for the metrics.
+async fn one(
+    state: &AppState,
+    headers: &HeaderMap,
+    value: Value,
+    via_get: bool,
+) -> (Bytes, &'static str) {
     let session = match state.auth.authenticate(headers, Some(&value)).await {
         Ok(s) => s,
-        Err(e) => return graphql_body(&GraphqlError::Auth(e), false),
+        Err(e) => return (graphql_body(&GraphqlError::Auth(e), false), UNKNOWN),
     };
     let expose = session.is_admin() || state.config.dev_mode;
     let request: GraphqlRequest = match serde_json::from_value(value) {
         Ok(r) => r,
-        Err(e) => return graphql_body(&GraphqlError::InvalidRequest(e.to_string()), expose),
+        Err(e) => {
+            let err = GraphqlError::InvalidRequest(e.to_string());
+            return (graphql_body(&err, expose), UNKNOWN);
+        }
     };
     if via_get && !is_query(&request) {
-        return graphql_body(&GraphqlError::NotAllowedOverGet, expose);
+        return (
+            graphql_body(&GraphqlError::NotAllowedOverGet, expose),
+            UNKNOWN,
+        );
     }
     tracing::Span::current().record("role", session.role.as_str());
-    match engine::run(state, &session, request).await {
-        Ok(body) => body,
-        Err(err) => graphql_body(&err, expose),
+    let answer = engine::run(state, &session, request).await;
+    tracing::Span::current().record("operation", answer.kind);
+    match answer.body {
+        Ok(body) => (body, answer.kind),
+        Err(err) => (graphql_body(&err, expose), answer.kind),
     }
 }
 
@@ -138,7 +161,7 @@ fn request_id(headers: &HeaderMap) -> HeaderValue {
     HeaderValue::from_str(&id).unwrap_or(HeaderValue::from_static("unknown"))
 }
 
-fn respond(headers: &HeaderMap, body: Bytes) -> Response {
+fn respond(headers: &HeaderMap, body: Bytes, kind: &str) -> Response {
     let wants_graphql = headers
         .get(header::ACCEPT)
         .and_then(|a| a.to_str().ok())
@@ -158,6 +181,9 @@ fn respond(headers: &HeaderMap, body: Bytes) -> Response {
         tracing::Span::current().record("request_id", text);
     }
     response.headers_mut().insert("x-request-id", id);
+    response
+        .extensions_mut()
+        .insert(crate::metrics::Operation(kind.to_owned()));
     response
 }
 

@@ -1,5 +1,5 @@
 //! `GET /healthz` (alive and the catalog reachable), `GET /readyz` (ready to serve: metadata
-//! loaded, schemas built, database answering) and `GET /v1/version`.
+//! loaded, schemas built, database answering), `GET /metrics` and `GET /v1/version`.
 
 use crate::state::AppState;
 use axum::extract::State;
@@ -47,11 +47,37 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) 
     };
     (
         status,
-        Json(json!({"ready": loaded && database, "metadata_loaded": loaded, "schema_built": loaded, "database": database})),
+        Json(
+            json!({"ready": loaded && database, "metadata_loaded": loaded, "schema_built": loaded, "database": database}),
+        ),
     )
 }
 
 /// The server version.
 pub async fn version() -> Json<Value> {
     Json(json!({"version": env!("CARGO_PKG_VERSION")}))
+}
+
+/// `GET /metrics`: the Prometheus text format. Admin only unless `BASALT_METRICS_PUBLIC=true`.
+pub async fn metrics(
+    State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
+) -> Result<axum::response::Response, super::error::ApiError> {
+    use axum::response::IntoResponse;
+    if !state.config.metrics_public {
+        let session = state.auth.authenticate(&headers, None).await?;
+        if !session.is_admin() {
+            return Err(super::error::ApiError::AdminOnly);
+        }
+    }
+    let text = crate::metrics::render(&state)
+        .map_err(|e| super::error::ApiError::internal(e.to_string()))?;
+    Ok((
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response())
 }

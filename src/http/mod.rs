@@ -24,6 +24,7 @@ pub fn router(state: AppState) -> Router {
     let mut router = Router::new()
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
+        .route("/metrics", get(health::metrics))
         .route("/v1/version", get(health::version));
     if state.config.api_enabled("metadata") {
         router = router.route("/v1/query", post(query::handle));
@@ -36,6 +37,10 @@ pub fn router(state: AppState) -> Router {
     }
     router
         .fallback(|| async { ApiError::NotFound })
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::metrics::track,
+        ))
         .layer(TimeoutLayer::with_status_code(axum::http::StatusCode::REQUEST_TIMEOUT, Duration::from_secs(120)))
         .layer(TraceLayer::new_for_http()
             .on_response(DefaultOnResponse::new().level(tracing::Level::INFO)).make_span_with(|request: &Request| {

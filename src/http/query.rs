@@ -49,9 +49,13 @@ async fn run(state: AppState, headers: HeaderMap, body: Body) -> Result<Response
             },
         )?
     };
-    if let Some(t) = request.get("type").and_then(Value::as_str) {
-        tracing::Span::current().record("operation", t);
-    }
+    // Parsed, so the type is one of the known operations (a bounded label).
+    let operation = request
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("invalid")
+        .to_owned();
+    tracing::Span::current().record("operation", operation.as_str());
     let expected = match request.get("resource_version") {
         None | Some(Value::Null) => None,
         Some(v) => Some(v.as_i64().ok_or_else(|| {
@@ -81,7 +85,11 @@ async fn run(state: AppState, headers: HeaderMap, body: Body) -> Result<Response
     if dry_run {
         // Runs and rolls back: nothing stored, nothing installed, no NOTIFY.
         let answer = catalog::dry_run(&mut client, &op, expected, writer).await?;
-        return Ok(Json(answer).into_response());
+        let mut response = Json(answer).into_response();
+        response
+            .extensions_mut()
+            .insert(crate::metrics::Operation(operation));
+        return Ok(response);
     }
     let executed = catalog::execute_with(&mut client, &op, expected, writer).await?;
     drop(client);
@@ -91,6 +99,9 @@ async fn run(state: AppState, headers: HeaderMap, body: Body) -> Result<Response
         state.install(executed.snapshot, !executed.wrote).await;
     }
     let mut response = Json(executed.response).into_response();
+    response
+        .extensions_mut()
+        .insert(crate::metrics::Operation(operation));
     if let Ok(value) = HeaderValue::from_str(&version.to_string()) {
         response
             .headers_mut()

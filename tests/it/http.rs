@@ -281,3 +281,131 @@ async fn internal_errors_are_generic_unless_dev_mode() {
         assert_eq!(body.get("internal").is_some(), dev_mode, "{body}");
     }
 }
+
+/// The metrics, parsed with a Prometheus text parser, keyed `name{labels}` (labels sorted).
+async fn scrape(s: &TestServer, secret: Option<&str>) -> std::collections::BTreeMap<String, f64> {
+    let mut request = s.http.get(format!("{}/metrics", s.base));
+    if let Some(secret) = secret {
+        request = request.header("X-Svc-Admin-Secret", secret);
+    }
+    let response = request.send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("application/openmetrics-text"));
+    let text = response.text().await.unwrap();
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).unwrap();
+    scrape
+        .samples
+        .into_iter()
+        .filter_map(|sample| {
+            let value = match sample.value {
+                prometheus_parse::Value::Counter(v)
+                | prometheus_parse::Value::Gauge(v)
+                | prometheus_parse::Value::Untyped(v) => v,
+                _ => return None,
+            };
+            let mut labels: Vec<String> = sample
+                .labels
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            labels.sort();
+            Some((format!("{}{{{}}}", sample.metric, labels.join(",")), value))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn metrics_are_prometheus_text_and_move() {
+    let db = fresh_database().await;
+    run_sql(&db, crate::harness::BLOG).await;
+    let s = TestServer::on(&db, |c| c.admin_secret = Some("pw".into())).await;
+    let metadata: serde_json::Value = serde_json::from_str(crate::harness::BLOG_METADATA).unwrap();
+    s.ok(json!({"type": "replace_metadata", "args": metadata}))
+        .await;
+    // Admin only by default.
+    let r = s
+        .http
+        .get(format!("{}/metrics", s.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    let before = scrape(&s, Some("pw")).await;
+    for name in [
+        "basalt_db_pool_size{}",
+        "basalt_db_pool_in_use{}",
+        "basalt_db_pool_waiters{}",
+        "basalt_websocket_connections{}",
+        "basalt_live_subscriptions{}",
+        "basalt_schema_builds_total{}",
+    ] {
+        assert!(before.contains_key(name), "{name} missing: {before:?}");
+    }
+    assert_eq!(
+        before["basalt_catalog_version{}"],
+        s.running.state.snapshot().version as f64
+    );
+    let query = "{ articles(limit: 1) { id } }";
+    s.graphql_as(json!({"query": query}), &[("X-Svc-Admin-Secret", "pw")])
+        .await;
+    s.graphql_as(json!({"query": query}), &[("X-Svc-Admin-Secret", "pw")])
+        .await;
+    s.ok(json!({"type": "export_metadata", "args": {}})).await;
+    let after = scrape(&s, Some("pw")).await;
+    let delta = |key: &str| {
+        after.get(key).copied().unwrap_or(0.0) - before.get(key).copied().unwrap_or(0.0)
+    };
+    assert_eq!(
+        delta("basalt_http_requests_total{api=graphql,operation=query,status=200}"),
+        2.0,
+        "{after:?}"
+    );
+    assert_eq!(
+        delta("basalt_http_requests_total{api=metadata,operation=export_metadata,status=200}"),
+        1.0
+    );
+    assert_eq!(delta("basalt_graphql_plan_cache_misses_total{}"), 1.0);
+    assert_eq!(delta("basalt_graphql_plan_cache_hits_total{}"), 1.0);
+    assert!(
+        delta("basalt_sql_duration_seconds_count{}") >= 2.0,
+        "{after:?}"
+    );
+    assert!(delta("basalt_http_request_duration_seconds_count{api=graphql}") >= 2.0);
+    assert_eq!(
+        after["basalt_catalog_version{}"],
+        before["basalt_catalog_version{}"]
+    );
+    // A metadata write moves the version and builds schemas again.
+    s.ok(
+        json!({"type": "create_query_collection", "args": {"name": "c", "definition": {"queries": []}}}),
+    )
+    .await;
+    let written = scrape(&s, Some("pw")).await;
+    assert_eq!(
+        written["basalt_catalog_version{}"],
+        after["basalt_catalog_version{}"] + 1.0
+    );
+    assert!(written["basalt_schema_builds_total{}"] > after["basalt_schema_builds_total{}"]);
+    // An open WebSocket counts.
+    let url = format!("{}/v1/graphql", s.base.replace("http://", "ws://"));
+    let (socket, _) = tokio_tungstenite::connect_async(url.as_str())
+        .await
+        .unwrap();
+    assert_eq!(
+        scrape(&s, Some("pw")).await["basalt_websocket_connections{}"],
+        1.0
+    );
+    drop(socket);
+    // Public when configured.
+    let open = TestServer::on(&db, |c| {
+        c.admin_secret = Some("pw".into());
+        c.metrics_public = true;
+    })
+    .await;
+    assert!(scrape(&open, None)
+        .await
+        .contains_key("basalt_catalog_version{}"));
+}
