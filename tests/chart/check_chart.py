@@ -454,6 +454,28 @@ def probe_target(c: dict[str, Any], probe: dict[str, Any] | None) -> tuple[str, 
     return ("other", None, None)
 
 
+def check_metrics(r: Rendered) -> list[str]:
+    """With metrics enabled the engine pods carry the scrape annotations and /metrics is
+    public; otherwise neither."""
+    engine = r.deployment("engine")
+    if not engine:
+        return ["no engine Deployment"]
+    enabled = bool(r.values.get("metrics", {}).get("enabled"))
+    annotations = engine["spec"]["template"]["metadata"].get("annotations") or {}
+    want = {"prometheus.io/scrape": "true", "prometheus.io/port": str(ENGINE_PORT), "prometheus.io/path": "/metrics"}
+    problems = []
+    for key, value in want.items():
+        got = annotations.get(key)
+        if enabled and got != value:
+            problems.append(f"annotation {key}: {got!r}, want {value!r}")
+        if not enabled and got is not None:
+            problems.append(f"annotation {key} present with metrics disabled")
+    env = {e["name"]: e.get("value") for e in container(engine, "engine").get("env", [])}
+    if env.get("BASALT_METRICS_PUBLIC") != ("true" if enabled else "false"):
+        problems.append(f"BASALT_METRICS_PUBLIC={env.get('BASALT_METRICS_PUBLIC')!r} with metrics.enabled={enabled}")
+    return problems
+
+
 def check_probes(r: Rendered) -> list[str]:
     problems = []
     engine = r.deployment("engine")
@@ -620,6 +642,7 @@ MATRIX: dict[str, dict[str, Any]] = {
         "auth": {"existingSecret": "basalt-jwt", "jwtSecretKey": "jwt"},
         "controller": {"databaseUrlKey": "directUrl", "selfHeal": True},
     },
+    "metrics-enabled": merge(BASE, {"metrics": {"enabled": True}}),
     "mixed-secrets": {
         "database": {"existingSecret": "basalt-db"},
         "adminSecret": {"value": "inline-admin"},
@@ -741,6 +764,7 @@ def main() -> int:
             run(f"service-accounts[{case}]", lambda: check_service_accounts(r))
             run(f"secrets[{case}]", lambda: check_secrets(r))
             run(f"probes[{case}]", lambda: check_probes(r))
+            run(f"metrics[{case}]", lambda: check_metrics(r))
             run(f"env-names[{case}]", lambda: check_env_names(r, known_env))
             run(f"security[{case}]", lambda: check_security(r))
 
