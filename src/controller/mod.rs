@@ -10,6 +10,7 @@ pub mod diff;
 pub mod export;
 pub mod leader;
 pub mod mapping;
+pub mod metrics;
 pub mod reconcile;
 pub mod run;
 

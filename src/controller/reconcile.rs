@@ -124,6 +124,8 @@ pub struct Context {
     pub settings: Settings,
     /// Consecutive failures per object, for backoff; reset on success.
     failures: Mutex<HashMap<String, u32>>,
+    /// Reconcile counts and leadership, served on the probe port.
+    pub metrics: super::metrics::ControllerMetrics,
 }
 
 impl Context {
@@ -140,6 +142,7 @@ impl Context {
             recorder,
             settings,
             failures: Mutex::new(HashMap::new()),
+            metrics: super::metrics::ControllerMetrics::default(),
         }
     }
 

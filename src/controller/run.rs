@@ -4,6 +4,7 @@
 
 use super::crd::*;
 use super::leader;
+use super::metrics::ControllerMetrics;
 use super::reconcile::{self, Context, Kind, Settings};
 use crate::catalog;
 use crate::config::ControllerConfig;
@@ -90,21 +91,61 @@ pub async fn run(
         .unwrap_or_else(|| database_url.to_owned());
     let lock_config: tokio_postgres::Config = lock_url.parse().context("invalid database URL")?;
     let ready = Arc::new(AtomicBool::new(false));
-    let probes = probes(settings.probe_port, ready.clone(), shutdown.clone()).await?;
-    let result = run_with(client, pool, lock_config, settings, ready, shutdown).await;
+    let metrics = ControllerMetrics::default();
+    let probes = probes(
+        settings.probe_port,
+        ready.clone(),
+        metrics.clone(),
+        shutdown.clone(),
+    )
+    .await?;
+    let result = run_with(
+        client,
+        pool,
+        lock_config,
+        settings,
+        ready,
+        metrics,
+        shutdown,
+    )
+    .await;
     probes.abort();
     result
 }
 
-/// Serves `/healthz` (alive) and `/readyz` (watching, leader or standby).
+/// Serves `/healthz` (alive), `/readyz` (watching, leader or standby) and `/metrics`.
 async fn probes(
     port: u16,
     ready: Arc<AtomicBool>,
+    metrics: ControllerMetrics,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<tokio::task::JoinHandle<()>> {
     use axum::routing::get;
     let router = axum::Router::new()
         .route("/healthz", get(|| async { "ok" }))
+        .route(
+            "/metrics",
+            get(move || {
+                let metrics = metrics.clone();
+                async move {
+                    match metrics.render() {
+                        Ok(text) => (
+                            http::StatusCode::OK,
+                            [(
+                                http::header::CONTENT_TYPE,
+                                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                            )],
+                            text,
+                        ),
+                        Err(_) => (
+                            http::StatusCode::INTERNAL_SERVER_ERROR,
+                            [(http::header::CONTENT_TYPE, "text/plain")],
+                            String::new(),
+                        ),
+                    }
+                }
+            }),
+        )
         .route(
             "/readyz",
             get(move || {
@@ -138,21 +179,26 @@ pub async fn run_with(
     lock_config: tokio_postgres::Config,
     settings: ControllerConfig,
     ready: Arc<AtomicBool>,
+    metrics: ControllerMetrics,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<()> {
     let retry = Duration::from_millis(settings.leader_retry_ms.max(10));
     ready.store(true, Ordering::Relaxed);
+    metrics.set_leader(false);
     let mut leadership = tokio::select! {
         l = leader::acquire(&lock_config, retry) => l,
         _ = shutdown.wait_for(|s| *s) => return Ok(()),
     };
+    metrics.set_leader(true);
+    // Leadership ends with this function, however it returns.
+    let _leading = scopeguard(metrics.clone());
     let scopes = scopes(&settings, client.default_namespace());
     check_crds(&client, &scopes).await?;
     let reporter = Reporter {
         controller: "basalt-controller".to_owned(),
         instance: std::env::var("POD_NAME").ok(),
     };
-    let ctx = Arc::new(Context::new(
+    let mut context = Context::new(
         client.clone(),
         pool.clone(),
         Recorder::new(client.clone(), reporter),
@@ -160,7 +206,9 @@ pub async fn run_with(
             self_heal: settings.self_heal,
             resync: Duration::from_secs(settings.resync_seconds.max(1)),
         },
-    ));
+    );
+    context.metrics = metrics;
+    let ctx = Arc::new(context);
     let mut triggers = Vec::new();
     let mut controllers: Vec<BoxFuture<'static, ()>> = Vec::new();
     for scope in &scopes {
@@ -262,13 +310,40 @@ fn controller<K: Kind>(
         )
         .reconcile_all_on(triggers)
         .graceful_shutdown_on(stop_rx.map(|_| ()))
-        .run(reconcile::reconcile::<K>, reconcile::error_policy::<K>, ctx)
+        .run(counted::<K>, reconcile::error_policy::<K>, ctx)
         .for_each(|result| async move {
             if let Err(err) = result {
                 tracing::debug!(%err, "reconcile did not complete");
             }
         })
         .boxed()
+}
+
+/// A reconcile, counted in the controller's metrics.
+async fn counted<K: Kind>(
+    guarded: Arc<DeserializeGuard<K>>,
+    ctx: Arc<Context>,
+) -> Result<kube::runtime::controller::Action, reconcile::Error> {
+    let kind = <K as kube::Resource>::kind(&()).into_owned();
+    let running = ctx.metrics.start(&kind);
+    let result = reconcile::reconcile::<K>(guarded, ctx.clone()).await;
+    if result.is_ok() {
+        running.succeeded();
+    }
+    result
+}
+
+/// Clears the leader gauge when dropped.
+struct Leading(ControllerMetrics);
+
+impl Drop for Leading {
+    fn drop(&mut self) {
+        self.0.set_leader(false);
+    }
+}
+
+fn scopeguard(metrics: ControllerMetrics) -> Leading {
+    Leading(metrics)
 }
 
 /// LISTENs for catalog commits (from `/v1/query`, other resources, migrations) and re-triggers

@@ -791,15 +791,24 @@ async fn standby_makes_no_kubernetes_call() {
     };
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let ready = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let metrics = basalt::controller::metrics::ControllerMetrics::default();
     let task = tokio::spawn(basalt::controller::run::run_with(
         client,
         pool,
         config,
         settings,
         ready.clone(),
+        metrics.clone(),
         stopped,
     ));
     tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(
+        metrics
+            .render()
+            .unwrap()
+            .contains("basalt_controller_leader 0"),
+        "a standby is not the leader"
+    );
     assert!(
         ready.load(std::sync::atomic::Ordering::Relaxed),
         "standbys report ready"
@@ -820,6 +829,10 @@ async fn standby_makes_no_kubernetes_call() {
             .any(|c| c.line().starts_with(&format!("GET {TABLES}?"))),
         "the new leader checks its CRDs and watches: {calls:#?}"
     );
+    assert!(metrics
+        .render()
+        .unwrap()
+        .contains("basalt_controller_leader 1"));
     let _ = stop.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
 }
@@ -848,12 +861,14 @@ async fn running_controller_applies_resources_and_heals_on_catalog_notify() {
         ..Default::default()
     };
     let (stop, stopped) = tokio::sync::watch::channel(false);
+    let metrics = basalt::controller::metrics::ControllerMetrics::default();
     let task = tokio::spawn(basalt::controller::run::run_with(
         crate::kube_fake::client(fake.clone()),
         pool,
         db.parse().unwrap(),
         settings,
         Arc::new(Default::default()),
+        metrics.clone(),
         stopped,
     ));
     let has_permission = |export: &Value| export["tables"][0].get("select_permissions").is_some();
@@ -880,6 +895,37 @@ async fn running_controller_applies_resources_and_heals_on_catalog_notify() {
         }
     }
     assert!(healed, "self-heal after the NOTIFY");
+    // Every reconcile is counted by kind once it finishes; this replica leads.
+    let reconciles = |kind: &str| -> f64 {
+        let text = metrics.render().unwrap();
+        let lines = text.lines().map(|l| Ok(l.to_owned()));
+        prometheus_parse::Scrape::parse(lines)
+            .unwrap()
+            .samples
+            .iter()
+            .filter(|s| {
+                s.metric == "basalt_controller_reconciles_total"
+                    && s.labels.get("kind") == Some(kind)
+            })
+            .map(|s| match s.value {
+                prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Untyped(v) => v,
+                _ => 0.0,
+            })
+            .sum()
+    };
+    for _ in 0..100 {
+        if reconciles("Permission") >= 2.0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let text = metrics.render().unwrap();
+    assert!(reconciles("TrackedTable") >= 1.0, "{text}");
+    assert!(
+        reconciles("Permission") >= 2.0,
+        "applied, then healed: {text}"
+    );
+    assert!(text.contains("basalt_controller_leader 1"), "{text}");
     let calls = fake.take();
     assert!(
         calls

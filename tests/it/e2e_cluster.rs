@@ -80,6 +80,7 @@ async fn e2e_cluster_apply_drift_self_heal_and_delete() {
         db.parse().unwrap(),
         settings,
         Arc::new(Default::default()),
+        Default::default(),
         stopped,
     ));
 
