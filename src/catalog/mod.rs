@@ -239,8 +239,13 @@ pub async fn execute_with(
         mut response,
     } = apply(&tx, op, expected_version, writer).await?;
     let wrote = work.metadata != metadata;
+    add_owners(&tx, &mut response).await?;
     if is_get_inconsistent(op) {
         add_drift(&tx, &metadata, &mut response).await?;
+    }
+    if exports_owners(op) {
+        let rows = managed::load(&tx).await?;
+        response["owners"] = Value::Object(objects::owners(&metadata, &rows));
     }
     let mut new_version = version;
     if wrote {
@@ -289,7 +294,6 @@ pub async fn dry_run(
 ) -> Result<Value, CatalogError> {
     let tx = client.transaction().await?;
     let applied = apply(&tx, op, expected_version, writer).await?;
-    tx.rollback().await?;
     let changes =
         crate::metadata::objects::object_changes(&applied.metadata, &applied.work.metadata);
     let before = schema::resolve(&applied.metadata, &applied.work.db_before);
@@ -301,13 +305,16 @@ pub async fn dry_run(
         .filter(|i| !i.is_unsupported_feature() && !known.contains(&i.object))
         .map(schema::Inconsistency::to_json)
         .collect();
-    Ok(serde_json::json!({
+    let mut answer = serde_json::json!({
         "dry_run": true,
         "added": changes.added,
         "changed": changes.changed,
         "removed": changes.removed,
         "inconsistent_objects": inconsistent,
-    }))
+    });
+    add_owners(&tx, &mut answer).await?;
+    tx.rollback().await?;
+    Ok(answer)
 }
 
 /// A request's operations run in a transaction, checked, not yet stored.
@@ -381,6 +388,10 @@ async fn apply(
     })
 }
 
+fn exports_owners(op: &Op) -> bool {
+    matches!(op, Op::Metadata(m) if matches!(m.as_ref(), ops::MetadataOp::Manage(ops::ManageOp::Export { include_owners: true })))
+}
+
 fn is_get_inconsistent(op: &Op) -> bool {
     matches!(op, Op::Metadata(m) if matches!(m.as_ref(), ops::MetadataOp::Manage(ops::ManageOp::GetInconsistent)))
 }
@@ -404,6 +415,30 @@ async fn add_drift(
         items.extend(drift.iter().map(objects::Drift::to_json));
     }
     response["is_consistent"] = Value::Bool(false);
+    Ok(())
+}
+
+/// Says who owns each object of a response's `inconsistent_objects` (`owner`: the resource
+/// that declares it, or `"api"`), so an operator knows where to fix it.
+async fn add_owners(client: &impl GenericClient, response: &mut Value) -> Result<(), CatalogError> {
+    let Some(Value::Array(items)) = response.get_mut("inconsistent_objects") else {
+        return Ok(());
+    };
+    if items.is_empty() {
+        return Ok(());
+    }
+    let rows = managed::load(client).await?;
+    let owners: std::collections::BTreeMap<&str, Value> = rows
+        .iter()
+        .map(|r| (r.key.as_str(), r.owner.to_json()))
+        .collect();
+    for item in items.iter_mut() {
+        let kind = item["type"].as_str().unwrap_or_default().to_owned();
+        let key = objects::item_key(&kind, &item["definition"]);
+        item["owner"] = key
+            .and_then(|k| owners.get(k.as_str()).cloned())
+            .unwrap_or_else(|| Value::String("api".to_owned()));
+    }
     Ok(())
 }
 

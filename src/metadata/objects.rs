@@ -631,3 +631,55 @@ pub fn object_changes(before: &Metadata, after: &Metadata) -> ObjectChanges {
     }
     changes
 }
+
+/// The key of the object a `{type, definition}` item names (an inconsistency, a dry-run
+/// entry), when it is an ownable object.
+pub fn item_key(kind: &str, definition: &Value) -> Option<String> {
+    let table = |v: &Value| serde_json::from_value::<QualifiedTable>(v.clone()).ok();
+    let text = |k: &str| definition.get(k).and_then(Value::as_str);
+    Some(match kind {
+        "table" => table_key(&table(definition.get("table").unwrap_or(definition))?),
+        "object_relation" | "array_relation" => format!(
+            "relationship:{}.{}",
+            table_segments(&table(definition.get("table")?)?),
+            segment(text("name")?)
+        ),
+        "computed_field" => format!(
+            "computed_field:{}.{}",
+            table_segments(&table(definition.get("table")?)?),
+            segment(text("name")?)
+        ),
+        permission => {
+            let operation = permission.strip_suffix("_permission")?;
+            format!(
+                "permission:{}.{}.{}",
+                table_segments(&table(definition.get("table")?)?),
+                segment(text("role")?),
+                operation
+            )
+        }
+    })
+}
+
+impl Owner {
+    /// `{"apiVersion", "kind", "namespace", "name"}`: who owns an object, as `owner` fields
+    /// report it (objects without one are owned by the imperative API, `"api"`).
+    pub fn to_json(&self) -> Value {
+        json!({"apiVersion": self.api_version, "kind": self.kind, "namespace": self.namespace, "name": self.name})
+    }
+}
+
+/// Who owns each object of a document: its resource, or `"api"`.
+pub fn owners(metadata: &Metadata, rows: &[Managed]) -> Map<String, Value> {
+    let by_key: BTreeMap<&str, &Owner> = rows.iter().map(|r| (r.key.as_str(), &r.owner)).collect();
+    catalog_objects(metadata)
+        .into_keys()
+        .map(|key| {
+            let owner = by_key
+                .get(key.as_str())
+                .map(|o| o.to_json())
+                .unwrap_or_else(|| json!("api"));
+            (key, owner)
+        })
+        .collect()
+}

@@ -18,8 +18,12 @@ use std::collections::BTreeSet;
 /// A metadata-management operation.
 #[derive(Debug, Clone)]
 pub enum ManageOp {
-    /// `export_metadata`.
-    Export,
+    /// `export_metadata`; `include_owners` adds who owns each object (the catalog adds it,
+    /// from its ownership rows).
+    Export {
+        /// `args.include_owners`.
+        include_owners: bool,
+    },
     /// `replace_metadata`.
     Replace {
         /// The new document.
@@ -48,6 +52,12 @@ struct ReplaceV2 {
     #[serde(default)]
     allow_inconsistent_metadata: bool,
     metadata: Value,
+}
+
+#[derive(Deserialize)]
+struct ExportArgs {
+    #[serde(default)]
+    include_owners: bool,
 }
 
 #[derive(Deserialize)]
@@ -294,7 +304,12 @@ impl ManageOp {
         path: &JsonPath,
     ) -> Result<Option<Self>> {
         Ok(Some(match op_type {
-            "export_metadata" => ManageOp::Export,
+            "export_metadata" => {
+                let a: ExportArgs = parse(args, path)?;
+                ManageOp::Export {
+                    include_owners: a.include_owners,
+                }
+            }
             "replace_metadata" => {
                 let v2 = version == 2 || args.get("metadata").is_some();
                 if v2 {
@@ -327,7 +342,7 @@ impl ManageOp {
 
     /// True for export and get_inconsistent_metadata.
     pub fn is_read_only(&self) -> bool {
-        matches!(self, ManageOp::Export | ManageOp::GetInconsistent)
+        matches!(self, ManageOp::Export { .. } | ManageOp::GetInconsistent)
     }
 
     /// Enum tables of a replacement document.
@@ -351,7 +366,9 @@ impl ManageOp {
             own_consistency_rules,
         };
         Ok(match self {
-            ManageOp::Export => keep(serde_json::to_value(metadata).unwrap_or_default(), false),
+            ManageOp::Export { .. } => {
+                keep(serde_json::to_value(metadata).unwrap_or_default(), false)
+            }
             ManageOp::GetInconsistent => keep(consistency(cache), false),
             ManageOp::Reload { .. } => {
                 let mut response = json!({"message": "success", "is_consistent": cache.inconsistencies.is_empty()});

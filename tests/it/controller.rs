@@ -593,6 +593,66 @@ async fn unchecked_run_sql_drop_makes_resources_inconsistent() {
     }
     assert_eq!(s.condition(&article(), "Ready").1, "Inconsistent");
     assert!(events(&s.fake.take()).contains(&"Inconsistent".to_owned()));
+    // Each inconsistent object says who owns it: the resource to fix, or the API.
+    let r = s
+        .server
+        .ok(json!({"type": "get_inconsistent_metadata", "args": {}}))
+        .await;
+    let owner_of = |kind: &str| -> Value {
+        r["inconsistent_objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["type"] == kind)
+            .map(|i| i["owner"].clone())
+            .unwrap_or(Value::Null)
+    };
+    assert_eq!(
+        owner_of("table"),
+        json!({"apiVersion": "basalt.dev/v1alpha1", "kind": "TrackedTable", "namespace": NS, "name": "article"}),
+        "{r}"
+    );
+    assert_eq!(
+        owner_of("select_permission"),
+        json!({"apiVersion": "basalt.dev/v1alpha1", "kind": "Permission", "namespace": NS, "name": "article-user-select"})
+    );
+}
+
+#[tokio::test]
+async fn export_says_who_owns_each_object() {
+    let s = setup(false).await;
+    s.apply_tables().await;
+    s.server
+        .ok(
+            json!({"type": "create_select_permission", "args": {"table": "author", "role": "guest",
+            "permission": {"columns": ["id"], "filter": {}}}}),
+        )
+        .await;
+    let plain = s.server.export().await;
+    assert!(plain.get("owners").is_none(), "only when asked");
+    let r = s
+        .server
+        .ok(json!({"type": "export_metadata", "args": {"include_owners": true}}))
+        .await;
+    let owners = &r["owners"];
+    assert_eq!(
+        owners["table:public.author"],
+        json!({"apiVersion": "basalt.dev/v1alpha1", "kind": "TrackedTable", "namespace": NS, "name": "author"}),
+        "{owners}"
+    );
+    assert_eq!(
+        owners["relationship:public.author.articles"]["name"],
+        "author"
+    );
+    assert_eq!(owners["permission:public.author.guest.select"], "api");
+    // The document itself is unchanged, and can be replaced as it is (owners are ignored).
+    let mut document = r.clone();
+    document.as_object_mut().unwrap().remove("owners");
+    assert_eq!(document, plain);
+    s.server
+        .ok(json!({"type": "replace_metadata", "args": r}))
+        .await;
+    assert_eq!(s.server.export().await, plain);
 }
 
 #[tokio::test]

@@ -108,7 +108,8 @@ async fn replace_metadata_validation_and_inconsistency() {
     assert_eq!(
         r,
         json!({"is_consistent": false, "inconsistent_objects": [{"type": "table",
-        "definition": {"schema": "public", "name": "ghost"}, "reason": "no such table/view exists in postgres: \"ghost\""}]})
+        "definition": {"schema": "public", "name": "ghost"}, "reason": "no such table/view exists in postgres: \"ghost\"",
+        "owner": "api"}]})
     );
     let r = s
         .ok(json!({"type": "get_inconsistent_metadata", "args": {}}))
