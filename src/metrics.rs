@@ -17,6 +17,9 @@ use prometheus_client::registry::Registry;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+/// The `Content-Type` of a scrape (the text encoder writes OpenMetrics).
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
 /// Labels of a request count.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {

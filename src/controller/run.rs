@@ -131,10 +131,7 @@ async fn probes(
                     match metrics.render() {
                         Ok(text) => (
                             http::StatusCode::OK,
-                            [(
-                                http::header::CONTENT_TYPE,
-                                "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                            )],
+                            [(http::header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
                             text,
                         ),
                         Err(_) => (

@@ -75,7 +75,7 @@ pub async fn metrics(
     Ok((
         [(
             axum::http::header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            crate::metrics::CONTENT_TYPE,
         )],
         text,
     )
