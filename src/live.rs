@@ -294,6 +294,16 @@ async fn poll(state: &AppState, group: &Group) {
         }
         let results = futures_util::future::join_all(running).await;
         for (values, result) in window.iter().zip(results) {
+            if result.is_err() && values.len() > 1 {
+                // One cohort's values may fail the whole statement (a variable Postgres cannot
+                // cast): answer each alone, so only that cohort gets the error.
+                for cohort in values {
+                    let single = [*cohort];
+                    let result = run_chunk(state, &group.sql, &single).await;
+                    record(&single, result, &mut outcomes);
+                }
+                continue;
+            }
             record(values, result, &mut outcomes);
         }
     }

@@ -490,11 +490,13 @@ impl Operation {
         );
         Arc::new(move |event| match event {
             LiveEvent::Data(body) => out.send(data_message(protocol, &id, &body)),
-            LiveEvent::Error(err) if protocol == Protocol::Apollo => {
+            // A poll that failed (the database down for a moment): reported in the result, and
+            // the subscription goes on; the next poll may succeed.
+            LiveEvent::Error(err) => {
                 let body = json!({"errors": graphql_errors(&err, expose)}).to_string();
                 out.send(data_message(protocol, &id, body.as_bytes()))
             }
-            LiveEvent::Error(err) | LiveEvent::Ended(err) => {
+            LiveEvent::Ended(err) => {
                 let error = error_message(protocol, &id, graphql_errors(&err, expose));
                 finish(protocol, &id, &out, &done, Some(error.to_string()));
                 false

@@ -781,3 +781,37 @@ async fn a_client_too_slow_is_closed() {
     };
     assert_eq!(close, (1008, "client too slow".to_owned()));
 }
+
+/// A subscriber whose values Postgres refuses (a date that is not one) gets the error in its
+/// result and goes on; the other subscribers of its group are not affected.
+#[tokio::test]
+async fn one_bad_cohort_does_not_break_its_group() {
+    let s = server(|_| {}).await;
+    let (mut ws, _) = connect(&s, Some(TRANSPORT), &[]).await;
+    init(&mut ws, json!({})).await;
+    let query = "subscription($d: date!) { author(where: {joined: {_eq: $d}}) { name } }";
+    send(&mut ws, json!({"type": "subscribe", "id": "bad", "payload": {"query": query, "variables": {"d": "not a date"}}})).await;
+    send(&mut ws, json!({"type": "subscribe", "id": "good", "payload": {"query": query, "variables": {"d": "2019-05-01"}}})).await;
+    let mut got = std::collections::BTreeMap::new();
+    while got.len() < 2 {
+        let m = message(&mut ws).await;
+        got.insert(m["id"].as_str().unwrap().to_owned(), m);
+    }
+    assert_eq!(
+        got["good"],
+        json!({"type": "next", "id": "good", "payload": {"data": {"author": [{"name": "Ann"}]}}})
+    );
+    assert_eq!(got["bad"]["type"], "next", "{}", got["bad"]);
+    assert_eq!(
+        got["bad"]["payload"]["errors"][0]["extensions"]["code"],
+        "data-exception"
+    );
+    assert_eq!(s.running.state.live.group_count(), 1);
+    // Both go on: the good one sees changes.
+    gql(&s, r#"mutation { update_author(where: {id: {_eq: 1}}, _set: {name: "Ann B"}) { affected_rows } }"#).await;
+    let m = message(&mut ws).await;
+    assert_eq!(
+        m,
+        json!({"type": "next", "id": "good", "payload": {"data": {"author": [{"name": "Ann B"}]}}})
+    );
+}
