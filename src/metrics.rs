@@ -14,6 +14,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
+use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -27,7 +28,7 @@ pub struct RequestLabels {
     pub api: &'static str,
     /// GraphQL: `query`, `mutation`, `subscription`, `batch` or `unknown`; metadata: the
     /// operation `type` (`invalid` when it did not parse); otherwise `none`.
-    pub operation: String,
+    pub operation: Cow<'static, str>,
     /// The HTTP status code.
     pub status: u16,
 }
@@ -42,7 +43,7 @@ pub struct ApiLabels {
 /// What a handler says about the request it answered, for the request metrics: put into the
 /// response's extensions.
 #[derive(Debug, Clone)]
-pub struct Operation(pub String);
+pub struct Operation(pub Cow<'static, str>);
 
 /// The metrics recorded as requests happen.
 #[derive(Debug, Clone)]
@@ -83,7 +84,7 @@ pub async fn track(State(state): State<AppState>, request: Request, next: Next) 
         .extensions()
         .get::<Operation>()
         .map(|o| o.0.clone())
-        .unwrap_or_else(|| "none".to_owned());
+        .unwrap_or(Cow::Borrowed("none"));
     let labels = RequestLabels {
         api,
         operation,

@@ -161,7 +161,7 @@ fn request_id(headers: &HeaderMap) -> HeaderValue {
     HeaderValue::from_str(&id).unwrap_or(HeaderValue::from_static("unknown"))
 }
 
-fn respond(headers: &HeaderMap, body: Bytes, kind: &str) -> Response {
+fn respond(headers: &HeaderMap, body: Bytes, kind: &'static str) -> Response {
     let wants_graphql = headers
         .get(header::ACCEPT)
         .and_then(|a| a.to_str().ok())
@@ -183,7 +183,7 @@ fn respond(headers: &HeaderMap, body: Bytes, kind: &str) -> Response {
     response.headers_mut().insert("x-request-id", id);
     response
         .extensions_mut()
-        .insert(crate::metrics::Operation(kind.to_owned()));
+        .insert(crate::metrics::Operation(kind.into()));
     response
 }
 

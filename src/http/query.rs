@@ -88,7 +88,7 @@ async fn run(state: AppState, headers: HeaderMap, body: Body) -> Result<Response
         let mut response = Json(answer).into_response();
         response
             .extensions_mut()
-            .insert(crate::metrics::Operation(operation));
+            .insert(crate::metrics::Operation(operation.into()));
         return Ok(response);
     }
     let executed = catalog::execute_with(&mut client, &op, expected, writer).await?;
@@ -101,7 +101,7 @@ async fn run(state: AppState, headers: HeaderMap, body: Body) -> Result<Response
     let mut response = Json(executed.response).into_response();
     response
         .extensions_mut()
-        .insert(crate::metrics::Operation(operation));
+        .insert(crate::metrics::Operation(operation.into()));
     if let Ok(value) = HeaderValue::from_str(&version.to_string()) {
         response
             .headers_mut()
