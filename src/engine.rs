@@ -206,9 +206,7 @@ pub fn live_operation(
 fn live(compiled: Compiled, session: &Session) -> Result<LiveOperation, GraphqlError> {
     let Some(sql) = &compiled.plan.sql else {
         let data = constants_only(&compiled.plan.planned.data);
-        let mut body = Vec::from(&b"{\"data\":"[..]);
-        body.extend_from_slice(data.as_deref().unwrap_or(b"{}"));
-        body.push(b'}');
+        let body = data_body(data.as_deref().unwrap_or(b"{}"));
         return Ok(LiveOperation {
             group: GroupKey {
                 role: session.role.clone(),
@@ -219,7 +217,7 @@ fn live(compiled: Compiled, session: &Session) -> Result<LiveOperation, GraphqlE
             plan: compiled.plan.clone(),
             values: Vec::new(),
             served: compiled.served,
-            constant: Some(Bytes::from(body)),
+            constant: Some(body),
         });
     };
     let binding = Binding {
@@ -348,11 +346,7 @@ async fn execute_compiled(
         None => constants_only(&compiled.planned.data),
     };
     let Some((keys, document)) = &compiled.planned.introspection else {
-        let mut body = Vec::with_capacity(data.as_ref().map(|d| d.len()).unwrap_or(2) + 9);
-        body.extend_from_slice(b"{\"data\":");
-        body.extend_from_slice(data.as_deref().unwrap_or(b"{}"));
-        body.push(b'}');
-        return Ok(Bytes::from(body));
+        return Ok(data_body(data.as_deref().unwrap_or(b"{}")));
     };
     let schema = role
         .introspection
@@ -379,6 +373,15 @@ async fn execute_compiled(
         }
     }
     Ok(Bytes::from(json!({"data": ordered}).to_string()))
+}
+
+/// `{"data": <data>}` with Postgres's bytes spliced in as they are.
+pub fn data_body(data: &[u8]) -> Bytes {
+    let mut body = Vec::with_capacity(data.len() + 9);
+    body.extend_from_slice(b"{\"data\":");
+    body.extend_from_slice(data);
+    body.push(b'}');
+    Bytes::from(body)
 }
 
 /// Parses, plans and translates an operation (a plan-cache miss).

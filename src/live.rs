@@ -320,11 +320,8 @@ fn record<'v>(
         Ok(rows) => {
             for (index, data) in rows {
                 if let Some(cohort) = values.get(index).copied() {
-                    let mut body = Vec::with_capacity(data.len() + 9);
-                    body.extend_from_slice(b"{\"data\":");
-                    body.extend_from_slice(&data);
-                    body.push(b'}');
-                    outcomes.insert(cohort, (hash(&body), Ok(Bytes::from(body))));
+                    let body = engine::data_body(&data);
+                    outcomes.insert(cohort, (hash(&body), Ok(body)));
                 }
             }
         }

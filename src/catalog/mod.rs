@@ -239,14 +239,7 @@ pub async fn execute_with(
         mut response,
     } = apply(&tx, op, expected_version, writer).await?;
     let wrote = work.metadata != metadata;
-    add_owners(&tx, &mut response).await?;
-    if is_get_inconsistent(op) {
-        add_drift(&tx, &metadata, &mut response).await?;
-    }
-    if exports_owners(op) {
-        let rows = managed::load(&tx).await?;
-        response["owners"] = Value::Object(objects::owners(&metadata, &rows));
-    }
+    annotate(&tx, op, &metadata, &mut response).await?;
     let mut new_version = version;
     if wrote {
         let document = serde_json::to_value(&work.metadata).map_err(CatalogError::Corrupt)?;
@@ -312,7 +305,7 @@ pub async fn dry_run(
         "removed": changes.removed,
         "inconsistent_objects": inconsistent,
     });
-    add_owners(&tx, &mut answer).await?;
+    annotate(&tx, op, &applied.metadata, &mut answer).await?;
     tx.rollback().await?;
     Ok(answer)
 }
@@ -396,38 +389,54 @@ fn is_get_inconsistent(op: &Op) -> bool {
     matches!(op, Op::Metadata(m) if matches!(m.as_ref(), ops::MetadataOp::Manage(ops::ManageOp::GetInconsistent)))
 }
 
-/// Appends one `type: "drift"` item per drifted managed object to a
-/// `get_inconsistent_metadata` response. Drift never fails a request; it is only reported.
-async fn add_drift(
+/// What the ownership rows add to a response, read once: who owns each inconsistent object
+/// (`owner`), the drifted managed objects of a `get_inconsistent_metadata`, and the `owners`
+/// of an `export_metadata` with `include_owners`.
+async fn annotate(
     client: &impl GenericClient,
+    op: &Op,
     metadata: &crate::metadata::Metadata,
     response: &mut Value,
 ) -> Result<(), CatalogError> {
-    let rows = managed::load(client).await?;
-    if rows.is_empty() {
+    let has_inconsistent = matches!(response.get("inconsistent_objects"), Some(Value::Array(items)) if !items.is_empty());
+    let (drift, owners) = (is_get_inconsistent(op), exports_owners(op));
+    if !(has_inconsistent || drift || owners) {
         return Ok(());
     }
-    let drift = objects::drift(&rows, metadata);
+    let rows = managed::load(client).await?;
+    add_owners(&rows, response);
+    if drift {
+        add_drift(&rows, metadata, response);
+    }
+    if owners {
+        response["owners"] = Value::Object(objects::owners(metadata, &rows));
+    }
+    Ok(())
+}
+
+/// Appends one `type: "drift"` item per drifted managed object to a
+/// `get_inconsistent_metadata` response. Drift never fails a request; it is only reported.
+fn add_drift(
+    rows: &[objects::Managed],
+    metadata: &crate::metadata::Metadata,
+    response: &mut Value,
+) {
+    let drift = objects::drift(rows, metadata);
     if drift.is_empty() {
-        return Ok(());
+        return;
     }
     if let Some(Value::Array(items)) = response.get_mut("inconsistent_objects") {
         items.extend(drift.iter().map(objects::Drift::to_json));
     }
     response["is_consistent"] = Value::Bool(false);
-    Ok(())
 }
 
 /// Says who owns each object of a response's `inconsistent_objects` (`owner`: the resource
 /// that declares it, or `"api"`), so an operator knows where to fix it.
-async fn add_owners(client: &impl GenericClient, response: &mut Value) -> Result<(), CatalogError> {
+fn add_owners(rows: &[objects::Managed], response: &mut Value) {
     let Some(Value::Array(items)) = response.get_mut("inconsistent_objects") else {
-        return Ok(());
+        return;
     };
-    if items.is_empty() {
-        return Ok(());
-    }
-    let rows = managed::load(client).await?;
     let owners: std::collections::BTreeMap<&str, Value> = rows
         .iter()
         .map(|r| (r.key.as_str(), r.owner.to_json()))
@@ -439,7 +448,6 @@ async fn add_owners(client: &impl GenericClient, response: &mut Value) -> Result
             .and_then(|k| owners.get(k.as_str()).cloned())
             .unwrap_or_else(|| Value::String("api".to_owned()));
     }
-    Ok(())
 }
 
 /// `BASALT_MANAGED_METADATA=reject`: fails when the write changes or removes an object a
