@@ -93,7 +93,8 @@ pub async fn upgrade(state: AppState, mut parts: Parts) -> Response {
         .write_buffer_size(0)
         .max_message_size(max_message)
         .on_upgrade(move |socket| async move {
-            Connection::new(state, protocol, headers).run(socket).await;
+            let (connection, outgoing) = Connection::new(state, protocol, headers);
+            connection.run(socket, outgoing).await;
             drop(permit);
         })
 }
@@ -136,7 +137,6 @@ struct Connection {
     protocol: Protocol,
     headers: HeaderMap,
     out: Outbox,
-    outgoing: Option<mpsc::Receiver<Message>>,
     init: Init,
     /// Running operations by id; stopping one aborts its task (and drops its subscription).
     operations: HashMap<String, JoinHandle<()>>,
@@ -146,10 +146,15 @@ struct Connection {
 }
 
 impl Connection {
-    fn new(state: AppState, protocol: Protocol, headers: HeaderMap) -> Self {
+    /// A connection, and the receiving end of its outgoing queue (drained by the writer).
+    fn new(
+        state: AppState,
+        protocol: Protocol,
+        headers: HeaderMap,
+    ) -> (Self, mpsc::Receiver<Message>) {
         let (tx, rx) = mpsc::channel(state.config.live.max_queued_messages.max(1));
         let (done_tx, done_rx) = mpsc::unbounded_channel();
-        Connection {
+        let connection = Connection {
             state,
             protocol,
             headers,
@@ -157,18 +162,17 @@ impl Connection {
                 tx,
                 slow: Arc::new(Notify::new()),
             },
-            outgoing: Some(rx),
             init: Init::Waiting,
             operations: HashMap::new(),
             done_tx,
             done_rx,
-        }
+        };
+        (connection, rx)
     }
 
-    async fn run(mut self, socket: WebSocket) {
+    async fn run(mut self, socket: WebSocket, mut outgoing: mpsc::Receiver<Message>) {
         let (mut sink, mut stream) = socket.split();
         let (close_tx, mut close_rx) = oneshot::channel::<Option<CloseFrame>>();
-        let mut outgoing = self.outgoing.take().unwrap_or_else(|| mpsc::channel(1).1);
         let writer = tokio::spawn(async move {
             loop {
                 tokio::select! {
