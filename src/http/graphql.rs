@@ -1,6 +1,5 @@
 //! `/v1/graphql` (POST, GET for queries, batches; a GET that upgrades goes to
-//! [`super::websocket`]) and the GraphiQL console at `/console`. Every outcome is HTTP 200
-//! except an oversized body (413).
+//! [`super::websocket`]). Every outcome is HTTP 200 except an oversized body (413).
 
 use super::error::{graphql_body, ApiError};
 use crate::engine::{self, GraphqlError, GraphqlRequest};
@@ -8,7 +7,7 @@ use crate::state::AppState;
 use axum::body::{to_bytes, Body};
 use axum::extract::{FromRequestParts, Query, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::Value;
@@ -226,11 +225,6 @@ pub async fn explain(
         Ok(value) => (StatusCode::OK, axum::Json(value)).into_response(),
         Err(err) => (StatusCode::BAD_REQUEST, graphql_body(&err, true)).into_response(),
     })
-}
-
-/// `GET /console`: GraphiQL with a headers editor (for `X-Svc-Admin-Secret`, `X-Svc-Role` …).
-pub async fn console() -> Html<&'static str> {
-    Html(include_str!("console.html"))
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! HTTP: routes, request spans, body limits. Handlers call into `session`, `metadata` and
 //! `catalog`; they never build SQL or edit metadata themselves.
 
+mod console;
 pub mod error;
 mod graphql;
 mod health;
@@ -33,7 +34,8 @@ pub fn router(state: AppState) -> Router {
         router = router
             .route("/v1/graphql", post(graphql::post).get(graphql::get))
             .route("/v1/graphql/explain", post(graphql::explain))
-            .route("/console", get(graphql::console));
+            .route("/console", get(console::page))
+            .route("/console/assets/{name}", get(console::asset));
     }
     router
         .fallback(|| async { ApiError::NotFound })

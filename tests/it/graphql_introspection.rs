@@ -10,25 +10,7 @@ use std::sync::OnceLock;
 fn graphql_js() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("graphql-js");
-        if !dir.join("node_modules/graphql/package.json").is_file() {
-            std::fs::create_dir_all(&dir).unwrap();
-            let status = Command::new("npm")
-                .args(["install", "--silent", "--no-audit", "--no-fund", "--prefix"])
-                .arg(&dir)
-                .arg("graphql@16.9.0")
-                .status()
-                .expect(
-                    "npm must be installed (Node.js 20) to check introspection with graphql-js",
-                );
-            assert!(status.success(), "npm install graphql failed");
-        }
-        std::fs::copy(
-            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/js/validate-schema.mjs"),
-            dir.join("validate-schema.mjs"),
-        )
-        .unwrap();
-        dir
+        crate::harness::npm_workspace("graphql-js", &["graphql@16.9.0"], "validate-schema.mjs")
     })
     .clone()
 }

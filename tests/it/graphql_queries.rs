@@ -688,7 +688,33 @@ async fn transport_get_batch_accept_request_id() {
         .await
         .unwrap();
     assert_eq!(console.status(), 200);
-    assert!(console.text().await.unwrap().contains("/v1/graphql"));
+    let policy = console.headers()["content-security-policy"]
+        .to_str()
+        .unwrap();
+    assert!(policy.contains("connect-src 'self'"), "{policy}");
+    assert!(console
+        .text()
+        .await
+        .unwrap()
+        .contains("/console/assets/graphiql.min.js"));
+    let script = s
+        .http
+        .get(format!("{}/console/assets/console.js", s.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        script.headers()["content-type"],
+        "text/javascript; charset=utf-8"
+    );
+    assert!(script.text().await.unwrap().contains("/v1/graphql"));
+    let missing = s
+        .http
+        .get(format!("{}/console/assets/../Cargo.toml", s.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
 }
 
 #[tokio::test]

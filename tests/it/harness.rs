@@ -221,3 +221,51 @@ impl TestServer {
             .await
     }
 }
+
+/// A directory under the target directory with the npm `packages` (each `name@version`)
+/// installed and `script` (a file of `tests/js/`) copied in; npm runs only when a package is
+/// missing or at another version. Callers keep the result in a `OnceLock`.
+pub fn npm_workspace(name: &str, packages: &[&str], script: &str) -> std::path::PathBuf {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let installed = packages.iter().all(|spec| {
+        let (package, version) = spec.rsplit_once('@').expect("name@version");
+        let manifest = dir.join("node_modules").join(package).join("package.json");
+        std::fs::read(manifest)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+            .is_some_and(|m| m["version"] == version)
+    });
+    if !installed {
+        std::fs::create_dir_all(&dir).unwrap();
+        let status = std::process::Command::new("npm")
+            .args(["install", "--silent", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&dir)
+            .args(packages)
+            .status()
+            .expect("npm must be installed (Node.js 20) for the tests that use JavaScript clients");
+        assert!(status.success(), "npm install {packages:?} failed");
+    }
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/js")
+        .join(script);
+    std::fs::copy(source, dir.join(script)).unwrap();
+    dir
+}
+
+/// Runs `script` of the npm workspace `dir` with `args` (from `dir`, so its `node_modules`
+/// resolve) and returns the JSON it printed; a failing script fails the test with its stderr.
+pub async fn node_json(dir: &std::path::Path, script: &str, args: &[&std::ffi::OsStr]) -> Value {
+    let output = tokio::process::Command::new("node")
+        .arg(dir.join(script))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .await
+        .expect("node must be installed (Node.js 20)");
+    assert!(
+        output.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("the script prints JSON")
+}

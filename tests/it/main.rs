@@ -4,6 +4,7 @@ mod harness;
 
 mod auth;
 mod catalog;
+mod console;
 mod controller;
 mod counters;
 mod crds;

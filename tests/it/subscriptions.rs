@@ -693,40 +693,16 @@ async fn shutdown_closes_sockets_with_1001() {
 fn ws_clients() -> std::path::PathBuf {
     static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ws-clients");
-        let packages = [
-            "graphql@16.9.0",
-            "graphql-ws@5.16.0",
-            "subscriptions-transport-ws@0.11.0",
-            "ws@8.18.0",
-        ];
-        let installed = ["graphql-ws", "subscriptions-transport-ws", "ws"]
-            .iter()
-            .all(|p| {
-                dir.join("node_modules")
-                    .join(p)
-                    .join("package.json")
-                    .is_file()
-            });
-        if !installed {
-            std::fs::create_dir_all(&dir).unwrap();
-            let status = std::process::Command::new("npm")
-                .args(["install", "--silent", "--no-audit", "--no-fund", "--prefix"])
-                .arg(&dir)
-                .args(packages)
-                .status()
-                .expect("npm must be installed (Node.js 20) to run the WebSocket client tests");
-            assert!(
-                status.success(),
-                "npm install of the WebSocket clients failed"
-            );
-        }
-        std::fs::copy(
-            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/js/ws-clients.mjs"),
-            dir.join("ws-clients.mjs"),
+        crate::harness::npm_workspace(
+            "ws-clients",
+            &[
+                "graphql@16.9.0",
+                "graphql-ws@5.16.0",
+                "subscriptions-transport-ws@0.11.0",
+                "ws@8.18.0",
+            ],
+            "ws-clients.mjs",
         )
-        .unwrap();
-        dir
     })
     .clone()
 }
@@ -736,19 +712,9 @@ fn ws_clients() -> std::path::PathBuf {
 async fn real_npm_clients_subscribe_and_query() {
     let s = server(|c| c.admin_secret = Some(SECRET.into())).await;
     let dir = ws_clients();
-    let output = tokio::process::Command::new("node")
-        .arg(dir.join("ws-clients.mjs"))
-        .arg(&s.base)
-        .arg(SECRET)
-        .output()
-        .await
-        .expect("node");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let summary: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let summary =
+        crate::harness::node_json(&dir, "ws-clients.mjs", &[s.base.as_ref(), SECRET.as_ref()])
+            .await;
     let query = json!([{"data": {"articleById": {"title": "Rust in practice"}}}]);
     assert_eq!(
         summary["graphqlWs"],
