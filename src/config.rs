@@ -22,6 +22,10 @@ pub enum Command {
     /// Export the catalog's metadata: as custom resources (`--format crds`) or the metadata
     /// document (`--format metadata`).
     Export(ExportCommand),
+    /// Show what applying resources or a metadata file would change, without changing
+    /// anything: exit 0 when nothing would change, 1 when something would, 2 when the change
+    /// would be refused, conflict or leave objects inconsistent, or on error.
+    Diff(DiffCommand),
     /// Write the CustomResourceDefinitions as YAML, one file per kind.
     Crds {
         /// Directory to write into (created if missing).
@@ -72,6 +76,43 @@ pub struct ExportCommand {
     /// Postgres holding `basalt_catalog`.
     #[arg(long, env = "BASALT_DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
+}
+
+/// How `basalt diff` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiffOutput {
+    /// One line per object, for people and pull-request comments.
+    Text,
+    /// The full answer, for tools.
+    Json,
+}
+
+/// `basalt diff`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DiffCommand {
+    /// A file or a directory (searched recursively for `.yaml`, `.yml` and `.json`) holding
+    /// `basalt.dev` resources, or one metadata document as `export_metadata` writes it.
+    #[arg(short = 'f', long = "filename")]
+    pub path: PathBuf,
+    /// A running engine to compare with (its `/v1/query`), e.g. `http://localhost:8080`.
+    #[arg(long, env = "BASALT_ENDPOINT")]
+    pub endpoint: Option<String>,
+    /// The engine's admin secret (with `--endpoint`).
+    #[arg(long, env = "BASALT_ADMIN_SECRET", hide_env_values = true)]
+    pub admin_secret: Option<String>,
+    /// Or the database holding `basalt_catalog`, when no `--endpoint` is given.
+    #[arg(long, env = "BASALT_DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+    /// Namespace of resources that name none (as `kubectl apply -n`).
+    #[arg(long, short = 'n', default_value = "default")]
+    pub namespace: String,
+    /// Also show as removed the objects of resources that are not in the files (as deleting
+    /// those resources would do, with the default deletion policy).
+    #[arg(long)]
+    pub prune: bool,
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value_t = DiffOutput::Text)]
+    pub output: DiffOutput,
 }
 
 /// Maintenance subcommands of `basalt controller`.

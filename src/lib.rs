@@ -29,6 +29,7 @@
 //! - [`engine`]: one GraphQL request end to end.
 //! - [`live`]: subscriptions as multiplexed live queries, polled per group of subscribers.
 //! - [`controller`]: the Kubernetes controller and `basalt export`.
+//! - [`preview`]: `basalt diff`, what applying resources or a metadata file would change.
 //! - [`stats`]: work counters the tests count.
 //! - [`metrics`]: Prometheus `/metrics`: request counts and latencies, and the counters, pool,
 //!   catalog and live-query state read at scrape time.
@@ -53,6 +54,7 @@ pub mod metadata;
 pub mod metrics;
 pub mod ops;
 pub mod pool;
+pub mod preview;
 pub mod schema;
 pub mod session;
 pub mod shutdown;

@@ -24,6 +24,9 @@ async fn main() -> std::process::ExitCode {
                 std::process::ExitCode::FAILURE
             }
         },
+        Command::Diff(command) => {
+            std::process::ExitCode::from(basalt::preview::main(&command).await)
+        }
         Command::Controller(command) => {
             basalt::telemetry::init(command.log_format);
             match basalt::controller::main(*command).await {

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-const NS: &str = "shop";
+pub(crate) const NS: &str = "shop";
 
 /// Kubernetes uids are unique; resources of different kinds may share a name.
 static NEXT_UID: AtomicU64 = AtomicU64::new(1);
@@ -96,8 +96,8 @@ fn article_user_select(annotations: &[(&str, &str)]) -> Permission {
 }
 
 /// A fake API server, a context on the server's catalog, and the engine itself.
-struct Setup {
-    server: TestServer,
+pub(crate) struct Setup {
+    pub(crate) server: TestServer,
     fake: Arc<FakeApi>,
     ctx: Arc<Context>,
 }
@@ -1234,8 +1234,9 @@ fn blog_example() -> Vec<(String, Value)> {
         .collect()
 }
 
-#[tokio::test]
-async fn blog_example_applies_and_serves_the_user_role() {
+/// `examples/blog/` applied by the controller (to its schema, in namespace [`NS`]), every
+/// resource Ready.
+pub(crate) async fn applied_blog_example() -> Setup {
     let db = crate::harness::fresh_database().await;
     crate::harness::run_sql(&db, include_str!("../../examples/blog/schema.sql")).await;
     let fake = Arc::new(FakeApi::default());
@@ -1299,6 +1300,12 @@ async fn blog_example_applies_and_serves_the_user_role() {
             .unwrap_or(Value::Null);
         assert_eq!(ready["reason"], "Applied", "{file}: {stored}");
     }
+    s
+}
+
+#[tokio::test]
+async fn blog_example_applies_and_serves_the_user_role() {
+    let s = applied_blog_example().await;
     s.server.running.state.reload(false).await.unwrap();
     s.server
         .sql("INSERT INTO author (name, bio) VALUES ('Ann', 'poet')")

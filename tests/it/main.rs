@@ -8,6 +8,7 @@ mod console;
 mod controller;
 mod counters;
 mod crds;
+mod diff;
 mod e2e_cluster;
 mod goldenfiles;
 mod graphql_introspection;

@@ -1,0 +1,228 @@
+//! Ownable objects put into a metadata document and taken out of it: the inverse of
+//! [`catalog_objects`](super::objects::catalog_objects). Used to build the document a set of
+//! resources would lead to (`basalt diff`), which the catalog then checks like any other.
+//! Pure: no IO.
+
+use super::ids::PermissionKind;
+use super::objects::Object;
+use super::types::*;
+use serde_json::Value;
+
+/// Why an object cannot be placed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlaceError {
+    /// A table's part (relationship, permission, computed field) whose table is not tracked.
+    #[error("table {0} is not tracked")]
+    TableNotTracked(QualifiedTable),
+    /// Permission rules that do not fit their kind.
+    #[error("invalid {kind} permission rules: {message}")]
+    Rules {
+        /// The permission kind.
+        kind: &'static str,
+        /// The decoding error.
+        message: String,
+    },
+}
+
+/// Replaces by `same` or appends.
+fn upsert<T>(list: &mut Vec<T>, item: T, same: impl Fn(&T, &T) -> bool) {
+    match list.iter_mut().find(|x| same(x, &item)) {
+        Some(slot) => *slot = item,
+        None => list.push(item),
+    }
+}
+
+fn typed<P: serde::de::DeserializeOwned>(
+    kind: PermissionKind,
+    p: PermissionEntry<Value>,
+) -> Result<PermissionEntry<P>, PlaceError> {
+    let permission = serde_json::from_value(p.permission).map_err(|e| PlaceError::Rules {
+        kind: kind.as_str(),
+        message: e.to_string(),
+    })?;
+    Ok(PermissionEntry {
+        role: p.role,
+        permission,
+        comment: p.comment,
+    })
+}
+
+fn same_role<P>(a: &PermissionEntry<P>, b: &PermissionEntry<P>) -> bool {
+    a.role == b.role
+}
+
+fn entry<'a>(
+    metadata: &'a mut Metadata,
+    table: &QualifiedTable,
+) -> Result<&'a mut TableEntry, PlaceError> {
+    metadata
+        .tables
+        .iter_mut()
+        .find(|e| e.table == *table)
+        .ok_or_else(|| PlaceError::TableNotTracked(table.clone()))
+}
+
+/// Puts `object` into `metadata`, replacing the object with the same key. A table's settings
+/// keep the parts already declared on it; a part needs its table tracked.
+pub fn put(metadata: &mut Metadata, object: Object) -> Result<(), PlaceError> {
+    match object {
+        Object::Table(settings) => {
+            match metadata
+                .tables
+                .iter_mut()
+                .find(|e| e.table == settings.table)
+            {
+                Some(e) => {
+                    e.is_enum = settings.is_enum;
+                    e.configuration = settings.configuration;
+                }
+                None => metadata.tables.push(*settings),
+            }
+        }
+        Object::ObjectRelationship(t, r) => {
+            upsert(&mut entry(metadata, &t)?.object_relationships, r, |a, b| {
+                a.name == b.name
+            });
+        }
+        Object::ArrayRelationship(t, r) => {
+            upsert(&mut entry(metadata, &t)?.array_relationships, r, |a, b| {
+                a.name == b.name
+            });
+        }
+        Object::ComputedField(t, c) => {
+            upsert(&mut entry(metadata, &t)?.computed_fields, c, |a, b| {
+                a.name == b.name
+            });
+        }
+        Object::Permission(t, kind, p) => {
+            let e = entry(metadata, &t)?;
+            match kind {
+                PermissionKind::Insert => {
+                    upsert(&mut e.insert_permissions, typed(kind, p)?, same_role)
+                }
+                PermissionKind::Select => {
+                    upsert(&mut e.select_permissions, typed(kind, p)?, same_role)
+                }
+                PermissionKind::Update => {
+                    upsert(&mut e.update_permissions, typed(kind, p)?, same_role)
+                }
+                PermissionKind::Delete => {
+                    upsert(&mut e.delete_permissions, typed(kind, p)?, same_role)
+                }
+            }
+        }
+        Object::CustomType(t) => {
+            remove_type(&mut metadata.custom_types, t.name());
+            t.push_into(&mut metadata.custom_types);
+        }
+        Object::Collection(c) => {
+            upsert(&mut metadata.query_collections, c, |a, b| a.name == b.name)
+        }
+        Object::Allowlist(a) => upsert(&mut metadata.allowlist, a, |x, y| {
+            x.collection == y.collection
+        }),
+    }
+    Ok(())
+}
+
+fn remove_type(types: &mut CustomTypes, name: &str) {
+    types.input_objects.retain(|t| t.name.0 != name);
+    types.objects.retain(|t| t.name.0 != name);
+    types.scalars.retain(|t| t.name.0 != name);
+    types.enums.retain(|t| t.name.0 != name);
+}
+
+/// Takes `object` (matched by key) out of `metadata`. Removing a table removes everything
+/// defined on it, as untracking it with `cascade` would.
+pub fn remove(metadata: &mut Metadata, object: &Object) {
+    let part_of = |metadata: &mut Metadata, t: &QualifiedTable, f: &dyn Fn(&mut TableEntry)| {
+        if let Some(e) = metadata.tables.iter_mut().find(|e| e.table == *t) {
+            f(e);
+        }
+    };
+    match object {
+        Object::Table(settings) => metadata.tables.retain(|e| e.table != settings.table),
+        Object::ObjectRelationship(t, r) => part_of(metadata, t, &|e| {
+            e.object_relationships.retain(|x| x.name != r.name)
+        }),
+        Object::ArrayRelationship(t, r) => part_of(metadata, t, &|e| {
+            e.array_relationships.retain(|x| x.name != r.name)
+        }),
+        Object::ComputedField(t, c) => part_of(metadata, t, &|e| {
+            e.computed_fields.retain(|x| x.name != c.name)
+        }),
+        Object::Permission(t, kind, p) => part_of(metadata, t, &|e| match kind {
+            PermissionKind::Insert => e.insert_permissions.retain(|x| x.role != p.role),
+            PermissionKind::Select => e.select_permissions.retain(|x| x.role != p.role),
+            PermissionKind::Update => e.update_permissions.retain(|x| x.role != p.role),
+            PermissionKind::Delete => e.delete_permissions.retain(|x| x.role != p.role),
+        }),
+        Object::CustomType(t) => remove_type(&mut metadata.custom_types, t.name()),
+        Object::Collection(c) => metadata.query_collections.retain(|x| x.name != c.name),
+        Object::Allowlist(a) => metadata.allowlist.retain(|x| x.collection != a.collection),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metadata::objects::catalog_objects;
+
+    fn blog() -> Metadata {
+        serde_json::from_str(include_str!("../../tests/fixtures/blog_metadata.json")).unwrap()
+    }
+
+    /// Every object of a document, put into an empty one (tables first), gives the same
+    /// objects back; removing each again leaves nothing.
+    #[test]
+    fn put_is_the_inverse_of_catalog_objects() {
+        let original = blog();
+        let objects = catalog_objects(&original);
+        assert!(objects.len() > 10);
+        let mut rebuilt = Metadata::default();
+        let (tables, parts): (Vec<_>, Vec<_>) = objects
+            .values()
+            .cloned()
+            .partition(|o| matches!(o, Object::Table(_)));
+        for object in tables.into_iter().chain(parts) {
+            put(&mut rebuilt, object).unwrap();
+        }
+        assert_eq!(catalog_objects(&rebuilt), objects);
+        for object in objects.values().rev() {
+            remove(&mut rebuilt, object);
+        }
+        assert!(catalog_objects(&rebuilt).is_empty());
+    }
+
+    #[test]
+    fn put_replaces_by_key_and_parts_need_their_table() {
+        let mut metadata = blog();
+        let objects = catalog_objects(&metadata);
+        let (key, permission) = objects
+            .iter()
+            .find(|(k, _)| k.starts_with("permission:"))
+            .unwrap();
+        let Object::Permission(t, kind, mut p) = permission.clone() else {
+            unreachable!()
+        };
+        p.comment = Some("changed".into());
+        put(&mut metadata, Object::Permission(t.clone(), kind, p)).unwrap();
+        let after = catalog_objects(&metadata);
+        assert_eq!(after.len(), objects.len());
+        assert_ne!(after[key], objects[key]);
+
+        let mut empty = Metadata::default();
+        assert_eq!(
+            put(&mut empty, permission.clone()),
+            Err(PlaceError::TableNotTracked(t))
+        );
+        // A table's removal takes its parts with it.
+        let author = &after["table:public.author"];
+        assert!(after.keys().any(|k| k.contains(":public.author.")));
+        remove(&mut metadata, author);
+        let left = catalog_objects(&metadata);
+        assert!(!left.contains_key("table:public.author"));
+        assert!(!left.keys().any(|k| k.contains(":public.author.")));
+        assert!(left.keys().any(|k| k.contains(":public.article.")));
+    }
+}
