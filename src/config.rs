@@ -49,6 +49,9 @@ pub struct ControllerCommand {
     /// Controller settings.
     #[command(flatten)]
     pub settings: ControllerConfig,
+    /// OpenTelemetry traces.
+    #[command(flatten)]
+    pub otlp: OtlpConfig,
 }
 
 /// What `basalt export` writes.
@@ -284,6 +287,54 @@ pub struct ServeConfig {
     /// Serve `/metrics` without the admin secret (for a scraper inside the cluster).
     #[arg(long, env = "BASALT_METRICS_PUBLIC", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub metrics_public: bool,
+    /// OpenTelemetry traces.
+    #[command(flatten)]
+    pub otlp: OtlpConfig,
+}
+
+/// The wire format of OTLP over HTTP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OtlpProtocol {
+    /// `application/x-protobuf` (what collectors expect by default).
+    #[value(name = "http/protobuf")]
+    HttpProtobuf,
+    /// `application/json`.
+    #[value(name = "http/json")]
+    HttpJson,
+}
+
+/// OpenTelemetry traces over OTLP/HTTP; off unless an endpoint is given.
+#[derive(Debug, Clone, clap::Args)]
+pub struct OtlpConfig {
+    /// Base URL of an OTLP/HTTP collector, e.g. `http://otel-collector:4318` (spans go to
+    /// `<url>/v1/traces`). Collector headers can be set with `OTEL_EXPORTER_OTLP_HEADERS`.
+    #[arg(long = "otlp-endpoint", env = "BASALT_OTLP_ENDPOINT")]
+    pub endpoint: Option<String>,
+    /// Wire format.
+    #[arg(long = "otlp-protocol", env = "BASALT_OTLP_PROTOCOL", value_enum, default_value_t = OtlpProtocol::HttpProtobuf)]
+    pub protocol: OtlpProtocol,
+    /// `service.name` of the spans (default `basalt`, or `basalt-controller` for
+    /// `basalt controller`).
+    #[arg(long = "otlp-service-name", env = "BASALT_OTLP_SERVICE_NAME")]
+    pub service_name: Option<String>,
+    /// Which spans are exported, as a `RUST_LOG`-style filter.
+    #[arg(
+        long = "otlp-filter",
+        env = "BASALT_OTLP_FILTER",
+        default_value = "basalt=debug,info"
+    )]
+    pub filter: String,
+}
+
+impl Default for OtlpConfig {
+    fn default() -> Self {
+        OtlpConfig {
+            endpoint: None,
+            protocol: OtlpProtocol::HttpProtobuf,
+            service_name: None,
+            filter: "basalt=debug,info".to_owned(),
+        }
+    }
 }
 
 /// Subscriptions (live queries) and the WebSocket transport on `/v1/graphql`.
@@ -391,6 +442,7 @@ impl ServeConfig {
             controller_settings: ControllerConfig::default(),
             live: LiveConfig::default(),
             metrics_public: false,
+            otlp: OtlpConfig::default(),
         }
     }
 }

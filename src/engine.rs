@@ -17,6 +17,7 @@ use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
+use tracing::Instrument;
 
 /// A GraphQL request body.
 #[derive(Debug, Clone, Deserialize)]
@@ -335,13 +336,17 @@ async fn execute_compiled(
         session: &session.variables,
     };
     if let Some(program) = &compiled.program {
-        return run_mutation(state, program, &binding).await;
+        let span = tracing::debug_span!("sql", "db.system" = "postgresql", kind = "mutation");
+        return run_mutation(state, program, &binding)
+            .instrument(span)
+            .await;
     }
     let data = match &compiled.sql {
         Some(sql) => {
             let client = state.pool.get().await.map_err(ExecuteError::from)?;
             let conn = Connection::of(&client, &state.counters);
-            Some(execute::run(conn, sql, &binding).await?)
+            let span = tracing::debug_span!("sql", "db.system" = "postgresql", kind = "query");
+            Some(execute::run(conn, sql, &binding).instrument(span).await?)
         }
         None => constants_only(&compiled.planned.data),
     };
@@ -393,9 +398,10 @@ fn compile(
     operation: Option<&str>,
     variables: &Map<String, Value>,
 ) -> Result<Arc<CachedPlan>, GraphqlError> {
-    let _span = tracing::debug_span!("plan").entered();
     Counters::bump(&state.counters.documents_parsed);
-    let prepared = plan::prepare(query, operation)?;
+    let prepared =
+        tracing::debug_span!("graphql.parse").in_scope(|| plan::prepare(query, operation))?;
+    let _span = tracing::debug_span!("graphql.plan").entered();
     let limits = Limits {
         max_depth: state.config.max_query_depth,
         max_root_fields: state.config.max_root_fields,

@@ -28,28 +28,35 @@ async fn main() -> std::process::ExitCode {
             std::process::ExitCode::from(basalt::preview::main(&command).await)
         }
         Command::Controller(command) => {
-            basalt::telemetry::init(command.log_format);
-            match basalt::controller::main(*command).await {
-                Ok(()) => std::process::ExitCode::SUCCESS,
-                Err(err) => {
-                    tracing::error!(error = format!("{err:#}"), "basalt controller stopped");
-                    eprintln!("basalt: {err:#}");
-                    std::process::ExitCode::FAILURE
-                }
-            }
+            let telemetry =
+                basalt::telemetry::init(command.log_format, &command.otlp, "basalt-controller");
+            let result = basalt::controller::main(*command).await;
+            finish(result, telemetry, "basalt controller stopped").await
         }
         Command::Serve(config) => {
-            basalt::telemetry::init(config.log_format);
-            match basalt::app::serve(*config).await {
-                Ok(()) => std::process::ExitCode::SUCCESS,
-                Err(err) => {
-                    tracing::error!(error = format!("{err:#}"), "basalt stopped");
-                    eprintln!("basalt: {err:#}");
-                    std::process::ExitCode::FAILURE
-                }
-            }
+            let telemetry = basalt::telemetry::init(config.log_format, &config.otlp, "basalt");
+            let result = basalt::app::serve(*config).await;
+            finish(result, telemetry, "basalt stopped").await
         }
     }
+}
+
+/// Reports how a long-running command ended, flushes the traces, and gives the exit code.
+async fn finish(
+    result: anyhow::Result<()>,
+    telemetry: basalt::telemetry::Telemetry,
+    stopped: &str,
+) -> std::process::ExitCode {
+    let code = match &result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            tracing::error!(error = format!("{err:#}"), "{stopped}");
+            eprintln!("basalt: {err:#}");
+            std::process::ExitCode::FAILURE
+        }
+    };
+    telemetry.shutdown().await;
+    code
 }
 
 /// Writes every CRD into `dir`; returns how many.

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use tracing::Instrument;
 
 /// Headers never forwarded to a GET hook.
 const NOT_FORWARDED: &[&str] = &[
@@ -127,7 +128,9 @@ impl Webhook {
                 )
             }
         };
-        let response = call.send().await.map_err(|e| {
+        let span = tracing::debug_span!("auth.webhook", "otel.kind" = "client", mode = ?self.mode);
+        let call = call.headers(span.in_scope(crate::telemetry::outgoing_headers));
+        let response = call.send().instrument(span).await.map_err(|e| {
             tracing::warn!(error = %e, "auth hook request failed");
             AuthError::HookFailed("webhook authentication request failed".into())
         })?;

@@ -47,7 +47,13 @@ pub fn router(state: AppState) -> Router {
         .layer(TraceLayer::new_for_http()
             .on_response(DefaultOnResponse::new().level(tracing::Level::INFO)).make_span_with(|request: &Request| {
             let id = REQUEST_IDS.fetch_add(1, Ordering::Relaxed);
-            tracing::info_span!("request", id, method = %request.method(), path = %request.uri().path(), role = tracing::field::Empty, operation = tracing::field::Empty, request_id = tracing::field::Empty)
+            let span = tracing::info_span!("request", id, method = %request.method(), path = %request.uri().path(), role = tracing::field::Empty, operation = tracing::field::Empty, request_id = tracing::field::Empty, "otel.name" = tracing::field::Empty, "otel.kind" = tracing::field::Empty);
+            if crate::telemetry::tracing_enabled() {
+                span.record("otel.name", format!("{} {}", request.method(), request.uri().path()));
+                span.record("otel.kind", "server");
+                crate::telemetry::accept_parent(&span, request.headers());
+            }
+            span
         }))
         .with_state(state)
 }

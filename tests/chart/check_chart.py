@@ -476,6 +476,30 @@ def check_metrics(r: Rendered) -> list[str]:
     return problems
 
 
+def check_tracing(r: Rendered) -> list[str]:
+    """With tracing.otlpEndpoint set, every Basalt container exports to it; otherwise none has
+    an OTLP setting."""
+    tracing = r.values.get("tracing", {})
+    endpoint = tracing.get("otlpEndpoint") or ""
+    problems = []
+    deployments = r.of_kind("Deployment")
+    if not deployments:
+        return ["no Deployment"]
+    for d in deployments:
+        for c in d["spec"]["template"]["spec"]["containers"]:
+            env = {e["name"]: e.get("value") for e in c.get("env", [])}
+            where = f"{d['metadata']['name']}/{c['name']}"
+            if endpoint:
+                if env.get("BASALT_OTLP_ENDPOINT") != endpoint:
+                    problems.append(f"{where}: BASALT_OTLP_ENDPOINT={env.get('BASALT_OTLP_ENDPOINT')!r}, want {endpoint!r}")
+                want = tracing.get("protocol", "http/protobuf")
+                if env.get("BASALT_OTLP_PROTOCOL") != want:
+                    problems.append(f"{where}: BASALT_OTLP_PROTOCOL={env.get('BASALT_OTLP_PROTOCOL')!r}, want {want!r}")
+            elif any(n.startswith("BASALT_OTLP_") for n in env):
+                problems.append(f"{where}: OTLP settings without tracing.otlpEndpoint")
+    return problems
+
+
 def check_probes(r: Rendered) -> list[str]:
     problems = []
     engine = r.deployment("engine")
@@ -643,6 +667,10 @@ MATRIX: dict[str, dict[str, Any]] = {
         "controller": {"databaseUrlKey": "directUrl", "selfHeal": True},
     },
     "metrics-enabled": merge(BASE, {"metrics": {"enabled": True}}),
+    "tracing-enabled": merge(BASE, {
+        "tracing": {"otlpEndpoint": "http://otel-collector.observability:4318", "protocol": "http/json"},
+        "controller": {"enabled": True, "embedded": False},
+    }),
     "mixed-secrets": {
         "database": {"existingSecret": "basalt-db"},
         "adminSecret": {"value": "inline-admin"},
@@ -765,6 +793,7 @@ def main() -> int:
             run(f"secrets[{case}]", lambda: check_secrets(r))
             run(f"probes[{case}]", lambda: check_probes(r))
             run(f"metrics[{case}]", lambda: check_metrics(r))
+            run(f"tracing[{case}]", lambda: check_tracing(r))
             run(f"env-names[{case}]", lambda: check_env_names(r, known_env))
             run(f"security[{case}]", lambda: check_security(r))
 

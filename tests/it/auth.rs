@@ -538,7 +538,7 @@ struct Jwks {
     hits: Arc<Mutex<usize>>,
 }
 
-async fn serve(router: Router) -> String {
+pub(crate) async fn serve(router: Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
@@ -629,7 +629,8 @@ async fn jwt_mode_with_unauthorized_role() {
 #[derive(Clone, Default)]
 pub(crate) struct Hook {
     hits: Arc<Mutex<usize>>,
-    last: Arc<Mutex<Option<Value>>>,
+    /// The headers (GET) or body (POST) of the last call.
+    pub(crate) last: Arc<Mutex<Option<Value>>>,
 }
 
 fn hook_answer(token: &str) -> axum::response::Response {

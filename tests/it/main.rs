@@ -23,4 +23,5 @@ mod run_sql;
 mod sql_snapshots;
 mod subscriptions;
 mod tables;
+mod traces;
 mod types_and_collections;

@@ -280,3 +280,13 @@ checksum/secret: {{ include "basalt.secretData" . | sha256sum }}
     - create
     - patch
 {{- end }}
+
+{{/* OpenTelemetry export settings, when tracing.otlpEndpoint is set. */}}
+{{- define "basalt.tracingEnv" -}}
+{{- if .Values.tracing.otlpEndpoint }}
+- name: BASALT_OTLP_ENDPOINT
+  value: {{ .Values.tracing.otlpEndpoint | quote }}
+- name: BASALT_OTLP_PROTOCOL
+  value: {{ .Values.tracing.protocol | quote }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,231 @@
+//! OpenTelemetry traces: the real binary exporting to a local OTLP/HTTP receiver, a client's
+//! `traceparent` taken as the parent, and the trace passed on to the auth webhook.
+
+use crate::auth::{hook_server, serve, Hook};
+use crate::harness::{fresh_database, run_sql, BLOG, BLOG_METADATA};
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::routing::post;
+use axum::Router;
+use serde_json::{json, Value};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const SECRET: &str = "trace-secret";
+const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CLIENT_SPAN: &str = "00f067aa0ba902b7";
+
+/// Every export request received: content type and body.
+type Received = Arc<Mutex<Vec<(String, Bytes)>>>;
+
+async fn receiver() -> (String, Received) {
+    let received = Received::default();
+    let router = Router::new()
+        .route(
+            "/v1/traces",
+            post(
+                |State(r): State<Received>, headers: HeaderMap, body: Bytes| async move {
+                    let kind = headers["content-type"].to_str().unwrap_or("").to_owned();
+                    let json = kind.contains("json");
+                    r.lock().unwrap().push((kind, body));
+                    if json {
+                        "{}"
+                    } else {
+                        ""
+                    }
+                },
+            ),
+        )
+        .with_state(received.clone());
+    (serve(router).await, received)
+}
+
+/// `basalt serve` on the blog, its auth webhook, exporting to `otlp` in `protocol`.
+struct Served {
+    base: String,
+    hook: Hook,
+    _child: tokio::process::Child,
+}
+
+async fn start(otlp: &str, protocol: &str) -> Served {
+    let db = fresh_database().await;
+    run_sql(&db, BLOG).await;
+    let hook = Hook::default();
+    let hook_base = hook_server(hook.clone()).await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_basalt"))
+        .arg("serve")
+        .env("BASALT_HOST", "127.0.0.1")
+        .env("BASALT_PORT", port.to_string())
+        .env("BASALT_DATABASE_URL", &db)
+        .env("BASALT_ADMIN_SECRET", SECRET)
+        .env("BASALT_AUTH_HOOK", format!("{hook_base}/get"))
+        .env("BASALT_OTLP_ENDPOINT", otlp)
+        .env("BASALT_OTLP_PROTOCOL", protocol)
+        .env("OTEL_BSP_SCHEDULE_DELAY", "100")
+        .env("RUST_LOG", "warn")
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::new();
+    let mut ready = false;
+    for _ in 0..300 {
+        if let Ok(r) = http.get(format!("{base}/readyz")).send().await {
+            if r.status() == 200 {
+                ready = true;
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(ready, "basalt serve did not become ready");
+    let metadata: Value = serde_json::from_str(BLOG_METADATA).unwrap();
+    let r = http
+        .post(format!("{base}/v1/query"))
+        .header("X-Svc-Admin-Secret", SECRET)
+        .json(&json!({"type": "replace_metadata", "args": metadata}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    Served {
+        base,
+        hook,
+        _child: child,
+    }
+}
+
+/// A query as an application would send it: a token for the webhook and a W3C parent.
+async fn traced_query(base: &str) -> Value {
+    reqwest::Client::new()
+        .post(format!("{base}/v1/graphql"))
+        .header("Authorization", "Bearer good")
+        .header("traceparent", format!("00-{TRACE}-{CLIENT_SPAN}-01"))
+        .json(&json!({"query": "{ author(where: {id: {_eq: 1}}) { name } }"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// The `traceparent` the webhook received: `(trace id, parent span id)`.
+fn hook_parent(hook: &Hook) -> (String, String) {
+    let last = hook.last.lock().unwrap().clone().unwrap();
+    let parts: Vec<String> = last["traceparent"]
+        .as_str()
+        .unwrap()
+        .split('-')
+        .map(str::to_owned)
+        .collect();
+    (parts[1].clone(), parts[2].clone())
+}
+
+/// Waits until the spans received satisfy `done`.
+async fn wait_for(received: &Received, done: impl Fn(&[(String, Bytes)]) -> bool) {
+    for _ in 0..100 {
+        if done(&received.lock().unwrap()) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the spans did not arrive: {:?}", received.lock().unwrap());
+}
+
+fn spans(received: &[(String, Bytes)]) -> Vec<Value> {
+    let mut out = Vec::new();
+    for (_, body) in received {
+        let export: Value = serde_json::from_slice(body).unwrap();
+        for resource in export["resourceSpans"].as_array().unwrap() {
+            for scope in resource["scopeSpans"].as_array().unwrap() {
+                out.extend(scope["spans"].as_array().unwrap().iter().cloned());
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn spans_follow_the_clients_trace_and_reach_the_webhook() {
+    let (otlp, received) = receiver().await;
+    let s = start(&otlp, "http/json").await;
+    let answer = traced_query(&s.base).await;
+    assert_eq!(answer, json!({"data": {"author": [{"name": "Ann"}]}}));
+    let wanted = [
+        "POST /v1/graphql",
+        "auth.webhook",
+        "graphql.parse",
+        "graphql.plan",
+        "sql",
+    ];
+    wait_for(&received, |r| {
+        let names: Vec<String> = spans(r)
+            .iter()
+            .map(|s| s["name"].as_str().unwrap().to_owned())
+            .collect();
+        wanted.iter().all(|w| names.iter().any(|n| n == w))
+    })
+    .await;
+    let all = spans(&received.lock().unwrap());
+    let of_trace: Vec<&Value> = all.iter().filter(|s| s["traceId"] == TRACE).collect();
+    let named = |name: &str| {
+        *of_trace
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} span in the client's trace: {all:#?}"))
+    };
+    // The request continues the client's trace, as a server span.
+    let request = named("POST /v1/graphql");
+    assert_eq!(request["parentSpanId"], CLIENT_SPAN);
+    assert_eq!(request["kind"], 2, "SPAN_KIND_SERVER");
+    // The stages are its children.
+    for stage in ["graphql.parse", "graphql.plan", "sql", "auth.webhook"] {
+        assert_eq!(named(stage)["parentSpanId"], request["spanId"], "{stage}");
+    }
+    // The webhook was called with the trace, its parent being the webhook call's span.
+    let (trace, parent) = hook_parent(&s.hook);
+    assert_eq!(trace, TRACE);
+    assert_eq!(parent, named("auth.webhook")["spanId"].as_str().unwrap());
+    let resource = &received.lock().unwrap()[0].1;
+    let export: Value = serde_json::from_slice(resource).unwrap();
+    let attributes = &export["resourceSpans"][0]["resource"]["attributes"];
+    assert!(
+        attributes
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["key"] == "service.name" && a["value"]["stringValue"] == "basalt"),
+        "{attributes}"
+    );
+}
+
+/// The default wire format: protobuf, as collectors expect.
+#[tokio::test]
+async fn protobuf_is_the_default_wire_format() {
+    let (otlp, received) = receiver().await;
+    let s = start(&otlp, "http/protobuf").await;
+    traced_query(&s.base).await;
+    let trace_bytes: Vec<u8> = (0..16)
+        .map(|i| u8::from_str_radix(&TRACE[2 * i..2 * i + 2], 16).unwrap())
+        .collect();
+    let contains = |body: &[u8], needle: &[u8]| body.windows(needle.len()).any(|w| w == needle);
+    wait_for(&received, |r| {
+        r.iter()
+            .any(|(_, body)| contains(body, b"graphql.plan") && contains(body, &trace_bytes))
+    })
+    .await;
+    assert!(received
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|(kind, _)| kind == "application/x-protobuf"));
+    let (trace, _) = hook_parent(&s.hook);
+    assert_eq!(trace, TRACE);
+}
