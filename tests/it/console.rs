@@ -60,7 +60,8 @@ async fn the_console_works_offline_in_a_browser() {
         "{report:#}"
     );
     assert_eq!(report["errors"], json!([]), "{report:#}");
-    // The one failure: the role suggestions asked for before the secret was entered.
+    // The one failure: the role suggestions asked for before the secret was entered (the
+    // second tab's failures are not recorded).
     assert_eq!(report["failures"], json!(["401 /v1/query"]), "{report:#}");
     // The role suggestions come from the metadata's permissions.
     assert_eq!(
@@ -85,7 +86,12 @@ async fn the_console_works_offline_in_a_browser() {
         .unwrap()
         .len();
     assert!(guest_titles > 0 && guest_titles < all_titles, "{report:#}");
-    // The subscription ran over the console's socket and saw the change.
+    // The mutation ran from a second tab; the subscription, over the first tab's socket,
+    // saw its change.
+    assert_eq!(
+        report["renamed"],
+        json!({"data": {"update_author_by_pk": {"id": 1, "name": "Ann (console)"}}})
+    );
     assert_eq!(
         report["firstLive"],
         json!({"data": {"author_by_pk": {"name": "Ann"}}})

@@ -47,12 +47,17 @@ try {
   // A subscription, over the console's WebSocket, sees a change made elsewhere.
   await setRole(page, '');
   report.firstLive = await run(page, 'subscription { author_by_pk(id: 1) { name } }');
-  const rename = await fetch(`${base}/v1/graphql`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json', 'X-Svc-Admin-Secret': secret },
-    body: JSON.stringify({ query: 'mutation { update_author_by_pk(pk_columns: {id: 1}, _set: {name: "Ann (console)"}) { id } }' }),
-  });
-  report.renamed = (await rename.json()).data;
+  // A mutation, run from a second console tab (its own session storage, so its own secret).
+  const other = await browser.newPage();
+  other.on('request', (r) => report.requests.push(r.url()));
+  other.on('pageerror', (e) => report.errors.push(String(e)));
+  await other.goto(`${base}/console`, { waitUntil: 'networkidle0' });
+  await other.type('#admin-secret', secret);
+  await other.keyboard.press('Tab');
+  await waitForRoles(other, 'guest');
+  report.renamed = await run(other,
+    'mutation { update_author_by_pk(pk_columns: {id: 1}, _set: {name: "Ann (console)"}) { id name } }');
+  await other.close();
   report.nextLive = await resultContaining(page, 'Ann (console)');
 
   report.sessionStorage = await page.evaluate(() => ({ ...sessionStorage }));
