@@ -19,6 +19,8 @@
 //! - [`ops`]: `/v1/query` operations: parsing, their pure `apply`, dependencies, `run_sql`
 //!   reconciliation.
 //! - [`catalog`]: the `basalt_catalog` schema: migrations, load, transactional commit, NOTIFY.
+//! - [`capture`]: the Postgres triggers that write event-trigger row changes to the event log
+//!   (DDL, pure).
 //! - [`introspect`]: one query reading tables, columns, keys and functions from Postgres.
 //! - [`schema`]: metadata resolved against the database, with the inconsistent objects and
 //!   permissions as typed rules.
@@ -39,6 +41,7 @@
 
 pub mod app;
 pub mod auth;
+pub mod capture;
 pub mod catalog;
 pub mod config;
 pub mod controller;

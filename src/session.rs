@@ -20,6 +20,20 @@ pub struct Session {
 }
 
 impl Session {
+    /// The session as event payloads record it: the variables plus `x-svc-role`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut map: serde_json::Map<String, serde_json::Value> = self
+            .variables
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+            .collect();
+        map.insert(
+            "x-svc-role".to_owned(),
+            serde_json::Value::String(self.role.clone()),
+        );
+        serde_json::Value::Object(map)
+    }
+
     /// Whether the caller is the admin.
     pub fn is_admin(&self) -> bool {
         self.role == "admin"

@@ -10,6 +10,7 @@ use crate::schema::{self, SchemaCache};
 use serde_json::Value;
 use tokio_postgres::GenericClient;
 
+pub mod events;
 pub mod managed;
 mod run_sql;
 use crate::metadata::objects;
@@ -40,6 +41,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     "#,
     ),
     (2, managed::MIGRATION),
+    (3, events::MIGRATION),
 ];
 
 /// Failures of the catalog layer.
@@ -138,7 +140,10 @@ pub async fn current_version(client: &impl GenericClient) -> Result<i64, Catalog
 pub async fn build(client: &impl GenericClient) -> Result<Snapshot, CatalogError> {
     let (metadata, version) = load(client, false).await?;
     let db = introspect::introspect(client, &relation_names(&metadata.enum_tables())).await?;
-    let schema = schema::resolve(&metadata, &db);
+    let mut schema = schema::resolve(&metadata, &db);
+    schema
+        .inconsistencies
+        .extend(schema::events::capture_drift(&metadata, &db));
     Ok(Snapshot {
         version,
         metadata,
@@ -181,6 +186,8 @@ struct Work {
     metadata: Metadata,
     /// The database as the next operation sees it.
     db: DbModel,
+    /// The caller's session (`invoke_event_trigger` records it).
+    session: Value,
     /// Tables whose enum rows each introspection loads.
     enum_candidates: Vec<RelationName>,
     /// An operation enforced its own consistency rules (replace, reload, unchecked SQL).
@@ -199,6 +206,9 @@ pub enum Writer<'a> {
     Api {
         /// Refuse changes to managed objects.
         reject_managed: bool,
+        /// The caller's session ([`crate::session::Session::to_json`]); the admin's when
+        /// `None`.
+        session: Option<&'a Value>,
     },
     /// The Kubernetes controller, recording ownership in the same transaction.
     Controller(&'a OwnershipChanges),
@@ -216,6 +226,7 @@ pub async fn execute(
         expected_version,
         Writer::Api {
             reject_managed: false,
+            session: None,
         },
     )
     .await
@@ -239,7 +250,7 @@ pub async fn execute_with(
         mut response,
     } = apply(&tx, op, expected_version, writer).await?;
     let wrote = work.metadata != metadata;
-    annotate(&tx, op, &metadata, &mut response).await?;
+    annotate(&tx, op, &metadata, &work.db, &mut response).await?;
     let mut new_version = version;
     if wrote {
         let document = serde_json::to_value(&work.metadata).map_err(CatalogError::Corrupt)?;
@@ -305,7 +316,7 @@ pub async fn dry_run(
         "removed": changes.removed,
         "inconsistent_objects": inconsistent,
     });
-    annotate(&tx, op, &applied.metadata, &mut answer).await?;
+    annotate(&tx, op, &applied.metadata, &applied.work.db, &mut answer).await?;
     tx.rollback().await?;
     Ok(answer)
 }
@@ -347,15 +358,26 @@ async fn apply(
     enum_candidates.extend(op.enum_candidates());
     let enum_candidates = relation_names(&enum_candidates);
     let db: DbModel = introspect::introspect(tx, &enum_candidates).await?;
+    let session = match writer {
+        Writer::Api {
+            session: Some(session),
+            ..
+        } => session.clone(),
+        _ => serde_json::json!({"x-svc-role": "admin"}),
+    };
     let mut work = Work {
         metadata: metadata.clone(),
         db: db.clone(),
+        session,
         enum_candidates,
         own_consistency_rules: false,
         rebuild: false,
         db_before: db,
     };
     let response = run(tx, &mut work, op).await?;
+    if !read_only {
+        events::sync(tx, &metadata, &mut work).await?;
+    }
     let schema = {
         let _span = tracing::debug_span!("schema.rebuild").entered();
         schema::resolve(&work.metadata, &work.db)
@@ -366,6 +388,7 @@ async fn apply(
     }
     if let Writer::Api {
         reject_managed: true,
+        ..
     } = writer
     {
         if work.metadata != metadata {
@@ -396,8 +419,19 @@ async fn annotate(
     client: &impl GenericClient,
     op: &Op,
     metadata: &crate::metadata::Metadata,
+    db: &DbModel,
     response: &mut Value,
 ) -> Result<(), CatalogError> {
+    if is_get_inconsistent(op) {
+        let captures = schema::events::capture_drift(metadata, db);
+        if let (false, Some(Value::Array(items))) = (
+            captures.is_empty(),
+            response.get_mut("inconsistent_objects"),
+        ) {
+            items.extend(captures.iter().map(schema::Inconsistency::to_json));
+            response["is_consistent"] = Value::Bool(false);
+        }
+    }
     let has_inconsistent = matches!(response.get("inconsistent_objects"), Some(Value::Array(items)) if !items.is_empty());
     let (drift, owners) = (is_get_inconsistent(op), exports_owners(op));
     if !(has_inconsistent || drift || owners) {
@@ -509,6 +543,7 @@ fn run<'a>(
                 Ok(Value::Array(responses))
             }
             Op::RunSql(sql) => run_sql_op(tx, work, sql).await,
+            Op::EventLog(op) => events::run(tx, &work.metadata, op, &work.session).await,
         }
     })
 }

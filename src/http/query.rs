@@ -79,8 +79,10 @@ async fn run(state: AppState, headers: HeaderMap, body: Body) -> Result<Response
         .get()
         .await
         .map_err(|e| ApiError::internal(e.to_string()))?;
+    let caller = session.to_json();
     let writer = catalog::Writer::Api {
         reject_managed: state.config.managed_metadata == crate::config::ManagedMetadata::Reject,
+        session: Some(&caller),
     };
     if dry_run {
         // Runs and rolls back: nothing stored, nothing installed, no NOTIFY.

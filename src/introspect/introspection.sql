@@ -126,5 +126,19 @@ SELECT json_build_object(
   'scalar_types', COALESCE((
     SELECT json_agg(DISTINCT t.typname)
     FROM pg_catalog.pg_type t
-    WHERE t.typtype IN ('b', 'e', 'd', 'r') AND t.typname NOT LIKE '\_%'), '[]'::json)
+    WHERE t.typtype IN ('b', 'e', 'd', 'r') AND t.typname NOT LIKE '\_%'), '[]'::json),
+  'capture_triggers', COALESCE((
+    SELECT json_agg(json_build_object(
+             'name', tg.tgname, 'schema', tn.nspname, 'table', tc.relname,
+             'hash', pg_catalog.obj_description(tg.tgfoid, 'pg_proc')
+           ) ORDER BY tg.tgname, tn.nspname, tc.relname)
+    FROM pg_catalog.pg_trigger tg
+    JOIN pg_catalog.pg_class tc ON tc.oid = tg.tgrelid
+    JOIN pg_catalog.pg_namespace tn ON tn.oid = tc.relnamespace
+    WHERE NOT tg.tgisinternal AND tg.tgname LIKE 'notify\_basalt\_%'), '[]'::json),
+  'capture_functions', COALESCE((
+    SELECT json_agg(p.proname ORDER BY p.proname)
+    FROM pg_catalog.pg_proc p
+    JOIN pg_catalog.pg_namespace pn ON pn.oid = p.pronamespace
+    WHERE pn.nspname = 'basalt_catalog' AND p.proname LIKE 'notify\_basalt\_%'), '[]'::json)
 ) AS model

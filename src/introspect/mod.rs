@@ -62,6 +62,24 @@ pub struct DbModel {
     pub scalar_types: BTreeSet<String>,
     /// Rows of the tables asked for as enum candidates: (value, description).
     pub enum_rows: HashMap<RelationName, Vec<(String, Option<String>)>>,
+    /// Event-trigger capture triggers (`notify_basalt_*`) on user tables.
+    pub capture_triggers: Vec<CaptureTrigger>,
+    /// Capture functions in `basalt_catalog` (`notify_basalt_*`), with or without a trigger.
+    pub capture_functions: BTreeSet<String>,
+}
+
+/// A capture trigger found in Postgres.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaptureTrigger {
+    /// `notify_basalt_<name>_<OP>`.
+    pub name: String,
+    /// The table's schema.
+    pub schema: String,
+    /// The table.
+    pub table: String,
+    /// The comment of the function it runs: the hash Basalt wrote with it.
+    #[serde(default)]
+    pub hash: Option<String>,
 }
 
 impl DbModel {
@@ -310,6 +328,10 @@ struct ModelDocument {
     scalar_types: BTreeSet<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     enum_rows: Vec<EnumRows>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    capture_triggers: Vec<CaptureTrigger>,
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    capture_functions: BTreeSet<String>,
 }
 
 /// The rows of one enum table in a [`ModelDocument`].
@@ -337,6 +359,8 @@ impl DbModel {
                 .into_iter()
                 .map(|e| (RelationName::new(e.schema, e.name), e.rows))
                 .collect(),
+            capture_triggers: document.capture_triggers,
+            capture_functions: document.capture_functions,
         };
         for f in document.functions {
             model
@@ -366,6 +390,8 @@ impl DbModel {
             functions: self.functions.values().flatten().cloned().collect(),
             scalar_types: self.scalar_types.clone(),
             enum_rows,
+            capture_triggers: self.capture_triggers.clone(),
+            capture_functions: self.capture_functions.clone(),
         };
         serde_json::to_value(document).unwrap_or(serde_json::Value::Null)
     }

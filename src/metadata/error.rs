@@ -41,6 +41,8 @@ pub enum Code {
     InvalidCustomTypes,
     /// A `run_sql` statement failed.
     PostgresError,
+    /// The object is being worked on (an event in delivery).
+    Busy,
 }
 
 impl Code {
@@ -63,6 +65,7 @@ impl Code {
             Code::Unexpected => "unexpected",
             Code::InvalidCustomTypes => "invalid-custom-types",
             Code::PostgresError => "postgres-error",
+            Code::Busy => "busy",
         }
     }
 }

@@ -148,12 +148,17 @@ fn check_tables(metadata: &Metadata, path: &JsonPath) -> Result<()> {
 
 /// The shape rules of event triggers, remote schemas and actions.
 fn check_later_features(metadata: &Metadata, path: &JsonPath) -> Result<()> {
+    let mut names = BTreeSet::new();
     for (i, entry) in metadata.tables.iter().enumerate() {
         for (j, trigger) in entry.event_triggers.iter().enumerate() {
-            check_event_trigger(
-                trigger,
-                &path.key("tables").index(i).key("event_triggers").index(j),
-            )?;
+            let at = path.key("tables").index(i).key("event_triggers").index(j);
+            check_event_trigger(trigger, &at, &at.key("definition"))?;
+            if !names.insert(&trigger.name.0) {
+                return Err(parse_failed(
+                    at.key("name"),
+                    format!("duplicate event trigger name \"{}\"", trigger.name),
+                ));
+            }
         }
     }
     for (i, remote) in metadata.remote_schemas.iter().enumerate() {
@@ -216,8 +221,13 @@ fn check_collections(metadata: &Metadata, path: &JsonPath) -> Result<()> {
     Ok(())
 }
 
-/// The shape rules of an event trigger (`docs/metadata-api.md`).
-fn check_event_trigger(trigger: &EventTriggerEntry, path: &JsonPath) -> Result<()> {
+/// The shape rules of an event trigger (`docs/metadata-api.md`); `definition` is where its
+/// operation specs are (nested in the metadata document, flat in `create_event_trigger`).
+pub(super) fn check_event_trigger(
+    trigger: &EventTriggerEntry,
+    path: &JsonPath,
+    definition: &JsonPath,
+) -> Result<()> {
     let name = &trigger.name.0;
     let valid_name = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
         && name
@@ -232,7 +242,7 @@ fn check_event_trigger(trigger: &EventTriggerEntry, path: &JsonPath) -> Result<(
     let def = &trigger.definition;
     if def.insert.is_none() && def.update.is_none() && def.delete.is_none() && !def.enable_manual {
         return Err(parse_failed(
-            path.key("definition"),
+            definition.clone(),
             "atleast one amongst insert/update/delete/enable_manual spec must be provided",
         ));
     }
@@ -263,7 +273,7 @@ fn check_event_trigger(trigger: &EventTriggerEntry, path: &JsonPath) -> Result<(
         {
             if list.is_empty() {
                 return Err(parse_failed(
-                    path.key("definition").key(key).key("payload"),
+                    definition.key(key).key("payload"),
                     "found empty payload specification",
                 ));
             }

@@ -15,6 +15,7 @@ mod collections;
 mod computed_fields;
 mod custom_types;
 pub mod dependencies;
+pub mod events;
 mod manage;
 mod permissions;
 mod relationships;
@@ -48,6 +49,8 @@ pub enum Op {
     Metadata(Box<MetadataOp>),
     /// `run_sql`: SQL against the database, keeping metadata consistent.
     RunSql(RunSql),
+    /// `invoke_event_trigger`, `redeliver_event`: writes to the event log.
+    EventLog(events::EventLogOp),
     /// Several operations in one transaction.
     Bulk(Vec<Op>),
 }
@@ -67,6 +70,8 @@ pub enum MetadataOp {
     CustomTypes(custom_types::SetCustomTypes),
     /// Query collections and the allow-list.
     Collection(collections::CollectionOp),
+    /// Event triggers.
+    EventTrigger(events::EventTriggerOp),
     /// Export, replace, reload, clear, inconsistency management.
     Manage(manage::ManageOp),
     /// An operation of a feature this release does not implement yet.
@@ -80,10 +85,6 @@ pub enum MetadataOp {
 
 /// Operations of features that arrive in later releases, with the feature they belong to.
 const LATER_FEATURES: &[(&str, &str)] = &[
-    ("create_event_trigger", "event triggers"),
-    ("delete_event_trigger", "event triggers"),
-    ("redeliver_event", "event triggers"),
-    ("invoke_event_trigger", "event triggers"),
     ("add_remote_schema", "remote schemas"),
     ("remove_remote_schema", "remote schemas"),
     ("reload_remote_schema", "remote schemas"),
@@ -173,6 +174,12 @@ impl Op {
         if let Some(op) = collections::CollectionOp::parse(op_type, args, &path)? {
             return Ok(Op::Metadata(Box::new(MetadataOp::Collection(op))));
         }
+        if let Some(op) = events::EventTriggerOp::parse(op_type, args, &path)? {
+            return Ok(Op::Metadata(Box::new(MetadataOp::EventTrigger(op))));
+        }
+        if let Some(op) = events::EventLogOp::parse(op_type, args, &path)? {
+            return Ok(Op::EventLog(op));
+        }
         if let Some(op) = manage::ManageOp::parse(op_type, version, args, &path)? {
             return Ok(Op::Metadata(Box::new(MetadataOp::Manage(op))));
         }
@@ -215,6 +222,7 @@ impl Op {
                 _ => false,
             },
             Op::RunSql(sql) => sql.read_only,
+            Op::EventLog(_) => false,
             Op::Bulk(ops) => ops.iter().all(Op::is_read_only),
         }
     }
@@ -227,7 +235,7 @@ impl Op {
                 MetadataOp::Manage(m) => m.enum_candidates(),
                 _ => Vec::new(),
             },
-            Op::RunSql(_) => Vec::new(),
+            Op::RunSql(_) | Op::EventLog(_) => Vec::new(),
             Op::Bulk(ops) => ops.iter().flat_map(Op::enum_candidates).collect(),
         }
     }
@@ -272,6 +280,7 @@ pub fn apply(metadata: &Metadata, op: &MetadataOp, ctx: Context<'_>) -> Result<O
         MetadataOp::ComputedField(c) => c.apply(metadata, &cache(), ctx).map(done),
         MetadataOp::CustomTypes(c) => c.apply(metadata, &cache(), ctx).map(done),
         MetadataOp::Collection(c) => c.apply(metadata).map(done),
+        MetadataOp::EventTrigger(e) => e.apply(metadata, &cache()).map(done),
         MetadataOp::Manage(m) => m.apply(metadata, &cache(), ctx),
         MetadataOp::Unsupported { op_type, feature } => Err(MetadataError::new(
             Code::NotSupported,

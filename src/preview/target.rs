@@ -121,6 +121,7 @@ impl Target {
                 let mut client = pool.get().await.map_err(catalog_error)?;
                 let writer = Writer::Api {
                     reject_managed: false,
+                    session: None,
                 };
                 match catalog::dry_run(&mut client, &op, None, writer).await {
                     Ok(answer) => Ok(DryRun::Answer(answer)),

@@ -4,6 +4,7 @@
 
 mod boolexp;
 mod checks;
+pub mod events;
 pub mod operators;
 mod permissions;
 mod relationships;
@@ -180,6 +181,8 @@ pub struct Resolved {
     pub tables: IndexMap<QualifiedTable, ResolvedTable>,
     /// Every role named by a consistent permission.
     pub roles: BTreeSet<String>,
+    /// Deliverable event triggers, by name.
+    pub event_triggers: std::collections::BTreeMap<String, events::ResolvedEventTrigger>,
 }
 
 /// The schema cache of one metadata version.
@@ -266,17 +269,7 @@ pub fn resolve(metadata: &Metadata, db: &DbModel) -> SchemaCache {
         if !cache.resolved.tables.contains_key(&entry.table) {
             continue; // reported with their table
         }
-        for trigger in &entry.event_triggers {
-            cache.inconsistencies.push(Inconsistency {
-                object: ObjectId::EventTrigger(entry.table.clone(), trigger.name.0.clone()),
-                kind: "event_trigger",
-                definition: event_trigger_definition(&entry.table, trigger),
-                reason: format!(
-                    "{NOT_SUPPORTED_YET}: event triggers are not available in this release"
-                ),
-                unsupported: true,
-            });
-        }
+        resolve_event_triggers(entry, db, &mut cache);
     }
     for remote in &metadata.remote_schemas {
         cache.inconsistencies.push(Inconsistency {
@@ -511,6 +504,33 @@ fn resolve_computed_fields(entry: &TableEntry, db: &DbModel, cache: &mut SchemaC
                 object: ObjectId::ComputedField(entry.table.clone(), cf.name.0.clone()),
                 kind: "computed_field",
                 definition: computed_field_definition(&entry.table, cf),
+                reason: err.message,
+                unsupported: false,
+            }),
+        }
+    }
+}
+
+/// Event triggers of a resolved table: deliverable, or inconsistent with the reason (a
+/// column gone, an environment variable unset). Capture triggers dropped or edited in Postgres
+/// are not judged here: every write installs them again, so they are reported apart
+/// ([`events::capture_drift`]) and never block one.
+fn resolve_event_triggers(entry: &TableEntry, db: &DbModel, cache: &mut SchemaCache) {
+    let Some(db_table) = db.table(&entry.table.schema, &entry.table.name) else {
+        return;
+    };
+    for trigger in &entry.event_triggers {
+        match events::check_event_trigger(&entry.table, db_table, trigger) {
+            Ok(resolved) => {
+                cache
+                    .resolved
+                    .event_triggers
+                    .insert(resolved.name.clone(), resolved);
+            }
+            Err(err) => cache.inconsistencies.push(Inconsistency {
+                object: ObjectId::EventTrigger(entry.table.clone(), trigger.name.0.clone()),
+                kind: "event_trigger",
+                definition: event_trigger_definition(&entry.table, trigger),
                 reason: err.message,
                 unsupported: false,
             }),

@@ -15,8 +15,8 @@ fn full_document() -> Value {
              "computed_fields": [{"name": "full_name", "definition": {"function": {"schema": "public", "name": "author_full_name"}}, "comment": "derived"}],
              "select_permissions": [{"role": "reader", "permission": {"columns": ["id", "name"], "computed_fields": ["full_name"], "filter": {}, "limit": 50, "allow_aggregations": true}}],
              "event_triggers": [{"name": "author_changed", "definition": {"enable_manual": true, "insert": {"columns": "*"}},
-                                 "retry_conf": {"num_retries": 3, "interval_sec": 15, "timeout_sec": 30}, "webhook_from_env": "HOOK_URL",
-                                 "headers": [{"name": "X-Token", "value_from_env": "HOOK_TOKEN"}]}]},
+                                 "retry_conf": {"num_retries": 3, "interval_sec": 15, "timeout_sec": 30}, "webhook": "http://hooks.example/author",
+                                 "headers": [{"name": "X-Token", "value_from_env": "CARGO_PKG_NAME"}]}]},
             {"table": {"schema": "public", "name": "article"},
              "object_relationships": [{"name": "author", "using": {"foreign_key_constraint_on": "author_id"}}],
              "insert_permissions": [{"role": "reader", "permission": {"check": {"author_id": {"_eq": "X-Svc-User-Id"}}, "set": {"author_id": "x-svc-user-id"}, "columns": ["title"], "backend_only": false}}],
@@ -54,7 +54,7 @@ async fn round_trip_export_clear_replace_export() {
         .iter()
         .map(|o| o["type"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds, ["event_trigger", "remote_schema", "action"]);
+    assert_eq!(kinds, ["remote_schema", "action"]);
     assert!(r["inconsistent_objects"]
         .as_array()
         .unwrap()
@@ -71,14 +71,14 @@ async fn round_trip_export_clear_replace_export() {
     // Their operations answer not-supported.
     let r = s
         .fails(
-            json!({"type": "create_event_trigger", "args": {"name": "t"}}),
+            json!({"type": "add_remote_schema", "args": {"name": "t"}}),
             400,
             "not-supported",
             "$.type",
         )
         .await;
     assert!(
-        r["error"].as_str().unwrap().contains("event triggers"),
+        r["error"].as_str().unwrap().contains("remote schemas"),
         "{r}"
     );
 }
@@ -295,6 +295,8 @@ async fn later_feature_sections_are_shape_checked() {
     s.fails(json!({"type": "replace_metadata", "args": {"tables": [], "actions": [{"name": "a", "definition": {"handler": "http://h", "output_type": "O", "type": "query", "kind": "asynchronous"}}]}}), 400, "parse-failed", "$.args.actions[0].definition.kind").await;
     s.fails(json!({"type": "replace_metadata", "args": {"tables": [], "actions": [{"name": "a", "definition": {"output_type": "O"}}]}}), 400, "parse-failed", "$.args.actions[0].definition").await;
     // Defaults are filled in on export.
+    s.ok(json!({"type": "track_table", "args": {"table": "author"}}))
+        .await;
     s.ok(with_trigger(
         json!({"name": "t", "definition": {"insert": {"columns": "*"}}, "webhook": "http://a"}),
     ))
