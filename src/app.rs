@@ -90,6 +90,11 @@ pub async fn start(config: ServeConfig) -> Result<Running> {
         }
     });
     let watcher_state = state.clone();
+    let events = tokio::spawn(crate::events::run(
+        state.clone(),
+        pg_config.clone(),
+        shutdown.subscribe(),
+    ));
     let watcher = tokio::spawn(async move {
         tokio::select! {
             _ = watch_catalog(watcher_state, pg_config) => {}
@@ -101,7 +106,7 @@ pub async fn start(config: ServeConfig) -> Result<Running> {
         addr,
         state,
         shutdown,
-        tasks: vec![server, watcher],
+        tasks: vec![server, watcher, events],
     })
 }
 

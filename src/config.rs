@@ -290,6 +290,70 @@ pub struct ServeConfig {
     /// OpenTelemetry traces.
     #[command(flatten)]
     pub otlp: OtlpConfig,
+    /// Event-trigger delivery.
+    #[command(flatten)]
+    pub events: EventsConfig,
+}
+
+/// Event-trigger delivery (`docs/events.md`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct EventsConfig {
+    /// Most webhook requests in flight at once in this process.
+    #[arg(
+        long = "events-http-pool-size",
+        env = "BASALT_EVENTS_HTTP_POOL_SIZE",
+        default_value_t = 100
+    )]
+    pub http_pool_size: usize,
+    /// Milliseconds between two looks at the event log when no `NOTIFY` woke the workers.
+    #[arg(
+        long = "events-fetch-interval-ms",
+        env = "BASALT_EVENTS_FETCH_INTERVAL",
+        default_value_t = 1000
+    )]
+    pub fetch_interval_ms: u64,
+    /// Most events claimed by one fetch.
+    #[arg(
+        long = "events-fetch-batch-size",
+        env = "BASALT_EVENTS_FETCH_BATCH_SIZE",
+        default_value_t = 100
+    )]
+    pub fetch_batch_size: usize,
+    /// Seconds a claimed event stays with its worker without a renewal; after that (a crashed
+    /// process) any worker takes it again.
+    #[arg(
+        long = "events-lease-seconds",
+        env = "BASALT_EVENTS_LEASE_SECONDS",
+        default_value_t = 60
+    )]
+    pub lease_seconds: u64,
+    /// Hours delivered events and invocation logs are kept; 0 keeps them forever.
+    #[arg(
+        long = "events-retention-hours",
+        env = "BASALT_EVENTS_RETENTION_HOURS",
+        default_value_t = 168
+    )]
+    pub retention_hours: u64,
+    /// Seconds a shutdown waits for deliveries in flight before giving their events back.
+    #[arg(
+        long = "events-shutdown-grace-seconds",
+        env = "BASALT_EVENTS_SHUTDOWN_GRACE_SECONDS",
+        default_value_t = 10
+    )]
+    pub shutdown_grace_seconds: u64,
+}
+
+impl Default for EventsConfig {
+    fn default() -> Self {
+        EventsConfig {
+            http_pool_size: 100,
+            fetch_interval_ms: 1000,
+            fetch_batch_size: 100,
+            lease_seconds: 60,
+            retention_hours: 168,
+            shutdown_grace_seconds: 10,
+        }
+    }
 }
 
 /// The wire format of OTLP over HTTP.
@@ -443,6 +507,7 @@ impl ServeConfig {
             live: LiveConfig::default(),
             metrics_public: false,
             otlp: OtlpConfig::default(),
+            events: EventsConfig::default(),
         }
     }
 }

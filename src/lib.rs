@@ -29,6 +29,7 @@
 //! - [`sql`]: the SQL AST, Postgres types, programs, the one printer and quoting.
 //! - [`execute`]: binding, prepared statements, running statements and programs.
 //! - [`engine`]: one GraphQL request end to end.
+//! - [`events`]: event-trigger delivery workers (claim, deliver, retry, record, clean up).
 //! - [`live`]: subscriptions as multiplexed live queries, polled per group of subscribers.
 //! - [`controller`]: the Kubernetes controller and `basalt export`.
 //! - [`preview`]: `basalt diff`, what applying resources or a metadata file would change.
@@ -47,6 +48,7 @@ pub mod config;
 pub mod controller;
 pub mod embedded;
 pub mod engine;
+pub mod events;
 pub mod execute;
 pub mod graphql;
 pub mod http;

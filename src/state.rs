@@ -61,6 +61,8 @@ pub struct AppState {
     pub live: Arc<crate::live::LiveQueries>,
     /// Request counts and latencies (`/metrics`).
     pub metrics: crate::metrics::Metrics,
+    /// Event delivery counters (`/metrics`).
+    pub events: Arc<crate::events::EventCounters>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -87,6 +89,7 @@ impl AppState {
             counters: Arc::new(Counters::default()),
             live: Arc::new(live),
             metrics: crate::metrics::Metrics::default(),
+            events: Arc::default(),
         }
     }
 

@@ -194,6 +194,25 @@ fn column_dependents(
             direct.push(id);
         }
     }
+    // Event triggers naming the column in a `columns` or `payload` list.
+    if let Some(entry) = metadata.table(table) {
+        for trigger in &entry.event_triggers {
+            let def = &trigger.definition;
+            let names = [&def.insert, &def.update, &def.delete]
+                .into_iter()
+                .flatten()
+                .any(|spec| {
+                    matches!(&spec.columns, Columns::List(l) if l.iter().any(|c| c == column))
+                        || matches!(&spec.payload, Some(Columns::List(l)) if l.iter().any(|c| c == column))
+                });
+            if names {
+                direct.push(ObjectId::EventTrigger(
+                    table.clone(),
+                    trigger.name.0.clone(),
+                ));
+            }
+        }
+    }
     for object in &metadata.custom_types.objects {
         for rel in &object.relationships {
             if &rel.remote_table == table && rel.field_mapping.values().any(|c| c == column) {

@@ -269,3 +269,19 @@ pub async fn node_json(dir: &std::path::Path, script: &str, args: &[&std::ffi::O
     );
     serde_json::from_slice(&output.stdout).expect("the script prints JSON")
 }
+
+/// Rows of `sql` (a query) as a JSON array of objects.
+pub async fn query_json(db_url: &str, sql: &str) -> Value {
+    let (client, conn) = tokio_postgres::connect(db_url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(conn);
+    client
+        .query_one(
+            &format!("SELECT coalesce(json_agg(t), '[]'::json) FROM ({sql}) AS t"),
+            &[],
+        )
+        .await
+        .expect("query")
+        .get(0)
+}

@@ -10,6 +10,7 @@ mod counters;
 mod crds;
 mod diff;
 mod e2e_cluster;
+mod events;
 mod goldenfiles;
 mod graphql_introspection;
 mod graphql_mutations;
