@@ -285,3 +285,60 @@ pub async fn query_json(db_url: &str, sql: &str) -> Value {
         .expect("query")
         .get(0)
 }
+
+/// A `basalt serve` process (the real binary) on loopback.
+pub struct Spawned {
+    /// `http://127.0.0.1:<port>`.
+    pub base: String,
+    /// The process; killed when dropped.
+    pub child: tokio::process::Child,
+}
+
+/// Starts `basalt serve` on `db_url` with the admin secret `secret` and the extra
+/// environment `env`, and waits until `/readyz` answers 200.
+pub async fn spawn_serve(db_url: &str, secret: &str, env: &[(&str, &str)]) -> Spawned {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_basalt"));
+    command
+        .arg("serve")
+        .env("BASALT_HOST", "127.0.0.1")
+        .env("BASALT_PORT", port.to_string())
+        .env("BASALT_DATABASE_URL", db_url)
+        .env("BASALT_ADMIN_SECRET", secret)
+        .env("RUST_LOG", "warn")
+        .kill_on_drop(true);
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let child = command.spawn().expect("spawn basalt serve");
+    let base = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::new();
+    for _ in 0..300 {
+        if let Ok(r) = http.get(format!("{base}/readyz")).send().await {
+            if r.status() == 200 {
+                return Spawned { base, child };
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("basalt serve did not become ready");
+}
+
+/// A metadata request to a spawned server; panics unless it answers 200.
+pub async fn spawned_query(s: &Spawned, secret: &str, body: Value) -> Value {
+    let r = reqwest::Client::new()
+        .post(format!("{}/v1/query", s.base))
+        .header("X-Svc-Admin-Secret", secret)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status();
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    body
+}

@@ -11,6 +11,7 @@ mod crds;
 mod diff;
 mod e2e_cluster;
 mod events;
+mod events_delivery;
 mod goldenfiles;
 mod graphql_introspection;
 mod graphql_mutations;

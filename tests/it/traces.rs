@@ -2,7 +2,9 @@
 //! `traceparent` taken as the parent, and the trace passed on to the auth webhook.
 
 use crate::auth::{hook_server, serve, Hook};
-use crate::harness::{fresh_database, run_sql, BLOG, BLOG_METADATA};
+use crate::harness::{
+    fresh_database, run_sql, spawn_serve, spawned_query, Spawned, BLOG, BLOG_METADATA,
+};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -45,7 +47,7 @@ async fn receiver() -> (String, Received) {
 struct Served {
     base: String,
     hook: Hook,
-    _child: tokio::process::Child,
+    _process: Spawned,
 }
 
 async fn start(otlp: &str, protocol: &str) -> Served {
@@ -53,51 +55,29 @@ async fn start(otlp: &str, protocol: &str) -> Served {
     run_sql(&db, BLOG).await;
     let hook = Hook::default();
     let hook_base = hook_server(hook.clone()).await;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_basalt"))
-        .arg("serve")
-        .env("BASALT_HOST", "127.0.0.1")
-        .env("BASALT_PORT", port.to_string())
-        .env("BASALT_DATABASE_URL", &db)
-        .env("BASALT_ADMIN_SECRET", SECRET)
-        .env("BASALT_AUTH_HOOK", format!("{hook_base}/get"))
-        .env("BASALT_OTLP_ENDPOINT", otlp)
-        .env("BASALT_OTLP_PROTOCOL", protocol)
-        .env("OTEL_BSP_SCHEDULE_DELAY", "100")
-        .env("RUST_LOG", "warn")
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let base = format!("http://127.0.0.1:{port}");
-    let http = reqwest::Client::new();
-    let mut ready = false;
-    for _ in 0..300 {
-        if let Ok(r) = http.get(format!("{base}/readyz")).send().await {
-            if r.status() == 200 {
-                ready = true;
-                break;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(ready, "basalt serve did not become ready");
+    let auth_hook = format!("{hook_base}/get");
+    let process = spawn_serve(
+        &db,
+        SECRET,
+        &[
+            ("BASALT_AUTH_HOOK", auth_hook.as_str()),
+            ("BASALT_OTLP_ENDPOINT", otlp),
+            ("BASALT_OTLP_PROTOCOL", protocol),
+            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ],
+    )
+    .await;
     let metadata: Value = serde_json::from_str(BLOG_METADATA).unwrap();
-    let r = http
-        .post(format!("{base}/v1/query"))
-        .header("X-Svc-Admin-Secret", SECRET)
-        .json(&json!({"type": "replace_metadata", "args": metadata}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
+    spawned_query(
+        &process,
+        SECRET,
+        json!({"type": "replace_metadata", "args": metadata}),
+    )
+    .await;
     Served {
-        base,
+        base: process.base.clone(),
         hook,
-        _child: child,
+        _process: process,
     }
 }
 
