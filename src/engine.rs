@@ -452,6 +452,9 @@ async fn run_mutation(
     let tx = client.transaction().await.map_err(ExecuteError::from)?;
     let conn = Connection::of_transaction(&tx, &state.counters);
     execute::statement(conn, &program.session, binding).await?;
+    if let Some(context) = crate::telemetry::current_trace_context() {
+        execute::set_trace_context(conn, &context).await?;
+    }
     let mut body = Vec::from(&b"{\"data\":{"[..]);
     for (i, (key, field)) in program.fields.iter().enumerate() {
         if i > 0 {

@@ -112,7 +112,7 @@ fn count(value: usize) -> i64 {
 }
 
 /// The metrics in the Prometheus text format.
-pub fn render(state: &AppState) -> Result<String, std::fmt::Error> {
+pub fn render(state: &AppState, events_pending: Option<i64>) -> Result<String, std::fmt::Error> {
     let mut registry = Registry::with_prefix("basalt");
     registry.register(
         "http_requests",
@@ -222,6 +222,39 @@ pub fn render(state: &AppState) -> Result<String, std::fmt::Error> {
         "Groups of subscriptions sharing one statement",
         count(state.live.group_count()),
     );
+    let events = &state.events;
+    counter(
+        &mut registry,
+        "events_delivered",
+        "Event deliveries answered 2xx",
+        get(&events.delivered),
+    );
+    counter(
+        &mut registry,
+        "events_failed_attempts",
+        "Event delivery attempts that failed (non-2xx, timeout, unreachable)",
+        get(&events.failed_attempts),
+    );
+    counter(
+        &mut registry,
+        "events_errors",
+        "Events whose attempts ran out (state error)",
+        get(&events.errors),
+    );
+    gauge(
+        &mut registry,
+        "events_in_flight",
+        "Event deliveries running in this process",
+        i64::try_from(get(&events.in_flight)).unwrap_or(i64::MAX),
+    );
+    if let Some(pending) = events_pending {
+        gauge(
+            &mut registry,
+            "events_pending",
+            "Events waiting for delivery, all replicas (retries included)",
+            pending,
+        );
+    }
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, &registry)?;
     Ok(text)

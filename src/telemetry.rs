@@ -140,6 +140,35 @@ pub fn accept_parent(span: &tracing::Span, headers: &http::HeaderMap) {
     let _ = span.set_parent(parent);
 }
 
+/// Makes the W3C `traceparent` recorded with an event the parent of `span` (its delivery),
+/// when traces are exported.
+pub fn accept_traceparent(span: &tracing::Span, traceparent: &str) {
+    if !tracing_enabled() {
+        return;
+    }
+    let mut headers = http::HeaderMap::new();
+    if let Ok(value) = http::HeaderValue::from_str(traceparent) {
+        headers.insert("traceparent", value);
+        accept_parent(span, &headers);
+    }
+}
+
+/// The current span's trace as `{"trace_id","span_id"}` JSON text, for the capture of row
+/// changes; `None` when traces are off.
+pub fn current_trace_context() -> Option<String> {
+    use opentelemetry::trace::TraceContextExt;
+    if !tracing_enabled() {
+        return None;
+    }
+    let context = tracing::Span::current().context();
+    let span = context.span();
+    let ids = span.span_context();
+    ids.is_valid().then(|| {
+        serde_json::json!({"trace_id": ids.trace_id().to_string(), "span_id": ids.span_id().to_string()})
+            .to_string()
+    })
+}
+
 /// The `traceparent` (and `tracestate`) naming the current span, for a request Basalt makes
 /// to a webhook, remote schema or action handler; empty when traces are off.
 pub fn outgoing_headers() -> http::HeaderMap {

@@ -28,7 +28,7 @@ pub fn body(event: &Claimed, trigger: &ResolvedEventTrigger) -> Value {
 }
 
 /// The W3C `traceparent` continuing the trace the change was made in, when it was recorded.
-fn traceparent(event: &Claimed) -> Option<String> {
+pub(super) fn traceparent(event: &Claimed) -> Option<String> {
     let context = &event.payload["trace_context"];
     let trace = context["trace_id"].as_str()?;
     let span = context["span_id"].as_str()?;

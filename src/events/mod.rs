@@ -116,6 +116,9 @@ pub async fn run(
             let (http, done, counters) = (http.clone(), done.clone(), counters.clone());
             deliveries.spawn(async move {
                 let span = tracing::debug_span!("event.deliver", "otel.kind" = "client", trigger = %event.trigger, event = %event.id);
+                if let Some(parent) = deliver::traceparent(&event) {
+                    crate::telemetry::accept_traceparent(&span, &parent);
+                }
                 let attempt = tracing::Instrument::instrument(
                     deliver::attempt(&http, &event, &trigger),
                     span,

@@ -132,6 +132,21 @@ pub async fn statement<C: deadpool_postgres::GenericClient>(
     rows(conn, sql, &values).await.map(|_| ())
 }
 
+/// Records the current trace context for the rest of the transaction (`basalt.tracecontext`),
+/// so event triggers capture it with the rows the transaction changes.
+pub async fn set_trace_context<C: deadpool_postgres::GenericClient>(
+    conn: Connection<'_, C>,
+    context: &str,
+) -> Result<(), ExecuteError> {
+    conn.client
+        .execute(
+            "SELECT set_config('basalt.tracecontext', $1, true)",
+            &[&context],
+        )
+        .await?;
+    Ok(())
+}
+
 /// Runs a compiled query and returns the `data` JSON bytes.
 pub async fn run(
     conn: Connection<'_, deadpool_postgres::Client>,

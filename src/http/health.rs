@@ -59,6 +59,26 @@ pub async fn version() -> Json<Value> {
 }
 
 /// `GET /metrics`: the Prometheus text format. Admin only unless `BASALT_METRICS_PUBLIC=true`.
+/// Undelivered events of every replica, when the database answers within a second.
+async fn events_pending(state: &AppState) -> Option<i64> {
+    let count = async {
+        let client = state.pool.get().await.ok()?;
+        let row = client
+            .query_one(
+                "SELECT count(*) FROM basalt_catalog.event_log
+                 WHERE delivered = false AND error = false AND archived = false",
+                &[],
+            )
+            .await
+            .ok()?;
+        row.try_get::<_, i64>(0).ok()
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(1), count)
+        .await
+        .ok()
+        .flatten()
+}
+
 pub async fn metrics(
     State(state): State<AppState>,
     headers: axum::http::HeaderMap,
@@ -70,7 +90,7 @@ pub async fn metrics(
             return Err(super::error::ApiError::AdminOnly);
         }
     }
-    let text = crate::metrics::render(&state)
+    let text = crate::metrics::render(&state, events_pending(&state).await)
         .map_err(|e| super::error::ApiError::internal(e.to_string()))?;
     Ok((
         [(

@@ -315,6 +315,14 @@ async fn row_changes_are_captured_and_delivered() {
          FROM basalt_catalog.event_invocation_logs",
     )
     .await;
+    let metrics = crate::http::scrape(&s, s.admin_secret.as_deref()).await;
+    assert_eq!(
+        metrics["basalt_events_delivered_total{}"], 3.0,
+        "{metrics:?}"
+    );
+    assert_eq!(metrics["basalt_events_pending{}"], 0.0);
+    assert_eq!(metrics["basalt_events_in_flight{}"], 0.0);
+    assert_eq!(metrics["basalt_events_errors_total{}"], 0.0);
     assert_eq!(invocations.as_array().unwrap().len(), 3);
     assert_eq!(
         invocations[0],
@@ -412,6 +420,9 @@ async fn unreachable_webhooks_are_logged_as_client_errors() {
     )
     .await;
     settle(&s, |e| e["error"] == true).await;
+    let metrics = crate::http::scrape(&s, s.admin_secret.as_deref()).await;
+    assert_eq!(metrics["basalt_events_errors_total{}"], 1.0, "{metrics:?}");
+    assert_eq!(metrics["basalt_events_failed_attempts_total{}"], 1.0);
     let logs = query_json(
         &s.db_url,
         "SELECT status, response->>'type' AS kind FROM basalt_catalog.event_invocation_logs",

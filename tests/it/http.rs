@@ -283,7 +283,10 @@ async fn internal_errors_are_generic_unless_dev_mode() {
 }
 
 /// The metrics, parsed with a Prometheus text parser, keyed `name{labels}` (labels sorted).
-async fn scrape(s: &TestServer, secret: Option<&str>) -> std::collections::BTreeMap<String, f64> {
+pub(crate) async fn scrape(
+    s: &TestServer,
+    secret: Option<&str>,
+) -> std::collections::BTreeMap<String, f64> {
     let mut request = s.http.get(format!("{}/metrics", s.base));
     if let Some(secret) = secret {
         request = request.header("X-Svc-Admin-Secret", secret);

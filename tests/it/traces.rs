@@ -186,6 +186,44 @@ async fn spans_follow_the_clients_trace_and_reach_the_webhook() {
     );
 }
 
+/// A row change made under a traced request carries the trace to the event's webhook.
+#[tokio::test]
+async fn row_changes_carry_the_trace_to_event_webhooks() {
+    let (otlp, _received) = receiver().await;
+    let s = start(&otlp, "http/json").await;
+    let events = crate::events::Webhook::default();
+    let url = events.start().await;
+    let http = reqwest::Client::new();
+    let r = http
+        .post(format!("{}/v1/query", s.base))
+        .header("X-Svc-Admin-Secret", SECRET)
+        .json(
+            &json!({"type": "create_event_trigger", "args": {"name": "author_added",
+            "table": "author", "webhook": url, "insert": {"columns": "*"}}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let r: Value = http
+        .post(format!("{}/v1/graphql", s.base))
+        .header("X-Svc-Admin-Secret", SECRET)
+        .header("traceparent", format!("00-{TRACE}-{CLIENT_SPAN}-01"))
+        .json(&json!({"query": "mutation { insert_author_one(object: {id: 50, name: \"Tia\"}) { id } }"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(r["data"]["insert_author_one"]["id"], 50, "{r}");
+    let body = &events.wait_for(1).await[0];
+    assert_eq!(body["event"]["trace_context"]["trace_id"], TRACE, "{body}");
+    let headers = events.received.lock().unwrap()[0].0.clone();
+    let parent = headers["traceparent"].to_str().unwrap().to_owned();
+    assert!(parent.starts_with(&format!("00-{TRACE}-")), "{parent}");
+}
+
 /// The default wire format: protobuf, as collectors expect.
 #[tokio::test]
 async fn protobuf_is_the_default_wire_format() {
