@@ -309,6 +309,10 @@ def main():
                         help="with --subscriptions: comma-separated subscriber counts (default 1000,10000)")
     parser.add_argument("--idle-seconds", type=float, default=20,
                         help="with --subscriptions: seconds of idle polling measured (default 20)")
+    parser.add_argument("--events", action="store_true",
+                        help="measure event-trigger delivery instead of the queries (see bench/README.md)")
+    parser.add_argument("--event-backlog", type=int, default=50000,
+                        help="with --events: row changes inserted at once for the throughput (default 50000)")
     args = parser.parse_args()
     # A terminated run still stops its servers and removes its cluster (the finally below).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("bench: terminated"))
@@ -349,22 +353,41 @@ def main():
         run([pg_bin("psql"), "-q", "-v", "ON_ERROR_STOP=1", "-f", str(HERE / "dataset.sql"), url],
             stdout=subprocess.DEVNULL)
 
-        port = free_port()
-        basalt_log = open(pathlib.Path(work) / "basalt.log", "w")
-        basalt = subprocess.Popen(
-            [str(binary), "serve", "--database-url", url, "--port", str(port), "--host", "127.0.0.1",
-             "--admin-secret", ADMIN_SECRET, "--pool-size", str(args.pool_size), "--log-format", "json",
-             "--websocket-max-connections", "20000"],
-            stdout=basalt_log, stderr=subprocess.STDOUT, env=dict(os.environ, RUST_LOG="warn"))
-        processes.append(basalt)
+        def start_basalt(name):
+            port = free_port()
+            basalt_log = open(pathlib.Path(work) / f"{name}.log", "w")
+            process = subprocess.Popen(
+                [str(binary), "serve", "--database-url", url, "--port", str(port), "--host", "127.0.0.1",
+                 "--admin-secret", ADMIN_SECRET, "--pool-size", str(args.pool_size), "--log-format", "json",
+                 "--websocket-max-connections", "20000"],
+                stdout=basalt_log, stderr=subprocess.STDOUT, env=dict(os.environ, RUST_LOG="warn"))
+            processes.append(process)
+            wait_http(f"http://127.0.0.1:{port}/healthz", name)
+            return process, port
+
+        basalt, port = start_basalt("basalt")
         base = f"http://127.0.0.1:{port}"
-        wait_http(f"{base}/healthz", "basalt")
         metadata = json.loads((HERE / "metadata.json").read_text())
         answer = post(f"{base}/v1/query", {"type": "replace_metadata", "args": metadata},
                       {"X-Svc-Admin-Secret": ADMIN_SECRET})
         if answer.get("message") != "success":
             sys.exit(f"bench: tracking failed: {answer}")
         log("tables and relationships tracked through /v1/query")
+
+        if args.events:
+            import events
+            rows = events.measure(base=base, secret=ADMIN_SECRET, post=post, psql=pg_bin("psql"),
+                                  pgbench=pg_bin("pgbench"), url=url, run=run, work=work,
+                                  start_replica=lambda: start_basalt("basalt-2"), free_port=free_port,
+                                  log=log, backlog=args.event_backlog,
+                                  latency_seconds=5 if args.quick else 15)
+            with open(results_path, "w") as jsonl:
+                for row in rows:
+                    jsonl.write(json.dumps({"events": row}) + "\n")
+            print()
+            print(events.table(rows))
+            print(f"Raw figures: {results_path.relative_to(ROOT)}")
+            return
 
         if args.subscriptions:
             import live

@@ -429,6 +429,35 @@ async fn unreachable_webhooks_are_logged_as_client_errors() {
     )
     .await;
     assert_eq!(logs, json!([{"status": 1000, "kind": "client_error"}]));
+    // An event a worker holds cannot be redelivered.
+    run_sql(
+        &s.db_url,
+        "UPDATE basalt_catalog.event_log SET locked = now()",
+    )
+    .await;
+    let id = query_json(&s.db_url, "SELECT id FROM basalt_catalog.event_log").await[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = s
+        .fails(
+            json!({"type": "redeliver_event", "args": {"event_id": id}}),
+            400,
+            "busy",
+            "$.args.event_id",
+        )
+        .await;
+    assert_eq!(r["error"], "event is already being processed");
+    s.fails(
+        trigger(
+            "http://127.0.0.1:9/closed",
+            json!({"replace": true, "retry_conf": {"interval_sec": 0}}),
+        ),
+        400,
+        "parse-failed",
+        "$.args.retry_conf.interval_sec",
+    )
+    .await;
 }
 
 #[tokio::test]
