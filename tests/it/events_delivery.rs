@@ -224,3 +224,100 @@ async fn two_engines_never_deliver_an_event_twice() {
     .await;
     assert_eq!(logs[0]["n"], 3000);
 }
+
+/// The webhook URL and a header value from the environment: delivered with them, and the
+/// invocation log names the variable instead of keeping the secret.
+#[tokio::test]
+async fn webhook_and_header_values_come_from_the_environment() {
+    let db = burst_database().await;
+    let hook = crate::events::Webhook::default();
+    let url = hook.start().await;
+    let engine = spawn_serve(
+        &db,
+        SECRET,
+        &[
+            ("BURST_HOOK_URL", url.as_str()),
+            ("BURST_HOOK_TOKEN", "t0ken-s3cret"),
+        ],
+    )
+    .await;
+    spawned_query(
+        &engine,
+        SECRET,
+        json!({"type": "bulk", "args": [
+            {"type": "track_table", "args": {"table": "burst"}},
+            {"type": "create_event_trigger", "args": {
+                "name": "burst_inserted", "table": "burst", "webhook_from_env": "BURST_HOOK_URL",
+                "insert": {"columns": "*"},
+                "headers": [{"name": "X-Token", "value_from_env": "BURST_HOOK_TOKEN"}]}},
+        ]}),
+    )
+    .await;
+    run_sql(&db, "INSERT INTO burst VALUES (1)").await;
+    hook.wait_for(1).await;
+    let headers = hook.received.lock().unwrap()[0].0.clone();
+    assert_eq!(headers["x-token"], "t0ken-s3cret");
+    all_delivered(&db, 30).await;
+    let logged = query_json(
+        &db,
+        "SELECT request->'headers' AS headers, request::text LIKE '%t0ken%' AS leaked
+         FROM basalt_catalog.event_invocation_logs",
+    )
+    .await;
+    assert_eq!(
+        logged,
+        json!([{"headers": [{"name": "X-Token", "value_from_env": "BURST_HOOK_TOKEN"}], "leaked": false}])
+    );
+}
+
+/// A shutdown waits for deliveries in flight up to its grace period, then gives the events
+/// back: pending at once, no attempt counted, no lease to wait for.
+#[tokio::test]
+async fn shutdown_gives_unfinished_events_back() {
+    let db = burst_database().await;
+    let s = TestServer::on(&db, |c| {
+        c.events.fetch_interval_ms = 100;
+        c.events.shutdown_grace_seconds = 1;
+    })
+    .await;
+    let arrived = Arc::new(AtomicBool::new(false));
+    let router = Router::new()
+        .route(
+            "/slow",
+            post(|State(arrived): State<Arc<AtomicBool>>| async move {
+                arrived.store(true, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                StatusCode::OK
+            }),
+        )
+        .with_state(arrived.clone());
+    let url = format!("{}/slow", serve(router).await);
+    s.ok(trigger(&url, json!({"timeout_sec": 60}))).await;
+    run_sql(&db, "INSERT INTO burst VALUES (1)").await;
+    for _ in 0..100 {
+        if arrived.load(Ordering::SeqCst) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(arrived.load(Ordering::SeqCst), "the delivery never started");
+    let held = query_json(
+        &db,
+        "SELECT locked IS NOT NULL AS held FROM basalt_catalog.event_log",
+    )
+    .await;
+    assert_eq!(held, json!([{"held": true}]));
+    let started = std::time::Instant::now();
+    let TestServer { running, .. } = s;
+    running.shutdown().await;
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let after = query_json(
+        &db,
+        "SELECT locked IS NULL AS released, delivered, tries FROM basalt_catalog.event_log",
+    )
+    .await;
+    assert_eq!(
+        after,
+        json!([{"released": true, "delivered": false, "tries": 0}])
+    );
+}
