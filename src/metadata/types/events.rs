@@ -1,5 +1,5 @@
-//! Event triggers, remote schemas and their webhook headers: stored and exported unchanged;
-//! their features are not built yet (see `docs/architecture.md`, deliberate choice (b)).
+//! Event triggers (`docs/events.md`), remote schemas and their webhook headers. Remote schemas
+//! are stored and exported unchanged; their feature is not built yet.
 //! Pure serde types: must not depend on anything outside `metadata`.
 
 use super::*;
@@ -25,7 +25,7 @@ pub enum Header {
     },
 }
 
-/// An event trigger (stored and exported; delivery arrives with the event-trigger feature).
+/// An event trigger: which row changes of its table go to which webhook, and how retried.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EventTriggerEntry {
     /// Trigger name.
@@ -73,7 +73,7 @@ pub struct OperationSpec {
     pub payload: Option<Columns>,
 }
 
-/// Delivery retry policy.
+/// Delivery retry policy (`docs/events.md`, "Retries and states").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RetryConf {
     /// Retries after the first failure.
