@@ -95,6 +95,11 @@ pub fn classify(err: &MetadataError, cleanup: bool) -> Reason {
     };
     match err.code {
         Code::DependencyError if cleanup => Reason::DeletionBlocked,
+        // A `not-found` that names no missing object is about the process, not the catalog
+        // or the database: an environment variable an event trigger reads (webhook URL,
+        // header value) is unset where the operation ran. No resource or migration brings
+        // it; the Deployment's environment does, so it is an apply failure, retried.
+        Code::NotFound if err.missing.is_none() => Reason::ApplyFailed,
         Code::NotExists | Code::NotFound => waiting(err.missing),
         // The wire code of some missing references (a computed field named by a select
         // permission): still something another resource or a migration brings.
@@ -211,6 +216,11 @@ mod tests {
                 .with_missing(Missing::Metadata),
                 false,
                 Reason::DependencyNotReady,
+            ),
+            (
+                err(Code::NotFound, "environment variable 'HOOK_URL' not set"),
+                false,
+                Reason::ApplyFailed,
             ),
             (err(Code::ParseFailed, "x"), false, Reason::InvalidSpec),
             (

@@ -1,6 +1,6 @@
 //! The `basalt.dev/v1alpha1` custom resources whose metadata operations exist today
-//! (`docs/kubernetes.md`, "Kinds"): TrackedTable, Permission, ComputedField, CustomTypeSet,
-//! QueryCollection and AllowListEntry. Spec fields are the metadata API's argument fields in
+//! (`docs/kubernetes.md`, "Kinds"): TrackedTable, Permission, ComputedField, EventTrigger,
+//! CustomTypeSet, QueryCollection and AllowListEntry. Spec fields are the metadata API's argument fields in
 //! camelCase; user data (BoolExps, presets, column maps) passes through verbatim.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
@@ -373,6 +373,114 @@ pub struct ComputedFieldDefinitionSpec {
     /// Argument taking the session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_argument: Option<String>,
+}
+
+// ---- EventTrigger ---------------------------------------------------------------------------
+
+/// An event trigger: row changes of a table delivered to a webhook.
+#[derive(CustomResource, KubeSchema, Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[kube(
+    group = "basalt.dev",
+    version = "v1alpha1",
+    kind = "EventTrigger",
+    namespaced,
+    status = "ResourceStatus",
+    shortname = "btrigger",
+    category = "basalt",
+    cel,
+    printcolumn = r#"{"name":"Trigger","type":"string","jsonPath":".spec.name"}"#,
+    printcolumn = r#"{"name":"Table","type":"string","jsonPath":".spec.table.name"}"#,
+    printcolumn = r#"{"name":"Webhook","type":"string","jsonPath":".spec.webhook","priority":1}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Reason","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason","priority":1}"#,
+    printcolumn = r#"{"name":"Drifted","type":"string","jsonPath":".status.conditions[?(@.type==\"Drifted\")].status"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(
+    validation = Rule::new("has(self.webhook) != has(self.webhookFromEnv)").message("exactly one of webhook and webhookFromEnv"),
+    validation = Rule::new("has(self.insert) || has(self.update) || has(self.delete) || (has(self.enableManual) && self.enableManual)").message("at least one of insert, update, delete and enableManual")
+)]
+pub struct EventTriggerSpec {
+    /// Trigger name, unique across tables (immutable).
+    #[x_kube(validation = Rule::new("self == oldSelf").message("name is immutable"))]
+    pub name: String,
+    /// The table whose rows it watches (immutable).
+    #[x_kube(validation = Rule::new("self == oldSelf").message("table is immutable"))]
+    pub table: QualifiedName,
+    /// Webhook URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<String>,
+    /// Environment variable holding the webhook URL (set in the engine and the controller).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook_from_env: Option<String>,
+    /// Inserts that fire it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub insert: Option<TriggerOperationSpec>,
+    /// Updates that fire it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub update: Option<TriggerOperationSpec>,
+    /// Deletes that fire it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delete: Option<TriggerOperationSpec>,
+    /// Headers sent with each delivery.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<TriggerHeaderSpec>,
+    /// Delivery retry policy (the metadata API's defaults where absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_conf: Option<RetryConfSpec>,
+    /// Whether `invoke_event_trigger` may fire it.
+    #[serde(default)]
+    pub enable_manual: bool,
+}
+
+/// The columns one operation listens to and sends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TriggerOperationSpec {
+    /// `"*"` or a list of columns whose change fires the trigger.
+    #[schemars(schema_with = "preserved_any")]
+    pub columns: Value,
+    /// `"*"` or a list of columns sent in the payload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "preserved_any")]
+    pub payload: Option<Value>,
+}
+
+/// A header of each delivery: a literal value or an environment variable's.
+#[derive(KubeSchema, Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(
+    cel,
+    validation = Rule::new("has(self.value) != has(self.valueFromEnv)")
+        .message("exactly one of value and valueFromEnv")
+)]
+pub struct TriggerHeaderSpec {
+    /// Header name.
+    pub name: String,
+    /// Literal value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// Environment variable holding the value (set in the engine and the controller).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_from_env: Option<String>,
+}
+
+/// Delivery retry policy of an event trigger.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RetryConfSpec {
+    /// Retries after the first failed attempt (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 4294967295_i64))]
+    pub num_retries: Option<i64>,
+    /// Seconds between attempts (default 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 4294967295_i64))]
+    pub interval_sec: Option<i64>,
+    /// HTTP timeout of one attempt in seconds (default 60).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 4294967295_i64))]
+    pub timeout_sec: Option<i64>,
 }
 
 // ---- CustomTypeSet ------------------------------------------------------------------------

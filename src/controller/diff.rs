@@ -8,7 +8,9 @@ use crate::catalog::OwnershipChanges;
 use crate::metadata::objects::{
     canonical_text, differing_fields, hash, CustomType, DriftKind, Managed, Object, Owner,
 };
-use crate::metadata::types::{CollectionEntry, CustomTypes, Metadata};
+use crate::metadata::types::{
+    CollectionEntry, CustomTypes, EventTriggerEntry, Metadata, QualifiedTable,
+};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -254,11 +256,12 @@ fn drop_rank(key: &str) -> u8 {
     match key.split(':').next() {
         Some("allowlist") => 0,
         Some("permission") => 1,
-        Some("relationship") => 2,
-        Some("computed_field") => 3,
-        Some("query_collection") => 4,
-        Some("custom_type") => 5,
-        _ => 6,
+        Some("event_trigger") => 2,
+        Some("relationship") => 3,
+        Some("computed_field") => 4,
+        Some("query_collection") => 5,
+        Some("custom_type") => 6,
+        _ => 7,
     }
 }
 
@@ -295,6 +298,16 @@ impl TypeEdits {
     }
 }
 
+/// `create_event_trigger` with `replace`: creates the trigger, or replaces the one of that name
+/// on the same table in place, so its undelivered events are kept.
+fn event_trigger_request(table: &QualifiedTable, e: &EventTriggerEntry) -> Value {
+    let d = &e.definition;
+    json!({"type": "create_event_trigger", "args": {
+        "name": e.name, "table": table, "webhook": e.webhook, "webhook_from_env": e.webhook_from_env,
+        "insert": d.insert, "update": d.update, "delete": d.delete, "enable_manual": d.enable_manual,
+        "retry_conf": e.retry_conf, "headers": e.headers, "replace": true}})
+}
+
 fn op(plan: &mut Plan, key: &str, request: Value) {
     plan.ops.push(PlannedOp {
         key: key.to_owned(),
@@ -316,6 +329,7 @@ fn create_request(object: &Object) -> Option<Value> {
             "args": {"table": t, "role": p.role, "permission": p.permission, "comment": p.comment}}),
         Object::ComputedField(t, c) => json!({"type": "add_computed_field", "args": {
             "table": t, "name": c.name, "definition": c.definition, "comment": c.comment}}),
+        Object::EventTrigger(t, e) => event_trigger_request(t, e),
         Object::Collection(c) => json!({"type": "create_query_collection", "args": c}),
         Object::Allowlist(a) => json!({"type": "add_collection_to_allowlist", "args": a}),
         Object::CustomType(_) => return None,
@@ -337,6 +351,9 @@ fn drop_request(object: &Object, cascade: bool) -> Option<Value> {
             "args": {"table": t, "role": p.role}}),
         Object::ComputedField(t, c) => json!({"type": "drop_computed_field",
             "args": {"table": t, "name": c.name, "cascade": cascade}}),
+        Object::EventTrigger(_, e) => {
+            json!({"type": "delete_event_trigger", "args": {"name": e.name}})
+        }
         Object::Collection(c) => json!({"type": "drop_query_collection",
             "args": {"collection": c.name, "cascade": cascade}}),
         Object::Allowlist(a) => json!({"type": "drop_collection_from_allowlist", "args": a}),
@@ -437,6 +454,14 @@ fn push_update(
         }
         (Object::Collection(c), Object::Collection(d)) if c.comment == d.comment => {
             query_edits(plan, &key, c, d)
+        }
+        // Replaced in place, not dropped and re-created: its pending events stay. A trigger
+        // moved to another table behind the resource's back cannot be replaced across
+        // tables, so that one is re-created.
+        (Object::EventTrigger(current_table, _), Object::EventTrigger(table, e))
+            if current_table == table =>
+        {
+            op(plan, &key, event_trigger_request(table, e))
         }
         (Object::CustomType(_), Object::CustomType(d)) => {
             types.keys.push(key);
@@ -822,6 +847,89 @@ mod tests {
         );
         assert!(orphan.ops.is_empty());
         assert_eq!(orphan.ownership.remove, vec!["custom_type:Email"]);
+    }
+
+    #[test]
+    fn event_triggers_are_replaced_in_place_and_dropped_before_their_table() {
+        let article = json!({"schema": "public", "name": "article"});
+        let with = |webhook: &str| {
+            metadata(json!({"version": 2, "tables": [{"table": article,
+                "event_triggers": [{"name": "published", "webhook": webhook,
+                    "definition": {"update": {"columns": ["published"], "payload": "*"}},
+                    "headers": [{"name": "X-Token", "value_from_env": "HOOK_TOKEN"}]}]}]}))
+        };
+        let key = "event_trigger:published";
+        let old = object(&with("http://a"), key);
+        let want = object(&with("http://b"), key);
+        let bare = metadata(json!({"version": 2, "tables": [{"table": article}]}));
+
+        let created = plan_for(std::slice::from_ref(&want), &bare, &[], Policy::default());
+        assert_eq!(created.steps, vec![(key.to_owned(), Step::Create)]);
+        assert_eq!(types(&created), vec!["create_event_trigger"]);
+        let args = &created.ops[0].request["args"];
+        assert_eq!(args["replace"], true);
+        assert_eq!(args["webhook"], "http://b");
+        assert_eq!(args["headers"][0]["value_from_env"], "HOOK_TOKEN");
+        // The request is the metadata API's own, flat arguments and all.
+        let parsed = crate::ops::Op::parse(
+            &created.ops[0].request,
+            crate::ops::Limits { max_batch_size: 1 },
+        );
+        assert!(parsed.is_ok(), "{parsed:?}");
+
+        // A spec change replaces it (no delete: undelivered events are kept).
+        let update = plan_for(
+            std::slice::from_ref(&want),
+            &with("http://a"),
+            &[row(&old, "me")],
+            Policy::default(),
+        );
+        assert_eq!(
+            update.steps,
+            vec![(
+                key.to_owned(),
+                Step::Update(vec!["configuration.webhook".into()])
+            )]
+        );
+        assert_eq!(types(&update), vec!["create_event_trigger"]);
+
+        // Moved to another table behind the resource's back: re-created on its own table.
+        let moved = metadata(json!({"version": 2, "tables": [{"table": article},
+            {"table": {"schema": "public", "name": "author"},
+             "event_triggers": [{"name": "published", "webhook": "http://b",
+                "definition": {"update": {"columns": ["published"], "payload": "*"}},
+                "headers": [{"name": "X-Token", "value_from_env": "HOOK_TOKEN"}]}]}]}));
+        let healed = plan_for(
+            std::slice::from_ref(&want),
+            &moved,
+            &[row(&want, "me")],
+            Policy {
+                self_heal: true,
+                ..Policy::default()
+            },
+        );
+        assert_eq!(
+            types(&healed),
+            vec!["delete_event_trigger", "create_event_trigger"]
+        );
+
+        let m = with("http://b");
+        let rows = [
+            row(&object(&m, "table:public.article"), "me"),
+            row(&object(&m, key), "me"),
+        ];
+        let gone = cleanup(
+            &owner("me"),
+            &m,
+            &rows,
+            Removal {
+                orphan: false,
+                cascade: false,
+                tables: true,
+            },
+        );
+        assert_eq!(types(&gone), vec!["delete_event_trigger", "untrack_table"]);
+        assert_eq!(gone.ops[0].request["args"], json!({"name": "published"}));
     }
 
     #[test]

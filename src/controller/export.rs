@@ -41,10 +41,10 @@ pub struct Exported {
 /// The export of one catalog.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Export {
-    /// Resources, dependencies first: tables, then per table its computed fields and
-    /// permissions, then custom types, collections and the allow-list.
+    /// Resources, dependencies first: tables, then per table its computed fields,
+    /// permissions and event triggers, then custom types, collections and the allow-list.
     pub resources: Vec<Exported>,
-    /// Objects no kind exists for yet (event triggers, remote schemas, actions).
+    /// Objects no kind exists for yet (remote schemas, actions).
     pub skipped: Vec<String>,
 }
 
@@ -224,6 +224,71 @@ fn computed_field(table: &QualifiedTable, c: &ComputedFieldEntry) -> Value {
     spec.insert("name".into(), json!(c.name.0));
     spec.insert("definition".into(), Value::Object(definition));
     put(&mut spec, "comment", text(&c.comment));
+    Value::Object(spec)
+}
+
+fn columns(columns: &Columns) -> Value {
+    match columns {
+        Columns::All => json!("*"),
+        Columns::List(list) => json!(list),
+    }
+}
+
+fn trigger_operation(spec: &OperationSpec) -> Value {
+    let mut m = Map::new();
+    m.insert("columns".into(), columns(&spec.columns));
+    put(&mut m, "payload", spec.payload.as_ref().map(columns));
+    Value::Object(m)
+}
+
+/// An event trigger, metadata field → CRD field. Header secrets stay environment variable
+/// names (`valueFromEnv`): the catalog never holds their values.
+fn event_trigger(table: &QualifiedTable, e: &EventTriggerEntry) -> Value {
+    let mut spec = Map::new();
+    spec.insert("name".into(), json!(e.name.0));
+    spec.insert("table".into(), qualified(table));
+    put(&mut spec, "webhook", text(&e.webhook));
+    put(&mut spec, "webhookFromEnv", text(&e.webhook_from_env));
+    let d = &e.definition;
+    put(
+        &mut spec,
+        "insert",
+        d.insert.as_ref().map(trigger_operation),
+    );
+    put(
+        &mut spec,
+        "update",
+        d.update.as_ref().map(trigger_operation),
+    );
+    put(
+        &mut spec,
+        "delete",
+        d.delete.as_ref().map(trigger_operation),
+    );
+    let headers: Vec<Value> = e
+        .headers
+        .iter()
+        .map(|h| match h {
+            Header::Value { name, value } => json!({"name": name, "value": value}),
+            Header::FromEnv {
+                name,
+                value_from_env,
+            } => json!({"name": name, "valueFromEnv": value_from_env}),
+        })
+        .collect();
+    if !headers.is_empty() {
+        spec.insert("headers".into(), Value::Array(headers));
+    }
+    let r = &e.retry_conf;
+    if *r != RetryConf::default() {
+        spec.insert(
+            "retryConf".into(),
+            json!({"numRetries": r.num_retries, "intervalSec": r.interval_sec, "timeoutSec": r.timeout_sec}),
+        );
+    }
+    if d.enable_manual {
+        spec.insert("enableManual".into(), json!(true));
+    }
     Value::Object(spec)
 }
 
@@ -419,10 +484,11 @@ pub fn resources(metadata: &Metadata, namespace: &str) -> Result<Export, ExportE
         perms!(&e.update_permissions, PermissionKind::Update);
         perms!(&e.delete_permissions, PermissionKind::Delete);
         for trigger in &e.event_triggers {
-            b.export.skipped.push(format!(
-                "event trigger {} on {t} (no EventTrigger kind yet)",
-                trigger.name.0
-            ));
+            b.push::<EventTrigger>(
+                "EventTrigger",
+                &[&trigger.name.0],
+                event_trigger(t, trigger),
+            )?;
         }
     }
     if !metadata.custom_types.is_empty() {

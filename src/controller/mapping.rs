@@ -9,10 +9,11 @@ use crate::metadata::objects::{table_settings, CustomType, Object};
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::{
-    AllowlistEntry, CollectionEntry, ComputedFieldEntry, CustomTypes, PermissionEntry,
-    QualifiedTable, TableEntry,
+    AllowlistEntry, CollectionEntry, ComputedFieldEntry, CustomTypes, EventTriggerEntry,
+    PermissionEntry, QualifiedTable, TableEntry,
 };
-use crate::metadata::MetadataError;
+use crate::metadata::{Code, MetadataError};
+use crate::ops::events::EventTriggerOp;
 use serde_json::{json, Map, Value};
 
 /// Inserts `key: value` when the value is present.
@@ -223,6 +224,73 @@ pub fn computed_field(
     Ok((table, parse(&computed_field_json(spec), &spec_path())?))
 }
 
+fn trigger_operation_json(spec: &TriggerOperationSpec) -> Value {
+    let mut m = Map::new();
+    m.insert("columns".into(), spec.columns.clone());
+    put(&mut m, "payload", &spec.payload);
+    Value::Object(m)
+}
+
+/// The `create_event_trigger` arguments an EventTrigger stands for (without `replace`, which
+/// is the controller's, not the resource's).
+pub fn event_trigger_json(spec: &EventTriggerSpec) -> Value {
+    let mut m = Map::new();
+    m.insert("name".into(), json!(spec.name));
+    m.insert("table".into(), table_name(&spec.table));
+    put(&mut m, "webhook", &spec.webhook);
+    put(&mut m, "webhook_from_env", &spec.webhook_from_env);
+    for (key, operation) in [
+        ("insert", &spec.insert),
+        ("update", &spec.update),
+        ("delete", &spec.delete),
+    ] {
+        if let Some(operation) = operation {
+            m.insert(key.into(), trigger_operation_json(operation));
+        }
+    }
+    m.insert("enable_manual".into(), json!(spec.enable_manual));
+    if let Some(retry) = &spec.retry_conf {
+        let mut r = Map::new();
+        put(&mut r, "num_retries", &retry.num_retries);
+        put(&mut r, "interval_sec", &retry.interval_sec);
+        put(&mut r, "timeout_sec", &retry.timeout_sec);
+        m.insert("retry_conf".into(), Value::Object(r));
+    }
+    if !spec.headers.is_empty() {
+        let headers: Vec<Value> = spec
+            .headers
+            .iter()
+            .map(|h| {
+                let mut hm = Map::new();
+                hm.insert("name".into(), json!(h.name));
+                put(&mut hm, "value", &h.value);
+                put(&mut hm, "value_from_env", &h.value_from_env);
+                Value::Object(hm)
+            })
+            .collect();
+        m.insert("headers".into(), Value::Array(headers));
+    }
+    Value::Object(m)
+}
+
+/// An EventTrigger as (table, trigger entry), parsed and shape-checked by the metadata API's
+/// own `create_event_trigger` parser. Whether its columns exist and its environment variables
+/// are set is the operation's check against the database and the process, when it is applied.
+pub fn event_trigger(
+    spec: &EventTriggerSpec,
+) -> Result<(QualifiedTable, EventTriggerEntry), MetadataError> {
+    let path = spec_path();
+    match EventTriggerOp::parse("create_event_trigger", &event_trigger_json(spec), &path)? {
+        Some(EventTriggerOp::Create { table, trigger, .. }) => Ok((table, *trigger)),
+        // The parser answers `create_event_trigger` with `Create`; anything else is a bug.
+        _ => Err(MetadataError::new(
+            Code::Unexpected,
+            path,
+            "create_event_trigger did not parse as a trigger creation",
+        )),
+    }
+}
+
 fn fields_json(fields: &[TypeFieldSpec]) -> Value {
     Value::Array(
         fields
@@ -352,6 +420,12 @@ pub fn permission_objects(spec: &PermissionSpec) -> Result<Vec<Object>, Metadata
 pub fn computed_field_objects(spec: &ComputedFieldSpec) -> Result<Vec<Object>, MetadataError> {
     let (table, entry) = computed_field(spec)?;
     Ok(vec![Object::ComputedField(table, entry)])
+}
+
+/// The catalog object an EventTrigger declares.
+pub fn event_trigger_objects(spec: &EventTriggerSpec) -> Result<Vec<Object>, MetadataError> {
+    let (table, entry) = event_trigger(spec)?;
+    Ok(vec![Object::EventTrigger(table, entry)])
 }
 
 /// The catalog objects a CustomTypeSet declares: one per type.

@@ -23,6 +23,7 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         crd::TrackedTable::crd(),
         crd::Permission::crd(),
         crd::ComputedField::crd(),
+        crd::EventTrigger::crd(),
         crd::CustomTypeSet::crd(),
         crd::QueryCollection::crd(),
         crd::AllowListEntry::crd(),

@@ -99,6 +99,7 @@ macro_rules! kind {
 kind!(TrackedTable, super::mapping::tracked_table_objects);
 kind!(Permission, super::mapping::permission_objects);
 kind!(ComputedField, super::mapping::computed_field_objects);
+kind!(EventTrigger, super::mapping::event_trigger_objects);
 kind!(CustomTypeSet, super::mapping::custom_type_objects, no_cel);
 kind!(QueryCollection, super::mapping::query_collection_objects);
 kind!(AllowListEntry, super::mapping::allowlist_objects);

@@ -28,6 +28,7 @@ macro_rules! each_kind {
         $m!(TrackedTable);
         $m!(Permission);
         $m!(ComputedField);
+        $m!(EventTrigger);
         $m!(CustomTypeSet);
         $m!(QueryCollection);
         $m!(AllowListEntry);

@@ -8,8 +8,8 @@
 //! never reports a difference the metadata API would not show. Pure: no IO.
 
 use super::ids::{
-    computed_field_definition, permission_definition, relationship_definition, ObjectId,
-    PermissionKind,
+    computed_field_definition, event_trigger_definition, permission_definition,
+    relationship_definition, ObjectId, PermissionKind,
 };
 use super::types::*;
 use serde_json::{json, Map, Value};
@@ -100,6 +100,8 @@ pub enum Object {
     Permission(QualifiedTable, PermissionKind, PermissionEntry<Value>),
     /// A computed field of a table.
     ComputedField(QualifiedTable, ComputedFieldEntry),
+    /// An event trigger on a table (its name is unique across tables).
+    EventTrigger(QualifiedTable, EventTriggerEntry),
     /// One custom type.
     CustomType(CustomType),
     /// A query collection.
@@ -126,6 +128,11 @@ pub fn table_key(t: &QualifiedTable) -> String {
     format!("table:{}", table_segments(t))
 }
 
+/// The key of an event trigger: by name alone, since trigger names are unique across tables.
+pub fn event_trigger_key(name: &str) -> String {
+    format!("event_trigger:{}", segment(name))
+}
+
 impl Object {
     /// The object's key (`docs/kubernetes.md`, "Kinds"), e.g. `permission:public.article.user.select`.
     pub fn key(&self) -> String {
@@ -150,6 +157,7 @@ impl Object {
                     segment(&c.name.0)
                 )
             }
+            Object::EventTrigger(_, e) => event_trigger_key(&e.name.0),
             Object::CustomType(c) => format!("custom_type:{}", segment(c.name())),
             Object::Collection(c) => format!("query_collection:{}", segment(&c.name.0)),
             Object::Allowlist(a) => format!("allowlist:{}", segment(&a.collection.0)),
@@ -163,7 +171,8 @@ impl Object {
             Object::ObjectRelationship(t, _)
             | Object::ArrayRelationship(t, _)
             | Object::Permission(t, _, _)
-            | Object::ComputedField(t, _) => Some(t),
+            | Object::ComputedField(t, _)
+            | Object::EventTrigger(t, _) => Some(t),
             _ => None,
         }
     }
@@ -190,6 +199,7 @@ impl Object {
                 v
             }
             Object::ComputedField(t, c) => computed_field_definition(t, c),
+            Object::EventTrigger(t, e) => event_trigger_definition(t, e),
             Object::CustomType(c) => json!({"type": c.kind(), "definition": c.definition()}),
             Object::Collection(c) => serde_json::to_value(c).unwrap_or(Value::Null),
             Object::Allowlist(a) => serde_json::to_value(a).unwrap_or(Value::Null),
@@ -233,6 +243,7 @@ pub fn object_id_key(id: &ObjectId) -> Option<String> {
             segment(role),
             kind.as_str()
         ),
+        ObjectId::EventTrigger(_, name) => event_trigger_key(name),
         _ => return None,
     })
 }
@@ -262,6 +273,9 @@ pub fn catalog_objects(metadata: &Metadata) -> BTreeMap<String, Object> {
             for p in list {
                 out.push(Object::Permission(t.clone(), kind, p));
             }
+        }
+        for e in &entry.event_triggers {
+            out.push(Object::EventTrigger(t.clone(), e.clone()));
         }
     }
     for c in CustomType::all(&metadata.custom_types) {
@@ -493,7 +507,9 @@ mod tests {
             "tables": [{
                 "table": {"schema": "public", "name": "article"},
                 "object_relationships": [{"name": "author", "using": {"foreign_key_constraint_on": "author_id"}}],
-                "select_permissions": [{"role": "user", "permission": {"columns": "*", "filter": {"author_id": {"_eq": "X-Svc-User-Id"}}}}]
+                "select_permissions": [{"role": "user", "permission": {"columns": "*", "filter": {"author_id": {"_eq": "X-Svc-User-Id"}}}}],
+                "event_triggers": [{"name": "article.published", "definition": {"update": {"columns": ["published"]}},
+                    "webhook_from_env": "ARTICLE_WEBHOOK_URL"}]
             }, {
                 "table": {"schema": "my.schema", "name": "a\"b"}
             }],
@@ -512,6 +528,7 @@ mod tests {
             vec![
                 "allowlist:allowed",
                 "custom_type:Email",
+                "event_trigger:\"article.published\"",
                 "permission:public.article.user.select",
                 "query_collection:allowed",
                 "relationship:public.article.author",
@@ -519,6 +536,37 @@ mod tests {
                 "table:public.article",
             ]
         );
+    }
+
+    #[test]
+    fn event_triggers_are_keyed_by_name_in_every_form() {
+        let metadata = library();
+        let catalog = catalog_objects(&metadata);
+        let key = "event_trigger:\"article.published\"";
+        let trigger = &catalog[key];
+        assert_eq!(trigger.wire_type(), "event_trigger");
+        assert_eq!(
+            trigger.table().map(|t| t.name.as_str()),
+            Some("article"),
+            "a trigger belongs to its table"
+        );
+        // The definition is the one inconsistencies report, so their owner is found by key.
+        let item = trigger.item();
+        assert_eq!(item["definition"]["table"]["name"], "article");
+        assert_eq!(
+            item["definition"]["configuration"]["retry_conf"]["interval_sec"],
+            10
+        );
+        assert_eq!(
+            item_key("event_trigger", &item["definition"]).as_deref(),
+            Some(key)
+        );
+        let id = ObjectId::EventTrigger(
+            QualifiedTable::new("public", "article"),
+            "article.published".into(),
+        );
+        assert_eq!(object_id_key(&id).as_deref(), Some(key));
+        assert_eq!(item_key("event_trigger", &json!({"table": "x"})), None);
     }
 
     #[test]
@@ -584,6 +632,7 @@ impl Object {
             Object::ArrayRelationship(..) => "array_relation",
             Object::Permission(_, kind, _) => kind.object_type(),
             Object::ComputedField(..) => "computed_field",
+            Object::EventTrigger(..) => "event_trigger",
             Object::CustomType(_) => "custom_type",
             Object::Collection(_) => "query_collection",
             Object::Allowlist(_) => "allowlist",
@@ -649,6 +698,9 @@ pub fn item_key(kind: &str, definition: &Value) -> Option<String> {
             table_segments(&table(definition.get("table")?)?),
             segment(text("name")?)
         ),
+        "event_trigger" => {
+            event_trigger_key(definition.get("configuration")?.get("name")?.as_str()?)
+        }
         permission => {
             let operation = permission.strip_suffix("_permission")?;
             format!(

@@ -94,6 +94,17 @@ pub fn put(metadata: &mut Metadata, object: Object) -> Result<(), PlaceError> {
                 a.name == b.name
             });
         }
+        Object::EventTrigger(t, trigger) => {
+            entry(metadata, &t)?;
+            // The key is the name alone (unique across tables): a trigger of this name on
+            // another table is the same object, moved.
+            for e in metadata.tables.iter_mut().filter(|e| e.table != t) {
+                e.event_triggers.retain(|x| x.name != trigger.name);
+            }
+            upsert(&mut entry(metadata, &t)?.event_triggers, trigger, |a, b| {
+                a.name == b.name
+            });
+        }
         Object::Permission(t, kind, p) => {
             let e = entry(metadata, &t)?;
             match kind {
@@ -151,6 +162,12 @@ pub fn remove(metadata: &mut Metadata, object: &Object) {
         Object::ComputedField(t, c) => part_of(metadata, t, &|e| {
             e.computed_fields.retain(|x| x.name != c.name)
         }),
+        Object::EventTrigger(_, trigger) => {
+            // By key: the name alone, on whichever table the document has it.
+            for e in metadata.tables.iter_mut() {
+                e.event_triggers.retain(|x| x.name != trigger.name);
+            }
+        }
         Object::Permission(t, kind, p) => part_of(metadata, t, &|e| match kind {
             PermissionKind::Insert => e.insert_permissions.retain(|x| x.role != p.role),
             PermissionKind::Select => e.select_permissions.retain(|x| x.role != p.role),
@@ -168,8 +185,23 @@ mod tests {
     use super::*;
     use crate::metadata::objects::catalog_objects;
 
+    /// The blog fixture with an event trigger on `article` (the fixture has none).
     fn blog() -> Metadata {
-        serde_json::from_str(include_str!("../../tests/fixtures/blog_metadata.json")).unwrap()
+        let mut metadata: Metadata =
+            serde_json::from_str(include_str!("../../tests/fixtures/blog_metadata.json")).unwrap();
+        let trigger: EventTriggerEntry = serde_json::from_value(serde_json::json!({
+            "name": "article_published",
+            "definition": {"update": {"columns": ["published"], "payload": "*"}},
+            "webhook": "http://hooks.example/published",
+            "headers": [{"name": "X-Token", "value_from_env": "HOOK_TOKEN"}]
+        }))
+        .unwrap();
+        metadata
+            .table_mut(&QualifiedTable::new("public", "article"))
+            .unwrap()
+            .event_triggers
+            .push(trigger);
+        metadata
     }
 
     /// Every object of a document, put into an empty one (tables first), gives the same
@@ -179,6 +211,7 @@ mod tests {
         let original = blog();
         let objects = catalog_objects(&original);
         assert!(objects.len() > 10);
+        assert!(objects.contains_key("event_trigger:article_published"));
         let mut rebuilt = Metadata::default();
         let (tables, parts): (Vec<_>, Vec<_>) = objects
             .values()
@@ -224,5 +257,47 @@ mod tests {
         assert!(!left.contains_key("table:public.author"));
         assert!(!left.keys().any(|k| k.contains(":public.author.")));
         assert!(left.keys().any(|k| k.contains(":public.article.")));
+    }
+
+    #[test]
+    fn event_triggers_are_placed_by_name_across_tables() {
+        let mut metadata = blog();
+        let key = "event_trigger:article_published";
+        let Object::EventTrigger(_, mut trigger) = catalog_objects(&metadata)[key].clone() else {
+            unreachable!()
+        };
+        // Same name, same table: replaced in place.
+        trigger.webhook = Some("http://hooks.example/v2".into());
+        put(
+            &mut metadata,
+            Object::EventTrigger(QualifiedTable::new("public", "article"), trigger.clone()),
+        )
+        .unwrap();
+        let article = QualifiedTable::new("public", "article");
+        let on = |m: &Metadata, t: &QualifiedTable| m.table(t).map(|e| e.event_triggers.len());
+        assert_eq!(on(&metadata, &article), Some(1));
+        assert_eq!(
+            metadata.table(&article).unwrap().event_triggers[0]
+                .webhook
+                .as_deref(),
+            Some("http://hooks.example/v2")
+        );
+        // Same name on another table: the same object, moved (names are global).
+        let author = QualifiedTable::new("public", "author");
+        let moved = Object::EventTrigger(author.clone(), trigger.clone());
+        put(&mut metadata, moved.clone()).unwrap();
+        assert_eq!(on(&metadata, &article), Some(0));
+        assert_eq!(on(&metadata, &author), Some(1));
+        assert!(
+            matches!(&catalog_objects(&metadata)[key], Object::EventTrigger(t, _) if *t == author)
+        );
+        // Its table must be tracked; removal goes by name.
+        let mut empty = Metadata::default();
+        assert_eq!(
+            put(&mut empty, moved.clone()),
+            Err(PlaceError::TableNotTracked(author))
+        );
+        remove(&mut metadata, &moved);
+        assert!(!catalog_objects(&metadata).contains_key(key));
     }
 }

@@ -79,9 +79,10 @@ fn rank(kind: &str) -> u8 {
         "TrackedTable" => 1,
         "ComputedField" => 2,
         "Permission" => 3,
-        "QueryCollection" => 4,
-        "AllowListEntry" => 5,
-        _ => 6,
+        "EventTrigger" => 4,
+        "QueryCollection" => 5,
+        "AllowListEntry" => 6,
+        _ => 7,
     }
 }
 
@@ -100,6 +101,7 @@ fn declared(doc: &ResourceDoc) -> Result<Vec<Object>, PreviewError> {
         "TrackedTable" => objects_of::<TrackedTable>(doc),
         "Permission" => objects_of::<Permission>(doc),
         "ComputedField" => objects_of::<ComputedField>(doc),
+        "EventTrigger" => objects_of::<EventTrigger>(doc),
         "CustomTypeSet" => objects_of::<CustomTypeSet>(doc),
         "QueryCollection" => objects_of::<QueryCollection>(doc),
         "AllowListEntry" => objects_of::<AllowListEntry>(doc),

@@ -105,6 +105,7 @@ fn every_schema_is_structural() {
         let opaque = [
             "trackedtables.basalt.dev",
             "permissions.basalt.dev",
+            "eventtriggers.basalt.dev",
             "customtypesets.basalt.dev",
         ];
         if opaque.contains(&crd.metadata.name.as_deref().unwrap()) {
@@ -121,10 +122,12 @@ fn kinds_names_and_printer_columns() {
         ("TrackedTable", "trackedtables", "btable"),
         ("Permission", "permissions", "bperm"),
         ("ComputedField", "computedfields", "bcf"),
+        ("EventTrigger", "eventtriggers", "btrigger"),
         ("CustomTypeSet", "customtypesets", "bct"),
         ("QueryCollection", "querycollections", "bqc"),
         ("AllowListEntry", "allowlistentries", "ballow"),
     ];
+    assert_eq!(crds().len(), expected.len());
     for (crd, (kind, plural, short)) in crds().iter().zip(expected) {
         assert_eq!(crd.spec.group, "basalt.dev");
         assert_eq!(crd.spec.scope, "Namespaced");
@@ -241,6 +244,139 @@ fn permission_cel_rules() {
 }
 
 #[test]
+fn event_trigger_columns_and_identity() {
+    let crd = crds()
+        .into_iter()
+        .find(|c| c.spec.names.kind == "EventTrigger")
+        .unwrap();
+    let columns: Vec<(String, String, i32)> = crd.spec.versions[0]
+        .additional_printer_columns
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|c| (c.name.clone(), c.json_path.clone(), c.priority.unwrap_or(0)))
+        .collect();
+    let wanted = [
+        ("Trigger", ".spec.name", 0),
+        ("Table", ".spec.table.name", 0),
+        ("Webhook", ".spec.webhook", 1),
+        (
+            "Ready",
+            ".status.conditions[?(@.type==\"Ready\")].status",
+            0,
+        ),
+        (
+            "Reason",
+            ".status.conditions[?(@.type==\"Ready\")].reason",
+            1,
+        ),
+        (
+            "Drifted",
+            ".status.conditions[?(@.type==\"Drifted\")].status",
+            0,
+        ),
+        ("Age", ".metadata.creationTimestamp", 0),
+    ];
+    assert_eq!(
+        columns,
+        wanted
+            .iter()
+            .map(|(n, p, prio)| (n.to_string(), p.to_string(), *prio))
+            .collect::<Vec<_>>()
+    );
+    // `"*"`-or-list nodes are untyped, so both forms stay one-to-one with the metadata API.
+    let schema = schema_of(&crd);
+    let update = &schema["properties"]["spec"]["properties"]["update"]["properties"];
+    for key in ["columns", "payload"] {
+        assert_eq!(update[key]["x-kubernetes-preserve-unknown-fields"], true);
+        assert!(update[key].get("type").is_none(), "{key}: {}", update[key]);
+    }
+    assert_eq!(
+        schema["properties"]["spec"]["properties"]["table"]["properties"]["schema"]["default"],
+        "public"
+    );
+}
+
+fn event_trigger(spec: Value) -> EventTrigger {
+    EventTrigger {
+        metadata: ObjectMeta {
+            name: Some("t".into()),
+            ..Default::default()
+        },
+        spec: serde_json::from_value(spec).unwrap(),
+        status: None,
+    }
+}
+
+#[test]
+fn event_trigger_cel_rules() {
+    let ok = event_trigger(
+        json!({"name": "article_published", "table": {"name": "article"},
+        "webhookFromEnv": "ARTICLE_WEBHOOK_URL", "update": {"columns": ["published"]},
+        "headers": [{"name": "X-Token", "valueFromEnv": "HOOK_TOKEN"}, {"name": "X-Source", "value": "basalt"}]}),
+    );
+    ok.validate_cel().expect("valid");
+    event_trigger(json!({"name": "manual", "table": {"name": "article"}, "webhook": "http://h", "enableManual": true}))
+        .validate_cel()
+        .expect("manual only is enough");
+    let cases = [
+        (
+            json!({"name": "t", "table": {"name": "a"}, "webhook": "http://h", "webhookFromEnv": "H", "insert": {"columns": "*"}}),
+            "exactly one of webhook and webhookFromEnv",
+        ),
+        (
+            json!({"name": "t", "table": {"name": "a"}, "insert": {"columns": "*"}}),
+            "exactly one of webhook and webhookFromEnv",
+        ),
+        (
+            json!({"name": "t", "table": {"name": "a"}, "webhook": "http://h", "insert": {"columns": "*"},
+                "headers": [{"name": "X", "value": "v", "valueFromEnv": "V"}]}),
+            "exactly one of value and valueFromEnv",
+        ),
+        (
+            json!({"name": "t", "table": {"name": "a"}, "webhook": "http://h", "insert": {"columns": "*"},
+                "headers": [{"name": "X"}]}),
+            "exactly one of value and valueFromEnv",
+        ),
+        (
+            json!({"name": "t", "table": {"name": "a"}, "webhook": "http://h"}),
+            "at least one of insert, update, delete and enableManual",
+        ),
+    ];
+    for (spec, message) in cases {
+        let err = event_trigger(spec.clone())
+            .validate_cel()
+            .expect_err("must fail");
+        assert!(format!("{err:?}").contains(message), "{spec}: {err:?}");
+    }
+    // Identity is immutable: a new name or table is a new resource.
+    let renamed = event_trigger(
+        json!({"name": "article_changed", "table": {"name": "article"},
+        "webhookFromEnv": "ARTICLE_WEBHOOK_URL", "update": {"columns": ["published"]}}),
+    );
+    let err = renamed
+        .validate_cel_update(&ok)
+        .expect_err("name is immutable");
+    assert!(format!("{err:?}").contains("name is immutable"), "{err:?}");
+    let moved = event_trigger(
+        json!({"name": "article_published", "table": {"name": "comment"},
+        "webhookFromEnv": "ARTICLE_WEBHOOK_URL", "update": {"columns": ["published"]}}),
+    );
+    let err = moved
+        .validate_cel_update(&ok)
+        .expect_err("table is immutable");
+    assert!(format!("{err:?}").contains("table is immutable"), "{err:?}");
+    // Everything else may change.
+    let edited = event_trigger(
+        json!({"name": "article_published", "table": {"name": "article"},
+        "webhook": "http://hooks/published", "update": {"columns": "*", "payload": ["id"]}, "retryConf": {"numRetries": 3}}),
+    );
+    edited
+        .validate_cel_update(&ok)
+        .expect("spec edits are fine");
+}
+
+#[test]
 fn relationship_using_needs_exactly_one_key() {
     let table = |using: Value| -> TrackedTable {
         TrackedTable {
@@ -341,4 +477,86 @@ fn resources_map_to_metadata_field_by_field() {
     );
     let spec: AllowListEntrySpec = serde_json::from_value(json!({"collection": "app"})).unwrap();
     assert_eq!(mapping::allowlist_entry(&spec).unwrap().collection.0, "app");
+
+    // EventTrigger: flat `create_event_trigger` fields, nested the way the catalog stores them;
+    // payload column lists and header names are user data, kept as written.
+    let spec: EventTriggerSpec = serde_json::from_value(json!({
+        "name": "article_published", "table": {"schema": "blog", "name": "article"},
+        "webhookFromEnv": "ARTICLE_WEBHOOK_URL",
+        "insert": {"columns": "*"},
+        "update": {"columns": ["published", "Title"], "payload": ["id", "published"]},
+        "delete": {"columns": "*", "payload": "*"},
+        "headers": [{"name": "X-Token", "valueFromEnv": "HOOK_TOKEN"}, {"name": "X-Source", "value": "basalt"}],
+        "retryConf": {"numRetries": 3, "intervalSec": 5},
+        "enableManual": true
+    }))
+    .unwrap();
+    let (table, trigger) = mapping::event_trigger(&spec).unwrap();
+    assert_eq!(
+        (table.schema.as_str(), table.name.as_str()),
+        ("blog", "article")
+    );
+    assert_eq!(
+        serde_json::to_value(&trigger).unwrap(),
+        json!({
+            "name": "article_published",
+            "definition": {
+                "enable_manual": true,
+                "insert": {"columns": "*"},
+                "update": {"columns": ["published", "Title"], "payload": ["id", "published"]},
+                "delete": {"columns": "*", "payload": "*"}
+            },
+            "retry_conf": {"num_retries": 3, "interval_sec": 5, "timeout_sec": 60},
+            "webhook_from_env": "ARTICLE_WEBHOOK_URL",
+            "headers": [{"name": "X-Token", "value_from_env": "HOOK_TOKEN"}, {"name": "X-Source", "value": "basalt"}]
+        })
+    );
+    // It is the same entry the metadata API builds from the equivalent request.
+    assert_eq!(
+        mapping::event_trigger_json(&spec),
+        json!({"name": "article_published", "table": {"schema": "blog", "name": "article"},
+            "webhook_from_env": "ARTICLE_WEBHOOK_URL",
+            "insert": {"columns": "*"},
+            "update": {"columns": ["published", "Title"], "payload": ["id", "published"]},
+            "delete": {"columns": "*", "payload": "*"},
+            "enable_manual": true,
+            "retry_conf": {"num_retries": 3, "interval_sec": 5},
+            "headers": [{"name": "X-Token", "value_from_env": "HOOK_TOKEN"}, {"name": "X-Source", "value": "basalt"}]})
+    );
+    let objects = mapping::event_trigger_objects(&spec).unwrap();
+    assert_eq!(objects.len(), 1);
+    assert_eq!(objects[0].key(), "event_trigger:article_published");
+    // The operation's own checks decide validity, with the path of the field.
+    let invalid = [
+        (
+            json!({"name": "t", "table": {"name": "a"}, "webhook": "http://h", "insert": {"columns": "all"}}),
+            "$.spec.insert.columns",
+        ),
+        (
+            json!({"name": "t", "table": {"name": "a"}, "webhook": "http://h", "update": {"columns": [1]}}),
+            "$.spec.update.columns",
+        ),
+        (
+            json!({"name": "has space", "table": {"name": "a"}, "webhook": "http://h", "insert": {"columns": "*"}}),
+            "$.spec.name",
+        ),
+        (
+            json!({"name": "t", "table": {"name": "a"}, "webhook": "http://h", "insert": {"columns": "*"}, "retryConf": {"timeoutSec": 0}}),
+            "$.spec.retry_conf.timeout_sec",
+        ),
+        (
+            json!({"name": "t", "table": {"name": "a"}, "webhook": "http://h", "webhookFromEnv": "H", "insert": {"columns": "*"}}),
+            "$.spec",
+        ),
+        (
+            json!({"name": "t", "table": {"name": "a"}, "webhook": "http://h"}),
+            "$.spec",
+        ),
+    ];
+    for (spec, path) in invalid {
+        let typed: EventTriggerSpec = serde_json::from_value(spec.clone()).unwrap();
+        let err = mapping::event_trigger(&typed).unwrap_err();
+        assert_eq!(err.code.as_str(), "parse-failed", "{spec}: {err:?}");
+        assert_eq!(err.path.as_str(), path, "{spec}: {err:?}");
+    }
 }

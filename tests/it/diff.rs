@@ -170,6 +170,58 @@ async fn resources_in_sync_then_edited_added_and_removed() {
 }
 
 #[tokio::test]
+async fn event_trigger_edits_and_removal_are_previewed() {
+    let s = applied_blog_example().await;
+    let server = &s.server;
+    let before = (server.export().await, version(server).await);
+    let dir = example_copy();
+    let file = dir.path().join("event-trigger-article-published.yaml");
+    edit_yaml(&file, |t| {
+        t["spec"]["webhook"] = json!("http://article-hooks.blog.svc:8080/v2");
+        t["spec"]["insert"] = json!({"columns": "*"});
+    });
+    let path = dir.path().to_str().unwrap();
+    let (code, text) = diff(&["-f", path, "-n", NS, "--endpoint", &server.base]).await;
+    assert_eq!(code, 1, "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[1..lines.len() - 1],
+        [format!(
+            "~ event_trigger:article_published [configuration.definition, configuration.webhook]    (EventTrigger {NS}/article-published)"
+        )],
+        "{text}"
+    );
+
+    // Without its file, and with --prune, the trigger would be deleted.
+    std::fs::remove_file(&file).unwrap();
+    let (code, text) = diff(&[
+        "-f",
+        path,
+        "-n",
+        NS,
+        "--database-url",
+        &server.db_url,
+        "--prune",
+        "-o",
+        "json",
+    ])
+    .await;
+    assert_eq!(code, 1, "{text}");
+    let report: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(report["removed"].as_array().unwrap().len(), 1, "{text}");
+    assert_eq!(report["removed"][0]["type"], "event_trigger");
+    assert_eq!(
+        report["removed"][0]["definition"]["configuration"]["name"],
+        "article_published"
+    );
+    assert_eq!(
+        report["removed"][0]["resource"],
+        format!("EventTrigger {NS}/article-published (not in the files)")
+    );
+    assert_eq!((server.export().await, version(server).await), before);
+}
+
+#[tokio::test]
 async fn conflicts_duplicates_and_waiting_objects_exit_2() {
     let s = applied_blog_example().await;
     let server = &s.server;
