@@ -1,7 +1,7 @@
 //! The resolved caller ([`Session`]) and how `X-Svc-*` request headers become session
 //! variables. No IO; [`crate::auth`] decides which variables to trust.
 
-use http::HeaderMap;
+use http::{HeaderMap, HeaderValue};
 use std::collections::BTreeMap;
 
 /// The resolved caller.
@@ -43,15 +43,28 @@ impl Session {
 /// Credentials: never session variables.
 const CREDENTIALS: [&str; 2] = ["x-svc-admin-secret", "x-svc-access-key"];
 
-/// Every `X-Svc-*` request header except credentials, keyed lower-case.
-pub fn header_variables(headers: &HeaderMap) -> BTreeMap<String, String> {
+/// A session header whose value is not UTF-8 text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}: the value is not valid UTF-8")]
+pub struct UnreadableHeader(pub String);
+
+/// The text of the header `name`: its bytes read as UTF-8 (HTTP carries any byte but controls).
+pub fn header_text<'v>(name: &str, value: &'v HeaderValue) -> Result<&'v str, UnreadableHeader> {
+    std::str::from_utf8(value.as_bytes()).map_err(|_| UnreadableHeader(name.to_owned()))
+}
+
+/// Every `X-Svc-*` request header except credentials, keyed lower-case. A value that is not
+/// UTF-8 is an error, never left out: without its `X-Svc-Role`, a trusted request would run
+/// as `admin`.
+pub fn header_variables(headers: &HeaderMap) -> Result<BTreeMap<String, String>, UnreadableHeader> {
     headers
         .iter()
         .filter(|(name, _)| {
             name.as_str().starts_with("x-svc-") && !CREDENTIALS.contains(&name.as_str())
         })
-        .filter_map(|(name, value)| {
-            Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
+        .map(|(name, value)| {
+            let text = header_text(name.as_str(), value)?;
+            Ok((name.as_str().to_owned(), text.to_owned()))
         })
         .collect()
 }
@@ -67,8 +80,28 @@ mod tests {
         h.insert("X-Svc-Admin-Secret", "s".parse().unwrap());
         h.insert("x-svc-access-key", "s".parse().unwrap());
         h.insert("authorization", "Bearer x".parse().unwrap());
-        let vars = header_variables(&h);
+        let vars = header_variables(&h).unwrap();
         assert_eq!(vars.len(), 1);
         assert_eq!(vars.get("x-svc-user-id").map(String::as_str), Some("7"));
+    }
+
+    #[test]
+    fn values_are_utf8_and_other_bytes_are_refused() {
+        let mut h = HeaderMap::new();
+        let apostrophe = "\u{02BC}; --";
+        h.insert(
+            "x-svc-user-id",
+            HeaderValue::from_bytes(apostrophe.as_bytes()).unwrap(),
+        );
+        let vars = header_variables(&h).unwrap();
+        assert_eq!(
+            vars.get("x-svc-user-id").map(String::as_str),
+            Some(apostrophe)
+        );
+        h.insert("x-svc-role", HeaderValue::from_bytes(b"\xff").unwrap());
+        assert_eq!(
+            header_variables(&h).unwrap_err().to_string(),
+            "x-svc-role: the value is not valid UTF-8"
+        );
     }
 }

@@ -230,7 +230,8 @@ impl JwtVerifier {
         let keys: JwkSet = response.json().await.map_err(JwkSetError::Decode)?;
         let mut state = self.jwks.write().unwrap_or_else(|p| p.into_inner());
         state.keys = Some(keys);
-        state.expires = fresh_for.map(|d| Instant::now() + d);
+        // A lifetime too long for an `Instant` (`max-age` near `u64::MAX`) means never stale.
+        state.expires = fresh_for.and_then(|d| Instant::now().checked_add(d));
         Ok(())
     }
 
@@ -370,16 +371,22 @@ impl JwtVerifier {
         let data = jsonwebtoken::decode::<Value>(token, &key, &validation)
             .map_err(|e| AuthError::InvalidJwt(verify_message(&e)))?;
         let mut claims = self.claims(&data.claims)?;
-        claims.expires = data.claims.get("exp").and_then(Value::as_u64).map(|exp| {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0);
-            let left = exp
-                .saturating_add(self.config.allowed_skew)
-                .saturating_sub(now);
-            Instant::now() + Duration::from_secs(left)
-        });
+        claims.expires = data
+            .claims
+            .get("exp")
+            .and_then(expiry_seconds)
+            .and_then(|exp| {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_secs())
+                    .unwrap_or(0);
+                let left = exp
+                    .saturating_add(self.config.allowed_skew)
+                    .saturating_sub(now);
+                // An `exp` too far ahead for an `Instant` (a signed `u64::MAX`) never comes: no
+                // expiry, rather than a panic on the request path.
+                Instant::now().checked_add(Duration::from_secs(left))
+            });
         Ok(claims)
     }
 
@@ -510,6 +517,18 @@ pub struct Claims {
     pub expires: Option<Instant>,
 }
 
+/// A verified token's `exp` in seconds. jsonwebtoken accepts it as an integer or as a float
+/// (rounded), so the session's expiry must read both: a float `exp` must not make a WebSocket
+/// outlive its token.
+fn expiry_seconds(exp: &Value) -> Option<u64> {
+    exp.as_u64().or_else(|| {
+        exp.as_f64()
+            .filter(|f| f.is_finite() && *f >= 0.0)
+            // `as` saturates at `u64::MAX`, which the caller treats as "never".
+            .map(|f| f.round() as u64)
+    })
+}
+
 /// The spec's wording for verification failures.
 fn verify_message(e: &jsonwebtoken::errors::Error) -> String {
     use jsonwebtoken::errors::ErrorKind;
@@ -588,6 +607,44 @@ mod tests {
         let mut h = reqwest::header::HeaderMap::new();
         h.insert("expires", "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap());
         assert_eq!(freshness(&h), None, "in the past");
+    }
+
+    #[tokio::test]
+    async fn session_expiry_reads_exp_in_any_number_form_and_never_overflows() {
+        use jsonwebtoken::{EncodingKey, Header};
+        let key = "0123456789abcdef0123456789abcdef";
+        let verifier = JwtVerifier::new(&format!(r#"{{"type":"HS256","key":"{key}"}}"#)).unwrap();
+        let token = |exp: Value| {
+            let payload = serde_json::json!({"exp": exp, DEFAULT_NAMESPACE:
+                {"x-svc-allowed-roles": ["user"], "x-svc-default-role": "user"}});
+            jsonwebtoken::encode(
+                &Header::new(Algorithm::HS256),
+                &payload,
+                &EncodingKey::from_secret(key.as_bytes()),
+            )
+            .unwrap()
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        for exp in [
+            serde_json::json!(now + 100),
+            serde_json::json!(now as f64 + 100.4),
+        ] {
+            let claims = verifier.verify(&token(exp.clone())).await.unwrap();
+            let left = claims
+                .expires
+                .map(|at| at.saturating_duration_since(Instant::now()));
+            assert!(
+                left.is_some_and(|l| l > Duration::from_secs(90) && l <= Duration::from_secs(101)),
+                "exp {exp}: {left:?}"
+            );
+        }
+        for exp in [serde_json::json!(u64::MAX), serde_json::json!(1e19)] {
+            let claims = verifier.verify(&token(exp.clone())).await.unwrap();
+            assert_eq!(claims.expires, None, "exp {exp}: too far to represent");
+        }
     }
 
     #[test]

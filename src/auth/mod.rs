@@ -4,7 +4,7 @@
 pub mod jwt;
 pub mod webhook;
 
-use crate::session::{header_variables, Session};
+use crate::session::{header_text, header_variables, Session, UnreadableHeader};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -238,7 +238,7 @@ impl Authenticator {
             (Some(_), None) => false,
         };
         if trusted {
-            let mut variables = header_variables(headers);
+            let mut variables = header_variables(headers).map_err(unreadable)?;
             let role = variables
                 .get("x-svc-role")
                 .cloned()
@@ -265,10 +265,14 @@ impl Authenticator {
                     }
                     Some(token) => {
                         let claims = verifier.verify(token).await?;
-                        let requested = headers
-                            .get("x-svc-role")
-                            .and_then(|v| v.to_str().ok())
-                            .map(str::to_owned);
+                        let requested = match headers.get("x-svc-role") {
+                            Some(value) => Some(
+                                header_text("x-svc-role", value)
+                                    .map_err(unreadable)?
+                                    .to_owned(),
+                            ),
+                            None => None,
+                        };
                         let role = match requested {
                             Some(r) if claims.allowed.contains(&r) => r,
                             Some(_) => return Err(AuthError::RoleNotAllowed),
@@ -310,7 +314,7 @@ impl Authenticator {
             .clone()
             .ok_or(AuthError::MissingSecret)?;
         let mut variables: BTreeMap<String, String> = if keep_headers {
-            header_variables(headers)
+            header_variables(headers).map_err(unreadable)?
         } else {
             BTreeMap::new()
         };
@@ -322,6 +326,11 @@ impl Authenticator {
             expires: None,
         })
     }
+}
+
+/// A session header that cannot be read refuses the request (`invalid-headers`).
+fn unreadable(err: UnreadableHeader) -> AuthError {
+    AuthError::InvalidHeader(err.to_string())
 }
 
 /// `X-Svc-Use-Backend-Only-Permissions` of a trusted request.

@@ -176,13 +176,24 @@ impl Webhook {
                         .and_then(|t| t.duration_since(std::time::SystemTime::now()).ok())
                 });
             } else if lower.starts_with("x-svc-") && !is_credential(&lower) {
+                // Other values may be any JSON, kept as their text; the role picks a schema and
+                // its permissions, so `1`, `null` or `["admin"]` must not be read as a role name.
+                if lower == "x-svc-role" && !v.is_string() {
+                    tracing::warn!("auth hook answered with a role that is not a string");
+                    return Err(AuthError::HookFailed(
+                        "Invalid response from authorization hook: X-Svc-Role is not a string"
+                            .into(),
+                    ));
+                }
                 vars.insert(lower, text);
             }
         }
         if !vars.contains_key("x-svc-role") {
             return Err(AuthError::HookNoRole);
         }
-        let expires = ttl.map(|ttl| Instant::now() + ttl);
+        // A lifetime too long for an `Instant` (`max-age` near `u64::MAX`) is not cached and
+        // never expires, rather than a panic on the request path.
+        let expires = ttl.and_then(|ttl| Instant::now().checked_add(ttl));
         if let Some(until) = expires {
             let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
             if cache.len() >= CACHE_SIZE {

@@ -85,6 +85,7 @@ funcs AS (
          json_build_object('schema', rtn.nspname, 'name', rt.typname, 'kind', rt.typtype,
                            'relation_schema', rrn.nspname, 'relation', rrc.relname) AS return_type,
          p.proretset AS returns_set,
+         p.pronargdefaults AS arg_defaults,
          p.provolatile AS volatility,
          obj_description(p.oid, 'pg_proc') AS comment
   FROM pg_catalog.pg_proc p
@@ -119,7 +120,8 @@ SELECT json_build_object(
              'oid', f.oid::bigint, 'schema', f.schema, 'name', f.name,
              'arg_names', f.arg_names, 'arg_modes', f.arg_modes,
              'input_types', f.input_types, 'return_type', f.return_type,
-             'returns_set', f.returns_set, 'volatility', f.volatility,
+             'returns_set', f.returns_set, 'arg_defaults', f.arg_defaults,
+             'volatility', f.volatility,
              'comment', f.comment
            ) ORDER BY f.schema, f.name, f.oid)
     FROM funcs f), '[]'::json),

@@ -293,6 +293,9 @@ pub struct DbFunction {
     pub return_type: DbTypeRef,
     /// `RETURNS SETOF`.
     pub returns_set: bool,
+    /// How many of the last input arguments have a default (`pronargdefaults`).
+    #[serde(default)]
+    pub arg_defaults: usize,
     /// `i` immutable, `s` stable, `v` volatile.
     pub volatility: String,
     /// `COMMENT ON FUNCTION`.

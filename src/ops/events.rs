@@ -202,6 +202,16 @@ impl EventTriggerOp {
     }
 }
 
+/// Whether a string or key anywhere in `value` contains NUL.
+fn holds_nul(value: &Value) -> bool {
+    match value {
+        Value::String(s) => s.contains('\0'),
+        Value::Array(items) => items.iter().any(holds_nul),
+        Value::Object(map) => map.iter().any(|(k, v)| k.contains('\0') || holds_nul(v)),
+        _ => false,
+    }
+}
+
 fn check_retry_conf(retry: &RetryConf, path: &JsonPath) -> Result<()> {
     for (key, value) in [
         ("interval_sec", retry.interval_sec),
@@ -223,6 +233,13 @@ impl EventLogOp {
         Ok(Some(match op_type {
             "invoke_event_trigger" => {
                 let a: Invoke = parse(args, path)?;
+                // The log is `jsonb`, which cannot hold `\u0000`: refused here, not by Postgres.
+                if holds_nul(&a.payload) {
+                    return Err(crate::metadata::error::parse_failed(
+                        path.key("payload"),
+                        "the payload cannot contain the character \\u0000",
+                    ));
+                }
                 EventLogOp::Invoke {
                     name: a.name,
                     payload: a.payload,
@@ -230,6 +247,13 @@ impl EventLogOp {
             }
             "redeliver_event" => {
                 let a: Redeliver = parse(args, path)?;
+                // Postgres text cannot hold NUL, so no event has such an id.
+                if a.event_id.contains('\0') {
+                    return Err(not_exists_in_metadata(
+                        path.key("event_id"),
+                        "event not found",
+                    ));
+                }
                 EventLogOp::Redeliver {
                     event_id: a.event_id,
                 }

@@ -62,7 +62,8 @@ fn operator_name(key: &str) -> Option<&str> {
 
 /// Whether a string is a session-variable reference (`x-svc-…`, any case).
 pub fn is_session_variable(s: &str) -> bool {
-    s.len() > 6 && s[..6].eq_ignore_ascii_case("x-svc-")
+    // Bytes, not `&s[..6]`: the sixth byte may fall inside a character (`x-svcé`).
+    s.len() > 6 && s.as_bytes()[..6].eq_ignore_ascii_case(b"x-svc-")
 }
 
 /// Checks `exp` as a BoolExp over `table` (`root` is the table the permission is defined on,
@@ -276,6 +277,11 @@ impl<'a> Walker<'a> {
             if !operator.permission.contains(&family) {
                 return Err(not_allowed(at, key));
             }
+            // `_in`/`_nin` of an array column would compare it with the elements of a list of
+            // arrays, which Postgres has no operator for (the GraphQL API does not offer them).
+            if operator.operand == Operand::ListOfSame && column.element_type.is_some() {
+                return Err(not_allowed(at, key));
+            }
             let session = arg.as_str().map(is_session_variable).unwrap_or(false);
             let condition = match (operator.kind, operator.operand) {
                 (OperatorKind::IsNull, _) => match arg {
@@ -289,7 +295,7 @@ impl<'a> Walker<'a> {
                 },
                 (OperatorKind::CompareColumn(op), _) => {
                     let pointer = child(pointer, Segment::Key(key.clone()));
-                    let other = self.column_compare(table, arg, &at, &pointer)?;
+                    let other = self.column_compare(table, column, arg, &at, &pointer)?;
                     Some(Condition::CompareColumn { op, other })
                 }
                 (OperatorKind::Compare(_), Operand::ListOfSame | Operand::ListOfText)
@@ -320,6 +326,7 @@ impl<'a> Walker<'a> {
     fn column_compare(
         &mut self,
         table: &QualifiedTable,
+        left: &DbColumn,
         arg: &Value,
         path: &JsonPath,
         pointer: &[Segment],
@@ -340,10 +347,19 @@ impl<'a> Walker<'a> {
             }
         };
         let owner = self.table(&target_table, path)?;
-        if owner.db.column(&column).is_none() {
+        let Some(right) = owner.db.column(&column) else {
             return Err(not_exists_in_database(
                 path.clone(),
                 format!("column \"{column}\" does not exist"),
+            ));
+        };
+        if !comparable(left, right) {
+            return Err(parse_failed(
+                path.clone(),
+                format!(
+                    "cannot compare column \"{}\" of type \"{}\" with column \"{column}\" of type \"{}\"",
+                    left.name, left.data_type, right.data_type
+                ),
             ));
         }
         self.refs
@@ -354,6 +370,22 @@ impl<'a> Walker<'a> {
             ColumnRef::Current(column)
         })
     }
+}
+
+/// Whether the generated `left <op> right` is a comparison Postgres has: the same type, two
+/// numeric types, two date/time types, or two text-like types. Anything else
+/// (`text[] = integer`) would be accepted here and refused by Postgres on every request the
+/// rule applies to.
+fn comparable(left: &DbColumn, right: &DbColumn) -> bool {
+    const NUMERIC: &[&str] = &["int2", "int4", "int8", "numeric", "float4", "float8"];
+    const DATETIME: &[&str] = &["date", "timestamp", "timestamptz"];
+    let among = |c: &DbColumn, set: &[&str]| {
+        c.type_schema == "pg_catalog" && set.contains(&c.type_name.as_str())
+    };
+    (left.type_name == right.type_name && left.type_schema == right.type_schema)
+        || (among(left, NUMERIC) && among(right, NUMERIC))
+        || (among(left, DATETIME) && among(right, DATETIME))
+        || (TypeFamily::of(left) == TypeFamily::Text && TypeFamily::of(right) == TypeFamily::Text)
 }
 
 /// Checks column presets (`set`): every key must be a column. Returns the column references
@@ -387,7 +419,24 @@ pub fn check_presets(
             Value::String(s) if is_session_variable(s) => {
                 PresetValue::Session(s.to_ascii_lowercase())
             }
-            Value::String(s) if s.eq_ignore_ascii_case("now()") => PresetValue::Now,
+            // `now()` is written into the statement as it is, so the column must take a
+            // timestamp by assignment: a `jsonb` column would fail every write of the role.
+            Value::String(s) if s.eq_ignore_ascii_case("now()") => {
+                let takes_timestamp = matches!(
+                    column.type_name.as_str(),
+                    "timestamptz" | "timestamp" | "date" | "time" | "timetz"
+                ) || TypeFamily::of(column) == TypeFamily::Text;
+                if !takes_timestamp {
+                    return Err(parse_failed(
+                        path.key(key),
+                        format!(
+                            "\"now()\" cannot preset column \"{key}\" of type \"{}\"",
+                            column.data_type
+                        ),
+                    ));
+                }
+                PresetValue::Now
+            }
             other => PresetValue::Static(other.clone()),
         };
         typed.push(Preset {

@@ -150,10 +150,12 @@ pub fn check_computed_field(
                 .names
                 .iter()
                 .zip(&function.input_types)
-                .map(|(n, t)| super::FunctionArgument {
+                .enumerate()
+                .map(|(i, (n, t))| super::FunctionArgument {
                     name: n.clone(),
                     type_name: t.name.clone(),
                     cast: t.pg_type(),
+                    has_default: i + function.arg_defaults >= function.input_types.len(),
                 })
                 .collect(),
             returns,

@@ -80,6 +80,18 @@ fn check_columns(
 /// Whether the trigger's capture can be installed: its columns exist. Errors carry paths
 /// relative to the trigger's arguments (`insert.columns[0]` …).
 pub fn check_capture(table: &DbTable, trigger: &EventTriggerEntry) -> Result<(), MetadataError> {
+    // Captures are `AFTER … FOR EACH ROW` triggers, which Postgres allows on tables (plain,
+    // partitioned, foreign) only: on a view the DDL failed inside the request (a 500).
+    if !matches!(table.kind.as_str(), "r" | "p" | "f") {
+        return Err(MetadataError::new(
+            Code::NotSupported,
+            JsonPath::root().key("table"),
+            format!(
+                "event triggers capture changes of tables only; \"{}\" is not a table",
+                table.name
+            ),
+        ));
+    }
     let def = &trigger.definition;
     for (key, spec) in [
         ("insert", &def.insert),

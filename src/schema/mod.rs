@@ -98,6 +98,8 @@ pub struct FunctionArgument {
     pub type_name: String,
     /// The type values are bound as.
     pub cast: crate::sql::PgType,
+    /// The function has a default for it, so a call may leave it out.
+    pub has_default: bool,
 }
 
 /// What a computed field returns.

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 pub(crate) const SECRET: &str = "pw";
 pub(crate) const HS_KEY: &str = "0123456789abcdef0123456789abcdef-hs256";
-const QUERY: &str = "{ articles(order_by: {id: asc}) { id } }";
+pub(crate) const QUERY: &str = "{ articles(order_by: {id: asc}) { id } }";
 
 pub(crate) async fn blog_server(configure: impl FnOnce(&mut ServeConfig)) -> TestServer {
     let db = fresh_database().await;
@@ -26,7 +26,7 @@ pub(crate) async fn blog_server(configure: impl FnOnce(&mut ServeConfig)) -> Tes
 }
 
 /// GraphQL without the admin secret unless given in `headers`.
-async fn raw_gql(s: &TestServer, query: &str, headers: &[(&str, &str)]) -> Value {
+pub(crate) async fn raw_gql(s: &TestServer, query: &str, headers: &[(&str, &str)]) -> Value {
     let mut req = s
         .http
         .post(format!("{}/v1/graphql", s.base))
@@ -39,7 +39,7 @@ async fn raw_gql(s: &TestServer, query: &str, headers: &[(&str, &str)]) -> Value
     r.json().await.unwrap()
 }
 
-async fn raw_metadata(s: &TestServer, headers: &[(&str, &str)]) -> (u16, Value) {
+pub(crate) async fn raw_metadata(s: &TestServer, headers: &[(&str, &str)]) -> (u16, Value) {
     let mut req = s
         .http
         .post(format!("{}/v1/query", s.base))
@@ -51,7 +51,7 @@ async fn raw_metadata(s: &TestServer, headers: &[(&str, &str)]) -> (u16, Value) 
     (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
 }
 
-fn ids(r: &Value) -> Vec<i64> {
+pub(crate) fn ids(r: &Value) -> Vec<i64> {
     r["data"]["articles"]
         .as_array()
         .unwrap_or(&Vec::new())
@@ -60,7 +60,7 @@ fn ids(r: &Value) -> Vec<i64> {
         .collect()
 }
 
-fn error_code(r: &Value) -> &str {
+pub(crate) fn error_code(r: &Value) -> &str {
     r["errors"][0]["extensions"]["code"].as_str().unwrap_or("")
 }
 
@@ -212,7 +212,7 @@ pub(crate) fn hs_token(claims: &Value) -> String {
     .unwrap()
 }
 
-async fn jwt_server(config: Value) -> TestServer {
+pub(crate) async fn jwt_server(config: Value) -> TestServer {
     blog_server(|c| {
         c.admin_secret = Some(SECRET.into());
         c.jwt_secret = Some(config.to_string());
@@ -220,7 +220,7 @@ async fn jwt_server(config: Value) -> TestServer {
     .await
 }
 
-async fn with_token(s: &TestServer, token: &str, extra: &[(&str, &str)]) -> Value {
+pub(crate) async fn with_token(s: &TestServer, token: &str, extra: &[(&str, &str)]) -> Value {
     let auth = format!("Bearer {token}");
     let mut headers = vec![("Authorization", auth.as_str())];
     headers.extend_from_slice(extra);
@@ -360,7 +360,7 @@ async fn jwt_hs256_roles_and_rejections() {
     );
 }
 
-fn unsigned(header: &Value, claims: &Value) -> String {
+pub(crate) fn unsigned(header: &Value, claims: &Value) -> String {
     use base64::Engine;
     let b = |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
     format!("{}.{}", b(header), b(claims))
@@ -446,12 +446,12 @@ async fn jwt_audience_issuer_skew_namespace_and_cookie() {
     );
 }
 
-struct KeyPair {
-    private_pem: String,
-    public_pem: String,
+pub(crate) struct KeyPair {
+    pub(crate) private_pem: String,
+    pub(crate) public_pem: String,
 }
 
-fn rsa_pair() -> KeyPair {
+pub(crate) fn rsa_pair() -> KeyPair {
     use rsa::pkcs8::{EncodePrivateKey, EncodePublicKey, LineEnding};
     let private = rsa::RsaPrivateKey::new(&mut rand_core::OsRng, 2048).unwrap();
     KeyPair {
@@ -487,7 +487,7 @@ fn ed_pair() -> KeyPair {
     }
 }
 
-fn sign(alg: Algorithm, pair: &KeyPair, claims: &Value, kid: Option<&str>) -> String {
+pub(crate) fn sign(alg: Algorithm, pair: &KeyPair, claims: &Value, kid: Option<&str>) -> String {
     let key = match alg {
         Algorithm::RS256 | Algorithm::RS384 | Algorithm::RS512 => {
             EncodingKey::from_rsa_pem(pair.private_pem.as_bytes()).unwrap()
@@ -533,9 +533,9 @@ async fn jwt_asymmetric_keys_and_algorithm_confusion() {
 }
 
 #[derive(Clone, Default)]
-struct Jwks {
-    keys: Arc<Mutex<Vec<Value>>>,
-    hits: Arc<Mutex<usize>>,
+pub(crate) struct Jwks {
+    pub(crate) keys: Arc<Mutex<Vec<Value>>>,
+    pub(crate) hits: Arc<Mutex<usize>>,
 }
 
 pub(crate) async fn serve(router: Router) -> String {
@@ -545,7 +545,7 @@ pub(crate) async fn serve(router: Router) -> String {
     format!("http://{addr}")
 }
 
-fn jwk(pair: &KeyPair, kid: &str) -> Value {
+pub(crate) fn jwk(pair: &KeyPair, kid: &str) -> Value {
     let key = EncodingKey::from_rsa_pem(pair.private_pem.as_bytes()).unwrap();
     let mut jwk = serde_json::to_value(
         jsonwebtoken::jwk::Jwk::from_encoding_key(&key, Algorithm::RS256).unwrap(),
@@ -555,11 +555,8 @@ fn jwk(pair: &KeyPair, kid: &str) -> Value {
     jwk
 }
 
-#[tokio::test]
-async fn jwt_jwk_set_with_key_rotation() {
-    let jwks = Jwks::default();
-    let first = rsa_pair();
-    jwks.keys.lock().unwrap().push(jwk(&first, "k1"));
+/// A JWK set server: `GET {base}/jwks` answers `jwks.keys` (fresh for 300 s) and counts the calls.
+pub(crate) async fn jwks_server(jwks: Jwks) -> String {
     let router = Router::new()
         .route(
             "/jwks",
@@ -572,8 +569,16 @@ async fn jwt_jwk_set_with_key_rotation() {
                 )
             }),
         )
-        .with_state(jwks.clone());
-    let base = serve(router).await;
+        .with_state(jwks);
+    serve(router).await
+}
+
+#[tokio::test]
+async fn jwt_jwk_set_with_key_rotation() {
+    let jwks = Jwks::default();
+    let first = rsa_pair();
+    jwks.keys.lock().unwrap().push(jwk(&first, "k1"));
+    let base = jwks_server(jwks.clone()).await;
     let s = jwt_server(json!({"jwk_url": format!("{base}/jwks")})).await;
     assert_eq!(*jwks.hits.lock().unwrap(), 1, "fetched at startup");
     let r = with_token(
@@ -628,7 +633,7 @@ async fn jwt_mode_with_unauthorized_role() {
 
 #[derive(Clone, Default)]
 pub(crate) struct Hook {
-    hits: Arc<Mutex<usize>>,
+    pub(crate) hits: Arc<Mutex<usize>>,
     /// The headers (GET) or body (POST) of the last call.
     pub(crate) last: Arc<Mutex<Option<Value>>>,
 }
@@ -648,6 +653,21 @@ fn hook_answer(token: &str) -> axum::response::Response {
         "Bearer norole" => Json(json!({"X-Svc-User-Id": "2"})).into_response(),
         "Bearer notjson" => "hello".into_response(),
         "Bearer denied" => axum::http::StatusCode::UNAUTHORIZED.into_response(),
+        // Misbehaving hooks (tests/it/token_attacks.rs): each must be refused, never served.
+        "Bearer malformed" => (
+            [("content-type", "application/json")],
+            r#"{"X-Svc-Role": "admin""#,
+        )
+            .into_response(),
+        "Bearer empty" => ([("content-type", "application/json")], "").into_response(),
+        "Bearer array" => Json(json!([{"X-Svc-Role": "admin"}])).into_response(),
+        "Bearer role-number" => Json(json!({"X-Svc-Role": 1})).into_response(),
+        "Bearer role-null" => Json(json!({"X-Svc-Role": null})).into_response(),
+        "Bearer role-list" => Json(json!({"X-Svc-Role": ["admin"]})).into_response(),
+        "Bearer role-object" => Json(json!({"X-Svc-Role": {"admin": true}})).into_response(),
+        "Bearer endless" => Json(json!({"X-Svc-Role": "user", "X-Svc-User-Id": "2",
+            "Cache-Control": format!("max-age={}", u64::MAX)}))
+        .into_response(),
         _ => axum::http::StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     }
 }

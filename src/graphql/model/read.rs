@@ -33,6 +33,12 @@ pub(super) fn selectable_tables(
                 .get(&column.name)
                 .map(|n| n.0.clone())
                 .unwrap_or_else(|| column.name.clone());
+            // A column without a GraphQL name (`x y`, `a"b`) is left out unless
+            // `custom_column_names` gives it one: no document could select it, and it would
+            // make the schema invalid for every client that introspects it.
+            if !crate::metadata::types::GraphQLName::is_valid(&field) {
+                continue;
+            }
             columns.insert(field, scalar_for_column(table, column, enums));
         }
         let primary_key = table

@@ -81,7 +81,8 @@ pub struct MutationRoot {
     pub table: QualifiedTable,
 }
 
-/// Writable columns by GraphQL name: allowed by `columns`, not generated, not preset.
+/// Writable columns by GraphQL name: allowed by `columns`, not generated, not preset, and
+/// with a GraphQL name.
 fn writable_columns(
     table: &ResolvedTable,
     allowed: &Columns,
@@ -104,6 +105,8 @@ fn writable_columns(
                 .unwrap_or_else(|| c.name.clone());
             (field, scalar_for_column(table, c, enums))
         })
+        // Left out without a GraphQL name, as on the read side.
+        .filter(|(field, _)| GraphQLName::is_valid(field))
         .collect()
 }
 

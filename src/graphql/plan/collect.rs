@@ -7,6 +7,11 @@ use async_graphql_parser::types::{ExecutableDocument, Field as AstField, Selecti
 use async_graphql_parser::Positioned;
 use async_graphql_value::Value as GqlValue;
 
+/// Most selections an operation may collect, fragments expanded. Without a bound, fragments
+/// that each spread the next one twice make a document of a few hundred bytes expand to
+/// billions of fields (2^32 at the nesting limit), exhausting memory.
+const MAX_COLLECTED: usize = 100_000;
+
 impl<'a> Planner<'a> {
     /// Evaluates `@skip`/`@include`. A variable condition makes the plan depend on variable
     /// values, so it is then cached per variables.
@@ -64,6 +69,13 @@ impl<'a> Planner<'a> {
             ));
         }
         for item in &set.items {
+            self.collected += 1;
+            if self.collected > MAX_COLLECTED {
+                return Err(PlanError::validation(
+                    path,
+                    format!("the operation selects more than {MAX_COLLECTED} fields (fragments expanded)"),
+                ));
+            }
             match &item.node {
                 Selection::Field(f) => {
                     if !self.directives_allow(&f.node.directives, path)? {

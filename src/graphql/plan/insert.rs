@@ -314,8 +314,12 @@ impl<'a> Planner<'a> {
             .unwrap_or_default()
         {
             if let Input::Enum(name) = item {
-                if let Some(c) = update.columns.get(&name) {
-                    update_columns.push(c.column.clone());
+                // Once each: `SET "a" = …, "a" = …` is an error in Postgres.
+                match update.columns.get(&name) {
+                    Some(c) if !update_columns.contains(&c.column) => {
+                        update_columns.push(c.column.clone())
+                    }
+                    _ => {}
                 }
             }
         }

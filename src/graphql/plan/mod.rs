@@ -166,6 +166,8 @@ pub(super) struct Planner<'a> {
     pub(super) variables: Map<String, Value>,
     pub(super) shape_dependent: bool,
     pub(super) limits: Limits,
+    /// Selections collected so far, fragments expanded (bounded by `collect`).
+    pub(super) collected: usize,
 }
 
 /// Fields grouped by response key, in document order.
@@ -188,6 +190,7 @@ impl<'a> Planner<'a> {
             variables: Map::new(),
             shape_dependent: false,
             limits,
+            collected: 0,
         }
     }
 

@@ -229,7 +229,9 @@ impl<'a> Planner<'a> {
                         param: p.clone(),
                         cast: pg_type.clone(),
                     })),
-                    Some(Input::Null) | None if !all_named => {
+                    // Left out of a call by name only when the function has a default for
+                    // it: without one, Postgres finds no function to call.
+                    Some(Input::Null) | None if !all_named || !arg.has_default => {
                         Some(FunctionArgValue::Value(ValueExpr {
                             param: Param::Literal(Value::Null),
                             cast: pg_type.clone(),

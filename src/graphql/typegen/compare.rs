@@ -18,7 +18,13 @@ impl TypeBuilder<'_> {
         }
         self.scalar(&s);
         let mut fields = IndexMap::new();
+        let array = matches!(column.pg_type, PgType::Array(_));
         for operator in operators::graphql_operators(column.family) {
+            // `_in`/`_nin` of arrays would compare an array with the elements of a list of
+            // arrays (`text[] = ANY(text[][])` unnests to `text[] = text`): not offered.
+            if array && operator.operand == Operand::ListOfSame {
+                continue;
+            }
             let ty = match operator.operand {
                 Operand::Same => TypeRef::named(&s),
                 Operand::ListOfSame => TypeRef::nullable_list_of_non_null(&s),

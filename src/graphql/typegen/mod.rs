@@ -187,19 +187,23 @@ impl TypeBuilder<'_> {
     }
 
     pub(super) fn scalar(&mut self, scalar: &str) {
-        if BUILTIN_SCALARS.contains(&scalar)
-            || scalar.ends_with("_enum") && self.is_enum_type(scalar)
-        {
+        if BUILTIN_SCALARS.contains(&scalar) {
+            return;
+        }
+        // An enum column's type, wherever the column appears: a role may write a table it
+        // cannot select, and its insert and update inputs name the enum all the same.
+        if let Some((name, values)) = self.enums.values().find(|(n, _)| n == scalar) {
+            self.types.add(TypeDef::Enum {
+                name: name.clone(),
+                description: None,
+                values: tables::enum_values(values),
+            });
             return;
         }
         self.types.add(TypeDef::Scalar {
             name: scalar.to_owned(),
             description: None,
         });
-    }
-
-    pub(super) fn is_enum_type(&self, name: &str) -> bool {
-        self.enums.values().any(|(n, _)| n == name)
     }
 
     /// An input object type with these fields.

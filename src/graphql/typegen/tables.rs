@@ -42,7 +42,7 @@ impl TableTypes {
 }
 
 /// An enum type's values from an enum table's rows.
-fn enum_values(values: &[(String, Option<String>)]) -> Vec<EnumValueDef> {
+pub(super) fn enum_values(values: &[(String, Option<String>)]) -> Vec<EnumValueDef> {
     values
         .iter()
         .map(|(v, d)| EnumValueDef {
