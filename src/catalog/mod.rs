@@ -12,6 +12,7 @@ use tokio_postgres::GenericClient;
 
 pub mod events;
 pub mod managed;
+pub mod remote;
 mod run_sql;
 use crate::metadata::objects;
 pub use managed::OwnershipChanges;
@@ -42,6 +43,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     ),
     (2, managed::MIGRATION),
     (3, events::MIGRATION),
+    (4, remote::MIGRATION),
 ];
 
 /// Failures of the catalog layer.
