@@ -62,6 +62,11 @@ pub async fn start(config: ServeConfig) -> Result<Running> {
         catalog::migrate(&mut client)
             .await
             .context("catalog migration failed")?;
+        // Remote schemas are introspected again at start; one that is down keeps its stored
+        // schema and is reported inconsistent, so the server still starts.
+        catalog::remote::refresh(&mut client)
+            .await
+            .context("cannot store remote schema introspection results")?;
     }
     let state = AppState::new(pool, config, auth);
     state

@@ -8,6 +8,7 @@ use crate::graphql::introspection;
 use crate::graphql::ir::{QueryPlan, RootField};
 use crate::graphql::plan::{self, Limits, PlanError};
 use crate::graphql::schemas::{CachedPlan, RoleSchema};
+use crate::remote::forward;
 use crate::session::Session;
 use crate::sql::program::{FieldProgram, MutationProgram};
 use crate::state::{AppState, Served};
@@ -92,6 +93,9 @@ pub enum GraphqlError {
     /// A subscription sent over HTTP.
     #[error("subscriptions are not supported over HTTP, use websockets instead")]
     SubscriptionOverHttp,
+    /// A remote schema's part of the operation failed.
+    #[error(transparent)]
+    Remote(#[from] crate::remote::forward::ForwardError),
 }
 
 impl From<ExecuteError> for GraphqlError {
@@ -111,17 +115,31 @@ pub struct Answer {
     pub kind: &'static str,
     /// The response body, or why there is none.
     pub body: Result<Bytes, GraphqlError>,
+    /// `Set-Cookie` headers of remote schemas' responses, for the HTTP response.
+    pub cookies: Vec<http::HeaderValue>,
 }
 
-/// Runs one request for a session (HTTP: queries and mutations; a subscription needs the
+/// Who sent a request: the session, and the headers remote schemas may be forwarded
+/// (`forward_client_headers`).
+#[derive(Debug, Clone, Copy)]
+pub struct Caller<'a> {
+    /// The resolved session.
+    pub session: &'a Session,
+    /// The client's headers (over WebSocket: upgrade and `connection_init` headers).
+    pub headers: &'a http::HeaderMap,
+}
+
+/// Runs one request for a caller (HTTP: queries and mutations; a subscription needs the
 /// WebSocket transport).
-pub async fn run(state: &AppState, session: &Session, request: GraphqlRequest) -> Answer {
+pub async fn run(state: &AppState, caller: Caller<'_>, request: GraphqlRequest) -> Answer {
+    let session = caller.session;
     let compiled = match compiled(state, session, request) {
         Ok(c) => c,
         Err(err) => {
             return Answer {
                 kind: "unknown",
                 body: Err(err),
+                cookies: Vec::new(),
             }
         }
     };
@@ -131,12 +149,17 @@ pub async fn run(state: &AppState, session: &Session, request: GraphqlRequest) -
         Some(async_graphql_parser::types::OperationType::Subscription) => "subscription",
         None => "unknown",
     };
+    let mut cookies = Vec::new();
     let body = if compiled.plan.planned.subscription {
         Err(GraphqlError::SubscriptionOverHttp)
     } else {
-        execute_compiled(state, session, &compiled).await
+        execute_compiled(state, caller, &compiled, &mut cookies).await
     };
-    Answer { kind, body }
+    Answer {
+        kind,
+        body,
+        cookies,
+    }
 }
 
 /// What an operation sent over a WebSocket turns into.
@@ -179,19 +202,20 @@ pub struct GroupKey {
     pub session: Option<Vec<(String, String)>>,
 }
 
-/// Runs (or, for a subscription, compiles) an operation sent over a WebSocket.
+/// Runs (or, for a subscription, compiles) an operation sent over a WebSocket. Remote
+/// schemas' cookies have nowhere to go there and are dropped.
 pub async fn run_socket(
     state: &AppState,
-    session: &Session,
+    caller: Caller<'_>,
     request: GraphqlRequest,
 ) -> Result<SocketOperation, GraphqlError> {
-    let compiled = compiled(state, session, request)?;
+    let compiled = compiled(state, caller.session, request)?;
     if !compiled.plan.planned.subscription {
-        return execute_compiled(state, session, &compiled)
+        return execute_compiled(state, caller, &compiled, &mut Vec::new())
             .await
             .map(SocketOperation::Once);
     }
-    live(compiled, session).map(SocketOperation::Live)
+    live(compiled, caller.session).map(SocketOperation::Live)
 }
 
 /// Compiles a subscription again (after a metadata change) for the same subscriber.
@@ -319,58 +343,77 @@ fn compiled(
     })
 }
 
-/// Runs a compiled query or mutation.
+/// Runs a compiled query or mutation: the database part and each remote schema's part at
+/// the same time, merged in the order of the document.
 async fn execute_compiled(
     state: &AppState,
-    session: &Session,
+    caller: Caller<'_>,
     compiled: &Compiled,
+    cookies: &mut Vec<http::HeaderValue>,
 ) -> Result<Bytes, GraphqlError> {
     let Compiled {
         role,
         plan: compiled,
         variables,
-        ..
+        served,
     } = compiled;
     let binding = Binding {
         variables,
-        session: &session.variables,
+        session: &caller.session.variables,
     };
+    let remotes = remote_calls(served, caller, &compiled.planned, variables)?;
     if let Some(program) = &compiled.program {
         let span = tracing::debug_span!("sql", "db.system" = "postgresql", kind = "mutation");
-        return run_mutation(state, program, &binding)
-            .instrument(span)
-            .await;
+        return run_mutation(
+            state,
+            program,
+            &binding,
+            &compiled.planned,
+            remotes,
+            cookies,
+        )
+        .instrument(span)
+        .await;
     }
-    let data = match &compiled.sql {
-        Some(sql) => {
-            let client = state.pool.get().await.map_err(ExecuteError::from)?;
-            let conn = Connection::of(&client, &state.counters);
-            let span = tracing::debug_span!("sql", "db.system" = "postgresql", kind = "query");
-            Some(execute::run(conn, sql, &binding).instrument(span).await?)
+    let database = async {
+        match &compiled.sql {
+            Some(sql) => {
+                let client = state.pool.get().await.map_err(ExecuteError::from)?;
+                let conn = Connection::of(&client, &state.counters);
+                let span = tracing::debug_span!("sql", "db.system" = "postgresql", kind = "query");
+                Ok::<_, GraphqlError>(Some(
+                    execute::run(conn, sql, &binding).instrument(span).await?,
+                ))
+            }
+            None => Ok(constants_only(&compiled.planned.data)),
         }
-        None => constants_only(&compiled.planned.data),
     };
-    let Some((keys, document)) = &compiled.planned.introspection else {
+    let (data, answered) = futures_util::future::join(database, forward_all(remotes)).await;
+    let data = data?;
+    let answered = answered?;
+    if compiled.planned.introspection.is_none() && answered.is_empty() {
         return Ok(data_body(data.as_deref().unwrap_or(b"{}")));
-    };
-    let schema = role
-        .introspection
-        .as_ref()
-        .ok_or(GraphqlError::IntrospectionUnavailable)?;
-    let answered = introspection::execute(schema, document).await?;
+    }
     let mut parts: Map<String, Value> = match &data {
         Some(bytes) => {
             serde_json::from_slice(bytes).map_err(|e| GraphqlError::Merge(e.to_string()))?
         }
         None => Map::new(),
     };
-    if let Value::Object(answers) = answered {
-        for key in keys {
-            if let Some(v) = answers.get(key) {
-                parts.insert(key.clone(), v.clone());
+    if let Some((keys, document)) = &compiled.planned.introspection {
+        let schema = role
+            .introspection
+            .as_ref()
+            .ok_or(GraphqlError::IntrospectionUnavailable)?;
+        if let Value::Object(answers) = introspection::execute(schema, document).await? {
+            for key in keys {
+                if let Some(v) = answers.get(key) {
+                    parts.insert(key.clone(), v.clone());
+                }
             }
         }
     }
+    merge_remote(&mut parts, answered, &compiled.planned, cookies);
     let mut ordered = Map::new();
     for key in &compiled.planned.keys {
         if let Some(v) = parts.remove(key) {
@@ -378,6 +421,75 @@ async fn execute_compiled(
         }
     }
     Ok(Bytes::from(json!({"data": ordered}).to_string()))
+}
+
+/// The calls to remote schemas an operation makes, ready to send.
+fn remote_calls<'a>(
+    served: &'a Served,
+    caller: Caller<'a>,
+    planned: &'a plan::Planned,
+    variables: &'a Map<String, Value>,
+) -> Result<Vec<forward::Call<'a>>, GraphqlError> {
+    planned
+        .remote
+        .iter()
+        .map(|part| {
+            let remote = served
+                .schema
+                .resolved
+                .remote_schemas
+                .iter()
+                .find(|r| r.name() == part.remote)
+                .ok_or_else(|| {
+                    GraphqlError::Merge(format!("remote schema \"{}\" is gone", part.remote))
+                })?;
+            Ok(forward::Call {
+                remote,
+                document: &part.document,
+                variables: part
+                    .variables
+                    .iter()
+                    .filter_map(|name| variables.get(name).map(|v| (name.clone(), v.clone())))
+                    .collect(),
+                operation_name: part.operation_name.as_deref(),
+                session: caller.session,
+                client_headers: caller.headers,
+            })
+        })
+        .collect()
+}
+
+/// Sends every remote call at once; the first failure (in document order) fails the
+/// operation.
+async fn forward_all(
+    calls: Vec<forward::Call<'_>>,
+) -> Result<Vec<forward::Answered>, GraphqlError> {
+    if calls.is_empty() {
+        return Ok(Vec::new());
+    }
+    let span = tracing::debug_span!("remote", calls = calls.len());
+    let answers = futures_util::future::join_all(calls.into_iter().map(forward::send))
+        .instrument(span)
+        .await;
+    answers
+        .into_iter()
+        .map(|a| a.map_err(GraphqlError::from))
+        .collect()
+}
+
+/// Remote answers into the response parts, under the client's keys.
+fn merge_remote(
+    parts: &mut Map<String, Value>,
+    answered: Vec<forward::Answered>,
+    planned: &plan::Planned,
+    cookies: &mut Vec<http::HeaderValue>,
+) {
+    for (part, mut answer) in planned.remote.iter().zip(answered) {
+        for key in &part.keys {
+            parts.insert(key.clone(), answer.data.remove(key).unwrap_or(Value::Null));
+        }
+        cookies.append(&mut answer.cookies);
+    }
 }
 
 /// `{"data": <data>}` with Postgres's bytes spliced in as they are.
@@ -441,43 +553,78 @@ fn constants_only(plan: &QueryPlan) -> Option<Bytes> {
     (!object.is_empty()).then(|| Bytes::from(Value::Object(object).to_string()))
 }
 
-/// Runs a mutation: the session setting, then every root field's program in order, in one
-/// transaction; any error rolls back all.
+/// Runs a mutation: the session setting, then every database root field's program in order,
+/// in one transaction; then the remote schemas' fields, each remote once. Any error rolls the
+/// database part back (a remote's own writes cannot be), and no partial data is answered.
 async fn run_mutation(
     state: &AppState,
     program: &MutationProgram,
     binding: &Binding<'_>,
+    planned: &plan::Planned,
+    remotes: Vec<forward::Call<'_>>,
+    cookies: &mut Vec<http::HeaderValue>,
 ) -> Result<Bytes, GraphqlError> {
-    let mut client = state.pool.get().await.map_err(ExecuteError::from)?;
-    let tx = client.transaction().await.map_err(ExecuteError::from)?;
-    let conn = Connection::of_transaction(&tx, &state.counters);
-    execute::statement(conn, &program.session, binding).await?;
-    if let Some(context) = crate::telemetry::current_trace_context() {
-        execute::set_trace_context(conn, &context).await?;
-    }
+    let mut written: Map<String, Value> = Map::new();
     let mut body = Vec::from(&b"{\"data\":{"[..]);
-    for (i, (key, field)) in program.fields.iter().enumerate() {
-        if i > 0 {
-            body.push(b',');
+    let mut client = None;
+    if !program.fields.is_empty() {
+        client = Some(state.pool.get().await.map_err(ExecuteError::from)?);
+    }
+    let tx = match client.as_mut() {
+        Some(client) => Some(client.transaction().await.map_err(ExecuteError::from)?),
+        None => None,
+    };
+    if let Some(tx) = &tx {
+        let conn = Connection::of_transaction(tx, &state.counters);
+        execute::statement(conn, &program.session, binding).await?;
+        if let Some(context) = crate::telemetry::current_trace_context() {
+            execute::set_trace_context(conn, &context).await?;
         }
-        body.extend_from_slice(Value::String(key.clone()).to_string().as_bytes());
-        body.push(b':');
-        match field {
-            FieldProgram::Constant(v) => body.extend_from_slice(v.to_string().as_bytes()),
-            FieldProgram::Write(write) => {
-                let bytes = execute::run_program(conn, write, binding)
-                    .await
-                    .map_err(|error| GraphqlError::Execute {
-                        field: (!error.is_request_level()).then(|| key.clone()),
-                        error: Box::new(error),
-                    })?;
-                body.extend_from_slice(&bytes);
+        for (i, (key, field)) in program.fields.iter().enumerate() {
+            if i > 0 {
+                body.push(b',');
+            }
+            body.extend_from_slice(Value::String(key.clone()).to_string().as_bytes());
+            body.push(b':');
+            match field {
+                FieldProgram::Constant(v) => body.extend_from_slice(v.to_string().as_bytes()),
+                FieldProgram::Write(write) => {
+                    let bytes =
+                        execute::run_program(conn, write, binding)
+                            .await
+                            .map_err(|error| GraphqlError::Execute {
+                                field: (!error.is_request_level()).then(|| key.clone()),
+                                error: Box::new(error),
+                            })?;
+                    body.extend_from_slice(&bytes);
+                }
             }
         }
     }
     body.extend_from_slice(b"}}");
-    tx.commit().await.map_err(ExecuteError::from)?;
-    Ok(Bytes::from(body))
+    let answered = forward_all(remotes).await?;
+    if let Some(tx) = tx {
+        tx.commit().await.map_err(ExecuteError::from)?;
+    }
+    if answered.is_empty() {
+        return Ok(Bytes::from(body));
+    }
+    // Remote fields mixed in: merge by key, in the order of the document.
+    if !program.fields.is_empty() {
+        let database: Value =
+            serde_json::from_slice(&body).map_err(|e| GraphqlError::Merge(e.to_string()))?;
+        if let Some(Value::Object(data)) = database.get("data") {
+            written.extend(data.clone());
+        }
+    }
+    merge_remote(&mut written, answered, planned, cookies);
+    let mut ordered = Map::new();
+    for key in &planned.keys {
+        if let Some(v) = written.remove(key) {
+            ordered.insert(key.clone(), v);
+        }
+    }
+    Ok(Bytes::from(json!({"data": ordered}).to_string()))
 }
 
 /// Body of `POST /v1/graphql/explain`.

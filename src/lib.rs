@@ -60,6 +60,7 @@ pub mod metrics;
 pub mod ops;
 pub mod pool;
 pub mod preview;
+pub mod remote;
 pub mod schema;
 pub mod session;
 pub mod shutdown;

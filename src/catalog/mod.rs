@@ -142,7 +142,8 @@ pub async fn current_version(client: &impl GenericClient) -> Result<i64, Catalog
 pub async fn build(client: &impl GenericClient) -> Result<Snapshot, CatalogError> {
     let (metadata, version) = load(client, false).await?;
     let db = introspect::introspect(client, &relation_names(&metadata.enum_tables())).await?;
-    let mut schema = schema::resolve(&metadata, &db);
+    let remotes = remote::world(client).await?;
+    let mut schema = schema::resolve_with(&metadata, &db, &remotes);
     schema
         .inconsistencies
         .extend(schema::events::capture_drift(&metadata, &db));
@@ -198,6 +199,10 @@ struct Work {
     rebuild: bool,
     /// The database as the request found it.
     db_before: DbModel,
+    /// Remote schemas' stored state with this request's introspection results laid over it.
+    remotes: schema::remote::Remotes,
+    /// Remote schemas' stored state as the request found it.
+    remotes_before: schema::remote::Remotes,
 }
 
 /// Who writes, and what that means for objects owned by Kubernetes resources.
@@ -243,14 +248,18 @@ pub async fn execute_with(
     expected_version: Option<i64>,
     writer: Writer<'_>,
 ) -> Result<Executed, CatalogError> {
+    let fetched = remote::prefetch(&*client, op).await?;
     let tx = client.transaction().await?;
     let Applied {
         metadata,
         version,
-        work,
+        mut work,
         schema,
         mut response,
-    } = apply(&tx, op, expected_version, writer).await?;
+    } = apply(&tx, op, expected_version, writer, &fetched).await?;
+    if !op.is_read_only() {
+        work.rebuild |= remote::store(&tx, &work.metadata, &fetched).await?;
+    }
     let wrote = work.metadata != metadata;
     annotate(&tx, op, &metadata, &work.db, &mut response).await?;
     let mut new_version = version;
@@ -298,11 +307,16 @@ pub async fn dry_run(
     expected_version: Option<i64>,
     writer: Writer<'_>,
 ) -> Result<Value, CatalogError> {
+    let fetched = remote::prefetch(&*client, op).await?;
     let tx = client.transaction().await?;
-    let applied = apply(&tx, op, expected_version, writer).await?;
+    let applied = apply(&tx, op, expected_version, writer, &fetched).await?;
     let changes =
         crate::metadata::objects::object_changes(&applied.metadata, &applied.work.metadata);
-    let before = schema::resolve(&applied.metadata, &applied.work.db_before);
+    let before = schema::resolve_with(
+        &applied.metadata,
+        &applied.work.db_before,
+        &applied.work.remotes_before,
+    );
     let known = before.blocking_ids();
     let inconsistent: Vec<Value> = applied
         .schema
@@ -343,6 +357,7 @@ async fn apply(
     op: &Op,
     expected_version: Option<i64>,
     writer: Writer<'_>,
+    fetched: &[schema::remote::Fetched],
 ) -> Result<Applied, CatalogError> {
     let read_only = op.is_read_only();
     let (metadata, version) = load(tx, !read_only)
@@ -367,7 +382,12 @@ async fn apply(
         } => session.clone(),
         _ => serde_json::json!({"x-svc-role": "admin"}),
     };
+    let remotes_before = remote::world(tx).await?;
+    let mut remotes = remotes_before.clone();
+    remotes.record(fetched);
     let mut work = Work {
+        remotes,
+        remotes_before,
         metadata: metadata.clone(),
         db: db.clone(),
         session,
@@ -382,10 +402,10 @@ async fn apply(
     }
     let schema = {
         let _span = tracing::debug_span!("schema.rebuild").entered();
-        schema::resolve(&work.metadata, &work.db)
+        schema::resolve_with(&work.metadata, &work.db, &work.remotes)
     };
     if !work.own_consistency_rules {
-        let before = schema::resolve(&metadata, &work.db_before);
+        let before = schema::resolve_with(&metadata, &work.db_before, &work.remotes_before);
         ops::check_no_new_inconsistency(&before, &schema)?;
     }
     if let Writer::Api {
@@ -522,7 +542,11 @@ fn run<'a>(
     Box::pin(async move {
         match op {
             Op::Metadata(op) => {
-                let outcome = ops::apply(&work.metadata, op, Context { db: &work.db })?;
+                let ctx = Context {
+                    db: &work.db,
+                    remotes: &work.remotes,
+                };
+                let outcome = ops::apply(&work.metadata, op, ctx)?;
                 work.metadata = outcome.metadata;
                 work.own_consistency_rules |= outcome.own_consistency_rules;
                 work.rebuild |= matches!(
@@ -565,7 +589,7 @@ async fn run_sql_op(
     // Later operations of a bulk see the database as the SQL left it.
     let after = introspect::introspect(tx, &work.enum_candidates).await?;
     if sql.check_metadata_consistency {
-        let before = schema::resolve(&work.metadata, &work.db);
+        let before = schema::resolve_with(&work.metadata, &work.db, &work.remotes);
         let changes = schema_changes::diff(&work.metadata, &work.db, &after);
         if !changes.altered_tables.is_empty() {
             // Event triggers hook in here to regenerate capture triggers of these tables.

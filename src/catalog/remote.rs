@@ -4,7 +4,12 @@
 //! failure, which keeps the remote listed as inconsistent on every replica until it answers.
 
 use super::CatalogError;
-use tokio_postgres::GenericClient;
+use crate::metadata::types::Metadata;
+use crate::schema::remote::{definition_hash, Fetched, Remotes, StoredRemote};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tokio_postgres::{GenericClient, Transaction};
 
 /// Catalog migration: one row per remote schema name.
 pub(super) const MIGRATION: &str = r#"
@@ -52,4 +57,139 @@ pub async fn status(
         error: r.get(1),
         failed_at: r.get(2),
     }))
+}
+
+/// Every stored row, as the resolver reads it.
+pub async fn load_stored(
+    client: &impl GenericClient,
+) -> Result<BTreeMap<String, StoredRemote>, CatalogError> {
+    let rows = client
+        .query(
+            "SELECT name, definition_hash, introspection, error FROM basalt_catalog.remote_schemas",
+            &[],
+        )
+        .await?;
+    let mut out = BTreeMap::new();
+    for row in rows {
+        let introspection: Option<Value> = row.try_get(2)?;
+        out.insert(
+            row.try_get(0)?,
+            StoredRemote {
+                hash: row.try_get(1)?,
+                introspection: introspection.map(Arc::new),
+                error: row.try_get(3)?,
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// The remote-schema side of resolution: the stored state and the GraphQL layer's clash rule.
+pub async fn world(client: &impl GenericClient) -> Result<Remotes, CatalogError> {
+    Ok(Remotes {
+        stored: load_stored(client).await?,
+        check: Some(crate::graphql::remote::check),
+        fetched: BTreeMap::new(),
+    })
+}
+
+/// Introspects what `op` needs before its transaction starts, so no lock is held while a
+/// remote answers. Reads the document without a lock: a definition changed in between is
+/// simply not found among the results, and the stored state is used for it.
+pub(super) async fn prefetch(
+    client: &impl GenericClient,
+    op: &crate::ops::Op,
+) -> Result<Vec<Fetched>, CatalogError> {
+    let (metadata, _) = super::load(client, false).await?;
+    let wanted = op.introspects(&metadata);
+    if wanted.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(crate::remote::introspect_all(&wanted).await)
+}
+
+/// Stores this request's introspection results for the definitions the document now holds
+/// and forgets remote schemas it no longer holds. Answers whether peers must rebuild.
+pub(super) async fn store(
+    tx: &Transaction<'_>,
+    metadata: &Metadata,
+    fetched: &[Fetched],
+) -> Result<bool, CatalogError> {
+    let names: Vec<String> = metadata
+        .remote_schemas
+        .iter()
+        .map(|r| r.name.0.clone())
+        .collect();
+    let forgotten = tx
+        .execute(
+            "DELETE FROM basalt_catalog.remote_schemas WHERE NOT (name = ANY($1))",
+            &[&names],
+        )
+        .await?;
+    let mut wrote = forgotten > 0;
+    for f in fetched {
+        let current = metadata
+            .remote_schemas
+            .iter()
+            .any(|r| r.name.0 == f.name && definition_hash(&r.definition) == f.hash);
+        if !current {
+            continue;
+        }
+        match &f.outcome {
+            Ok(schema) => {
+                tx.execute(
+                    "INSERT INTO basalt_catalog.remote_schemas
+                         (name, definition_hash, introspection, introspected_at, error, failed_at)
+                     VALUES ($1, $2, $3, now(), NULL, NULL)
+                     ON CONFLICT (name) DO UPDATE SET definition_hash = $2, introspection = $3,
+                         introspected_at = now(), error = NULL, failed_at = NULL",
+                    &[&f.name, &f.hash, schema.as_ref()],
+                )
+                .await?;
+            }
+            Err(failure) => {
+                // The stored schema stays when it belongs to the same definition.
+                tx.execute(
+                    "INSERT INTO basalt_catalog.remote_schemas
+                         (name, definition_hash, introspection, introspected_at, error, failed_at)
+                     VALUES ($1, $2, NULL, NULL, $3, now())
+                     ON CONFLICT (name) DO UPDATE SET
+                         introspection = CASE WHEN remote_schemas.definition_hash = $2
+                                              THEN remote_schemas.introspection END,
+                         introspected_at = CASE WHEN remote_schemas.definition_hash = $2
+                                                THEN remote_schemas.introspected_at END,
+                         definition_hash = $2, error = $3, failed_at = now()",
+                    &[&f.name, &f.hash, &failure.message],
+                )
+                .await?;
+            }
+        }
+        wrote = true;
+    }
+    Ok(wrote)
+}
+
+/// At server start: introspects every remote schema again and stores the results, so a
+/// remote that changed is served as it is now, and one that is down is reported
+/// inconsistent by every replica (its stored schema still served). Peers are told to
+/// rebuild when anything was stored.
+pub async fn refresh(client: &mut tokio_postgres::Client) -> Result<(), CatalogError> {
+    let (metadata, _) = super::load(&*client, false).await?;
+    if metadata.remote_schemas.is_empty() {
+        return Ok(());
+    }
+    let fetched = crate::remote::introspect_all(&metadata.remote_schemas).await;
+    let tx = client.transaction().await?;
+    // Serializes with metadata writers, and sees the document as it is now.
+    let (metadata, version) = super::load(&tx, true).await?;
+    if store(&tx, &metadata, &fetched).await? {
+        let payload = super::notification_payload(version, true);
+        tx.execute(
+            "SELECT pg_notify($1, $2)",
+            &[&super::NOTIFY_CHANNEL, &payload],
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(())
 }

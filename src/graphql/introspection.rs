@@ -27,6 +27,20 @@ fn input_value(def: &super::types::InputValueDef) -> dynamic::InputValue {
     v
 }
 
+/// An object field that is never resolved here (only its definition is served).
+fn field(f: &super::types::FieldDef) -> dynamic::Field {
+    let mut field = dynamic::Field::new(f.name.clone(), type_ref(&f.ty), |_| {
+        FieldFuture::from_value(None)
+    });
+    if let Some(d) = &f.description {
+        field = field.description(d.clone());
+    }
+    for a in f.args.values() {
+        field = field.argument(input_value(a));
+    }
+    field
+}
+
 /// Failures of introspection.
 #[derive(Debug, thiserror::Error)]
 pub enum IntrospectionError {
@@ -60,24 +74,54 @@ pub fn build(types: &TypeSystem) -> Result<dynamic::Schema, IntrospectionError> 
                 name,
                 description,
                 fields,
+                interfaces,
             } => {
                 let mut object = dynamic::Object::new(name.clone());
                 if let Some(d) = description {
                     object = object.description(d.clone());
                 }
                 for f in fields.values() {
-                    let mut field = dynamic::Field::new(f.name.clone(), type_ref(&f.ty), |_| {
-                        FieldFuture::from_value(None)
-                    });
+                    object = object.field(field(f));
+                }
+                for i in interfaces {
+                    object = object.implement(i.clone());
+                }
+                builder.register(object)
+            }
+            TypeDef::Interface {
+                name,
+                description,
+                fields,
+            } => {
+                let mut interface = dynamic::Interface::new(name.clone());
+                if let Some(d) = description {
+                    interface = interface.description(d.clone());
+                }
+                for f in fields.values() {
+                    let mut field = dynamic::InterfaceField::new(f.name.clone(), type_ref(&f.ty));
                     if let Some(d) = &f.description {
                         field = field.description(d.clone());
                     }
                     for a in f.args.values() {
                         field = field.argument(input_value(a));
                     }
-                    object = object.field(field);
+                    interface = interface.field(field);
                 }
-                builder.register(object)
+                builder.register(interface)
+            }
+            TypeDef::Union {
+                name,
+                description,
+                members,
+            } => {
+                let mut union = dynamic::Union::new(name.clone());
+                if let Some(d) = description {
+                    union = union.description(d.clone());
+                }
+                for m in members {
+                    union = union.possible_type(m.clone());
+                }
+                builder.register(union)
             }
             TypeDef::Input {
                 name,

@@ -10,6 +10,7 @@ pub mod introspection;
 pub mod ir;
 pub mod model;
 pub mod plan;
+pub mod remote;
 pub mod schemas;
 pub mod typegen;
 pub mod types;

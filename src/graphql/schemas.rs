@@ -3,6 +3,7 @@
 
 use super::model::{self, RoleModel};
 use super::plan::{Planned, Prepared};
+use super::remote::RemoteTypes;
 use super::types::TypeSystem;
 use crate::schema::Resolved;
 use crate::sql::program::MutationProgram;
@@ -52,9 +53,13 @@ impl std::fmt::Debug for RoleSchema {
 }
 
 impl RoleSchema {
-    /// The schema of a role's model: its types, and the introspection schema built from them.
-    pub fn new(model: RoleModel) -> Self {
-        let types = super::typegen::build(&model);
+    /// The schema of a role's model: its types with the remote schemas merged in, and the
+    /// introspection schema built from them.
+    pub fn new(model: RoleModel, remotes: &[RemoteTypes]) -> Self {
+        let mut types = super::typegen::build(&model);
+        for remote in remotes {
+            super::remote::merge(&mut types, remote);
+        }
         let introspection = match super::introspection::build(&types) {
             Ok(schema) => Some(schema),
             Err(err) => {
@@ -120,6 +125,8 @@ pub struct Schemas {
     fallback: Option<Arc<RoleSchema>>,
     /// The metadata, for schemas built on first use (backend-flagged variants).
     resolved: Arc<Resolved>,
+    /// The served remote schemas, merged into every role's types.
+    remotes: Arc<Vec<RemoteTypes>>,
     /// Schemas of backend-flagged requests, by role, built when first needed.
     flagged: Mutex<HashMap<String, Arc<RoleSchema>>>,
     /// Normalized documents of the allow-listed collections.
@@ -129,15 +136,20 @@ pub struct Schemas {
 impl Schemas {
     /// Builds the schema of admin and of every role named by a permission.
     pub fn build(resolved: &Resolved, metadata: &crate::metadata::Metadata) -> Self {
+        let remotes = super::remote::parse_all(resolved);
         let roles = model::build_all(resolved)
             .into_iter()
-            .map(|(role, m)| (role, Arc::new(RoleSchema::new(m))))
+            .map(|(role, m)| (role, Arc::new(RoleSchema::new(m, &remotes))))
             .collect();
-        let fallback = Some(Arc::new(RoleSchema::new(model::build(resolved, ""))));
+        let fallback = Some(Arc::new(RoleSchema::new(
+            model::build(resolved, ""),
+            &remotes,
+        )));
         Schemas {
             roles,
             fallback,
             resolved: Arc::new(resolved.clone()),
+            remotes: Arc::new(remotes),
             flagged: Mutex::new(HashMap::new()),
             allowlist: super::allowlist::build(metadata),
         }
@@ -155,11 +167,10 @@ impl Schemas {
         }
         let mut flagged = self.flagged.lock().unwrap_or_else(|p| p.into_inner());
         let schema = flagged.entry(role.to_owned()).or_insert_with(|| {
-            Arc::new(RoleSchema::new(model::build_for(
-                &self.resolved,
-                role,
-                true,
-            )))
+            Arc::new(RoleSchema::new(
+                model::build_for(&self.resolved, role, true),
+                &self.remotes,
+            ))
         });
         Some(schema.clone())
     }

@@ -144,6 +144,26 @@ pub enum TypeDef {
         description: Option<String>,
         /// Fields in order.
         fields: IndexMap<String, FieldDef>,
+        /// Interfaces it implements (only remote schemas declare any).
+        interfaces: Vec<String>,
+    },
+    /// Interface (from remote schemas).
+    Interface {
+        /// Name.
+        name: String,
+        /// Free text.
+        description: Option<String>,
+        /// Fields in order.
+        fields: IndexMap<String, FieldDef>,
+    },
+    /// Union of object types (from remote schemas).
+    Union {
+        /// Name.
+        name: String,
+        /// Free text.
+        description: Option<String>,
+        /// Member object types.
+        members: Vec<String>,
     },
     /// Input object.
     Input {
@@ -172,11 +192,23 @@ pub enum TypeDef {
     },
 }
 
+/// Where root fields merged from a remote schema go: the remote's name for each field of
+/// the query and mutation roots.
+#[derive(Debug, Clone, Default)]
+pub struct RemoteRoots {
+    /// `query_root` field → remote schema name.
+    pub query: std::collections::HashMap<String, String>,
+    /// `mutation_root` field → remote schema name.
+    pub mutation: std::collections::HashMap<String, String>,
+}
+
 impl TypeDef {
     /// The type's name.
     pub fn name(&self) -> &str {
         match self {
             TypeDef::Object { name, .. }
+            | TypeDef::Interface { name, .. }
+            | TypeDef::Union { name, .. }
             | TypeDef::Input { name, .. }
             | TypeDef::Enum { name, .. }
             | TypeDef::Scalar { name, .. } => name,
@@ -198,6 +230,8 @@ pub struct TypeSystem {
     pub mutation_root: Option<String>,
     /// Name of the subscription root, when the role may select from some table.
     pub subscription_root: Option<String>,
+    /// Root fields answered by remote schemas.
+    pub remote: RemoteRoots,
 }
 
 impl TypeSystem {
@@ -217,6 +251,24 @@ impl TypeSystem {
             Some(TypeDef::Object { fields, .. }) => Some(fields),
             _ => None,
         }
+    }
+
+    /// Fields of an object or interface type (what a selection on it may name).
+    pub fn fields_of(&self, name: &str) -> Option<&IndexMap<String, FieldDef>> {
+        match self.types.get(name) {
+            Some(TypeDef::Object { fields, .. } | TypeDef::Interface { fields, .. }) => {
+                Some(fields)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether `name` is an object, interface or union (a type with a selection set).
+    pub fn is_composite(&self, name: &str) -> bool {
+        matches!(
+            self.types.get(name),
+            Some(TypeDef::Object { .. } | TypeDef::Interface { .. } | TypeDef::Union { .. })
+        )
     }
 
     /// Whether `name` is a scalar or enum (a leaf).

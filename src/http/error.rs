@@ -208,6 +208,7 @@ fn execute_wire(err: &ExecuteError) -> (&'static str, String) {
 }
 
 fn graphql_wire(err: &GraphqlError) -> GraphqlWire {
+    use crate::remote::forward::ForwardError;
     let message = err.to_string();
     match err {
         GraphqlError::Plan(e) => GraphqlWire {
@@ -216,6 +217,7 @@ fn graphql_wire(err: &GraphqlError) -> GraphqlWire {
             code: match e.kind {
                 PlanErrorKind::Parse => "parse-failed",
                 PlanErrorKind::Validation => "validation-failed",
+                PlanErrorKind::NotSupported => "not-supported",
             },
             internal: None,
         },
@@ -247,6 +249,14 @@ fn graphql_wire(err: &GraphqlError) -> GraphqlWire {
         GraphqlError::SchemaNotReady
         | GraphqlError::IntrospectionUnavailable
         | GraphqlError::Merge(_) => GraphqlWire::at_root("unexpected", message),
+        GraphqlError::Remote(ForwardError::Remote(e)) => GraphqlWire {
+            internal: e.internal(),
+            ..GraphqlWire::at_root("remote-schema-error", message)
+        },
+        // Answered by `graphql_errors` with the remote's own errors.
+        GraphqlError::Remote(ForwardError::Errors(_)) => {
+            GraphqlWire::at_root("remote-schema-error", message)
+        }
     }
 }
 
@@ -259,6 +269,11 @@ pub fn graphql_body(err: &GraphqlError, expose: bool) -> Bytes {
 /// The `errors` array of a failed GraphQL operation (one `{message, extensions}` item), as the
 /// HTTP body and the WebSocket `error` messages carry it.
 pub fn graphql_errors(err: &GraphqlError, expose: bool) -> serde_json::Value {
+    use crate::remote::forward::ForwardError;
+    if let GraphqlError::Remote(ForwardError::Errors(errors)) = err {
+        // A remote schema's errors reach the client unchanged (spec `remote-schemas.md` §4).
+        return serde_json::Value::Array(errors.clone());
+    }
     let wire = graphql_wire(err);
     let mut extensions = json!({"path": wire.path, "code": wire.code});
     if let (true, Some(internal)) = (expose, wire.internal) {

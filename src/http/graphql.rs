@@ -25,19 +25,37 @@ pub async fn post(
     let bytes = to_bytes(body, limit)
         .await
         .map_err(|_| ApiError::PayloadTooLarge(limit))?;
-    let (body, kind) = match serde_json::from_slice::<Value>(&bytes) {
-        Err(e) => (
-            graphql_body(&GraphqlError::InvalidJson(e.to_string()), false),
-            UNKNOWN,
-        ),
-        Ok(Value::Array(items)) => (batch(&state, &headers, items).await, "batch"),
+    let done = match serde_json::from_slice::<Value>(&bytes) {
+        Err(e) => Done::failed(graphql_body(
+            &GraphqlError::InvalidJson(e.to_string()),
+            false,
+        )),
+        Ok(Value::Array(items)) => batch(&state, &headers, items).await,
         Ok(single) => one(&state, &headers, single, false).await,
     };
-    Ok(respond(&headers, body, kind))
+    Ok(respond(&headers, done))
 }
 
 /// The operation label of a request that did not get as far as a parsed operation.
 const UNKNOWN: &str = "unknown";
+
+/// A handled request: its body, its operation's kind for the metrics, and the cookies remote
+/// schemas set.
+struct Done {
+    body: Bytes,
+    kind: &'static str,
+    cookies: Vec<HeaderValue>,
+}
+
+impl Done {
+    fn failed(body: Bytes) -> Self {
+        Done {
+            body,
+            kind: UNKNOWN,
+            cookies: Vec::new(),
+        }
+    }
+}
 
 /// Query-string form of a request.
 #[derive(Debug, Deserialize)]
@@ -67,70 +85,77 @@ pub async fn get(State(state): State<AppState>, request: Request) -> Response {
     if let Some(op) = params.operation_name {
         request.insert("operationName".into(), Value::String(op));
     }
-    let (body, kind) = match params.variables.map(|v| serde_json::from_str::<Value>(&v)) {
-        Some(Err(e)) => (
-            graphql_body(&GraphqlError::InvalidVariables(e.to_string()), false),
-            UNKNOWN,
-        ),
+    let done = match params.variables.map(|v| serde_json::from_str::<Value>(&v)) {
+        Some(Err(e)) => Done::failed(graphql_body(
+            &GraphqlError::InvalidVariables(e.to_string()),
+            false,
+        )),
         Some(Ok(vars)) => {
             request.insert("variables".into(), vars);
             one(&state, &headers, Value::Object(request), true).await
         }
         None => one(&state, &headers, Value::Object(request), true).await,
     };
-    respond(&headers, body, kind)
+    respond(&headers, done)
 }
 
-async fn batch(state: &AppState, headers: &HeaderMap, items: Vec<Value>) -> Bytes {
+async fn batch(state: &AppState, headers: &HeaderMap, items: Vec<Value>) -> Done {
     if items.len() > state.config.max_batch_size {
         let err = GraphqlError::BatchTooLarge {
             size: items.len(),
             limit: state.config.max_batch_size,
         };
-        return graphql_body(&err, false);
+        return Done::failed(graphql_body(&err, false));
     }
     let mut out = Vec::from(&b"["[..]);
+    let mut cookies = Vec::new();
     for (i, item) in items.into_iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        out.extend_from_slice(&one(state, headers, item, false).await.0);
+        let mut done = one(state, headers, item, false).await;
+        out.extend_from_slice(&done.body);
+        cookies.append(&mut done.cookies);
     }
     out.push(b']');
-    Bytes::from(out)
+    Done {
+        body: Bytes::from(out),
+        kind: "batch",
+        cookies,
+    }
 }
 
 /// One request: its body, and its operation's kind for the metrics.
-async fn one(
-    state: &AppState,
-    headers: &HeaderMap,
-    value: Value,
-    via_get: bool,
-) -> (Bytes, &'static str) {
+async fn one(state: &AppState, headers: &HeaderMap, value: Value, via_get: bool) -> Done {
     let session = match state.auth.authenticate(headers, Some(&value)).await {
         Ok(s) => s,
-        Err(e) => return (graphql_body(&GraphqlError::Auth(e), false), UNKNOWN),
+        Err(e) => return Done::failed(graphql_body(&GraphqlError::Auth(e), false)),
     };
     let expose = session.is_admin() || state.config.dev_mode;
     let request: GraphqlRequest = match serde_json::from_value(value) {
         Ok(r) => r,
         Err(e) => {
             let err = GraphqlError::InvalidRequest(e.to_string());
-            return (graphql_body(&err, expose), UNKNOWN);
+            return Done::failed(graphql_body(&err, expose));
         }
     };
     if via_get && !is_query(&request) {
-        return (
-            graphql_body(&GraphqlError::NotAllowedOverGet, expose),
-            UNKNOWN,
-        );
+        return Done::failed(graphql_body(&GraphqlError::NotAllowedOverGet, expose));
     }
     tracing::Span::current().record("role", session.role.as_str());
-    let answer = engine::run(state, &session, request).await;
+    let caller = engine::Caller {
+        session: &session,
+        headers,
+    };
+    let answer = engine::run(state, caller, request).await;
     tracing::Span::current().record("operation", answer.kind);
-    match answer.body {
-        Ok(body) => (body, answer.kind),
-        Err(err) => (graphql_body(&err, expose), answer.kind),
+    Done {
+        body: match answer.body {
+            Ok(body) => body,
+            Err(err) => graphql_body(&err, expose),
+        },
+        kind: answer.kind,
+        cookies: answer.cookies,
     }
 }
 
@@ -160,7 +185,12 @@ fn request_id(headers: &HeaderMap) -> HeaderValue {
     HeaderValue::from_str(&id).unwrap_or(HeaderValue::from_static("unknown"))
 }
 
-fn respond(headers: &HeaderMap, body: Bytes, kind: &'static str) -> Response {
+fn respond(headers: &HeaderMap, done: Done) -> Response {
+    let Done {
+        body,
+        kind,
+        cookies,
+    } = done;
     let wants_graphql = headers
         .get(header::ACCEPT)
         .and_then(|a| a.to_str().ok())
@@ -180,6 +210,9 @@ fn respond(headers: &HeaderMap, body: Bytes, kind: &'static str) -> Response {
         tracing::Span::current().record("request_id", text);
     }
     response.headers_mut().insert("x-request-id", id);
+    for cookie in cookies {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
     response
         .extensions_mut()
         .insert(crate::metrics::Operation(kind.into()));

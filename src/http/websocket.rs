@@ -363,10 +363,12 @@ impl Connection {
                 Protocol::Apollo => None,
             };
         }
-        // The upgrade headers are needed only here: free them for the socket's lifetime.
+        // From here on, the client's headers are the upgrade headers with the payload's on
+        // top: what authentication saw, and what remote schemas may be forwarded.
         let headers = merged_headers(&std::mem::take(&mut self.headers), payload);
         match self.state.auth.authenticate(&headers, None).await {
             Ok(session) => {
+                self.headers = headers;
                 self.init = Init::Ready(session);
                 self.send(json!({"type": "connection_ack"}));
                 if self.protocol == Protocol::Apollo {
@@ -426,6 +428,7 @@ impl Connection {
             out: self.out.clone(),
             done: self.done_tx.clone(),
             expose: session.is_admin() || self.state.config.dev_mode,
+            headers: self.headers.clone(),
         };
         let task = tokio::spawn(operation.run(session, request));
         self.operations.insert(id, task);
@@ -441,12 +444,18 @@ struct Operation {
     done: mpsc::UnboundedSender<String>,
     /// Errors carry `internal` details (admin or dev mode).
     expose: bool,
+    /// The client's headers (for remote schemas that forward them).
+    headers: HeaderMap,
 }
 
 impl Operation {
     async fn run(self, session: Session, request: GraphqlRequest) {
         // Boxed, so a subscription waiting for its stop holds only its handle.
-        let outcome = Box::pin(engine::run_socket(&self.state, &session, request.clone())).await;
+        let caller = engine::Caller {
+            session: &session,
+            headers: &self.headers,
+        };
+        let outcome = Box::pin(engine::run_socket(&self.state, caller, request.clone())).await;
         match outcome {
             Ok(SocketOperation::Once(body)) => {
                 self.out.send(data_message(self.protocol, &self.id, &body));

@@ -43,6 +43,10 @@ pub enum Code {
     PostgresError,
     /// The object is being worked on (an event in delivery).
     Busy,
+    /// A remote schema could not be reached or answered with an invalid schema.
+    RemoteSchemaError,
+    /// A remote schema clashes with the rest of the GraphQL schema.
+    RemoteSchemaConflicts,
 }
 
 impl Code {
@@ -66,6 +70,8 @@ impl Code {
             Code::InvalidCustomTypes => "invalid-custom-types",
             Code::PostgresError => "postgres-error",
             Code::Busy => "busy",
+            Code::RemoteSchemaError => "remote-schema-error",
+            Code::RemoteSchemaConflicts => "remote-schema-conflicts",
         }
     }
 }

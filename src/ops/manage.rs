@@ -35,8 +35,7 @@ pub enum ManageOp {
     },
     /// `reload_metadata`.
     Reload {
-        /// Refetch remote schemas too (they are stored but not served in this release, so
-        /// there is nothing to refetch yet).
+        /// Introspect every remote schema again (the catalog does, before the transaction).
         remote_schemas: bool,
     },
     /// `clear_metadata`.
@@ -161,24 +160,15 @@ fn check_later_features(metadata: &Metadata, path: &JsonPath) -> Result<()> {
             }
         }
     }
+    let mut remotes = BTreeSet::new();
     for (i, remote) in metadata.remote_schemas.iter().enumerate() {
-        let at = path.key("remote_schemas").index(i).key("definition");
-        match (&remote.definition.url, &remote.definition.url_from_env) {
-            (Some(_), Some(_)) => {
-                return Err(MetadataError::new(
-                    Code::InvalidParams,
-                    at,
-                    "both `url` and `url_from_env` can't be present",
-                ))
-            }
-            (None, None) => {
-                return Err(MetadataError::new(
-                    Code::InvalidParams,
-                    at,
-                    "both `url` and `url_from_env` can't be empty",
-                ))
-            }
-            _ => {}
+        let at = path.key("remote_schemas").index(i);
+        super::remote_schemas::check_definition(&remote.definition, &at.key("definition"))?;
+        if !remotes.insert(&remote.name.0) {
+            return Err(parse_failed(
+                at.key("name"),
+                format!("duplicate remote schema name \"{}\"", remote.name),
+            ));
         }
     }
     for (i, action) in metadata.actions.iter().enumerate() {
@@ -397,7 +387,7 @@ impl ManageOp {
                 v2,
                 allow_inconsistent,
             } => {
-                let after = schema::resolve(replacement, ctx.db);
+                let after = ctx.resolve(replacement);
                 let blocking: Vec<Value> = after
                     .inconsistencies
                     .iter()
@@ -423,7 +413,7 @@ impl ManageOp {
                 let mut next = metadata.clone();
                 // Dropping an object can break what depended on it; repeat until stable.
                 for _ in 0..16 {
-                    let now = schema::resolve(&next, ctx.db);
+                    let now = ctx.resolve(&next);
                     let ids = now.blocking_ids();
                     if ids.is_empty() {
                         break;

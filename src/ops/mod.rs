@@ -19,6 +19,7 @@ pub mod events;
 mod manage;
 mod permissions;
 mod relationships;
+pub mod remote_schemas;
 mod run_sql;
 pub mod schema_changes;
 mod tables;
@@ -32,6 +33,7 @@ use crate::introspect::DbModel;
 use crate::metadata::error::{parse_failed, Code, MetadataError, Result};
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::{Metadata, QualifiedTable};
+use crate::schema::remote::Remotes;
 use crate::schema::{self, SchemaCache};
 use serde_json::{json, Value};
 
@@ -72,6 +74,8 @@ pub enum MetadataOp {
     Collection(collections::CollectionOp),
     /// Event triggers.
     EventTrigger(events::EventTriggerOp),
+    /// Remote schemas.
+    RemoteSchema(remote_schemas::RemoteSchemaOp),
     /// Export, replace, reload, clear, inconsistency management.
     Manage(manage::ManageOp),
     /// An operation of a feature this release does not implement yet.
@@ -85,9 +89,6 @@ pub enum MetadataOp {
 
 /// Operations of features that arrive in later releases, with the feature they belong to.
 const LATER_FEATURES: &[(&str, &str)] = &[
-    ("add_remote_schema", "remote schemas"),
-    ("remove_remote_schema", "remote schemas"),
-    ("reload_remote_schema", "remote schemas"),
     ("create_action", "actions"),
     ("drop_action", "actions"),
     ("update_action", "actions"),
@@ -177,6 +178,9 @@ impl Op {
         if let Some(op) = events::EventTriggerOp::parse(op_type, args, &path)? {
             return Ok(Op::Metadata(Box::new(MetadataOp::EventTrigger(op))));
         }
+        if let Some(op) = remote_schemas::RemoteSchemaOp::parse(op_type, args, &path)? {
+            return Ok(Op::Metadata(Box::new(MetadataOp::RemoteSchema(op))));
+        }
         if let Some(op) = events::EventLogOp::parse(op_type, args, &path)? {
             return Ok(Op::EventLog(op));
         }
@@ -227,6 +231,30 @@ impl Op {
         }
     }
 
+    /// The remote-schema definitions this request introspects before its transaction, given
+    /// the document as it stands: added ones, reloaded ones, all of them for
+    /// `reload_metadata` with `reload_remote_schemas`, and every one of a replacement
+    /// document.
+    pub fn introspects(
+        &self,
+        metadata: &Metadata,
+    ) -> Vec<crate::metadata::types::RemoteSchemaEntry> {
+        match self {
+            Op::Metadata(op) => match op.as_ref() {
+                MetadataOp::RemoteSchema(r) => r.introspects(metadata),
+                MetadataOp::Manage(ManageOp::Reload {
+                    remote_schemas: true,
+                }) => metadata.remote_schemas.clone(),
+                MetadataOp::Manage(ManageOp::Replace { metadata: next, .. }) => {
+                    next.remote_schemas.clone()
+                }
+                _ => Vec::new(),
+            },
+            Op::RunSql(_) | Op::EventLog(_) => Vec::new(),
+            Op::Bulk(ops) => ops.iter().flat_map(|op| op.introspects(metadata)).collect(),
+        }
+    }
+
     /// Tables whose rows must be loaded to check the enum-table rules for this request.
     pub fn enum_candidates(&self) -> Vec<QualifiedTable> {
         match self {
@@ -242,11 +270,21 @@ impl Op {
 }
 
 /// What an operation needs from outside the metadata: the database as introspected in the
-/// same transaction.
+/// same transaction, and the remote schemas' introspection state (with this request's
+/// introspection results).
 #[derive(Debug, Clone, Copy)]
 pub struct Context<'a> {
     /// The database model.
     pub db: &'a DbModel,
+    /// Remote schemas' stored and fresh introspection results.
+    pub remotes: &'a Remotes,
+}
+
+impl Context<'_> {
+    /// The metadata resolved against this context.
+    pub fn resolve(&self, metadata: &Metadata) -> SchemaCache {
+        schema::resolve_with(metadata, self.db, self.remotes)
+    }
 }
 
 /// The result of applying an operation.
@@ -267,7 +305,7 @@ fn success() -> Value {
 
 /// Applies `op` to `metadata`. Pure: reads only its arguments.
 pub fn apply(metadata: &Metadata, op: &MetadataOp, ctx: Context<'_>) -> Result<Outcome> {
-    let cache = || schema::resolve(metadata, ctx.db);
+    let cache = || ctx.resolve(metadata);
     let done = |metadata: Metadata| Outcome {
         metadata,
         response: success(),
@@ -281,6 +319,7 @@ pub fn apply(metadata: &Metadata, op: &MetadataOp, ctx: Context<'_>) -> Result<O
         MetadataOp::CustomTypes(c) => c.apply(metadata, &cache(), ctx).map(done),
         MetadataOp::Collection(c) => c.apply(metadata).map(done),
         MetadataOp::EventTrigger(e) => e.apply(metadata, &cache()).map(done),
+        MetadataOp::RemoteSchema(r) => r.apply(metadata, ctx).map(done),
         MetadataOp::Manage(m) => m.apply(metadata, &cache(), ctx),
         MetadataOp::Unsupported { op_type, feature } => Err(MetadataError::new(
             Code::NotSupported,
@@ -295,12 +334,19 @@ pub fn apply(metadata: &Metadata, op: &MetadataOp, ctx: Context<'_>) -> Result<O
 /// Enforces "no new inconsistency": objects inconsistent after but not before fail the request.
 pub fn check_no_new_inconsistency(before: &SchemaCache, after: &SchemaCache) -> Result<()> {
     let old = before.blocking_ids();
-    let new: Vec<Value> = after
+    let fresh: Vec<&schema::Inconsistency> = after
         .inconsistencies
         .iter()
         .filter(|i| !i.is_unsupported_feature() && !old.contains(&i.object))
-        .map(schema::Inconsistency::to_json)
         .collect();
+    if let Some(clash) = fresh.iter().find(|i| i.conflict) {
+        return Err(MetadataError::new(
+            Code::RemoteSchemaConflicts,
+            JsonPath::args(),
+            clash.reason.clone(),
+        ));
+    }
+    let new: Vec<Value> = fresh.iter().map(|i| i.to_json()).collect();
     if new.is_empty() {
         return Ok(());
     }
@@ -376,7 +422,15 @@ mod tests {
         let Op::Metadata(op) = Op::parse(&request, Limits { max_batch_size: 10 }).unwrap() else {
             panic!("not a metadata operation: {request}");
         };
-        apply(metadata, &op, Context { db }).unwrap_err()
+        apply(
+            metadata,
+            &op,
+            Context {
+                db,
+                remotes: &Default::default(),
+            },
+        )
+        .unwrap_err()
     }
 
     fn author_db() -> DbModel {

@@ -218,6 +218,7 @@ pub fn capture_drift(metadata: &Metadata, db: &DbModel) -> Vec<Inconsistency> {
                     missing.join(", ")
                 ),
                 unsupported: false,
+                conflict: false,
             });
         }
     }

@@ -8,6 +8,7 @@ pub mod events;
 pub mod operators;
 mod permissions;
 mod relationships;
+pub mod remote;
 mod rules;
 
 pub use boolexp::{check_bool_exp, check_presets, is_session_variable, Reference, Segment, Target};
@@ -50,6 +51,9 @@ pub struct Inconsistency {
     /// The object belongs to a feature this release does not build yet (its reason starts
     /// with [`NOT_SUPPORTED_YET`]): reported, but never blocking a metadata write.
     pub unsupported: bool,
+    /// A remote schema clashing with the rest of the schema: a request that introduces it
+    /// fails with `remote-schema-conflicts` and this reason as its message.
+    pub conflict: bool,
 }
 
 /// Reason given to objects of features that later releases implement.
@@ -185,6 +189,8 @@ pub struct Resolved {
     pub roles: BTreeSet<String>,
     /// Deliverable event triggers, by name.
     pub event_triggers: std::collections::BTreeMap<String, events::ResolvedEventTrigger>,
+    /// Remote schemas merged into the GraphQL schema, in metadata order.
+    pub remote_schemas: Vec<remote::ResolvedRemote>,
 }
 
 /// The schema cache of one metadata version.
@@ -227,8 +233,15 @@ pub fn qualified_table(name: RelationName) -> QualifiedTable {
     QualifiedTable::new(name.schema, name.name)
 }
 
-/// Resolves the metadata against the database.
+/// Resolves the metadata against the database, with no stored remote-schema introspection
+/// (every remote schema is then inconsistent: not introspected).
 pub fn resolve(metadata: &Metadata, db: &DbModel) -> SchemaCache {
+    resolve_with(metadata, db, &remote::Remotes::default())
+}
+
+/// Resolves the metadata against the database and the stored introspection of its remote
+/// schemas.
+pub fn resolve_with(metadata: &Metadata, db: &DbModel, remotes: &remote::Remotes) -> SchemaCache {
     let mut cache = SchemaCache::default();
     let mut root_fields: HashMap<String, QualifiedTable> = HashMap::new();
     for entry in &metadata.tables {
@@ -245,6 +258,7 @@ pub fn resolve(metadata: &Metadata, db: &DbModel) -> SchemaCache {
                     definition: json!(entry.table),
                     reason: err.message,
                     unsupported: false,
+                    conflict: false,
                 });
                 for owned in entry.owned_objects() {
                     cache.inconsistencies.push(Inconsistency {
@@ -253,6 +267,7 @@ pub fn resolve(metadata: &Metadata, db: &DbModel) -> SchemaCache {
                         definition: owned.definition,
                         reason: reason.clone(),
                         unsupported: false,
+                        conflict: false,
                     });
                 }
             }
@@ -273,17 +288,6 @@ pub fn resolve(metadata: &Metadata, db: &DbModel) -> SchemaCache {
         }
         resolve_event_triggers(entry, db, &mut cache);
     }
-    for remote in &metadata.remote_schemas {
-        cache.inconsistencies.push(Inconsistency {
-            object: ObjectId::RemoteSchema(remote.name.0.clone()),
-            kind: "remote_schema",
-            definition: json!(remote),
-            reason: format!(
-                "{NOT_SUPPORTED_YET}: remote schemas are not available in this release"
-            ),
-            unsupported: true,
-        });
-    }
     for action in &metadata.actions {
         cache.inconsistencies.push(Inconsistency {
             object: ObjectId::Action(action.name.0.clone()),
@@ -291,6 +295,7 @@ pub fn resolve(metadata: &Metadata, db: &DbModel) -> SchemaCache {
             definition: json!(action),
             reason: format!("{NOT_SUPPORTED_YET}: actions are not available in this release"),
             unsupported: true,
+            conflict: false,
         });
     }
     let reasons = check_custom_types(&metadata.custom_types, &cache.resolved, db);
@@ -301,6 +306,7 @@ pub fn resolve(metadata: &Metadata, db: &DbModel) -> SchemaCache {
             definition: json!(metadata.custom_types),
             reason: err.message,
             unsupported: false,
+            conflict: false,
         });
     }
     cache.resolved.roles = cache
@@ -309,6 +315,7 @@ pub fn resolve(metadata: &Metadata, db: &DbModel) -> SchemaCache {
         .values()
         .flat_map(|t| t.permissions.keys().cloned())
         .collect();
+    remote::resolve_remotes(&metadata.remote_schemas, remotes, &mut cache);
     cache
 }
 
@@ -508,6 +515,7 @@ fn resolve_computed_fields(entry: &TableEntry, db: &DbModel, cache: &mut SchemaC
                 definition: computed_field_definition(&entry.table, cf),
                 reason: err.message,
                 unsupported: false,
+                conflict: false,
             }),
         }
     }
@@ -535,6 +543,7 @@ fn resolve_event_triggers(entry: &TableEntry, db: &DbModel, cache: &mut SchemaCa
                 definition: event_trigger_definition(&entry.table, trigger),
                 reason: err.message,
                 unsupported: false,
+                conflict: false,
             }),
         }
     }

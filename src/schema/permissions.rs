@@ -200,6 +200,7 @@ fn resolve_kind<P: serde::Serialize>(
                 definition: permission_definition(table, perm),
                 reason: err.message,
                 unsupported: false,
+                conflict: false,
             }),
         }
     }

@@ -55,6 +55,7 @@ pub(super) fn resolve_relationships(entry: &TableEntry, cache: &mut SchemaCache)
                 definition,
                 reason,
                 unsupported: false,
+                conflict: false,
             }),
         }
     }

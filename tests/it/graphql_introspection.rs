@@ -15,7 +15,7 @@ fn graphql_js() -> PathBuf {
     .clone()
 }
 
-fn node(args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
+pub(crate) fn node(args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
     let dir = graphql_js();
     let mut child = Command::new("node")
         .arg(dir.join("validate-schema.mjs"))
@@ -45,7 +45,7 @@ fn node(args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
     )
 }
 
-async fn full_introspection(s: &TestServer, role: Option<&str>) -> Value {
+pub(crate) async fn full_introspection(s: &TestServer, role: Option<&str>) -> Value {
     let (ok, query, err) = node(&["--query"], None);
     assert!(ok, "{err}");
     let headers: Vec<(&str, &str)> = role

@@ -24,6 +24,7 @@ mod manage;
 mod permissions;
 mod properties;
 mod relationships;
+mod remote_schemas;
 mod run_sql;
 mod soak;
 mod sql_snapshots;

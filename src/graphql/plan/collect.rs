@@ -69,13 +69,7 @@ impl<'a> Planner<'a> {
             ));
         }
         for item in &set.items {
-            self.collected += 1;
-            if self.collected > MAX_COLLECTED {
-                return Err(PlanError::validation(
-                    path,
-                    format!("the operation selects more than {MAX_COLLECTED} fields (fragments expanded)"),
-                ));
-            }
+            self.count_collected(path)?;
             match &item.node {
                 Selection::Field(f) => {
                     if !self.directives_allow(&f.node.directives, path)? {
@@ -131,6 +125,20 @@ impl<'a> Planner<'a> {
                     }
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Counts one more selection against [`MAX_COLLECTED`].
+    pub(super) fn count_collected(&mut self, path: &str) -> Result<()> {
+        self.collected += 1;
+        if self.collected > MAX_COLLECTED {
+            return Err(PlanError::validation(
+                path,
+                format!(
+                    "the operation selects more than {MAX_COLLECTED} fields (fragments expanded)"
+                ),
+            ));
         }
         Ok(())
     }

@@ -15,6 +15,18 @@ pub struct Prepared {
 }
 
 impl Prepared {
+    /// The chosen operation's name, if it has one.
+    pub fn chosen_name(&self) -> Option<&str> {
+        match &self.document.operations {
+            DocumentOperations::Single(_) => None,
+            DocumentOperations::Multiple(ops) => match &self.operation_name {
+                Some(name) => Some(name.as_str()),
+                None if ops.len() == 1 => ops.keys().next().map(|n| n.as_str()),
+                None => None,
+            },
+        }
+    }
+
     /// The chosen operation.
     pub fn operation(&self) -> Option<&OperationDefinition> {
         match &self.document.operations {

@@ -14,10 +14,12 @@ mod introspection;
 mod mutation;
 mod permission;
 mod query;
+mod remote;
 mod select;
 
 pub use document::{prepare, Prepared};
 pub use input::Input;
+pub use remote::RemotePart;
 pub use select::json_path;
 
 use super::ir::*;
@@ -48,6 +50,8 @@ pub enum PlanErrorKind {
     Parse,
     /// The document does not fit the role's schema or the limits.
     Validation,
+    /// The document asks for something that exists but cannot be done this way.
+    NotSupported,
 }
 
 impl PlanError {
@@ -61,6 +65,14 @@ impl PlanError {
             path,
             format!("field \"{field}\" not found in type: '{type_name}'"),
         )
+    }
+
+    pub(super) fn not_supported(path: &str, message: impl Into<String>) -> Self {
+        PlanError {
+            message: message.into(),
+            path: path.to_owned(),
+            kind: PlanErrorKind::NotSupported,
+        }
     }
 
     pub(super) fn validation(path: &str, message: impl Into<String>) -> Self {
@@ -91,7 +103,9 @@ pub struct Planned {
     /// Response keys of introspection root fields, in document order, with the standalone
     /// document that answers them.
     pub introspection: Option<(Vec<String>, String)>,
-    /// Every response key in document order (data and introspection).
+    /// Root fields answered by remote schemas: one part per remote.
+    pub remote: Vec<RemotePart>,
+    /// Every response key in document order (data, introspection and remote).
     pub keys: Vec<String>,
     /// For mutation operations: the writes, in order.
     pub mutation: Option<MutationPlan>,
@@ -168,6 +182,12 @@ pub(super) struct Planner<'a> {
     pub(super) limits: Limits,
     /// Selections collected so far, fragments expanded (bounded by `collect`).
     pub(super) collected: usize,
+    /// Remote root fields so far, by remote schema.
+    pub(super) remote_drafts: IndexMap<String, remote::Draft>,
+    /// The operation's name, kept in documents sent to remote schemas.
+    pub(super) operation_name: Option<String>,
+    /// Default values of the operation's variables, as written.
+    pub(super) variable_defaults: std::collections::HashMap<String, async_graphql_value::Value>,
 }
 
 /// Fields grouped by response key, in document order.
@@ -191,6 +211,21 @@ impl<'a> Planner<'a> {
             shape_dependent: false,
             limits,
             collected: 0,
+            remote_drafts: IndexMap::new(),
+            operation_name: prepared.chosen_name().map(str::to_owned),
+            variable_defaults: prepared
+                .operation()
+                .map(|op| {
+                    op.variable_definitions
+                        .iter()
+                        .filter_map(|d| {
+                            d.node.default_value.as_ref().map(|v| {
+                                (d.node.name.node.to_string(), v.node.clone().into_value())
+                            })
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
         }
     }
 

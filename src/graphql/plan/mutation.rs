@@ -8,7 +8,7 @@ use crate::graphql::ir::*;
 use crate::graphql::model::{MutationKind, RoleModel, RoleTable, RoleWrite};
 use crate::schema::CompareOp;
 use crate::sql::PgType;
-use async_graphql_parser::types::SelectionSet;
+use async_graphql_parser::types::{OperationType, SelectionSet};
 use indexmap::IndexMap;
 use serde_json::Value;
 
@@ -40,6 +40,10 @@ impl<'a> Planner<'a> {
                     key.clone(),
                     MutationField::Constant(Value::String("mutation_root".into())),
                 ));
+                continue;
+            }
+            if let Some(remote) = self.remote_of(name, OperationType::Mutation) {
+                self.remote_root(remote, key, fields, "mutation_root", &path)?;
                 continue;
             }
             let root = self
@@ -104,9 +108,11 @@ impl<'a> Planner<'a> {
             plan.fields
                 .push((key.clone(), MutationField::Write { action, output }));
         }
+        let remote = self.remote_parts(OperationType::Mutation)?;
         Ok(Planned {
             data: QueryPlan::default(),
             introspection: None,
+            remote,
             keys,
             mutation: Some(plan),
             shape_dependent: self.shape_dependent,

@@ -5,7 +5,7 @@ use super::{Input, PlanError, Planned, Planner, Result};
 use crate::graphql::ir::*;
 use crate::graphql::model::RootKind;
 use crate::schema::CompareOp;
-use async_graphql_parser::types::{Field as AstField, SelectionSet};
+use async_graphql_parser::types::{Field as AstField, OperationType, SelectionSet};
 use indexmap::IndexMap;
 use serde_json::Value;
 
@@ -41,6 +41,18 @@ impl<'a> Planner<'a> {
                     introspection_doc.push_str(&self.print_root_field(field, &path)?);
                     introspection_doc.push(' ');
                 }
+                _ if self.remote_of(name, OperationType::Query).is_some() => {
+                    if subscription {
+                        return Err(PlanError::not_supported(
+                            "$",
+                            "subscription to remote server is not supported",
+                        ));
+                    }
+                    let remote = self
+                        .remote_of(name, OperationType::Query)
+                        .unwrap_or_default();
+                    self.remote_root(remote, key, fields, root_type, &path)?;
+                }
                 "no_queries_available" if self.model.roots.is_empty() && !subscription => {
                     Self::no_selection(field, &path)?;
                     let message = "There are no queries available to the current role: it has no select permission on any table.";
@@ -61,9 +73,11 @@ impl<'a> Planner<'a> {
                 format!("query {{ {introspection_doc}}}"),
             )
         });
+        let remote = self.remote_parts(OperationType::Query)?;
         Ok(Planned {
             data,
             introspection,
+            remote,
             keys,
             mutation: None,
             shape_dependent: self.shape_dependent,

@@ -65,6 +65,7 @@ impl TypeBuilder<'_> {
                 name: type_name.clone(),
                 description: None,
                 fields: op_fields,
+                interfaces: Vec::new(),
             });
             self.types.add(TypeDef::Input {
                 name: format!("{tn}_{op}_order_by"),
@@ -81,6 +82,7 @@ impl TypeBuilder<'_> {
             name: format!("{tn}_aggregate_fields"),
             description: Some(format!("aggregate fields of \"{}\"", t.name)),
             fields,
+            interfaces: Vec::new(),
         });
         let mut aggregate = IndexMap::new();
         aggregate.insert(
@@ -98,6 +100,7 @@ impl TypeBuilder<'_> {
             name: format!("{tn}_aggregate"),
             description: Some(format!("aggregated selection of \"{}\"", t.name)),
             fields: aggregate,
+            interfaces: Vec::new(),
         });
         self.types.add(TypeDef::Input {
             name: format!("{tn}_aggregate_order_by"),

@@ -41,6 +41,7 @@ pub fn build(model: &RoleModel) -> TypeSystem {
             name: "subscription_root".to_owned(),
             description: None,
             fields: root_fields.clone(),
+            interfaces: Vec::new(),
         });
         builder.types.subscription_root = Some("subscription_root".to_owned());
     }
@@ -48,6 +49,7 @@ pub fn build(model: &RoleModel) -> TypeSystem {
         name: "query_root".to_owned(),
         description: None,
         fields: root_fields,
+        interfaces: Vec::new(),
     });
     if has_mutations {
         builder.types.mutation_root = Some("mutation_root".to_owned());
@@ -58,6 +60,7 @@ pub fn build(model: &RoleModel) -> TypeSystem {
         query_root: builder.types.query_root.clone(),
         mutation_root: builder.types.mutation_root.clone(),
         subscription_root: builder.types.subscription_root.clone(),
+        remote: Default::default(),
     };
     if let Some(root) = builder.types.types.shift_remove("query_root") {
         ordered.add(root);
@@ -82,6 +85,8 @@ fn sort_members(def: &mut TypeDef) {
         TypeDef::Input { fields, .. } => fields.sort_unstable_keys(),
         TypeDef::Enum { values, .. } => values.sort_unstable_by(|a, b| a.name.cmp(&b.name)),
         TypeDef::Scalar { .. } => {}
+        TypeDef::Interface { fields, .. } => fields.sort_unstable_keys(),
+        TypeDef::Union { members, .. } => members.sort_unstable(),
     }
 }
 

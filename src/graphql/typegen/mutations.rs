@@ -102,6 +102,7 @@ impl TypeBuilder<'_> {
             name: "mutation_root".to_owned(),
             description: Some("mutation root".to_owned()),
             fields,
+            interfaces: Vec::new(),
         });
         true
     }
@@ -163,6 +164,7 @@ impl TypeBuilder<'_> {
                 w.name
             )),
             fields: response,
+            interfaces: Vec::new(),
         });
         if self.types.get(&format!("{t}_bool_exp")).is_none() {
             // Not selectable: only the connectives.

@@ -75,6 +75,7 @@ impl TypeBuilder<'_> {
             name: tn.clone(),
             description: Some(format!("columns and relationships of \"{}\"", t.name)),
             fields: types.object,
+            interfaces: Vec::new(),
         });
         self.types.add(TypeDef::Input {
             name: format!("{tn}_bool_exp"),

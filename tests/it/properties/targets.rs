@@ -1676,7 +1676,14 @@ fn run(
 ) -> Result<(), MetadataError> {
     match op {
         Op::Metadata(op) => {
-            let outcome = ops::apply(metadata, op, ops::Context { db: &fx.db })?;
+            let outcome = ops::apply(
+                metadata,
+                op,
+                ops::Context {
+                    db: &fx.db,
+                    remotes: &Default::default(),
+                },
+            )?;
             *metadata = outcome.metadata;
             *own_rules |= outcome.own_consistency_rules;
         }

@@ -1,0 +1,166 @@
+//! Remote schemas: `add_remote_schema`, `remove_remote_schema`, `reload_remote_schema`. The
+//! introspection calls happen before the request's transaction (`crate::remote`, driven by the
+//! catalog); an operation only reads their outcome from the [`Context`]. See
+//! `docs/remote-schemas.md`. Must not do IO, read the clock, or edit anything but the
+//! `Metadata` it returns.
+
+use super::Context;
+use crate::metadata::error::{already_exists, not_exists_in_metadata, Code, MetadataError, Result};
+use crate::metadata::parse::parse;
+use crate::metadata::path::JsonPath;
+use crate::metadata::types::*;
+use crate::schema::remote::definition_hash;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// An operation on remote schemas.
+#[derive(Debug, Clone)]
+pub enum RemoteSchemaOp {
+    /// `add_remote_schema`.
+    Add(Box<RemoteSchemaEntry>),
+    /// `remove_remote_schema`.
+    Remove {
+        /// Remote schema name.
+        name: String,
+    },
+    /// `reload_remote_schema`: introspect again (the document does not change).
+    Reload {
+        /// Remote schema name.
+        name: String,
+    },
+}
+
+#[derive(Deserialize)]
+struct Add {
+    name: Name,
+    definition: RemoteSchemaDefinition,
+    #[serde(default)]
+    comment: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ByName {
+    name: String,
+}
+
+/// The shape rules of a definition: one URL source and a positive timeout.
+pub fn check_definition(definition: &RemoteSchemaDefinition, path: &JsonPath) -> Result<()> {
+    let message = match (&definition.url, &definition.url_from_env) {
+        (Some(_), Some(_)) => Some("both `url` and `url_from_env` can't be present"),
+        (None, None) => Some("both `url` and `url_from_env` can't be empty"),
+        _ => None,
+    };
+    if let Some(message) = message {
+        return Err(MetadataError::new(
+            Code::InvalidParams,
+            path.clone(),
+            message,
+        ));
+    }
+    if definition.timeout_seconds == Some(0) {
+        return Err(MetadataError::new(
+            Code::InvalidParams,
+            path.key("timeout_seconds"),
+            "timeout_seconds must be greater than 0",
+        ));
+    }
+    Ok(())
+}
+
+impl RemoteSchemaOp {
+    /// Parses the remote-schema operations; `None` for other types.
+    pub fn parse(op_type: &str, args: &Value, path: &JsonPath) -> Result<Option<Self>> {
+        Ok(Some(match op_type {
+            "add_remote_schema" => {
+                let a: Add = parse(args, path)?;
+                check_definition(&a.definition, &path.key("definition"))?;
+                RemoteSchemaOp::Add(Box::new(RemoteSchemaEntry {
+                    name: a.name,
+                    definition: a.definition,
+                    comment: a.comment,
+                }))
+            }
+            "remove_remote_schema" => RemoteSchemaOp::Remove {
+                name: parse::<ByName>(args, path)?.name,
+            },
+            "reload_remote_schema" => RemoteSchemaOp::Reload {
+                name: parse::<ByName>(args, path)?.name,
+            },
+            _ => return Ok(None),
+        }))
+    }
+
+    /// The definitions this operation introspects, given the document before it.
+    pub fn introspects(&self, metadata: &Metadata) -> Vec<RemoteSchemaEntry> {
+        match self {
+            RemoteSchemaOp::Add(entry) => vec![(**entry).clone()],
+            RemoteSchemaOp::Reload { name } => metadata
+                .remote_schemas
+                .iter()
+                .filter(|r| r.name.0 == *name)
+                .cloned()
+                .collect(),
+            RemoteSchemaOp::Remove { .. } => Vec::new(),
+        }
+    }
+
+    /// Applies the operation.
+    pub fn apply(&self, metadata: &Metadata, ctx: Context<'_>) -> Result<Metadata> {
+        let mut next = metadata.clone();
+        let position = |name: &str| {
+            metadata
+                .remote_schemas
+                .iter()
+                .position(|r| r.name.0 == name)
+        };
+        match self {
+            RemoteSchemaOp::Add(entry) => {
+                let name = &entry.name.0;
+                if position(name).is_some() {
+                    return Err(already_exists(
+                        JsonPath::args().key("name"),
+                        format!("remote schema with name \"{name}\" already exists"),
+                    ));
+                }
+                let key = (name.clone(), definition_hash(&entry.definition));
+                match ctx.remotes.fetched.get(&key) {
+                    Some(Ok(())) => {}
+                    Some(Err(failure)) => {
+                        let path = match failure.code {
+                            Code::InvalidParams => JsonPath::args().key("definition"),
+                            _ => JsonPath::args(),
+                        };
+                        let error = MetadataError::new(failure.code, path, failure.message.clone());
+                        return Err(match &failure.internal {
+                            Some(internal) => error.with_internal(internal.clone()),
+                            None => error,
+                        });
+                    }
+                    None => {
+                        return Err(MetadataError::new(
+                            Code::Unexpected,
+                            JsonPath::args(),
+                            "the remote schema was not introspected",
+                        ))
+                    }
+                }
+                next.remote_schemas.push((**entry).clone());
+            }
+            RemoteSchemaOp::Remove { name } => {
+                let i = position(name).ok_or_else(|| {
+                    not_exists_in_metadata(JsonPath::args().key("name"), "no such remote schema")
+                })?;
+                next.remote_schemas.remove(i);
+            }
+            RemoteSchemaOp::Reload { name } => {
+                if position(name).is_none() {
+                    return Err(not_exists_in_metadata(
+                        JsonPath::args().key("name"),
+                        format!("remote schema with name \"{name}\" does not exist"),
+                    ));
+                }
+            }
+        }
+        Ok(next)
+    }
+}
