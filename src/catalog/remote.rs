@@ -100,6 +100,9 @@ pub(super) async fn prefetch(
     client: &impl GenericClient,
     op: &crate::ops::Op,
 ) -> Result<Vec<Fetched>, CatalogError> {
+    if !op.may_introspect() {
+        return Ok(Vec::new());
+    }
     let (metadata, _) = super::load(client, false).await?;
     let wanted = op.introspects(&metadata);
     if wanted.is_empty() {

@@ -91,14 +91,19 @@ impl Reason {
 pub fn classify(err: &MetadataError, cleanup: bool) -> Reason {
     let waiting = |missing| match missing {
         Some(Missing::DatabaseObject) => Reason::DatabaseObjectMissing,
+        Some(Missing::Environment) => Reason::ApplyFailed,
         Some(Missing::Metadata) | None => Reason::DependencyNotReady,
     };
     match err.code {
+        // An unset environment variable (`invalid-params` for remote schemas, as the metadata
+        // API answers it): retried until the Deployment's environment has it.
+        _ if err.missing == Some(Missing::Environment) => Reason::ApplyFailed,
         Code::DependencyError if cleanup => Reason::DeletionBlocked,
         // A `not-found` that names no missing object is about the process, not the catalog
-        // or the database: an environment variable an event trigger reads (webhook URL,
-        // header value) is unset where the operation ran. No resource or migration brings
-        // it; the Deployment's environment does, so it is an apply failure, retried.
+        // or the database: an environment variable an event trigger or remote schema reads
+        // (webhook or remote URL, header value) is unset where the operation ran. No resource
+        // or migration brings it; the Deployment's environment does, so it is an apply
+        // failure, retried. So is a remote server that does not answer its introspection.
         Code::NotFound if err.missing.is_none() => Reason::ApplyFailed,
         Code::NotExists | Code::NotFound => waiting(err.missing),
         // The wire code of some missing references (a computed field named by a select
@@ -219,6 +224,14 @@ mod tests {
             ),
             (
                 err(Code::NotFound, "environment variable 'HOOK_URL' not set"),
+                false,
+                Reason::ApplyFailed,
+            ),
+            (
+                err(
+                    Code::NotFound,
+                    "environment variable 'NEWSLETTER_GRAPHQL_URL' not set",
+                ),
                 false,
                 Reason::ApplyFailed,
             ),

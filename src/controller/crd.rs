@@ -1,7 +1,8 @@
 //! The `basalt.dev/v1alpha1` custom resources whose metadata operations exist today
 //! (`docs/kubernetes.md`, "Kinds"): TrackedTable, Permission, ComputedField, EventTrigger,
-//! CustomTypeSet, QueryCollection and AllowListEntry. Spec fields are the metadata API's argument fields in
-//! camelCase; user data (BoolExps, presets, column maps) passes through verbatim.
+//! RemoteSchema, CustomTypeSet, QueryCollection and AllowListEntry. Spec fields are the metadata
+//! API's argument fields in camelCase; user data (BoolExps, presets, column maps) passes through
+//! verbatim.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::{CustomResource, KubeSchema};
@@ -58,6 +59,26 @@ pub struct ResourceStatus {
     /// Ready, Consistent and Drifted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
+}
+
+/// The status of a kind: the fields every kind has ([`ResourceStatus`]), plus the kind's own
+/// (only [`RemoteSchemaStatus`] has any). The reconcile writes the common part for every kind.
+pub trait KindStatus:
+    Clone + Default + PartialEq + std::fmt::Debug + Serialize + Send + Sync + 'static
+{
+    /// The fields every kind has.
+    fn common(&self) -> &ResourceStatus;
+    /// The same, to update.
+    fn common_mut(&mut self) -> &mut ResourceStatus;
+}
+
+impl KindStatus for ResourceStatus {
+    fn common(&self) -> &ResourceStatus {
+        self
+    }
+    fn common_mut(&mut self) -> &mut ResourceStatus {
+        self
+    }
 }
 
 // ---- TrackedTable ---------------------------------------------------------------------------
@@ -425,7 +446,7 @@ pub struct EventTriggerSpec {
     pub delete: Option<TriggerOperationSpec>,
     /// Headers sent with each delivery.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub headers: Vec<TriggerHeaderSpec>,
+    pub headers: Vec<HeaderSpec>,
     /// Delivery retry policy (the metadata API's defaults where absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_conf: Option<RetryConfSpec>,
@@ -446,7 +467,8 @@ pub struct TriggerOperationSpec {
     pub payload: Option<Value>,
 }
 
-/// A header of each delivery: a literal value or an environment variable's.
+/// A header sent with each request (an event delivery, a call to a remote schema): a literal
+/// value, or an environment variable's for secrets.
 #[derive(KubeSchema, Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(
@@ -454,13 +476,14 @@ pub struct TriggerOperationSpec {
     validation = Rule::new("has(self.value) != has(self.valueFromEnv)")
         .message("exactly one of value and valueFromEnv")
 )]
-pub struct TriggerHeaderSpec {
+pub struct HeaderSpec {
     /// Header name.
     pub name: String,
     /// Literal value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
-    /// Environment variable holding the value (set in the engine and the controller).
+    /// Environment variable holding the value (a token, say): set it in the engine AND the
+    /// controller.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value_from_env: Option<String>,
 }
@@ -481,6 +504,119 @@ pub struct RetryConfSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 4294967295_i64))]
     pub timeout_sec: Option<i64>,
+}
+
+// ---- RemoteSchema ---------------------------------------------------------------------------
+
+/// A remote GraphQL server whose schema Basalt introspects and serves beside its own. Secrets
+/// stay out of the spec: a URL that carries credentials is read from the environment
+/// (`urlFromEnv`), and so is a secret header value (`valueFromEnv`).
+#[derive(CustomResource, KubeSchema, Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[kube(
+    group = "basalt.dev",
+    version = "v1alpha1",
+    kind = "RemoteSchema",
+    namespaced,
+    status = "RemoteSchemaStatus",
+    shortname = "brs",
+    category = "basalt",
+    cel,
+    printcolumn = r#"{"name":"Schema","type":"string","jsonPath":".spec.name"}"#,
+    printcolumn = r#"{"name":"URL","type":"string","jsonPath":".spec.definition.url","priority":1}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Reason","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason","priority":1}"#,
+    printcolumn = r#"{"name":"Drifted","type":"string","jsonPath":".status.conditions[?(@.type==\"Drifted\")].status"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct RemoteSchemaSpec {
+    /// Remote schema name, unique in the catalog (immutable).
+    #[x_kube(validation = Rule::new("self == oldSelf").message("name is immutable"))]
+    pub name: String,
+    /// Where and how to reach the server.
+    pub definition: RemoteSchemaDefinitionSpec,
+    /// Free text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+}
+
+/// `definition` of a remote schema: the server's URL and how requests to it are made.
+#[derive(KubeSchema, Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(
+    cel,
+    validation = Rule::new("has(self.url) != has(self.urlFromEnv)")
+        .message("exactly one of url and urlFromEnv")
+)]
+pub struct RemoteSchemaDefinitionSpec {
+    /// URL of the GraphQL endpoint. One that carries credentials belongs in `urlFromEnv`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Environment variable holding the URL. Set it in the engine AND the controller: the
+    /// controller introspects the server when it applies the resource.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url_from_env: Option<String>,
+    /// Headers sent with every request to the server, introspection included.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<HeaderSpec>,
+    /// Whether the headers of the client's request are forwarded to the server.
+    #[serde(default)]
+    pub forward_client_headers: bool,
+    /// Timeout of one request to the server, in seconds (the metadata API's default where
+    /// absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new("self > 0").message("timeoutSeconds must be greater than 0"))]
+    #[schemars(range(max = 4294967295_i64))]
+    pub timeout_seconds: Option<i64>,
+}
+
+/// Status of a RemoteSchema: the status every kind has, plus the remote server's state.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RemoteSchemaStatus {
+    /// The fields every kind has.
+    #[serde(flatten)]
+    pub common: ResourceStatus,
+    /// The server as the catalog last saw it, refreshed after each successful reconcile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<RemoteServerStatus>,
+}
+
+impl KindStatus for RemoteSchemaStatus {
+    fn common(&self) -> &ResourceStatus {
+        &self.common
+    }
+    fn common_mut(&mut self) -> &mut ResourceStatus {
+        &mut self.common
+    }
+}
+
+/// What the catalog knows of a remote server from introspecting its current definition.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RemoteServerStatus {
+    /// Whether the last introspection succeeded (the engine serves the schema it returned).
+    pub reachable: bool,
+    /// When the server was last introspected successfully (RFC 3339, UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_introspected: Option<String>,
+    /// Why the last introspection failed, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// When that failure happened (RFC 3339, UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error_time: Option<String>,
+}
+
+impl From<crate::catalog::remote::RemoteStatus> for RemoteServerStatus {
+    fn from(r: crate::catalog::remote::RemoteStatus) -> Self {
+        RemoteServerStatus {
+            reachable: r.error.is_none() && r.introspected_at.is_some(),
+            last_introspected: r.introspected_at,
+            last_error: r.error,
+            last_error_time: r.failed_at,
+        }
+    }
 }
 
 // ---- CustomTypeSet ------------------------------------------------------------------------

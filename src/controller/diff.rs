@@ -260,8 +260,9 @@ fn drop_rank(key: &str) -> u8 {
         Some("relationship") => 3,
         Some("computed_field") => 4,
         Some("query_collection") => 5,
-        Some("custom_type") => 6,
-        _ => 7,
+        Some("remote_schema") => 6,
+        Some("custom_type") => 7,
+        _ => 8,
     }
 }
 
@@ -330,6 +331,7 @@ fn create_request(object: &Object) -> Option<Value> {
         Object::ComputedField(t, c) => json!({"type": "add_computed_field", "args": {
             "table": t, "name": c.name, "definition": c.definition, "comment": c.comment}}),
         Object::EventTrigger(t, e) => event_trigger_request(t, e),
+        Object::RemoteSchema(r) => json!({"type": "add_remote_schema", "args": r}),
         Object::Collection(c) => json!({"type": "create_query_collection", "args": c}),
         Object::Allowlist(a) => json!({"type": "add_collection_to_allowlist", "args": a}),
         Object::CustomType(_) => return None,
@@ -353,6 +355,9 @@ fn drop_request(object: &Object, cascade: bool) -> Option<Value> {
             "args": {"table": t, "name": c.name, "cascade": cascade}}),
         Object::EventTrigger(_, e) => {
             json!({"type": "delete_event_trigger", "args": {"name": e.name}})
+        }
+        Object::RemoteSchema(r) => {
+            json!({"type": "remove_remote_schema", "args": {"name": r.name}})
         }
         Object::Collection(c) => json!({"type": "drop_query_collection",
             "args": {"collection": c.name, "cascade": cascade}}),
@@ -467,6 +472,8 @@ fn push_update(
             types.keys.push(key);
             types.put.push(d.clone());
         }
+        // A remote schema has no replace flag: it is removed and added again in the same
+        // bulk, so the new definition is introspected and a failure keeps the old one.
         _ => recreate(plan, metadata, &key, current, desired),
     }
 }
@@ -930,6 +937,132 @@ mod tests {
         );
         assert_eq!(types(&gone), vec!["delete_event_trigger", "untrack_table"]);
         assert_eq!(gone.ops[0].request["args"], json!({"name": "published"}));
+    }
+
+    #[test]
+    fn remote_schemas_are_added_replaced_by_remove_and_add_and_removed() {
+        let with = |url: &str| {
+            metadata(json!({"version": 2, "tables": [],
+                "remote_schemas": [{"name": "newsletter", "comment": "subscribers",
+                    "definition": {"url": url, "timeout_seconds": 10,
+                        "headers": [{"name": "Authorization", "value_from_env": "NEWSLETTER_API_TOKEN"}]}}]}))
+        };
+        let key = "remote_schema:newsletter";
+        let old = object(&with("http://a/graphql"), key);
+        let want = object(&with("http://b/graphql"), key);
+        let bare = metadata(json!({"version": 2, "tables": []}));
+
+        let created = plan_for(std::slice::from_ref(&want), &bare, &[], Policy::default());
+        assert_eq!(created.steps, vec![(key.to_owned(), Step::Create)]);
+        // The metadata API's own request: the stored entry as the arguments, header secrets
+        // by their variable's name.
+        assert_eq!(
+            created.ops[0].request,
+            json!({"type": "add_remote_schema", "args": {"name": "newsletter", "comment": "subscribers",
+                "definition": {"url": "http://b/graphql", "timeout_seconds": 10,
+                    "headers": [{"name": "Authorization", "value_from_env": "NEWSLETTER_API_TOKEN"}]}}})
+        );
+        assert_eq!(created.ownership.upsert[0].key, key);
+
+        let noop = plan_for(
+            std::slice::from_ref(&want),
+            &with("http://b/graphql"),
+            &[row(&want, "me")],
+            Policy::default(),
+        );
+        assert!(noop.is_noop());
+
+        // A spec change: no replace flag, so remove then add, in one bulk.
+        let update = plan_for(
+            std::slice::from_ref(&want),
+            &with("http://a/graphql"),
+            &[row(&old, "me")],
+            Policy::default(),
+        );
+        assert_eq!(
+            update.steps,
+            vec![(key.to_owned(), Step::Update(vec!["definition.url".into()]))]
+        );
+        assert_eq!(
+            types(&update),
+            vec!["remove_remote_schema", "add_remote_schema"]
+        );
+        assert_eq!(update.ops[0].request["args"], json!({"name": "newsletter"}));
+        assert_eq!(
+            update.ops[1].request["args"]["definition"]["url"],
+            "http://b/graphql"
+        );
+
+        // Changed or removed through /v1/query: drift, reported or healed.
+        let drift = plan_for(
+            std::slice::from_ref(&want),
+            &with("http://a/graphql"),
+            &[row(&want, "me")],
+            Policy::default(),
+        );
+        assert_eq!(
+            drift.steps,
+            vec![(
+                key.to_owned(),
+                Step::Drift(DriftKind::Modified, vec!["definition.url".into()])
+            )]
+        );
+        assert!(drift.is_noop());
+        let missing = plan_for(
+            std::slice::from_ref(&want),
+            &bare,
+            &[row(&want, "me")],
+            Policy {
+                self_heal: true,
+                ..Policy::default()
+            },
+        );
+        assert_eq!(
+            missing.steps,
+            vec![(key.to_owned(), Step::Heal(DriftKind::Missing, vec![]))]
+        );
+        assert_eq!(types(&missing), vec!["add_remote_schema"]);
+
+        // Created through /v1/query: a conflict until adopted.
+        let theirs = plan_for(
+            std::slice::from_ref(&want),
+            &with("http://b/graphql"),
+            &[],
+            Policy::default(),
+        );
+        assert_eq!(theirs.steps, vec![(key.to_owned(), Step::Conflict(None))]);
+        let adopted = plan_for(
+            std::slice::from_ref(&want),
+            &with("http://b/graphql"),
+            &[],
+            Policy {
+                adopt: true,
+                ..Policy::default()
+            },
+        );
+        assert_eq!(adopted.steps, vec![(key.to_owned(), Step::Adopt)]);
+        assert!(adopted.ops.is_empty(), "identical: ownership only");
+
+        let m = with("http://b/graphql");
+        let removal = Removal {
+            orphan: false,
+            cascade: false,
+            tables: true,
+        };
+        let gone = cleanup(&owner("me"), &m, &[row(&want, "me")], removal);
+        assert_eq!(types(&gone), vec!["remove_remote_schema"]);
+        assert_eq!(gone.ownership.remove, vec![key]);
+        let kept = cleanup(
+            &owner("me"),
+            &m,
+            &[row(&want, "me")],
+            Removal {
+                orphan: true,
+                ..removal
+            },
+        );
+        assert!(kept.ops.is_empty(), "deletion policy orphan");
+        assert_eq!(kept.ownership.remove, vec![key]);
     }
 
     #[test]

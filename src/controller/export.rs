@@ -42,9 +42,10 @@ pub struct Exported {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Export {
     /// Resources, dependencies first: tables, then per table its computed fields,
-    /// permissions and event triggers, then custom types, collections and the allow-list.
+    /// permissions and event triggers, then custom types, collections, the allow-list and
+    /// remote schemas.
     pub resources: Vec<Exported>,
-    /// Objects no kind exists for yet (remote schemas, actions).
+    /// Objects no kind exists for yet (actions).
     pub skipped: Vec<String>,
 }
 
@@ -241,6 +242,25 @@ fn trigger_operation(spec: &OperationSpec) -> Value {
     Value::Object(m)
 }
 
+/// Headers, metadata field → CRD field (`None` when there are none). Values read from the
+/// environment stay the variable's name: the catalog never holds them.
+fn headers(headers: &[Header]) -> Option<Value> {
+    if headers.is_empty() {
+        return None;
+    }
+    let list = headers
+        .iter()
+        .map(|h| match h {
+            Header::Value { name, value } => json!({"name": name, "value": value}),
+            Header::FromEnv {
+                name,
+                value_from_env,
+            } => json!({"name": name, "valueFromEnv": value_from_env}),
+        })
+        .collect();
+    Some(Value::Array(list))
+}
+
 /// An event trigger, metadata field → CRD field. Header secrets stay environment variable
 /// names (`valueFromEnv`): the catalog never holds their values.
 fn event_trigger(table: &QualifiedTable, e: &EventTriggerEntry) -> Value {
@@ -265,20 +285,7 @@ fn event_trigger(table: &QualifiedTable, e: &EventTriggerEntry) -> Value {
         "delete",
         d.delete.as_ref().map(trigger_operation),
     );
-    let headers: Vec<Value> = e
-        .headers
-        .iter()
-        .map(|h| match h {
-            Header::Value { name, value } => json!({"name": name, "value": value}),
-            Header::FromEnv {
-                name,
-                value_from_env,
-            } => json!({"name": name, "valueFromEnv": value_from_env}),
-        })
-        .collect();
-    if !headers.is_empty() {
-        spec.insert("headers".into(), Value::Array(headers));
-    }
+    put(&mut spec, "headers", headers(&e.headers));
     let r = &e.retry_conf;
     if *r != RetryConf::default() {
         spec.insert(
@@ -289,6 +296,29 @@ fn event_trigger(table: &QualifiedTable, e: &EventTriggerEntry) -> Value {
     if d.enable_manual {
         spec.insert("enableManual".into(), json!(true));
     }
+    Value::Object(spec)
+}
+
+/// A remote schema, metadata field → CRD field. A URL or header value read from the
+/// environment stays the variable's name (`urlFromEnv`, `valueFromEnv`).
+fn remote_schema(r: &RemoteSchemaEntry) -> Value {
+    let d = &r.definition;
+    let mut definition = Map::new();
+    put(&mut definition, "url", text(&d.url));
+    put(&mut definition, "urlFromEnv", text(&d.url_from_env));
+    put(&mut definition, "headers", headers(&d.headers));
+    if d.forward_client_headers {
+        definition.insert("forwardClientHeaders".into(), json!(true));
+    }
+    put(
+        &mut definition,
+        "timeoutSeconds",
+        d.timeout_seconds.map(|t| json!(t)),
+    );
+    let mut spec = Map::new();
+    spec.insert("name".into(), json!(r.name.0));
+    spec.insert("definition".into(), Value::Object(definition));
+    put(&mut spec, "comment", text(&r.comment));
     Value::Object(spec)
 }
 
@@ -509,10 +539,7 @@ pub fn resources(metadata: &Metadata, namespace: &str) -> Result<Export, ExportE
         )?;
     }
     for r in &metadata.remote_schemas {
-        b.export.skipped.push(format!(
-            "remote schema {} (no RemoteSchema kind yet)",
-            r.name.0
-        ));
+        b.push::<RemoteSchema>("RemoteSchema", &[&r.name.0], remote_schema(r))?;
     }
     for a in &metadata.actions {
         b.export
@@ -576,5 +603,56 @@ mod tests {
             export.resources[0].manifest["metadata"]["annotations"]["basalt.dev/adopt"],
             "true"
         );
+    }
+
+    #[test]
+    fn remote_schemas_are_exported_with_secrets_as_variable_names() {
+        let metadata: Metadata = serde_json::from_value(json!({"version": 2, "tables": [],
+        "remote_schemas": [
+            {"name": "newsletter", "comment": "subscribers",
+             "definition": {"url_from_env": "NEWSLETTER_GRAPHQL_URL", "timeout_seconds": 10,
+                "forward_client_headers": true,
+                "headers": [{"name": "Authorization", "value_from_env": "NEWSLETTER_API_TOKEN"},
+                            {"name": "X-Source", "value": "basalt"}]}},
+            {"name": "Geo_V2", "definition": {"url": "http://geo.internal/graphql"}}
+        ]}))
+        .unwrap();
+        let export = resources(&metadata, "blog").unwrap();
+        assert!(export.skipped.is_empty(), "{:?}", export.skipped);
+        let specs: Vec<(&str, &str, &Value)> = export
+            .resources
+            .iter()
+            .map(|r| (r.kind, r.name.as_str(), &r.manifest["spec"]))
+            .collect();
+        assert_eq!(
+            specs,
+            vec![
+                (
+                    "RemoteSchema",
+                    "newsletter",
+                    &json!({"name": "newsletter", "comment": "subscribers", "definition": {
+                        "urlFromEnv": "NEWSLETTER_GRAPHQL_URL", "timeoutSeconds": 10,
+                        "forwardClientHeaders": true,
+                        "headers": [{"name": "Authorization", "valueFromEnv": "NEWSLETTER_API_TOKEN"},
+                                    {"name": "X-Source", "value": "basalt"}]}})
+                ),
+                (
+                    "RemoteSchema",
+                    "geo-v2",
+                    &json!({"name": "Geo_V2", "definition": {"url": "http://geo.internal/graphql"}})
+                ),
+            ]
+        );
+        // What is exported maps back to the same catalog entry, and passes the CRD's rules.
+        for (r, entry) in export.resources.iter().zip(&metadata.remote_schemas) {
+            let resource: RemoteSchema = serde_json::from_value(r.manifest.clone()).unwrap();
+            resource.validate_cel().expect("the CRD's rules accept it");
+            assert_eq!(
+                &super::super::mapping::remote_schema(&resource.spec).unwrap(),
+                entry
+            );
+        }
+        let files = export.files().unwrap();
+        assert_eq!(files[0].0, "remoteschema-newsletter.yaml");
     }
 }

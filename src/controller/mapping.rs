@@ -10,10 +10,11 @@ use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::{
     AllowlistEntry, CollectionEntry, ComputedFieldEntry, CustomTypes, EventTriggerEntry,
-    PermissionEntry, QualifiedTable, TableEntry,
+    PermissionEntry, QualifiedTable, RemoteSchemaEntry, TableEntry,
 };
 use crate::metadata::{Code, MetadataError};
 use crate::ops::events::EventTriggerOp;
+use crate::ops::remote_schemas::RemoteSchemaOp;
 use serde_json::{json, Map, Value};
 
 /// Inserts `key: value` when the value is present.
@@ -257,8 +258,15 @@ pub fn event_trigger_json(spec: &EventTriggerSpec) -> Value {
         m.insert("retry_conf".into(), Value::Object(r));
     }
     if !spec.headers.is_empty() {
-        let headers: Vec<Value> = spec
-            .headers
+        m.insert("headers".into(), headers_json(&spec.headers));
+    }
+    Value::Object(m)
+}
+
+/// Headers in the metadata API's form: `{name, value}` or `{name, value_from_env}`.
+fn headers_json(headers: &[HeaderSpec]) -> Value {
+    Value::Array(
+        headers
             .iter()
             .map(|h| {
                 let mut hm = Map::new();
@@ -267,10 +275,8 @@ pub fn event_trigger_json(spec: &EventTriggerSpec) -> Value {
                 put(&mut hm, "value_from_env", &h.value_from_env);
                 Value::Object(hm)
             })
-            .collect();
-        m.insert("headers".into(), Value::Array(headers));
-    }
-    Value::Object(m)
+            .collect(),
+    )
 }
 
 /// An EventTrigger as (table, trigger entry), parsed and shape-checked by the metadata API's
@@ -287,6 +293,45 @@ pub fn event_trigger(
             Code::Unexpected,
             path,
             "create_event_trigger did not parse as a trigger creation",
+        )),
+    }
+}
+
+/// The `add_remote_schema` arguments a RemoteSchema stands for: `{name, definition, comment}`,
+/// the body of `{"type": "add_remote_schema", "args": …}`.
+pub fn remote_schema_json(spec: &RemoteSchemaSpec) -> Value {
+    let d = &spec.definition;
+    let mut definition = Map::new();
+    put(&mut definition, "url", &d.url);
+    put(&mut definition, "url_from_env", &d.url_from_env);
+    if !d.headers.is_empty() {
+        definition.insert("headers".into(), headers_json(&d.headers));
+    }
+    definition.insert(
+        "forward_client_headers".into(),
+        json!(d.forward_client_headers),
+    );
+    put(&mut definition, "timeout_seconds", &d.timeout_seconds);
+    let mut m = Map::new();
+    m.insert("name".into(), json!(spec.name));
+    m.insert("definition".into(), Value::Object(definition));
+    put(&mut m, "comment", &spec.comment);
+    Value::Object(m)
+}
+
+/// A RemoteSchema as the catalog's remote schema entry, parsed and shape-checked by the
+/// metadata API's own `add_remote_schema` parser. Whether the server answers, and its
+/// environment variables are set, is the operation's check when it is applied:
+/// `add_remote_schema` introspects the server.
+pub fn remote_schema(spec: &RemoteSchemaSpec) -> Result<RemoteSchemaEntry, MetadataError> {
+    let path = spec_path();
+    match RemoteSchemaOp::parse("add_remote_schema", &remote_schema_json(spec), &path)? {
+        Some(RemoteSchemaOp::Add(entry)) => Ok(*entry),
+        // The parser answers `add_remote_schema` with `Add`; anything else is a bug.
+        _ => Err(MetadataError::new(
+            Code::Unexpected,
+            path,
+            "add_remote_schema did not parse as a remote schema",
         )),
     }
 }
@@ -426,6 +471,11 @@ pub fn computed_field_objects(spec: &ComputedFieldSpec) -> Result<Vec<Object>, M
 pub fn event_trigger_objects(spec: &EventTriggerSpec) -> Result<Vec<Object>, MetadataError> {
     let (table, entry) = event_trigger(spec)?;
     Ok(vec![Object::EventTrigger(table, entry)])
+}
+
+/// The catalog object a RemoteSchema declares.
+pub fn remote_schema_objects(spec: &RemoteSchemaSpec) -> Result<Vec<Object>, MetadataError> {
+    Ok(vec![Object::RemoteSchema(remote_schema(spec)?)])
 }
 
 /// The catalog objects a CustomTypeSet declares: one per type.

@@ -24,6 +24,7 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         crd::Permission::crd(),
         crd::ComputedField::crd(),
         crd::EventTrigger::crd(),
+        crd::RemoteSchema::crd(),
         crd::CustomTypeSet::crd(),
         crd::QueryCollection::crd(),
         crd::AllowListEntry::crd(),

@@ -46,7 +46,7 @@ pub const CASCADE_DELETE: &str = "basalt.dev/cascade-delete";
 /// A resource kind the controller reconciles.
 pub trait Kind:
     Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
-    + HasStatus<Status = ResourceStatus>
+    + HasStatus<Status: KindStatus>
     + Clone
     + std::fmt::Debug
     + serde::de::DeserializeOwned
@@ -59,6 +59,16 @@ pub trait Kind:
     fn declared(&self) -> Result<Vec<Object>, MetadataError>;
     /// The CRD's CEL rules, evaluated client-side (objects created before a rule existed).
     fn check_cel(&self) -> Result<(), SpecError>;
+    /// Fills the kind's own status fields after a reconcile that brought the catalog in line
+    /// (or found it so), from what the catalog knows. Only RemoteSchema has any: the remote
+    /// server's introspection state.
+    fn observe(
+        &self,
+        _pool: &deadpool_postgres::Pool,
+        _status: &mut <Self as HasStatus>::Status,
+    ) -> impl std::future::Future<Output = Result<(), CatalogError>> + Send {
+        std::future::ready(Ok(()))
+    }
 }
 
 /// Why a resource's spec cannot be applied as it stands; reported as `InvalidSpec`, never
@@ -103,6 +113,27 @@ kind!(EventTrigger, super::mapping::event_trigger_objects);
 kind!(CustomTypeSet, super::mapping::custom_type_objects, no_cel);
 kind!(QueryCollection, super::mapping::query_collection_objects);
 kind!(AllowListEntry, super::mapping::allowlist_objects);
+
+impl Kind for RemoteSchema {
+    fn declared(&self) -> Result<Vec<Object>, MetadataError> {
+        super::mapping::remote_schema_objects(&self.spec)
+    }
+    fn check_cel(&self) -> Result<(), SpecError> {
+        self.validate_cel().map_err(SpecError::Cel)
+    }
+    /// `status.remote`: whether the last introspection of the definition succeeded, and when
+    /// the server was last introspected or last failed (`basalt_catalog.remote_schemas`).
+    async fn observe(
+        &self,
+        pool: &deadpool_postgres::Pool,
+        status: &mut RemoteSchemaStatus,
+    ) -> Result<(), CatalogError> {
+        let client = pool.get().await?;
+        let remote = catalog::remote::status(&**client, &self.spec.name).await?;
+        status.remote = remote.map(RemoteServerStatus::from);
+        Ok(())
+    }
+}
 
 /// Controller-wide settings.
 #[derive(Debug, Clone)]
@@ -489,7 +520,10 @@ async fn apply<K: Kind>(resource: Arc<K>, ctx: &Context) -> Result<Action, Error
         }
     };
     let owner = owner_of(&*resource);
-    let status = resource.status().cloned().unwrap_or_default();
+    let status = resource
+        .status()
+        .map(|s| s.common().clone())
+        .unwrap_or_default();
     let sync_request = annotation(&*resource, SYNC_REQUESTED_AT).map(str::to_owned);
     let policy = Policy {
         self_heal: match annotation(&*resource, SELF_HEAL) {
@@ -612,7 +646,11 @@ async fn finish<K: Kind>(
 ) -> Result<Action, Error> {
     let before = resource.status().cloned().unwrap_or_default();
     let now = Time(k8s_openapi::jiff::Timestamp::now());
-    let status = next_status(resource, &before, &outcome, &object_keys, &now);
+    let mut status = before.clone();
+    *status.common_mut() = next_status(resource, before.common(), &outcome, &object_keys, &now);
+    if synced(outcome.ready) {
+        resource.observe(&ctx.pool, &mut status).await?;
+    }
     if status != before {
         let api: Api<K> = Api::namespaced(
             ctx.client.clone(),
@@ -626,7 +664,7 @@ async fn finish<K: Kind>(
         )
         .await?;
     }
-    publish_transition(resource, ctx, &before, &outcome, &object_keys).await;
+    publish_transition(resource, ctx, before.common(), &outcome, &object_keys).await;
     let name = object_name(resource);
     Ok(match outcome.ready {
         Reason::Applied | Reason::Drifted | Reason::Inconsistent => {
@@ -719,10 +757,7 @@ fn next_status<K: Kind>(
         );
     }
     let declared_hash = objects::hash(&json!(object_keys));
-    let synced = matches!(
-        outcome.ready,
-        Reason::Applied | Reason::Drifted | Reason::Inconsistent
-    );
+    let synced = synced(outcome.ready);
     ResourceStatus {
         observed_generation: Some(generation),
         catalog_resource_version: if outcome.wrote {
@@ -750,6 +785,15 @@ fn next_status<K: Kind>(
         },
         conditions: merged,
     }
+}
+
+/// Whether a reconcile ending in `ready` brought the catalog in line with the spec (or found
+/// it so): applied, or applied and then drifted or inconsistent.
+fn synced(ready: Reason) -> bool {
+    matches!(
+        ready,
+        Reason::Applied | Reason::Drifted | Reason::Inconsistent
+    )
 }
 
 /// Events on transitions only: a correction, an adoption, or a new `Ready` reason.
@@ -848,7 +892,7 @@ async fn cleanup<K: Kind>(resource: Arc<K>, ctx: &Context) -> Result<Action, Err
             // Report and keep the finalizer; error_policy retries with backoff.
             let keys = resource
                 .status()
-                .map(|s| s.object_keys.clone())
+                .map(|s| s.common().object_keys.clone())
                 .unwrap_or_default();
             let outcome = Outcome::failure(reason, message);
             let _ = finish(&*resource, ctx, outcome, keys).await?;

@@ -29,6 +29,7 @@ macro_rules! each_kind {
         $m!(Permission);
         $m!(ComputedField);
         $m!(EventTrigger);
+        $m!(RemoteSchema);
         $m!(CustomTypeSet);
         $m!(QueryCollection);
         $m!(AllowListEntry);

@@ -218,80 +218,43 @@ pub fn parse(remote: &str, schema: &Value) -> Result<RemoteTypes, String> {
     })
 }
 
-/// Field, argument and type shapes of two definitions, descriptions and order aside.
-fn same_definition(a: &TypeDef, b: &TypeDef) -> bool {
-    fn args(f: &FieldDef) -> Vec<(String, String, Option<String>)> {
-        let mut v: Vec<_> = f
-            .args
+/// An input value as `name: Type = default`.
+fn input_shape(v: &InputValueDef) -> String {
+    match &v.default {
+        Some(d) => format!("{}: {} = {d}", v.name, v.ty),
+        None => format!("{}: {}", v.name, v.ty),
+    }
+}
+
+/// A type's members as sorted text (`field(args): Type`, enum values, union members,
+/// interfaces), so two definitions compare by shape, descriptions and order aside.
+fn shape(def: &TypeDef) -> (&'static str, Vec<String>) {
+    let outputs = |fields: &IndexMap<String, FieldDef>| -> Vec<String> {
+        fields
             .values()
-            .map(|a| {
-                (
-                    a.name.clone(),
-                    a.ty.to_string(),
-                    a.default.as_ref().map(Value::to_string),
-                )
+            .map(|f| {
+                let mut args: Vec<String> = f.args.values().map(input_shape).collect();
+                args.sort();
+                format!("{}({}): {}", f.name, args.join(", "), f.ty)
             })
-            .collect();
-        v.sort();
-        v
-    }
-    fn outputs(
-        fields: &IndexMap<String, FieldDef>,
-    ) -> Vec<(String, String, Vec<(String, String, Option<String>)>)> {
-        let mut v: Vec<_> = fields
-            .values()
-            .map(|f| (f.name.clone(), f.ty.to_string(), args(f)))
-            .collect();
-        v.sort();
-        v
-    }
-    fn sorted(mut v: Vec<String>) -> Vec<String> {
-        v.sort();
-        v
-    }
-    match (a, b) {
-        (
-            TypeDef::Object {
-                fields: f1,
-                interfaces: i1,
-                ..
-            },
-            TypeDef::Object {
-                fields: f2,
-                interfaces: i2,
-                ..
-            },
-        ) => outputs(f1) == outputs(f2) && sorted(i1.clone()) == sorted(i2.clone()),
-        (TypeDef::Interface { fields: f1, .. }, TypeDef::Interface { fields: f2, .. }) => {
-            outputs(f1) == outputs(f2)
+            .collect()
+    };
+    let (kind, mut members) = match def {
+        TypeDef::Object {
+            fields, interfaces, ..
+        } => {
+            let mut m = outputs(fields);
+            m.extend(interfaces.iter().map(|i| format!("implements {i}")));
+            ("object", m)
         }
-        (TypeDef::Union { members: m1, .. }, TypeDef::Union { members: m2, .. }) => {
-            sorted(m1.clone()) == sorted(m2.clone())
-        }
-        (TypeDef::Enum { values: v1, .. }, TypeDef::Enum { values: v2, .. }) => {
-            sorted(v1.iter().map(|v| v.name.clone()).collect())
-                == sorted(v2.iter().map(|v| v.name.clone()).collect())
-        }
-        (TypeDef::Input { fields: f1, .. }, TypeDef::Input { fields: f2, .. }) => {
-            let shape = |f: &IndexMap<String, InputValueDef>| {
-                let mut v: Vec<_> = f
-                    .values()
-                    .map(|a| {
-                        (
-                            a.name.clone(),
-                            a.ty.to_string(),
-                            a.default.as_ref().map(Value::to_string),
-                        )
-                    })
-                    .collect();
-                v.sort();
-                v
-            };
-            shape(f1) == shape(f2)
-        }
-        (TypeDef::Scalar { .. }, TypeDef::Scalar { .. }) => true,
-        _ => false,
-    }
+        TypeDef::Interface { fields, .. } => ("interface", outputs(fields)),
+        TypeDef::Union { members, .. } => ("union", members.clone()),
+        TypeDef::Enum { values, .. } => ("enum", values.iter().map(|v| v.name.clone()).collect()),
+        TypeDef::Input { fields, .. } => ("input", fields.values().map(input_shape).collect()),
+        TypeDef::Scalar { .. } => ("scalar", Vec::new()),
+    };
+    members.sort();
+    (kind, members)
 }
 
 /// Why `remote` cannot be merged into `types` (spec §3 messages), if it cannot.
@@ -323,7 +286,7 @@ pub fn clash(types: &TypeSystem, remote: &RemoteTypes) -> Option<String> {
         .filter(|t| {
             types
                 .get(t.name())
-                .is_some_and(|mine| !same_definition(mine, t))
+                .is_some_and(|mine| shape(mine) != shape(t))
         })
         .map(TypeDef::name)
         .collect();

@@ -87,6 +87,9 @@ pub enum Missing {
     /// An object of the metadata: a tracked table, relationship, computed field, permission,
     /// query collection or query.
     Metadata,
+    /// An environment variable of the process that ran the operation (a remote schema's URL
+    /// or header value): the Deployment's environment brings it, not a resource.
+    Environment,
 }
 
 /// A metadata request that cannot be carried out; always answered with HTTP 400.

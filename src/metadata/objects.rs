@@ -102,6 +102,8 @@ pub enum Object {
     ComputedField(QualifiedTable, ComputedFieldEntry),
     /// An event trigger on a table (its name is unique across tables).
     EventTrigger(QualifiedTable, EventTriggerEntry),
+    /// A remote GraphQL server (its definition; the introspection result is not part of it).
+    RemoteSchema(RemoteSchemaEntry),
     /// One custom type.
     CustomType(CustomType),
     /// A query collection.
@@ -133,6 +135,11 @@ pub fn event_trigger_key(name: &str) -> String {
     format!("event_trigger:{}", segment(name))
 }
 
+/// The key of a remote schema: `remote_schema:<name>`.
+pub fn remote_schema_key(name: &str) -> String {
+    format!("remote_schema:{}", segment(name))
+}
+
 impl Object {
     /// The object's key (`docs/kubernetes.md`, "Kinds"), e.g. `permission:public.article.user.select`.
     pub fn key(&self) -> String {
@@ -158,6 +165,7 @@ impl Object {
                 )
             }
             Object::EventTrigger(_, e) => event_trigger_key(&e.name.0),
+            Object::RemoteSchema(r) => remote_schema_key(&r.name.0),
             Object::CustomType(c) => format!("custom_type:{}", segment(c.name())),
             Object::Collection(c) => format!("query_collection:{}", segment(&c.name.0)),
             Object::Allowlist(a) => format!("allowlist:{}", segment(&a.collection.0)),
@@ -200,6 +208,8 @@ impl Object {
             }
             Object::ComputedField(t, c) => computed_field_definition(t, c),
             Object::EventTrigger(t, e) => event_trigger_definition(t, e),
+            // The entry as stored, the definition inconsistencies of remote schemas carry.
+            Object::RemoteSchema(r) => serde_json::to_value(r).unwrap_or(Value::Null),
             Object::CustomType(c) => json!({"type": c.kind(), "definition": c.definition()}),
             Object::Collection(c) => serde_json::to_value(c).unwrap_or(Value::Null),
             Object::Allowlist(a) => serde_json::to_value(a).unwrap_or(Value::Null),
@@ -244,6 +254,7 @@ pub fn object_id_key(id: &ObjectId) -> Option<String> {
             kind.as_str()
         ),
         ObjectId::EventTrigger(_, name) => event_trigger_key(name),
+        ObjectId::RemoteSchema(name) => remote_schema_key(name),
         _ => return None,
     })
 }
@@ -277,6 +288,9 @@ pub fn catalog_objects(metadata: &Metadata) -> BTreeMap<String, Object> {
         for e in &entry.event_triggers {
             out.push(Object::EventTrigger(t.clone(), e.clone()));
         }
+    }
+    for r in &metadata.remote_schemas {
+        out.push(Object::RemoteSchema(r.clone()));
     }
     for c in CustomType::all(&metadata.custom_types) {
         out.push(Object::CustomType(c));
@@ -515,7 +529,9 @@ mod tests {
             }],
             "query_collections": [{"name": "allowed", "definition": {"queries": []}}],
             "allowlist": [{"collection": "allowed"}],
-            "custom_types": {"scalars": [{"name": "Email"}]}
+            "custom_types": {"scalars": [{"name": "Email"}]},
+            "remote_schemas": [{"name": "geo.v2", "definition": {"url_from_env": "GEO_URL",
+                "headers": [{"name": "Authorization", "value_from_env": "GEO_TOKEN"}], "timeout_seconds": 10}}]
         }))
         .unwrap()
     }
@@ -532,6 +548,7 @@ mod tests {
                 "permission:public.article.user.select",
                 "query_collection:allowed",
                 "relationship:public.article.author",
+                "remote_schema:\"geo.v2\"",
                 "table:\"my.schema\".\"a\"\"b\"",
                 "table:public.article",
             ]
@@ -567,6 +584,31 @@ mod tests {
         );
         assert_eq!(object_id_key(&id).as_deref(), Some(key));
         assert_eq!(item_key("event_trigger", &json!({"table": "x"})), None);
+    }
+
+    #[test]
+    fn remote_schemas_are_keyed_by_name_in_every_form() {
+        let metadata = library();
+        let catalog = catalog_objects(&metadata);
+        let key = "remote_schema:\"geo.v2\"";
+        let remote = &catalog[key];
+        assert_eq!(remote.wire_type(), "remote_schema");
+        assert_eq!(remote.table(), None, "a remote schema belongs to no table");
+        // The definition is the stored entry, as inconsistencies of remote schemas report it,
+        // so their owner is found by key. Header values from the environment stay names.
+        let item = remote.item();
+        assert_eq!(
+            item["definition"],
+            json!({"name": "geo.v2", "definition": {"url_from_env": "GEO_URL", "timeout_seconds": 10,
+                "headers": [{"name": "Authorization", "value_from_env": "GEO_TOKEN"}]}})
+        );
+        assert_eq!(
+            item_key("remote_schema", &item["definition"]).as_deref(),
+            Some(key)
+        );
+        let id = ObjectId::RemoteSchema("geo.v2".into());
+        assert_eq!(object_id_key(&id).as_deref(), Some(key));
+        assert_eq!(item_key("remote_schema", &json!({"url": "x"})), None);
     }
 
     #[test]
@@ -633,6 +675,7 @@ impl Object {
             Object::Permission(_, kind, _) => kind.object_type(),
             Object::ComputedField(..) => "computed_field",
             Object::EventTrigger(..) => "event_trigger",
+            Object::RemoteSchema(_) => "remote_schema",
             Object::CustomType(_) => "custom_type",
             Object::Collection(_) => "query_collection",
             Object::Allowlist(_) => "allowlist",
@@ -701,6 +744,7 @@ pub fn item_key(kind: &str, definition: &Value) -> Option<String> {
         "event_trigger" => {
             event_trigger_key(definition.get("configuration")?.get("name")?.as_str()?)
         }
+        "remote_schema" => remote_schema_key(text("name")?),
         permission => {
             let operation = permission.strip_suffix("_permission")?;
             format!(

@@ -122,6 +122,7 @@ pub fn put(metadata: &mut Metadata, object: Object) -> Result<(), PlaceError> {
                 }
             }
         }
+        Object::RemoteSchema(r) => upsert(&mut metadata.remote_schemas, r, |a, b| a.name == b.name),
         Object::CustomType(t) => {
             remove_type(&mut metadata.custom_types, t.name());
             t.push_into(&mut metadata.custom_types);
@@ -174,6 +175,7 @@ pub fn remove(metadata: &mut Metadata, object: &Object) {
             PermissionKind::Update => e.update_permissions.retain(|x| x.role != p.role),
             PermissionKind::Delete => e.delete_permissions.retain(|x| x.role != p.role),
         }),
+        Object::RemoteSchema(r) => metadata.remote_schemas.retain(|x| x.name != r.name),
         Object::CustomType(t) => remove_type(&mut metadata.custom_types, t.name()),
         Object::Collection(c) => metadata.query_collections.retain(|x| x.name != c.name),
         Object::Allowlist(a) => metadata.allowlist.retain(|x| x.collection != a.collection),
@@ -201,6 +203,14 @@ mod tests {
             .unwrap()
             .event_triggers
             .push(trigger);
+        let remote: RemoteSchemaEntry = serde_json::from_value(serde_json::json!({
+            "name": "newsletter",
+            "definition": {"url_from_env": "NEWSLETTER_GRAPHQL_URL", "forward_client_headers": true,
+                "headers": [{"name": "Authorization", "value_from_env": "NEWSLETTER_API_TOKEN"}]},
+            "comment": "subscribers"
+        }))
+        .unwrap();
+        metadata.remote_schemas.push(remote);
         metadata
     }
 
@@ -212,6 +222,7 @@ mod tests {
         let objects = catalog_objects(&original);
         assert!(objects.len() > 10);
         assert!(objects.contains_key("event_trigger:article_published"));
+        assert!(objects.contains_key("remote_schema:newsletter"));
         let mut rebuilt = Metadata::default();
         let (tables, parts): (Vec<_>, Vec<_>) = objects
             .values()
@@ -299,5 +310,33 @@ mod tests {
         );
         remove(&mut metadata, &moved);
         assert!(!catalog_objects(&metadata).contains_key(key));
+    }
+
+    #[test]
+    fn remote_schemas_are_placed_and_removed_by_name() {
+        let mut metadata = blog();
+        let key = "remote_schema:newsletter";
+        let Object::RemoteSchema(mut remote) = catalog_objects(&metadata)[key].clone() else {
+            unreachable!()
+        };
+        // Same name: replaced in place, whatever changed.
+        remote.definition.url_from_env = None;
+        remote.definition.url = Some("http://newsletter.blog.svc/graphql".into());
+        put(&mut metadata, Object::RemoteSchema(remote.clone())).unwrap();
+        assert_eq!(metadata.remote_schemas.len(), 1);
+        assert_eq!(
+            metadata.remote_schemas[0].definition.url.as_deref(),
+            Some("http://newsletter.blog.svc/graphql")
+        );
+        // Another name: one more; a remote schema needs no table.
+        let mut empty = Metadata::default();
+        remote.name = Name("billing".into());
+        put(&mut empty, Object::RemoteSchema(remote.clone())).unwrap();
+        assert_eq!(empty.remote_schemas.len(), 1);
+        put(&mut metadata, Object::RemoteSchema(remote.clone())).unwrap();
+        assert_eq!(metadata.remote_schemas.len(), 2);
+        remove(&mut metadata, &Object::RemoteSchema(remote));
+        assert_eq!(metadata.remote_schemas.len(), 1);
+        assert!(catalog_objects(&metadata).contains_key(key));
     }
 }

@@ -255,6 +255,25 @@ impl Op {
         }
     }
 
+    /// Whether [`Op::introspects`] can name anything: most requests never call a remote, and
+    /// need not read the document for it.
+    pub fn may_introspect(&self) -> bool {
+        match self {
+            Op::Metadata(op) => match op.as_ref() {
+                MetadataOp::RemoteSchema(r) => {
+                    !matches!(r, remote_schemas::RemoteSchemaOp::Remove { .. })
+                }
+                MetadataOp::Manage(ManageOp::Reload { remote_schemas }) => *remote_schemas,
+                MetadataOp::Manage(ManageOp::Replace { metadata, .. }) => {
+                    !metadata.remote_schemas.is_empty()
+                }
+                _ => false,
+            },
+            Op::RunSql(_) | Op::EventLog(_) => false,
+            Op::Bulk(ops) => ops.iter().any(Op::may_introspect),
+        }
+    }
+
     /// Tables whose rows must be loaded to check the enum-table rules for this request.
     pub fn enum_candidates(&self) -> Vec<QualifiedTable> {
         match self {

@@ -5,7 +5,9 @@
 //! `Metadata` it returns.
 
 use super::Context;
-use crate::metadata::error::{already_exists, not_exists_in_metadata, Code, MetadataError, Result};
+use crate::metadata::error::{
+    already_exists, not_exists_in_metadata, Code, MetadataError, Missing, Result,
+};
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
@@ -130,11 +132,15 @@ impl RemoteSchemaOp {
                             Code::InvalidParams => JsonPath::args().key("definition"),
                             _ => JsonPath::args(),
                         };
-                        let error = MetadataError::new(failure.code, path, failure.message.clone());
-                        return Err(match &failure.internal {
-                            Some(internal) => error.with_internal(internal.clone()),
-                            None => error,
-                        });
+                        let mut error =
+                            MetadataError::new(failure.code, path, failure.message.clone());
+                        if let Some(internal) = &failure.internal {
+                            error = error.with_internal(internal.clone());
+                        }
+                        if failure.environment {
+                            error = error.with_missing(Missing::Environment);
+                        }
+                        return Err(error);
                     }
                     None => {
                         return Err(MetadataError::new(

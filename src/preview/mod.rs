@@ -72,17 +72,19 @@ pub struct Desired {
     pub waiting: Vec<Held>,
 }
 
-/// Dependencies first: types before tables, tables before what is defined on them.
+/// Dependencies first: types and remote schemas (which need nothing) before tables, tables
+/// before what is defined on them.
 fn rank(kind: &str) -> u8 {
     match kind {
         "CustomTypeSet" => 0,
-        "TrackedTable" => 1,
-        "ComputedField" => 2,
-        "Permission" => 3,
-        "EventTrigger" => 4,
-        "QueryCollection" => 5,
-        "AllowListEntry" => 6,
-        _ => 7,
+        "RemoteSchema" => 1,
+        "TrackedTable" => 2,
+        "ComputedField" => 3,
+        "Permission" => 4,
+        "EventTrigger" => 5,
+        "QueryCollection" => 6,
+        "AllowListEntry" => 7,
+        _ => 8,
     }
 }
 
@@ -102,6 +104,7 @@ fn declared(doc: &ResourceDoc) -> Result<Vec<Object>, PreviewError> {
         "Permission" => objects_of::<Permission>(doc),
         "ComputedField" => objects_of::<ComputedField>(doc),
         "EventTrigger" => objects_of::<EventTrigger>(doc),
+        "RemoteSchema" => objects_of::<RemoteSchema>(doc),
         "CustomTypeSet" => objects_of::<CustomTypeSet>(doc),
         "QueryCollection" => objects_of::<QueryCollection>(doc),
         "AllowListEntry" => objects_of::<AllowListEntry>(doc),
@@ -541,6 +544,96 @@ mod tests {
         assert_eq!(
             after["relationship:public.author.articles"],
             before["relationship:public.author.articles"]
+        );
+    }
+
+    fn newsletter(url: &str, annotations: Value) -> ResourceDoc {
+        let manifest = json!({
+            "apiVersion": "basalt.dev/v1alpha1", "kind": "RemoteSchema",
+            "metadata": {"name": "newsletter", "namespace": "shop", "annotations": annotations},
+            "spec": {"name": "newsletter", "definition": {"url": url,
+                "headers": [{"name": "Authorization", "valueFromEnv": "NEWSLETTER_API_TOKEN"}]}},
+        });
+        ResourceDoc {
+            file: "remote-schema-newsletter.yaml".into(),
+            kind: "RemoteSchema".into(),
+            namespace: "shop".into(),
+            name: "newsletter".into(),
+            manifest,
+        }
+    }
+
+    /// A RemoteSchema is put into the document like any object (it needs no table), replaces
+    /// the one it owns, and is a conflict with one made through the API unless it adopts it.
+    #[test]
+    fn remote_schemas_are_placed_owned_and_adopted() {
+        let current = blog();
+        let key = "remote_schema:newsletter";
+        let out = desired(
+            &current,
+            &Map::new(),
+            &[newsletter("http://a/graphql", json!({}))],
+            false,
+        )
+        .unwrap();
+        let added = &catalog_objects(&out.document)[key];
+        assert_eq!(
+            added.canonical()["definition"],
+            json!({"url": "http://a/graphql",
+                "headers": [{"name": "Authorization", "value_from_env": "NEWSLETTER_API_TOKEN"}]})
+        );
+        assert_eq!(out.resource_of[key], "RemoteSchema shop/newsletter");
+
+        let owner = json!({"apiVersion": "basalt.dev/v1alpha1", "kind": "RemoteSchema",
+                           "namespace": "shop", "name": "newsletter"});
+        let owners: Map<String, Value> = [(key.to_owned(), owner)].into_iter().collect();
+        let edited = desired(
+            &out.document,
+            &owners,
+            &[newsletter("http://b/graphql", json!({}))],
+            false,
+        )
+        .unwrap();
+        assert_eq!(edited.document.remote_schemas.len(), 1);
+        assert_eq!(
+            edited.document.remote_schemas[0].definition.url.as_deref(),
+            Some("http://b/graphql")
+        );
+        // Pruned when its file is gone.
+        let pruned = desired(&out.document, &owners, &[], true).unwrap();
+        assert!(pruned.document.remote_schemas.is_empty());
+
+        let api: Map<String, Value> = [(key.to_owned(), json!("api"))].into_iter().collect();
+        let held = desired(
+            &out.document,
+            &api,
+            &[newsletter("http://b/graphql", json!({}))],
+            false,
+        )
+        .unwrap();
+        assert_eq!(held.conflicts.len(), 1);
+        assert_eq!(held.conflicts[0].key, key);
+        let adopted = desired(
+            &out.document,
+            &api,
+            &[newsletter(
+                "http://b/graphql",
+                json!({"basalt.dev/adopt": "true"}),
+            )],
+            false,
+        )
+        .unwrap();
+        assert!(adopted.conflicts.is_empty());
+        assert_eq!(adopted.adopted.len(), 1);
+
+        // The CRD's rules are checked as the controller checks them.
+        let mut both = newsletter("http://b/graphql", json!({}));
+        both.manifest["spec"]["definition"]["urlFromEnv"] = json!("NEWSLETTER_GRAPHQL_URL");
+        let err = desired(&current, &Map::new(), &[both], false).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("exactly one of url and urlFromEnv"),
+            "{err}"
         );
     }
 }

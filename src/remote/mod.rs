@@ -65,9 +65,9 @@ pub fn client() -> &'static reqwest::Client {
 /// Why a call to a remote failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum RemoteError {
-    /// The URL or a header could not be worked out (environment).
-    #[error("{0}")]
-    Config(String),
+    /// The URL or a header could not be worked out.
+    #[error("{}", .0.message)]
+    Config(resolved::UrlError),
     /// Network failure or timeout.
     #[error("HTTP exception occurred while sending the request to {url}")]
     Http {
@@ -162,9 +162,8 @@ pub(crate) async fn body(
 pub async fn introspect(entry: &RemoteSchemaEntry) -> Result<Value, RemoteError> {
     let definition = &entry.definition;
     let shown = resolved::shown_url(definition);
-    let url = resolved::resolve_url(definition).map_err(|e| RemoteError::Config(e.message))?;
-    let headers =
-        resolved::resolve_headers(definition).map_err(|e| RemoteError::Config(e.message))?;
+    let url = resolved::resolve_url(definition).map_err(RemoteError::Config)?;
+    let headers = resolved::resolve_headers(definition).map_err(RemoteError::Config)?;
     let mut request = client()
         .post(&url)
         .timeout(resolved::timeout(definition))
@@ -219,6 +218,7 @@ pub async fn introspect_all(entries: &[RemoteSchemaEntry]) -> Vec<Fetched> {
             hash: definition_hash(&entry.definition),
             outcome: outcome.map(Arc::new).map_err(|err| FetchFailure {
                 code: err.code(),
+                environment: matches!(&err, RemoteError::Config(e) if e.environment),
                 internal: err.internal(),
                 message: err.to_string(),
             }),

@@ -39,6 +39,8 @@ pub type MergeCheck = fn(&Resolved, &[ResolvedRemote]) -> Vec<Option<String>>;
 pub struct FetchFailure {
     /// Wire code (`remote-schema-error`, or `invalid-params` for the URL or headers).
     pub code: Code,
+    /// An environment variable it needs is unset.
+    pub environment: bool,
     /// Message (spec §2).
     pub message: String,
     /// Detail for the admin (`{"type": "http_exception", "message": …}`).
@@ -128,6 +130,8 @@ impl ResolvedRemote {
 pub struct UrlError {
     /// Wire code (`invalid-params`).
     pub code: Code,
+    /// An environment variable is unset (rather than the URL invalid).
+    pub environment: bool,
     /// Message naming the variable or the unexpanded URL.
     pub message: String,
 }
@@ -154,10 +158,12 @@ pub fn timeout(definition: &RemoteSchemaDefinition) -> Duration {
 pub fn resolve_url(definition: &RemoteSchemaDefinition) -> Result<String, UrlError> {
     let invalid = |message: String| UrlError {
         code: Code::InvalidParams,
+        environment: false,
         message,
     };
-    let missing = |var: &str| {
-        invalid(format!(
+    let missing = |var: &str| UrlError {
+        environment: true,
+        ..invalid(format!(
             "cannot find environment variable {var} for custom resolver"
         ))
     };
@@ -201,6 +207,7 @@ pub fn resolve_headers(
                 .map(|v| (name.clone(), v))
                 .map_err(|_| UrlError {
                     code: Code::InvalidParams,
+                    environment: true,
                     message: format!(
                         "cannot find environment variable {value_from_env} for header {name}"
                     ),

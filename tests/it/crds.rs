@@ -123,6 +123,7 @@ fn kinds_names_and_printer_columns() {
         ("Permission", "permissions", "bperm"),
         ("ComputedField", "computedfields", "bcf"),
         ("EventTrigger", "eventtriggers", "btrigger"),
+        ("RemoteSchema", "remoteschemas", "brs"),
         ("CustomTypeSet", "customtypesets", "bct"),
         ("QueryCollection", "querycollections", "bqc"),
         ("AllowListEntry", "allowlistentries", "ballow"),
@@ -377,6 +378,181 @@ fn event_trigger_cel_rules() {
 }
 
 #[test]
+fn remote_schema_columns_status_and_secrets() {
+    let crd = crds()
+        .into_iter()
+        .find(|c| c.spec.names.kind == "RemoteSchema")
+        .unwrap();
+    let columns: Vec<(String, String, i32)> = crd.spec.versions[0]
+        .additional_printer_columns
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|c| (c.name.clone(), c.json_path.clone(), c.priority.unwrap_or(0)))
+        .collect();
+    let wanted = [
+        ("Schema", ".spec.name", 0),
+        ("URL", ".spec.definition.url", 1),
+        (
+            "Ready",
+            ".status.conditions[?(@.type==\"Ready\")].status",
+            0,
+        ),
+        (
+            "Reason",
+            ".status.conditions[?(@.type==\"Ready\")].reason",
+            1,
+        ),
+        (
+            "Drifted",
+            ".status.conditions[?(@.type==\"Drifted\")].status",
+            0,
+        ),
+        ("Age", ".metadata.creationTimestamp", 0),
+    ];
+    assert_eq!(
+        columns,
+        wanted
+            .iter()
+            .map(|(n, p, prio)| (n.to_string(), p.to_string(), *prio))
+            .collect::<Vec<_>>()
+    );
+    let schema = schema_of(&crd);
+    // Spec fields are the metadata API's, camelCased one to one.
+    let definition = &schema["properties"]["spec"]["properties"]["definition"];
+    let mut fields: Vec<&str> = definition["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    fields.sort();
+    assert_eq!(
+        fields,
+        [
+            "forwardClientHeaders",
+            "headers",
+            "timeoutSeconds",
+            "url",
+            "urlFromEnv"
+        ]
+    );
+    // Secrets are never in the spec: the descriptions send them to the environment.
+    let header = &definition["properties"]["headers"]["items"]["properties"];
+    assert!(header["valueFromEnv"]["description"]
+        .as_str()
+        .unwrap()
+        .contains("controller"));
+    assert!(definition["properties"]["url"]["description"]
+        .as_str()
+        .unwrap()
+        .contains("urlFromEnv"));
+    // The status every kind has, plus the remote server's state.
+    let status = &schema["properties"]["status"]["properties"];
+    for common in [
+        "observedGeneration",
+        "catalogResourceVersion",
+        "objectKeys",
+        "specHash",
+        "lastAppliedTime",
+        "lastSyncRequest",
+        "conditions",
+    ] {
+        assert!(!status[common].is_null(), "status.{common}");
+    }
+    let remote = &status["remote"]["properties"];
+    for field in [
+        "reachable",
+        "lastIntrospected",
+        "lastError",
+        "lastErrorTime",
+    ] {
+        assert!(!remote[field].is_null(), "status.remote.{field}");
+    }
+    assert_eq!(remote["reachable"]["type"], "boolean");
+    // The common part is the same schema as every other kind's.
+    let event_trigger = crds()
+        .into_iter()
+        .find(|c| c.spec.names.kind == "EventTrigger")
+        .unwrap();
+    let theirs = &schema_of(&event_trigger)["properties"]["status"]["properties"];
+    let mut ours = status.clone();
+    ours.as_object_mut().unwrap().remove("remote");
+    assert_eq!(&ours, theirs);
+}
+
+fn remote_schema(spec: Value) -> RemoteSchema {
+    RemoteSchema {
+        metadata: ObjectMeta {
+            name: Some("r".into()),
+            ..Default::default()
+        },
+        spec: serde_json::from_value(spec).unwrap(),
+        status: None,
+    }
+}
+
+#[test]
+fn remote_schema_cel_rules() {
+    let ok = remote_schema(json!({"name": "newsletter", "definition": {
+        "urlFromEnv": "NEWSLETTER_GRAPHQL_URL",
+        "headers": [{"name": "Authorization", "valueFromEnv": "NEWSLETTER_API_TOKEN"}, {"name": "X-Source", "value": "basalt"}],
+        "forwardClientHeaders": true, "timeoutSeconds": 10}}));
+    ok.validate_cel().expect("valid");
+    remote_schema(json!({"name": "geo", "definition": {"url": "http://geo.internal/graphql"}}))
+        .validate_cel()
+        .expect("a URL alone is enough");
+    let cases = [
+        (
+            json!({"name": "r", "definition": {"url": "http://h", "urlFromEnv": "H"}}),
+            "exactly one of url and urlFromEnv",
+        ),
+        (
+            json!({"name": "r", "definition": {"timeoutSeconds": 5}}),
+            "exactly one of url and urlFromEnv",
+        ),
+        (
+            json!({"name": "r", "definition": {"url": "http://h", "headers": [{"name": "X", "value": "v", "valueFromEnv": "V"}]}}),
+            "exactly one of value and valueFromEnv",
+        ),
+        (
+            json!({"name": "r", "definition": {"url": "http://h", "headers": [{"name": "X"}]}}),
+            "exactly one of value and valueFromEnv",
+        ),
+        (
+            json!({"name": "r", "definition": {"url": "http://h", "timeoutSeconds": 0}}),
+            "timeoutSeconds must be greater than 0",
+        ),
+        (
+            json!({"name": "r", "definition": {"url": "http://h", "timeoutSeconds": -3}}),
+            "timeoutSeconds must be greater than 0",
+        ),
+    ];
+    for (spec, message) in cases {
+        let err = remote_schema(spec.clone())
+            .validate_cel()
+            .expect_err("must fail");
+        assert!(format!("{err:?}").contains(message), "{spec}: {err:?}");
+    }
+    // The name is the identity: a new name is a new resource.
+    let renamed = remote_schema(
+        json!({"name": "mailing", "definition": {"urlFromEnv": "NEWSLETTER_GRAPHQL_URL"}}),
+    );
+    let err = renamed
+        .validate_cel_update(&ok)
+        .expect_err("name is immutable");
+    assert!(format!("{err:?}").contains("name is immutable"), "{err:?}");
+    // Everything else may change.
+    let edited = remote_schema(
+        json!({"name": "newsletter", "definition": {"url": "http://newsletter.blog.svc:8080/graphql"},
+        "comment": "moved in-cluster"}),
+    );
+    edited
+        .validate_cel_update(&ok)
+        .expect("spec edits are fine");
+}
+
+#[test]
 fn relationship_using_needs_exactly_one_key() {
     let table = |using: Value| -> TrackedTable {
         TrackedTable {
@@ -557,6 +733,73 @@ fn resources_map_to_metadata_field_by_field() {
         let typed: EventTriggerSpec = serde_json::from_value(spec.clone()).unwrap();
         let err = mapping::event_trigger(&typed).unwrap_err();
         assert_eq!(err.code.as_str(), "parse-failed", "{spec}: {err:?}");
+        assert_eq!(err.path.as_str(), path, "{spec}: {err:?}");
+    }
+
+    // RemoteSchema: the `add_remote_schema` arguments, nested as the catalog stores them;
+    // secrets stay the names of environment variables.
+    let spec: RemoteSchemaSpec = serde_json::from_value(json!({
+        "name": "newsletter",
+        "definition": {
+            "urlFromEnv": "NEWSLETTER_GRAPHQL_URL",
+            "headers": [{"name": "Authorization", "valueFromEnv": "NEWSLETTER_API_TOKEN"}, {"name": "X-Source", "value": "basalt"}],
+            "forwardClientHeaders": true,
+            "timeoutSeconds": 10
+        },
+        "comment": "subscribers"
+    }))
+    .unwrap();
+    let args = json!({"name": "newsletter",
+        "definition": {"url_from_env": "NEWSLETTER_GRAPHQL_URL",
+            "headers": [{"name": "Authorization", "value_from_env": "NEWSLETTER_API_TOKEN"}, {"name": "X-Source", "value": "basalt"}],
+            "forward_client_headers": true, "timeout_seconds": 10},
+        "comment": "subscribers"});
+    assert_eq!(mapping::remote_schema_json(&spec), args);
+    let entry = mapping::remote_schema(&spec).unwrap();
+    // The entry is what the catalog keeps, and the request the controller sends for it.
+    assert_eq!(serde_json::to_value(&entry).unwrap(), args);
+    let objects = mapping::remote_schema_objects(&spec).unwrap();
+    assert_eq!(objects.len(), 1);
+    assert_eq!(objects[0].key(), "remote_schema:newsletter");
+    assert_eq!(objects[0].canonical(), args);
+    // Defaults stay absent: no forwarding, the API's timeout.
+    let spec: RemoteSchemaSpec =
+        serde_json::from_value(json!({"name": "geo", "definition": {"url": "http://geo/graphql"}}))
+            .unwrap();
+    assert_eq!(
+        mapping::remote_schema_json(&spec),
+        json!({"name": "geo", "definition": {"url": "http://geo/graphql", "forward_client_headers": false}})
+    );
+    assert_eq!(
+        serde_json::to_value(mapping::remote_schema(&spec).unwrap()).unwrap(),
+        json!({"name": "geo", "definition": {"url": "http://geo/graphql"}})
+    );
+    let invalid = [
+        (
+            json!({"name": "", "definition": {"url": "http://h"}}),
+            "parse-failed",
+            "$.spec.name",
+        ),
+        (
+            json!({"name": "r", "definition": {"url": "http://h", "timeoutSeconds": 4294967296_i64}}),
+            "parse-failed",
+            "$.spec.definition.timeout_seconds",
+        ),
+        (
+            json!({"name": "r", "definition": {"url": "http://h", "urlFromEnv": "H"}}),
+            "invalid-params",
+            "$.spec.definition",
+        ),
+        (
+            json!({"name": "r", "definition": {}}),
+            "invalid-params",
+            "$.spec.definition",
+        ),
+    ];
+    for (spec, code, path) in invalid {
+        let typed: RemoteSchemaSpec = serde_json::from_value(spec.clone()).unwrap();
+        let err = mapping::remote_schema(&typed).unwrap_err();
+        assert_eq!(err.code.as_str(), code, "{spec}: {err:?}");
         assert_eq!(err.path.as_str(), path, "{spec}: {err:?}");
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::controller::{applied_blog_example, NS};
 use crate::harness::TestServer;
+use crate::remote_server::{newsletter_schema, RemoteServer};
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -219,6 +220,113 @@ async fn event_trigger_edits_and_removal_are_previewed() {
         format!("EventTrigger {NS}/article-published (not in the files)")
     );
     assert_eq!((server.export().await, version(server).await), before);
+}
+
+/// Needs `add_remote_schema` (the metadata half of remote schemas): the blog example's
+/// RemoteSchema is applied first.
+#[tokio::test]
+async fn remote_schema_edits_and_removal_are_previewed() {
+    let s = applied_blog_example().await;
+    let server = &s.server;
+    let before = (server.export().await, version(server).await);
+    let dir = example_copy();
+    let file = dir.path().join("remote-schema-newsletter.yaml");
+    edit_yaml(&file, |r| {
+        r["spec"]["definition"]["timeoutSeconds"] = json!(20);
+        r["spec"]["comment"] = json!("the newsletter, slower");
+    });
+    let path = dir.path().to_str().unwrap();
+    let (code, text) = diff(&["-f", path, "-n", NS, "--endpoint", &server.base]).await;
+    assert_eq!(code, 1, "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[1..lines.len() - 1],
+        [format!(
+            "~ remote_schema:newsletter [comment, definition.timeout_seconds]    (RemoteSchema {NS}/newsletter)"
+        )],
+        "{text}"
+    );
+
+    // Without its file, and with --prune, the remote schema would be removed.
+    std::fs::remove_file(&file).unwrap();
+    let (code, text) = diff(&[
+        "-f",
+        path,
+        "-n",
+        NS,
+        "--database-url",
+        &server.db_url,
+        "--prune",
+        "-o",
+        "json",
+    ])
+    .await;
+    assert_eq!(code, 1, "{text}");
+    let report: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(report["removed"].as_array().unwrap().len(), 1, "{text}");
+    assert_eq!(report["removed"][0]["type"], "remote_schema");
+    assert_eq!(report["removed"][0]["definition"]["name"], "newsletter");
+    assert_eq!(
+        report["removed"][0]["resource"],
+        format!("RemoteSchema {NS}/newsletter (not in the files)")
+    );
+    assert_eq!((server.export().await, version(server).await), before);
+}
+
+/// A RemoteSchema file against a catalog without it: one remote schema added; against one
+/// holding it from `/v1/query`: a conflict, unless the resource adopts it.
+#[tokio::test]
+async fn a_new_remote_schema_is_previewed() {
+    let remote = RemoteServer::start(newsletter_schema()).await;
+    let server = TestServer::blog().await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("remote-schema.yaml");
+    let manifest = json!({"apiVersion": "basalt.dev/v1alpha1", "kind": "RemoteSchema",
+        "metadata": {"name": "newsletter", "namespace": NS},
+        "spec": {"name": "newsletter", "definition": {"url": remote.url, "timeoutSeconds": 10}}});
+    std::fs::write(&file, serde_yaml::to_string(&manifest).unwrap()).unwrap();
+    let path = file.to_str().unwrap();
+    let (code, text) = diff(&["-f", path, "--endpoint", &server.base]).await;
+    assert_eq!(code, 1, "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[1..lines.len() - 1],
+        [format!(
+            "+ remote_schema:newsletter    (RemoteSchema {NS}/newsletter)"
+        )],
+        "{text}"
+    );
+
+    // The same remote schema made through /v1/query.
+    let mut document = server.export().await;
+    document["remote_schemas"] = json!([{"name": "newsletter",
+        "definition": {"url": remote.url, "timeout_seconds": 10}}]);
+    server
+        .ok(json!({"type": "replace_metadata", "args": document}))
+        .await;
+    let before = (server.export().await, version(&server).await);
+    let (code, text) = diff(&["-f", path, "--database-url", &server.db_url]).await;
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("! conflict remote_schema:newsletter: exists, created through the metadata API; annotate the resource basalt.dev/adopt: \"true\" to take it over"), "{text}");
+    edit_yaml(&file, |r| {
+        r["metadata"]["annotations"] = json!({"basalt.dev/adopt": "true"});
+    });
+    let (code, text) = diff(&["-f", path, "--endpoint", &server.base]).await;
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains(&format!(
+            "= adopt remote_schema:newsletter: created through the metadata API    (RemoteSchema {NS}/newsletter)"
+        )),
+        "{text}"
+    );
+    // A spec the CRD refuses is refused here too.
+    edit_yaml(&file, |r| {
+        r["spec"]["definition"]["urlFromEnv"] = json!("NEWSLETTER_GRAPHQL_URL");
+    });
+    let (code, text) = diff(&["-f", path, "--endpoint", &server.base]).await;
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("exactly one of url and urlFromEnv"), "{text}");
+    assert_eq!((server.export().await, version(&server).await), before);
 }
 
 #[tokio::test]

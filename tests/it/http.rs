@@ -122,8 +122,8 @@ async fn request_shape_errors() {
     s.fails(
         json!({"type": "add_remote_schema", "args": {}}),
         400,
-        "not-supported",
-        "$.type",
+        "parse-failed",
+        "$.args",
     )
     .await;
     s.fails(

@@ -25,6 +25,7 @@ mod permissions;
 mod properties;
 mod relationships;
 mod remote_schemas;
+mod remote_server;
 mod run_sql;
 mod soak;
 mod sql_snapshots;

@@ -1,0 +1,206 @@
+//! A live GraphQL server for remote-schema tests: an async-graphql dynamic schema served by
+//! axum on `127.0.0.1:0`, answering each POST with `schema.execute(request)` (introspection
+//! included) and recording the headers it was sent.
+//!
+//! [`RemoteServer::start`] serves on the test's runtime, so the server lives as long as the
+//! test (or until [`RemoteServer::stop`]). [`blog_newsletter`] is the newsletter service of
+//! `examples/blog/`, started once per test process on its own thread, with the environment
+//! variables the example names set to reach it.
+
+#![allow(dead_code)]
+
+use async_graphql::dynamic::{Field, FieldFuture, FieldValue, Object, Schema, TypeRef};
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Json;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// A running remote GraphQL server.
+pub struct RemoteServer {
+    /// Its endpoint, `http://127.0.0.1:<port>/graphql`.
+    pub url: String,
+    /// Headers of every request received, in order.
+    requests: Arc<Mutex<Vec<HeaderMap>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+#[derive(Clone)]
+struct Shared {
+    schema: Schema,
+    requests: Arc<Mutex<Vec<HeaderMap>>>,
+}
+
+/// Any body that is a GraphQL request, whatever its content type.
+async fn graphql(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
+    shared.requests.lock().unwrap().push(headers);
+    match serde_json::from_slice::<async_graphql::Request>(&body) {
+        Ok(request) => Json(shared.schema.execute(request).await).into_response(),
+        Err(e) => (StatusCode::BAD_REQUEST, e.to_string()).into_response(),
+    }
+}
+
+impl RemoteServer {
+    /// Serves `schema` on a free loopback port.
+    pub async fn start(schema: Schema) -> RemoteServer {
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let router = axum::Router::new()
+            .route("/graphql", post(graphql))
+            .with_state(Shared {
+                schema,
+                requests: requests.clone(),
+            });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/graphql", listener.local_addr().unwrap());
+        let task = tokio::spawn(async move {
+            axum::serve(listener, router).await.unwrap();
+        });
+        RemoteServer {
+            url,
+            requests,
+            task,
+        }
+    }
+
+    /// The headers of every request received so far.
+    pub fn headers(&self) -> Vec<HeaderMap> {
+        self.requests.lock().unwrap().clone()
+    }
+
+    /// Stops serving: connections to [`RemoteServer::url`] are refused once this returns.
+    pub async fn stop(&mut self) {
+        self.task.abort();
+        let _ = (&mut self.task).await;
+    }
+}
+
+impl Drop for RemoteServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The subscribers [`newsletter_schema`] answers with.
+pub const SUBSCRIBERS: [&str; 2] = ["ann@example.com", "bob@example.com"];
+
+/// `type Query { subscribers: [Subscriber!]!, subscriberCount: Int! }` with
+/// `type Subscriber { email: String! }`: a newsletter service.
+pub fn newsletter_schema() -> Schema {
+    let subscriber = Object::new("Subscriber").field(Field::new(
+        "email",
+        TypeRef::named_nn(TypeRef::STRING),
+        |ctx| {
+            FieldFuture::new(async move {
+                let email = ctx.parent_value.try_downcast_ref::<String>()?;
+                Ok(Some(FieldValue::value(email.clone())))
+            })
+        },
+    ));
+    let query = Object::new("Query")
+        .field(Field::new(
+            "subscribers",
+            TypeRef::named_nn_list_nn("Subscriber"),
+            |_| {
+                FieldFuture::new(async move {
+                    Ok(Some(FieldValue::list(
+                        SUBSCRIBERS
+                            .iter()
+                            .map(|e| FieldValue::owned_any(e.to_string())),
+                    )))
+                })
+            },
+        ))
+        .field(Field::new(
+            "subscriberCount",
+            TypeRef::named_nn(TypeRef::INT),
+            |_| {
+                FieldFuture::new(
+                    async move { Ok(Some(FieldValue::value(SUBSCRIBERS.len() as i32))) },
+                )
+            },
+        ));
+    Schema::build("Query", None, None)
+        .register(subscriber)
+        .register(query)
+        .finish()
+        .expect("the newsletter schema is valid")
+}
+
+/// The variable `examples/blog/remote-schema-newsletter.yaml` reads the URL from.
+pub const NEWSLETTER_URL_ENV: &str = "NEWSLETTER_GRAPHQL_URL";
+/// The variable that example reads its `Authorization` header from.
+pub const NEWSLETTER_TOKEN_ENV: &str = "NEWSLETTER_API_TOKEN";
+/// The token [`blog_newsletter`] puts there.
+pub const NEWSLETTER_TOKEN: &str = "Bearer newsletter-test-token";
+
+/// The blog example's newsletter service, shared by the whole test process: started once on
+/// a thread and runtime of its own (so it outlives every test's runtime), with
+/// [`NEWSLETTER_URL_ENV`] and [`NEWSLETTER_TOKEN_ENV`] set for the engine, the controller and
+/// `basalt` child processes alike. Returns its URL.
+pub fn blog_newsletter() -> &'static str {
+    static URL: OnceLock<String> = OnceLock::new();
+    URL.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("blog-newsletter".into())
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                runtime.block_on(async move {
+                    let server = RemoteServer::start(newsletter_schema()).await;
+                    tx.send(server.url.clone()).unwrap();
+                    // Serves until the process ends.
+                    std::future::pending::<()>().await;
+                    drop(server);
+                });
+            })
+            .unwrap();
+        let url = rx.recv().expect("the newsletter server starts");
+        std::env::set_var(NEWSLETTER_URL_ENV, &url);
+        std::env::set_var(NEWSLETTER_TOKEN_ENV, NEWSLETTER_TOKEN);
+        url
+    })
+}
+
+#[tokio::test]
+async fn the_remote_server_answers_queries_and_introspection() {
+    let mut server = RemoteServer::start(newsletter_schema()).await;
+    let http = reqwest::Client::new();
+    let answer: serde_json::Value = http
+        .post(&server.url)
+        .header("Authorization", "Bearer t")
+        .json(&serde_json::json!({"query": "{ subscriberCount subscribers { email } }"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        answer,
+        serde_json::json!({"data": {"subscriberCount": 2, "subscribers": [
+            {"email": "ann@example.com"}, {"email": "bob@example.com"}]}})
+    );
+    let types: serde_json::Value = http
+        .post(&server.url)
+        .json(&serde_json::json!({"query": "{ __schema { queryType { name } types { name } } }"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(types["data"]["__schema"]["queryType"]["name"], "Query");
+    assert!(types["data"]["__schema"]["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t["name"] == "Subscriber"));
+    assert_eq!(server.headers()[0]["authorization"], "Bearer t");
+    server.stop().await;
+    assert!(http.post(&server.url).send().await.is_err(), "stopped");
+}
