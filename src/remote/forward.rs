@@ -130,9 +130,15 @@ pub async fn send(call: Call<'_>) -> Result<Answered, ForwardError> {
         .post(&call.remote.url)
         .timeout(call.remote.timeout)
         .json(&body_json);
+    // The current span's trace context, when traces are on, continues the trace at the
+    // remote (in place of a client's own `traceparent`).
+    let trace = crate::telemetry::outgoing_headers();
     for (name, value) in headers(call.remote, call.session, call.client_headers) {
-        request = request.header(name, value);
+        if !trace.contains_key(&name) {
+            request = request.header(name, value);
+        }
     }
+    request = request.headers(trace);
     let response = request.send().await.map_err(|err| RemoteError::Http {
         url: shown.clone(),
         detail: describe(&err),

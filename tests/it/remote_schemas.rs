@@ -956,3 +956,34 @@ async fn replace_metadata_introspects_and_reports_unreachable_remotes() {
         1
     );
 }
+
+#[tokio::test]
+async fn a_remote_that_stops_answering_fails_only_the_operations_that_use_it() {
+    use crate::remote_server::{newsletter_schema, RemoteServer};
+    let mut newsletter = RemoteServer::start(newsletter_schema()).await;
+    let s = TestServer::blog().await;
+    s.ok(add("newsletter", &newsletter.url)).await;
+    assert_eq!(
+        s.gql("{ subscriberCount }").await,
+        json!({"data": {"subscriberCount": 2}})
+    );
+    newsletter.stop().await;
+    let r = s.gql("{ author(limit: 1) { id } subscriberCount }").await;
+    assert!(r.get("data").is_none(), "{r}");
+    let error = &r["errors"][0];
+    assert_eq!(error["extensions"]["code"], "remote-schema-error", "{r}");
+    assert_eq!(
+        error["message"],
+        format!(
+            "HTTP exception occurred while sending the request to {}",
+            newsletter.url
+        )
+    );
+    let detail = error["extensions"]["internal"]["message"].as_str().unwrap();
+    assert!(detail.starts_with("ConnectionFailure"), "{detail}");
+    assert_eq!(
+        s.gql("{ author(limit: 1) { id } }").await,
+        json!({"data": {"author": [{"id": 1}]}}),
+        "database fields are not affected"
+    );
+}
