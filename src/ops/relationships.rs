@@ -142,6 +142,7 @@ impl RelationshipOp {
         let args = JsonPath::args();
         match self {
             RelationshipOp::CreateObject(table, rel) => {
+                schema::check_reserved_name(&rel.name.0, args.key("name"))?;
                 check_new_name(cache, table, &rel.name.0, &args)?;
                 schema::resolve_object_relationship(table, rel, &cache.resolved)
                     .map_err(|e| using_error(e, &args))?;
@@ -150,6 +151,7 @@ impl RelationshipOp {
                     .push(rel.clone());
             }
             RelationshipOp::CreateArray(table, rel) => {
+                schema::check_reserved_name(&rel.name.0, args.key("name"))?;
                 check_new_name(cache, table, &rel.name.0, &args)?;
                 schema::resolve_array_relationship(table, rel, &cache.resolved)
                     .map_err(|e| using_error(e, &args))?;
@@ -201,6 +203,7 @@ impl RelationshipOp {
             } => {
                 existing(&mut next, table, name)?;
                 if name != &new_name.0 {
+                    schema::check_reserved_name(&new_name.0, args.key("new_name"))?;
                     check_new_name(cache, table, &new_name.0, &args.key("new_name"))?;
                 }
                 let perms = dependencies::permission_references(metadata, &cache.resolved);

@@ -92,6 +92,19 @@ pub fn computed_field_error(
     )
 }
 
+/// A relationship, computed field or custom name must not start with `__`: GraphQL reserves
+/// such names for introspection, and one in a type makes the whole schema invalid.
+pub fn check_reserved_name(name: &str, path: JsonPath) -> Result<(), MetadataError> {
+    if name.starts_with("__") {
+        return Err(MetadataError::new(
+            Code::NotSupported,
+            path,
+            format!("\"{name}\" cannot be used in the GraphQL schema: names starting with \"__\" are reserved for introspection"),
+        ));
+    }
+    Ok(())
+}
+
 /// Checks a computed field's function and works out how to call it.
 pub fn check_computed_field(
     table: &QualifiedTable,
@@ -100,6 +113,7 @@ pub fn check_computed_field(
     resolved: &Resolved,
 ) -> Result<ResolvedComputedField, MetadataError> {
     let name = &cf.name.0;
+    check_reserved_name(name, JsonPath::root().key("name"))?;
     let function_name = &cf.definition.function;
     let functions = db
         .functions

@@ -13,7 +13,8 @@ mod rules;
 
 pub use boolexp::{check_bool_exp, check_presets, is_session_variable, Reference, Segment, Target};
 pub use checks::{
-    check_computed_field, check_custom_types, check_enum_table as checks_enum, computed_field_error,
+    check_computed_field, check_custom_types, check_enum_table as checks_enum, check_reserved_name,
+    computed_field_error,
 };
 pub use operators::{CompareOp, TypeFamily};
 use permissions::resolve_permissions;
@@ -437,7 +438,7 @@ pub fn check_table_configuration(
     config: &TableConfig,
 ) -> Result<(), MetadataError> {
     let base = name.graphql_base_name();
-    if !GraphQLName::is_valid(&base) {
+    if !GraphQLName::is_servable(&base) {
         return Err(MetadataError::new(
             Code::NotSupported,
             JsonPath::root(),
@@ -452,6 +453,7 @@ pub fn check_table_configuration(
         }
     }
     for (column, custom) in &config.custom_column_names {
+        checks::check_reserved_name(&custom.0, columns_path.key(column))?;
         if table.column(column).is_none() {
             return Err(not_exists_in_database(
                 columns_path.key(column),
@@ -468,6 +470,10 @@ pub fn check_table_configuration(
     }
     let mut seen: HashMap<&str, &str> = HashMap::new();
     for (key, custom) in config.custom_root_fields.entries() {
+        checks::check_reserved_name(
+            &custom.0,
+            JsonPath::root().key("custom_root_fields").key(key),
+        )?;
         if let Some(other) = seen.insert(custom.0.as_str(), key) {
             return Err(MetadataError::new(
                 Code::ConstraintViolation,

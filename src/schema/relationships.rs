@@ -115,6 +115,7 @@ pub fn resolve_object_relationship(
     rel: &RelationshipEntry<ObjRelUsing>,
     resolved: &Resolved,
 ) -> Result<ResolvedRelationship, MetadataError> {
+    super::checks::check_reserved_name(&rel.name.0, JsonPath::root().key("name"))?;
     let owner = tracked(resolved, table)?;
     let (target, mapping) = match &rel.using {
         ObjRelUsing::ForeignKey(column) => {
@@ -173,6 +174,7 @@ pub fn resolve_array_relationship(
     rel: &RelationshipEntry<ArrRelUsing>,
     resolved: &Resolved,
 ) -> Result<ResolvedRelationship, MetadataError> {
+    super::checks::check_reserved_name(&rel.name.0, JsonPath::root().key("name"))?;
     let owner = tracked(resolved, table)?;
     let (target, mapping) = match &rel.using {
         ArrRelUsing::ForeignKey(fk_ref) => {

@@ -292,3 +292,108 @@ async fn permission_errors() {
     s.fails(json!({"type": "set_permission_comment", "args": {"table": "article", "role": "user", "type": "insert", "comment": "x"}}), 400, "not-exists", "$.args").await;
     s.fails(json!({"type": "set_permission_comment", "args": {"table": "article", "role": "user", "type": "upsert"}}), 400, "parse-failed", "$.args.type").await;
 }
+
+#[tokio::test]
+async fn names_reserved_for_introspection_are_refused_and_never_served() {
+    let s = TestServer::library().await;
+    for table in ["author", "article"] {
+        s.ok(json!({"type": "track_table", "args": {"table": table}}))
+            .await;
+    }
+    let before = s.export().await;
+    for (request, path) in [
+        (
+            json!({"type": "create_object_relationship", "args": {"table": "article", "name": "__author",
+                   "using": {"foreign_key_constraint_on": "author_id"}}}),
+            "$.args.name",
+        ),
+        (
+            json!({"type": "add_computed_field", "args": {"table": "author", "name": "__full",
+                   "definition": {"function": "author_full_name"}}}),
+            "$.args.name",
+        ),
+        (
+            json!({"type": "set_table_custom_fields", "version": 2, "args": {"table": "author",
+                   "custom_column_names": {"name": "__name"}}}),
+            "$.args.custom_column_names.name",
+        ),
+        (
+            json!({"type": "set_table_custom_fields", "version": 2, "args": {"table": "author",
+                   "custom_root_fields": {"select": "__authors"}}}),
+            "$.args.custom_root_fields.select",
+        ),
+    ] {
+        let (status, r) = s.query(request.clone()).await;
+        assert_eq!(status, 400, "{request}: {r}");
+        assert_eq!(r["code"], "not-supported", "{request}: {r}");
+        assert_eq!(r["path"], path, "{request}: {r}");
+        assert!(
+            r["error"]
+                .as_str()
+                .unwrap()
+                .contains("reserved for introspection"),
+            "{r}"
+        );
+    }
+    assert_eq!(s.export().await, before, "nothing stored");
+    // A column whose name GraphQL reserves is left out, and the schema stays valid.
+    s.sql("ALTER TABLE author ADD COLUMN __secret text").await;
+    s.ok(json!({"type": "reload_metadata", "args": {}})).await;
+    let fields = s
+        .gql("{ __type(name: \"author\") { fields { name } } }")
+        .await;
+    assert!(fields.get("errors").is_none(), "{fields}");
+    assert!(!fields.to_string().contains("__secret"), "{fields}");
+}
+
+#[tokio::test]
+async fn a_table_a_role_sees_no_field_of_is_left_out_of_its_schema() {
+    let s = TestServer::library().await;
+    for table in ["author", "article"] {
+        s.ok(json!({"type": "track_table", "args": {"table": table}}))
+            .await;
+    }
+    s.ok(
+        json!({"type": "create_object_relationship", "args": {"table": "article", "name": "writer",
+                "using": {"foreign_key_constraint_on": "author_id"}}}),
+    )
+    .await;
+    s.ok(
+        json!({"type": "create_select_permission", "args": {"table": "author", "role": "blind",
+                "permission": {"columns": [], "filter": {}}}}),
+    )
+    .await;
+    s.ok(
+        json!({"type": "create_select_permission", "args": {"table": "article", "role": "blind",
+                "permission": {"columns": ["id", "title"], "filter": {}}}}),
+    )
+    .await;
+    let r = s
+        .gql_role(
+            "{ __schema { queryType { fields { name } } } }",
+            "blind",
+            &[],
+        )
+        .await;
+    assert!(r.get("errors").is_none(), "the role's schema builds: {r}");
+    let roots: Vec<&str> = r["data"]["__schema"]["queryType"]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["name"].as_str())
+        .collect();
+    assert!(
+        roots.contains(&"article") && !roots.contains(&"author"),
+        "{roots:?}"
+    );
+    let r = s
+        .gql_role("{ article(limit: 1) { id writer { id } } }", "blind", &[])
+        .await;
+    assert_eq!(
+        r["errors"][0]["extensions"]["code"], "validation-failed",
+        "{r}"
+    );
+    s.sql("INSERT INTO article (title) VALUES ('seen')").await;
+    let r = s.gql_role("{ article { title } }", "blind", &[]).await;
+    assert_eq!(r, json!({"data": {"article": [{"title": "seen"}]}}));
+}

@@ -186,6 +186,13 @@ pub fn build_for(resolved: &Resolved, role: &str, backend_flagged: bool) -> Role
     let enums = columns::enum_tables(resolved);
     let mut tables = read::selectable_tables(resolved, role, &enums);
     read::add_fields(resolved, role, &mut tables);
+    // A table the role sees no field of (a permission with no visible column, or only
+    // relationships to such tables) would be a GraphQL type without fields, which makes the
+    // role's whole schema invalid: leave it out, and what pointed at it, until none is left.
+    while tables.values().any(|t| t.fields.is_empty()) {
+        tables.retain(|_, t| !t.fields.is_empty());
+        read::add_fields(resolved, role, &mut tables);
+    }
     let roots = read::query_roots(resolved, &tables);
     let (writes, mutations) = write::build(resolved, role, &tables, &enums, backend_flagged);
     let write_views = writes

@@ -36,7 +36,7 @@ pub(super) fn selectable_tables(
             // A column without a GraphQL name (`x y`, `a"b`) is left out unless
             // `custom_column_names` gives it one: no document could select it, and it would
             // make the schema invalid for every client that introspects it.
-            if !crate::metadata::types::GraphQLName::is_valid(&field) {
+            if !crate::metadata::types::GraphQLName::is_servable(&field) {
                 continue;
             }
             columns.insert(field, scalar_for_column(table, column, enums));

@@ -106,7 +106,7 @@ fn writable_columns(
             (field, scalar_for_column(table, c, enums))
         })
         // Left out without a GraphQL name, as on the read side.
-        .filter(|(field, _)| GraphQLName::is_valid(field))
+        .filter(|(field, _)| GraphQLName::is_servable(field))
         .collect()
 }
 
@@ -223,7 +223,7 @@ fn role_write(
         .db
         .constraints
         .iter()
-        .filter(|c| (c.kind == "p" || c.kind == "u") && GraphQLName::is_valid(&c.name))
+        .filter(|c| (c.kind == "p" || c.kind == "u") && GraphQLName::is_servable(&c.name))
         .map(|c| c.name.clone())
         .collect();
     let select = selectable.get(name);

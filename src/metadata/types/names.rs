@@ -104,6 +104,14 @@ impl GraphQLName {
     }
 }
 
+impl GraphQLName {
+    /// Whether `s` may name a field or type Basalt generates: a valid GraphQL name that does not
+    /// start with `__`, which GraphQL reserves for introspection.
+    pub fn is_servable(s: &str) -> bool {
+        Self::is_valid(s) && !s.starts_with("__")
+    }
+}
+
 impl<'de> Deserialize<'de> for GraphQLName {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
