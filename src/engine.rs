@@ -250,17 +250,10 @@ fn live(compiled: Compiled, session: &Session) -> Result<LiveOperation, GraphqlE
         session: &session.variables,
     };
     let values = execute::bind(&sql.params, &binding, None)?;
-    let footprint = compiled.plan.planned.data.footprint();
-    let observes_session = footprint.calls_functions
-        || footprint.relations.iter().any(|t| {
-            compiled
-                .served
-                .schema
-                .resolved
-                .tables
-                .get(t)
-                .is_none_or(|t| t.db.may_observe_session())
-        });
+    let observes_session = observes_session(
+        &compiled.plan.planned.data,
+        &compiled.served.schema.resolved,
+    );
     Ok(LiveOperation {
         group: GroupKey {
             role: session.role.clone(),
@@ -279,6 +272,20 @@ fn live(compiled: Compiled, session: &Session) -> Result<LiveOperation, GraphqlE
         served: compiled.served,
         constant: None,
     })
+}
+
+/// Whether running `plan` can observe the `basalt.user` setting: it calls a function
+/// (computed fields, function sources) or reads a relation that is not a plain table (a view)
+/// or has row-level security (`graphql-api.md` §7).
+fn observes_session(plan: &QueryPlan, resolved: &crate::schema::Resolved) -> bool {
+    let footprint = plan.footprint();
+    footprint.calls_functions
+        || footprint.relations.iter().any(|t| {
+            resolved
+                .tables
+                .get(t)
+                .is_none_or(|t| t.db.may_observe_session())
+        })
 }
 
 /// An operation compiled for a session against the served snapshot.
@@ -531,7 +538,11 @@ fn compile(
         .fields
         .iter()
         .any(|(_, f)| !matches!(f, RootField::Constant(_)));
-    let sql = reads.then(|| translate::query(&planned.data));
+    // A read that nothing can observe the session in does not set it: one call less for
+    // Postgres on every request. Live queries keep it: their multiplexed statement sets each
+    // cohort's session, and their parameters are bound in that statement's order.
+    let sets_session = planned.subscription || observes_session(&planned.data, resolved);
+    let sql = reads.then(|| translate::query_for(&planned.data, sets_session));
     let program = planned.mutation.as_ref().map(translate::mutation);
     Counters::bump(&state.counters.plans_compiled);
     Ok(Arc::new(CachedPlan {
@@ -687,7 +698,7 @@ pub async fn explain(state: &AppState, request: ExplainRequest) -> Result<Value,
         let single = QueryPlan {
             fields: vec![(key.clone(), field.clone())],
         };
-        let sql = translate::query(&single);
+        let sql = translate::query_for(&single, observes_session(&single, &served.schema.resolved));
         let params = execute::bind(&sql.params, &binding, None)?;
         let plan = execute::explain(&client, &sql, &params).await?;
         out.push(json!({"field": key, "sql": sql.sql, "params": params, "plan": plan}));

@@ -58,12 +58,22 @@ fn set_session(session: Expr) -> Expr {
     )
 }
 
-/// Compiles a query plan into one statement. `$1` is always the session JSON.
+/// Compiles a query plan into one statement that sets the session first (`$1` is the session
+/// JSON).
 pub fn query(plan: &QueryPlan) -> SqlText {
-    print_with(
-        vec![session_param()],
-        &Statement::Select(Box::new(query_select(plan))),
-    )
+    query_for(plan, true)
+}
+
+/// Compiles a query plan into one statement; with `sets_session` it sets `basalt.user` first
+/// (`$1` is then the session JSON). A read may leave it out only when nothing it touches can
+/// observe the setting (`graphql-api.md` §7): the caller decides, from the plan's footprint.
+pub fn query_for(plan: &QueryPlan, sets_session: bool) -> SqlText {
+    let mut select = query_select(plan);
+    if !sets_session {
+        select.from = None;
+        return print_with(Vec::new(), &Statement::Select(Box::new(select)));
+    }
+    print_with(vec![session_param()], &Statement::Select(Box::new(select)))
 }
 
 /// Compiles a live query (a subscription) into one statement that answers many subscribers

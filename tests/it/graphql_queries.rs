@@ -962,3 +962,48 @@ async fn offset_pages_give_the_slice_of_the_full_answer() {
     assert!(all.len() > 1, "{all:?}");
     assert_eq!(paged["data"]["articles"], json!(all[1..]));
 }
+
+#[tokio::test]
+async fn reads_set_the_session_only_where_it_can_be_observed() {
+    let s = TestServer::blog().await;
+    s.sql("CREATE VIEW session_view AS SELECT current_setting('basalt.user', true) AS who")
+        .await;
+    s.ok(json!({"type": "track_table", "args": {"table": "session_view"}}))
+        .await;
+    s.ok(json!({"type": "create_select_permission", "args": {"table": "session_view", "role": "user",
+                "permission": {"columns": ["who"], "filter": {}}}}))
+        .await;
+    let url = format!("{}/v1/graphql/explain", s.base);
+    let explain = |query: &str| {
+        let body = json!({"query": {"query": query}, "user": {"X-Svc-Role": "admin"}});
+        let request = s.http.post(&url).json(&body).send();
+        async move {
+            let r: Value = request.await.unwrap().json().await.unwrap();
+            r[0]["sql"].as_str().unwrap().to_owned()
+        }
+    };
+    // Plain tables without row-level security: nothing can read the setting.
+    let plain = explain("{ author(limit: 1) { id name } }").await;
+    assert!(!plain.contains("set_config"), "{plain}");
+    // A computed field (a function) and a view can: the session is set.
+    let function = explain("{ author(limit: 1) { full_name } }").await;
+    assert!(function.contains("set_config('basalt.user'"), "{function}");
+    let view = explain("{ session_view { who } }").await;
+    assert!(view.contains("set_config('basalt.user'"), "{view}");
+    // And what they read is the caller's session.
+    let r = s
+        .gql_role("{ session_view { who } }", "user", &[("X-Svc-User-Id", "7")])
+        .await;
+    let who: Value =
+        serde_json::from_str(r["data"]["session_view"][0]["who"].as_str().unwrap()).unwrap();
+    assert_eq!(who["x-svc-user-id"], "7", "{r}");
+    // Plain reads still work, with their parameters renumbered.
+    let r = s
+        .graphql_as(
+            json!({"query": "query($n: Int!) { author(limit: $n, order_by: {id: asc}) { id } }",
+                   "variables": {"n": 1}}),
+            &[],
+        )
+        .await;
+    assert_eq!(r, json!({"data": {"author": [{"id": 1}]}}));
+}
