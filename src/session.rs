@@ -40,6 +40,26 @@ impl Session {
     }
 }
 
+/// Client headers that describe the client's own connection or body, never forwarded to
+/// another service (an auth webhook in GET mode, a remote schema with
+/// `forward_client_headers`).
+pub const NOT_FORWARDED: &[&str] = &[
+    "content-length",
+    "content-type",
+    "content-md5",
+    "user-agent",
+    "host",
+    "origin",
+    "referer",
+    "accept",
+    "accept-encoding",
+    "accept-language",
+    "accept-datetime",
+    "cache-control",
+    "connection",
+    "dnt",
+];
+
 /// Credentials: never session variables.
 const CREDENTIALS: [&str; 2] = ["x-svc-admin-secret", "x-svc-access-key"];
 

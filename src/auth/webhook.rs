@@ -9,24 +9,6 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tracing::Instrument;
 
-/// Headers never forwarded to a GET hook.
-const NOT_FORWARDED: &[&str] = &[
-    "content-length",
-    "content-type",
-    "content-md5",
-    "user-agent",
-    "host",
-    "origin",
-    "referer",
-    "accept",
-    "accept-encoding",
-    "accept-language",
-    "accept-datetime",
-    "cache-control",
-    "connection",
-    "dnt",
-];
-
 /// Most cached answers kept.
 const CACHE_SIZE: usize = 10_000;
 
@@ -112,7 +94,7 @@ impl Webhook {
                 let mut req = self.http.get(&self.url);
                 for (k, v) in forwarded
                     .iter()
-                    .filter(|(k, _)| !NOT_FORWARDED.contains(&k.as_str()))
+                    .filter(|(k, _)| !crate::session::NOT_FORWARDED.contains(&k.as_str()))
                 {
                     req = req.header(k, v);
                 }

@@ -142,7 +142,7 @@ pub async fn current_version(client: &impl GenericClient) -> Result<i64, Catalog
 pub async fn build(client: &impl GenericClient) -> Result<Snapshot, CatalogError> {
     let (metadata, version) = load(client, false).await?;
     let db = introspect::introspect(client, &relation_names(&metadata.enum_tables())).await?;
-    let remotes = remote::world(client).await?;
+    let remotes = remote::world(client, &metadata).await?;
     let mut schema = schema::resolve_with(&metadata, &db, &remotes);
     schema
         .inconsistencies
@@ -258,7 +258,7 @@ pub async fn execute_with(
         mut response,
     } = apply(&tx, op, expected_version, writer, &fetched).await?;
     if !op.is_read_only() {
-        work.rebuild |= remote::store(&tx, &work.metadata, &fetched).await?;
+        work.rebuild |= remote::store(&tx, &metadata, &work.metadata, &fetched).await?;
     }
     let wrote = work.metadata != metadata;
     annotate(&tx, op, &metadata, &work.db, &mut response).await?;
@@ -382,7 +382,7 @@ async fn apply(
         } => session.clone(),
         _ => serde_json::json!({"x-svc-role": "admin"}),
     };
-    let remotes_before = remote::world(tx).await?;
+    let remotes_before = remote::world(tx, &metadata).await?;
     let mut remotes = remotes_before.clone();
     remotes.record(fetched);
     let mut work = Work {

@@ -84,10 +84,20 @@ pub async fn load_stored(
     Ok(out)
 }
 
-/// The remote-schema side of resolution: the stored state and the GraphQL layer's clash rule.
-pub async fn world(client: &impl GenericClient) -> Result<Remotes, CatalogError> {
+/// The remote-schema side of resolving `metadata`: the stored state (read only when it has
+/// remote schemas: the rows carry whole introspection results) and the GraphQL layer's clash
+/// rule.
+pub async fn world(
+    client: &impl GenericClient,
+    metadata: &Metadata,
+) -> Result<Remotes, CatalogError> {
+    let stored = if metadata.remote_schemas.is_empty() {
+        BTreeMap::new()
+    } else {
+        load_stored(client).await?
+    };
     Ok(Remotes {
-        stored: load_stored(client).await?,
+        stored,
         check: Some(crate::graphql::remote::check),
         fetched: BTreeMap::new(),
     })
@@ -112,12 +122,17 @@ pub(super) async fn prefetch(
 }
 
 /// Stores this request's introspection results for the definitions the document now holds
-/// and forgets remote schemas it no longer holds. Answers whether peers must rebuild.
+/// and forgets remote schemas it no longer holds (`before`: the document the request found).
+/// Answers whether peers must rebuild.
 pub(super) async fn store(
     tx: &Transaction<'_>,
+    before: &Metadata,
     metadata: &Metadata,
     fetched: &[Fetched],
 ) -> Result<bool, CatalogError> {
+    if fetched.is_empty() && before.remote_schemas.is_empty() {
+        return Ok(false);
+    }
     let names: Vec<String> = metadata
         .remote_schemas
         .iter()
@@ -185,7 +200,7 @@ pub async fn refresh(client: &mut tokio_postgres::Client) -> Result<(), CatalogE
     let tx = client.transaction().await?;
     // Serializes with metadata writers, and sees the document as it is now.
     let (metadata, version) = super::load(&tx, true).await?;
-    if store(&tx, &metadata, &fetched).await? {
+    if store(&tx, &metadata, &metadata, &fetched).await? {
         let payload = super::notification_payload(version, true);
         tx.execute(
             "SELECT pg_notify($1, $2)",

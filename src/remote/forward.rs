@@ -5,28 +5,14 @@
 
 use super::{body, client, describe, RemoteError};
 use crate::schema::remote::{shown_url, ResolvedRemote};
-use crate::session::Session;
+use crate::session::{Session, NOT_FORWARDED};
 use http::header::{HeaderName, HeaderValue, SET_COOKIE};
 use http::HeaderMap;
 use serde_json::{json, Map, Value};
 
-/// Client headers never forwarded (spec §5), plus hop-by-hop and WebSocket headers that mean
-/// nothing on another connection.
-const NOT_FORWARDED: &[&str] = &[
-    "content-length",
-    "content-md5",
-    "content-type",
-    "user-agent",
-    "host",
-    "origin",
-    "referer",
-    "accept",
-    "accept-encoding",
-    "accept-language",
-    "accept-datetime",
-    "cache-control",
-    "connection",
-    "dnt",
+/// Hop-by-hop and WebSocket headers, which mean nothing on another connection: not forwarded
+/// either (besides [`NOT_FORWARDED`], spec §5's list).
+const HOP_BY_HOP: &[&str] = &[
     "keep-alive",
     "te",
     "trailer",
@@ -110,7 +96,10 @@ pub fn headers(
     if remote.entry.definition.forward_client_headers {
         for (name, value) in client_headers {
             let lower = name.as_str();
-            if NOT_FORWARDED.contains(&lower) || lower.starts_with("x-svc-") {
+            if NOT_FORWARDED.contains(&lower)
+                || HOP_BY_HOP.contains(&lower)
+                || lower.starts_with("x-svc-")
+            {
                 continue;
             }
             push(lower, value.clone());

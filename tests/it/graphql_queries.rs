@@ -970,9 +970,11 @@ async fn reads_set_the_session_only_where_it_can_be_observed() {
         .await;
     s.ok(json!({"type": "track_table", "args": {"table": "session_view"}}))
         .await;
-    s.ok(json!({"type": "create_select_permission", "args": {"table": "session_view", "role": "user",
-                "permission": {"columns": ["who"], "filter": {}}}}))
-        .await;
+    s.ok(
+        json!({"type": "create_select_permission", "args": {"table": "session_view", "role": "user",
+                "permission": {"columns": ["who"], "filter": {}}}}),
+    )
+    .await;
     let url = format!("{}/v1/graphql/explain", s.base);
     let explain = |query: &str| {
         let body = json!({"query": {"query": query}, "user": {"X-Svc-Role": "admin"}});
@@ -992,7 +994,11 @@ async fn reads_set_the_session_only_where_it_can_be_observed() {
     assert!(view.contains("set_config('basalt.user'"), "{view}");
     // And what they read is the caller's session.
     let r = s
-        .gql_role("{ session_view { who } }", "user", &[("X-Svc-User-Id", "7")])
+        .gql_role(
+            "{ session_view { who } }",
+            "user",
+            &[("X-Svc-User-Id", "7")],
+        )
         .await;
     let who: Value =
         serde_json::from_str(r["data"]["session_view"][0]["who"].as_str().unwrap()).unwrap();
