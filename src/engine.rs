@@ -421,13 +421,19 @@ async fn execute_compiled(
         }
     }
     merge_remote(&mut parts, answered, &compiled.planned, cookies);
+    Ok(in_document_order(parts, &compiled.planned.keys))
+}
+
+/// `{"data": …}` with the parts of a response (database, introspection, remote) under their
+/// keys, in the order of the document.
+fn in_document_order(mut parts: Map<String, Value>, keys: &[String]) -> Bytes {
     let mut ordered = Map::new();
-    for key in &compiled.planned.keys {
+    for key in keys {
         if let Some(v) = parts.remove(key) {
             ordered.insert(key.clone(), v);
         }
     }
-    Ok(Bytes::from(json!({"data": ordered}).to_string()))
+    Bytes::from(json!({"data": ordered}).to_string())
 }
 
 /// The calls to remote schemas an operation makes, ready to send.
@@ -629,13 +635,7 @@ async fn run_mutation(
         }
     }
     merge_remote(&mut written, answered, planned, cookies);
-    let mut ordered = Map::new();
-    for key in &planned.keys {
-        if let Some(v) = written.remove(key) {
-            ordered.insert(key.clone(), v);
-        }
-    }
-    Ok(Bytes::from(json!({"data": ordered}).to_string()))
+    Ok(in_document_order(written, &planned.keys))
 }
 
 /// Body of `POST /v1/graphql/explain`.

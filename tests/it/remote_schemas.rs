@@ -49,6 +49,11 @@ fn countries() -> Vec<Value> {
     ]
 }
 
+/// The country with this code.
+fn country_by_code(code: &str) -> Option<Value> {
+    countries().into_iter().find(|c| c["code"] == code)
+}
+
 /// A field reading `key` of its parent JSON object.
 fn prop(name: &str, ty: TypeRef) -> Field {
     let key = name.to_owned();
@@ -101,11 +106,8 @@ fn geo_schema(v2: bool) -> Schema {
         .field(
             Field::new("country", TypeRef::named("Country"), |ctx| {
                 FieldFuture::new(async move {
-                    let code = ctx.args.try_get("code")?.string()?.to_owned();
-                    Ok(countries()
-                        .into_iter()
-                        .find(|c| c["code"] == code.as_str())
-                        .map(FieldValue::owned_any))
+                    let code = ctx.args.try_get("code")?.string()?;
+                    Ok(country_by_code(code).map(FieldValue::owned_any))
                 })
             })
             .argument(InputValue::new("code", TypeRef::named_nn(TypeRef::ID))),
@@ -160,11 +162,11 @@ fn geo_schema(v2: bool) -> Schema {
         .field(
             Field::new("node", TypeRef::named("Node"), |ctx| {
                 FieldFuture::new(async move {
-                    let code = ctx.args.try_get("code")?.string()?.to_owned();
-                    Ok(countries()
-                        .into_iter()
-                        .find(|c| c["code"] == code.as_str())
-                        .map(|c| FieldValue::owned_any(c).with_type("Country")))
+                    let code = ctx.args.try_get("code")?.string()?;
+                    Ok(
+                        country_by_code(code)
+                            .map(|c| FieldValue::owned_any(c).with_type("Country")),
+                    )
                 })
             })
             .argument(InputValue::new("code", TypeRef::named_nn(TypeRef::ID))),
