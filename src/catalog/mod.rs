@@ -10,6 +10,7 @@ use crate::schema::{self, SchemaCache};
 use serde_json::Value;
 use tokio_postgres::GenericClient;
 
+pub mod actions;
 pub mod events;
 pub mod managed;
 pub mod remote;
@@ -44,6 +45,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (2, managed::MIGRATION),
     (3, events::MIGRATION),
     (4, remote::MIGRATION),
+    (5, actions::MIGRATION),
 ];
 
 /// Failures of the catalog layer.
@@ -547,6 +549,11 @@ fn run<'a>(
                     remotes: &work.remotes,
                 };
                 let outcome = ops::apply(&work.metadata, op, ctx)?;
+                if let ops::MetadataOp::Action(action) = op.as_ref() {
+                    if let Some(name) = action.clears_log_of(&work.metadata) {
+                        actions::clear_log(tx, &name).await?;
+                    }
+                }
                 work.metadata = outcome.metadata;
                 work.own_consistency_rules |= outcome.own_consistency_rules;
                 work.rebuild |= matches!(

@@ -2,10 +2,11 @@
 //! "Custom types". Must not do IO, read the clock, or edit anything but the `Metadata` it returns.
 
 use super::Context;
-use crate::metadata::error::Result;
+use crate::metadata::error::{Code, MetadataError, Result};
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
+use crate::schema::actions::check_action_types;
 use crate::schema::{self, SchemaCache};
 use serde_json::Value;
 
@@ -28,6 +29,19 @@ impl SetCustomTypes {
     ) -> Result<Metadata> {
         schema::check_custom_types(&self.0, &cache.resolved, ctx.db)
             .map_err(|e| e.under(&JsonPath::args()))?;
+        // An action's types must survive the replacement.
+        for action in &metadata.actions {
+            if let Err(e) = check_action_types(&action.definition, &self.0, ctx.db) {
+                return Err(MetadataError::new(
+                    Code::DependencyError,
+                    JsonPath::args(),
+                    format!(
+                        "the custom types are used by action \"{}\": {}",
+                        action.name, e.message
+                    ),
+                ));
+            }
+        }
         let mut next = metadata.clone();
         next.custom_types = self.0.clone();
         Ok(next)

@@ -171,13 +171,24 @@ fn check_later_features(metadata: &Metadata, path: &JsonPath) -> Result<()> {
             ));
         }
     }
+    let mut actions = BTreeSet::new();
     for (i, action) in metadata.actions.iter().enumerate() {
-        let def = &action.definition;
-        if def.action_type == ActionType::Query && def.kind == Some(ActionKind::Asynchronous) {
+        let at = path.key("actions").index(i);
+        super::actions::check_definition(&action.definition, &at.key("definition"))?;
+        if !actions.insert(&action.name.0) {
             return Err(parse_failed(
-                path.key("actions").index(i).key("definition").key("kind"),
-                "query actions cannot be asynchronous",
+                at.key("name"),
+                format!("duplicate action name \"{}\"", action.name),
             ));
+        }
+        let mut roles = BTreeSet::new();
+        for (j, p) in action.permissions.iter().enumerate() {
+            if !roles.insert(&p.role.0) {
+                return Err(parse_failed(
+                    at.key("permissions").index(j).key("role"),
+                    format!("duplicate permission for role \"{}\"", p.role),
+                ));
+            }
         }
     }
     Ok(())

@@ -11,6 +11,7 @@
 //! See `docs/metadata-api.md` for every operation and `docs/architecture.md` for the path of
 //! a request.
 
+pub mod actions;
 mod collections;
 mod computed_fields;
 mod custom_types;
@@ -76,25 +77,11 @@ pub enum MetadataOp {
     EventTrigger(events::EventTriggerOp),
     /// Remote schemas.
     RemoteSchema(remote_schemas::RemoteSchemaOp),
+    /// Actions and their permissions.
+    Action(actions::ActionOp),
     /// Export, replace, reload, clear, inconsistency management.
     Manage(manage::ManageOp),
-    /// An operation of a feature this release does not implement yet.
-    Unsupported {
-        /// The operation type.
-        op_type: String,
-        /// The feature, for the message.
-        feature: &'static str,
-    },
 }
-
-/// Operations of features that arrive in later releases, with the feature they belong to.
-const LATER_FEATURES: &[(&str, &str)] = &[
-    ("create_action", "actions"),
-    ("drop_action", "actions"),
-    ("update_action", "actions"),
-    ("create_action_permission", "actions"),
-    ("drop_action_permission", "actions"),
-];
 
 impl Op {
     /// Parses one request object (`{type, args, version}`), reporting paths from `$`.
@@ -146,12 +133,6 @@ impl Op {
         if op_type == "bulk" {
             return Self::parse_bulk(args, &path, limits);
         }
-        if let Some((_, feature)) = LATER_FEATURES.iter().find(|(t, _)| *t == op_type) {
-            return Ok(Op::Metadata(Box::new(MetadataOp::Unsupported {
-                op_type: op_type.to_owned(),
-                feature,
-            })));
-        }
         if op_type == "run_sql" {
             return Ok(Op::RunSql(RunSql::parse(args, &path)?));
         }
@@ -180,6 +161,9 @@ impl Op {
         }
         if let Some(op) = remote_schemas::RemoteSchemaOp::parse(op_type, args, &path)? {
             return Ok(Op::Metadata(Box::new(MetadataOp::RemoteSchema(op))));
+        }
+        if let Some(op) = actions::ActionOp::parse(op_type, args, &path)? {
+            return Ok(Op::Metadata(Box::new(MetadataOp::Action(op))));
         }
         if let Some(op) = events::EventLogOp::parse(op_type, args, &path)? {
             return Ok(Op::EventLog(op));
@@ -339,14 +323,8 @@ pub fn apply(metadata: &Metadata, op: &MetadataOp, ctx: Context<'_>) -> Result<O
         MetadataOp::Collection(c) => c.apply(metadata).map(done),
         MetadataOp::EventTrigger(e) => e.apply(metadata, &cache()).map(done),
         MetadataOp::RemoteSchema(r) => r.apply(metadata, ctx).map(done),
+        MetadataOp::Action(a) => a.apply(metadata, &cache(), ctx.db).map(done),
         MetadataOp::Manage(m) => m.apply(metadata, &cache(), ctx),
-        MetadataOp::Unsupported { op_type, feature } => Err(MetadataError::new(
-            Code::NotSupported,
-            JsonPath::root().key("type"),
-            format!(
-                "\"{op_type}\" is not supported yet: {feature} are not available in this release"
-            ),
-        )),
     }
 }
 

@@ -315,11 +315,35 @@ const BUILTIN_SCALARS: &[&str] = &["Int", "Float", "String", "Boolean", "ID"];
 
 /// What a type name resolves to in the custom-type set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum TypeKind {
+pub enum TypeKind {
+    /// A built-in scalar, a Postgres scalar of the database, or a custom scalar.
     Scalar,
+    /// A custom enum.
     Enum,
+    /// A custom input object.
     Input,
+    /// A custom object.
     Object,
+}
+
+/// What `name` refers to among the built-in scalars, the database's scalar types and the
+/// custom types; `None` when it names nothing.
+pub fn custom_type_kind(types: &CustomTypes, db: &DbModel, name: &str) -> Option<TypeKind> {
+    if BUILTIN_SCALARS.contains(&name) || db.scalar_types.contains(name) {
+        return Some(TypeKind::Scalar);
+    }
+    let named = |n: &GraphQLName| n.0 == name;
+    if types.scalars.iter().any(|t| named(&t.name)) {
+        Some(TypeKind::Scalar)
+    } else if types.enums.iter().any(|t| named(&t.name)) {
+        Some(TypeKind::Enum)
+    } else if types.input_objects.iter().any(|t| named(&t.name)) {
+        Some(TypeKind::Input)
+    } else if types.objects.iter().any(|t| named(&t.name)) {
+        Some(TypeKind::Object)
+    } else {
+        None
+    }
 }
 
 /// Strips `[`, `]` and `!` from a type expression; `None` when it is malformed.

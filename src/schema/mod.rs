@@ -2,6 +2,7 @@
 //! [`Resolved`] model; objects that do not fit the database are reported as [`Inconsistency`]
 //! and left out, so one broken object never takes the engine down. Pure: no IO.
 
+pub mod actions;
 mod boolexp;
 mod checks;
 pub mod events;
@@ -192,6 +193,10 @@ pub struct Resolved {
     pub event_triggers: std::collections::BTreeMap<String, events::ResolvedEventTrigger>,
     /// Remote schemas merged into the GraphQL schema, in metadata order.
     pub remote_schemas: Vec<remote::ResolvedRemote>,
+    /// Served actions, in metadata order.
+    pub actions: Vec<actions::ResolvedAction>,
+    /// The custom types, with their relationships to tables resolved.
+    pub custom_types: actions::ResolvedCustomTypes,
 }
 
 /// The schema cache of one metadata version.
@@ -289,16 +294,6 @@ pub fn resolve_with(metadata: &Metadata, db: &DbModel, remotes: &remote::Remotes
         }
         resolve_event_triggers(entry, db, &mut cache);
     }
-    for action in &metadata.actions {
-        cache.inconsistencies.push(Inconsistency {
-            object: ObjectId::Action(action.name.0.clone()),
-            kind: "action",
-            definition: json!(action),
-            reason: format!("{NOT_SUPPORTED_YET}: actions are not available in this release"),
-            unsupported: true,
-            conflict: false,
-        });
-    }
     let reasons = check_custom_types(&metadata.custom_types, &cache.resolved, db);
     if let Err(err) = reasons {
         cache.inconsistencies.push(Inconsistency {
@@ -316,8 +311,22 @@ pub fn resolve_with(metadata: &Metadata, db: &DbModel, remotes: &remote::Remotes
         .values()
         .flat_map(|t| t.permissions.keys().cloned())
         .collect();
+    actions::resolve_actions(metadata, db, &root_fields, &mut cache);
     remote::resolve_remotes(&metadata.remote_schemas, remotes, &mut cache);
     cache
+}
+
+/// Every root field name the resolved tables contribute, with its table.
+pub fn table_root_fields(resolved: &Resolved) -> HashMap<String, QualifiedTable> {
+    resolved
+        .tables
+        .values()
+        .flat_map(|t| {
+            root_field_names(&t.name, &t.db, &t.configuration.custom_root_fields)
+                .into_iter()
+                .map(|(_, field)| (field, t.name.clone()))
+        })
+        .collect()
 }
 
 /// Names of the root fields a table contributes, keyed by their custom-root-field key.

@@ -226,7 +226,7 @@ pub fn shown_url(definition: &RemoteSchemaDefinition) -> String {
 }
 
 /// `{{VAR}}` templates replaced by environment values; the first missing variable otherwise.
-fn expand(template: &str) -> Result<String, String> {
+pub(crate) fn expand(template: &str) -> Result<String, String> {
     let mut out = String::with_capacity(template.len());
     let mut rest = template;
     while let Some(start) = rest.find("{{") {

@@ -129,8 +129,8 @@ async fn request_shape_errors() {
     s.fails(
         json!({"type": "create_action", "args": {}}),
         400,
-        "not-supported",
-        "$.type",
+        "parse-failed",
+        "$.args",
     )
     .await;
 }

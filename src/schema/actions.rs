@@ -1,0 +1,310 @@
+//! Actions resolved against the custom types, the tracked tables and the environment
+//! (`docs/actions.md`): argument and output types checked, the handler URL and headers
+//! expanded, root-field names checked against the tables'. The custom types' relationships to
+//! tables get the types of their mapped columns, so the SQL that joins a handler's output to
+//! table rows can bind each value as the column's type. Pure, except for reading the
+//! environment.
+
+use super::checks::{base_type_name, custom_type_kind, TypeKind};
+use super::{Inconsistency, RelationshipKind, Resolved, SchemaCache};
+use crate::introspect::DbModel;
+use crate::metadata::error::{Code, MetadataError, Missing};
+use crate::metadata::ids::ObjectId;
+use crate::metadata::path::JsonPath;
+use crate::metadata::types::*;
+use crate::sql::PgType;
+use serde_json::json;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::Duration;
+
+/// Handler timeout when the definition sets none, in seconds.
+pub const DEFAULT_TIMEOUT_SECONDS: u32 = 30;
+
+/// An action that is served: its definition with the handler's URL and headers worked out.
+#[derive(Debug, Clone)]
+pub struct ResolvedAction {
+    /// The metadata entry (permissions included).
+    pub entry: ActionEntry,
+    /// The handler URL, `{{VAR}}` templates expanded.
+    pub handler: String,
+    /// Configured headers, environment values read.
+    pub headers: Vec<(String, String)>,
+    /// Bound on the handler call.
+    pub timeout: Duration,
+}
+
+impl ResolvedAction {
+    /// The action's name (its root field).
+    pub fn name(&self) -> &str {
+        &self.entry.name.0
+    }
+
+    /// An asynchronous mutation: answered with an id, resolved by the workers.
+    pub fn is_async(&self) -> bool {
+        self.entry.definition.kind == Some(ActionKind::Asynchronous)
+            && self.entry.definition.action_type == ActionType::Mutation
+    }
+
+    /// Whether `role` may call it: admin always, others with an action permission.
+    pub fn allows(&self, role: &str) -> bool {
+        role == "admin" || self.entry.permissions.iter().any(|p| p.role.0 == role)
+    }
+}
+
+/// A relationship from a custom object type to a tracked table, ready to join.
+#[derive(Debug, Clone)]
+pub struct ResolvedTypeRelationship {
+    /// Field name.
+    pub name: String,
+    /// Cardinality.
+    pub kind: RelationshipKind,
+    /// The table.
+    pub target: QualifiedTable,
+    /// (object field, table column, the column's type).
+    pub mapping: Vec<(String, String, PgType)>,
+}
+
+/// The custom types as served: the set itself, and the relationships of its object types
+/// that resolve against the tracked tables (by object type name).
+#[derive(Debug, Clone, Default)]
+pub struct ResolvedCustomTypes {
+    /// The types as `set_custom_types` stored them.
+    pub types: CustomTypes,
+    /// Resolvable relationships by object type.
+    pub relationships: BTreeMap<String, Vec<ResolvedTypeRelationship>>,
+}
+
+impl ResolvedCustomTypes {
+    /// The object type `name`.
+    pub fn object(&self, name: &str) -> Option<&ObjectType> {
+        self.types.objects.iter().find(|t| t.name.0 == name)
+    }
+
+    /// The input object type `name`.
+    pub fn input_object(&self, name: &str) -> Option<&InputObjectType> {
+        self.types.input_objects.iter().find(|t| t.name.0 == name)
+    }
+
+    /// The enum `name`.
+    pub fn enumeration(&self, name: &str) -> Option<&EnumType> {
+        self.types.enums.iter().find(|t| t.name.0 == name)
+    }
+
+    /// The custom scalar `name`.
+    pub fn scalar(&self, name: &str) -> Option<&ScalarType> {
+        self.types.scalars.iter().find(|t| t.name.0 == name)
+    }
+
+    /// The relationship `field` of object type `object`.
+    pub fn relationship(&self, object: &str, field: &str) -> Option<&ResolvedTypeRelationship> {
+        self.relationships
+            .get(object)?
+            .iter()
+            .find(|r| r.name == field)
+    }
+}
+
+/// Checks an action's argument and output types against the custom types (paths relative to
+/// the definition): arguments of scalar, enum or input-object types, named once; an output
+/// whose base is a custom object type.
+pub fn check_action_types(
+    definition: &ActionDefinition,
+    types: &CustomTypes,
+    db: &DbModel,
+) -> Result<(), MetadataError> {
+    let mut seen = HashSet::new();
+    for (i, argument) in definition.arguments.iter().enumerate() {
+        let at = JsonPath::root().key("arguments").index(i);
+        if !seen.insert(&argument.name.0) {
+            return Err(MetadataError::new(
+                Code::ParseFailed,
+                at.key("name"),
+                format!("the argument \"{}\" is defined more than once", argument.name),
+            ));
+        }
+        let base = base_type_name(&argument.arg_type).unwrap_or(&argument.arg_type);
+        let kind = base_type_name(&argument.arg_type).and_then(|b| custom_type_kind(types, db, b));
+        if !matches!(
+            kind,
+            Some(TypeKind::Scalar | TypeKind::Enum | TypeKind::Input)
+        ) {
+            return Err(MetadataError::new(
+                Code::InvalidParams,
+                at.key("type"),
+                format!("the type: \"{base}\" is not defined in custom types or it is not a scalar/enum/input_object"),
+            ));
+        }
+    }
+    let output = &definition.output_type;
+    let base = base_type_name(output).unwrap_or(output);
+    let is_object = base_type_name(output)
+        .and_then(|b| custom_type_kind(types, db, b))
+        .is_some_and(|k| k == TypeKind::Object)
+        && types.objects.iter().any(|o| o.name.0 == base);
+    if !is_object {
+        return Err(MetadataError::new(
+            Code::NotExists,
+            JsonPath::root().key("output_type"),
+            format!("the type: \"{base}\" is not an object type defined in custom types"),
+        )
+        .with_missing(Missing::Metadata));
+    }
+    Ok(())
+}
+
+/// The handler's URL and the configured headers, environment values read. A missing variable
+/// is `not-found` (the Deployment's environment must bring it); a URL that is not absolute
+/// `http(s)` is `invalid-params`. Messages name the template, never an expanded value.
+pub fn resolve_endpoint(
+    definition: &ActionDefinition,
+) -> Result<(String, Vec<(String, String)>), MetadataError> {
+    let missing = |path: JsonPath, message: String| {
+        MetadataError::new(Code::NotFound, path, message).with_missing(Missing::Environment)
+    };
+    let url = super::remote::expand(&definition.handler).map_err(|var| {
+        missing(
+            JsonPath::root().key("handler"),
+            format!("cannot find environment variable {var} for the action handler"),
+        )
+    })?;
+    let valid = url
+        .parse::<http::Uri>()
+        .ok()
+        .is_some_and(|u| matches!(u.scheme_str(), Some("http" | "https")) && u.host().is_some());
+    if !valid {
+        return Err(MetadataError::new(
+            Code::InvalidParams,
+            JsonPath::root().key("handler"),
+            format!("not a valid URI: {}", definition.handler),
+        ));
+    }
+    let headers = definition
+        .headers
+        .iter()
+        .enumerate()
+        .map(|(i, h)| match h {
+            Header::Value { name, value } => Ok((name.clone(), value.clone())),
+            Header::FromEnv {
+                name,
+                value_from_env,
+            } => std::env::var(value_from_env)
+                .map(|v| (name.clone(), v))
+                .map_err(|_| {
+                    missing(
+                        JsonPath::root().key("headers").index(i),
+                        format!(
+                            "cannot find environment variable {value_from_env} for header {name}"
+                        ),
+                    )
+                }),
+        })
+        .collect::<Result<_, _>>()?;
+    Ok((url, headers))
+}
+
+/// Why an action's root fields cannot be added next to the tables' root fields, if they
+/// cannot: the action's name (its query or mutation field, and the query and subscription
+/// field of an asynchronous action's result) must not be a table's root field.
+pub fn root_field_clash(
+    name: &str,
+    table_roots: &HashMap<String, QualifiedTable>,
+) -> Option<String> {
+    table_roots.get(name).map(|table| {
+        format!("the action \"{name}\" conflicts with the root field \"{name}\" of table \"{table}\"")
+    })
+}
+
+/// The timeout of a definition.
+pub fn timeout(definition: &ActionDefinition) -> Duration {
+    Duration::from_secs(u64::from(
+        definition.timeout.unwrap_or(DEFAULT_TIMEOUT_SECONDS).max(1),
+    ))
+}
+
+/// Resolves the custom types' relationships against the tracked tables: a relationship whose
+/// table or columns are gone is left out (the custom types are then reported inconsistent by
+/// their own check).
+fn resolve_type_relationships(types: &CustomTypes, resolved: &Resolved) -> ResolvedCustomTypes {
+    let mut out = ResolvedCustomTypes {
+        types: types.clone(),
+        relationships: BTreeMap::new(),
+    };
+    for object in &types.objects {
+        let mut list = Vec::new();
+        for rel in &object.relationships {
+            let Some(table) = resolved.tables.get(&rel.remote_table) else {
+                continue;
+            };
+            let mapping: Option<Vec<_>> = rel
+                .field_mapping
+                .iter()
+                .map(|(field, column)| {
+                    let known = object.fields.iter().any(|f| f.name.0 == *field);
+                    let c = table.db.column(column)?;
+                    known.then(|| (field.clone(), column.clone(), c.pg_type()))
+                })
+                .collect();
+            let Some(mapping) = mapping else { continue };
+            list.push(ResolvedTypeRelationship {
+                name: rel.name.0.clone(),
+                kind: match rel.rel_type {
+                    ObjectRelationshipType::Object => RelationshipKind::Object,
+                    ObjectRelationshipType::Array => RelationshipKind::Array,
+                },
+                target: rel.remote_table.clone(),
+                mapping,
+            });
+        }
+        if !list.is_empty() {
+            out.relationships.insert(object.name.0.clone(), list);
+        }
+    }
+    out
+}
+
+/// Resolves every action: its types, handler and headers, and its root fields against the
+/// tables'. Roles named by action permissions join the roles that get a schema.
+pub(super) fn resolve_actions(
+    metadata: &Metadata,
+    db: &DbModel,
+    table_roots: &HashMap<String, QualifiedTable>,
+    cache: &mut SchemaCache,
+) {
+    cache.resolved.custom_types = resolve_type_relationships(&metadata.custom_types, &cache.resolved);
+    for entry in &metadata.actions {
+        let outcome = check_action_types(&entry.definition, &metadata.custom_types, db)
+            .and_then(|()| resolve_endpoint(&entry.definition))
+            .and_then(|endpoint| match root_field_clash(&entry.name.0, table_roots) {
+                Some(reason) => Err(MetadataError::new(
+                    Code::ConstraintViolation,
+                    JsonPath::root(),
+                    reason,
+                )),
+                None => Ok(endpoint),
+            });
+        match outcome {
+            Ok((handler, headers)) => {
+                cache.resolved.roles.extend(
+                    entry
+                        .permissions
+                        .iter()
+                        .map(|p| p.role.0.clone()),
+                );
+                cache.resolved.actions.push(ResolvedAction {
+                    entry: entry.clone(),
+                    handler,
+                    headers,
+                    timeout: timeout(&entry.definition),
+                });
+            }
+            Err(err) => cache.inconsistencies.push(Inconsistency {
+                object: ObjectId::Action(entry.name.0.clone()),
+                kind: "action",
+                definition: json!(entry),
+                reason: err.message,
+                unsupported: false,
+                conflict: false,
+            }),
+        }
+    }
+}
