@@ -100,6 +100,11 @@ pub async fn start(config: ServeConfig) -> Result<Running> {
         pg_config.clone(),
         shutdown.subscribe(),
     ));
+    let actions = tokio::spawn(crate::actions::worker::run(
+        state.clone(),
+        pg_config.clone(),
+        shutdown.subscribe(),
+    ));
     let watcher = tokio::spawn(async move {
         tokio::select! {
             _ = watch_catalog(watcher_state, pg_config) => {}
@@ -111,7 +116,7 @@ pub async fn start(config: ServeConfig) -> Result<Running> {
         addr,
         state,
         shutdown,
-        tasks: vec![server, watcher, events],
+        tasks: vec![server, watcher, events, actions],
     })
 }
 

@@ -293,6 +293,37 @@ pub struct ServeConfig {
     /// Event-trigger delivery.
     #[command(flatten)]
     pub events: EventsConfig,
+    /// Asynchronous actions.
+    #[command(flatten)]
+    pub actions: ActionsConfig,
+}
+
+/// The asynchronous-action workers (`docs/actions.md`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ActionsConfig {
+    /// Milliseconds between two looks at the action log when no `NOTIFY` woke the worker.
+    #[arg(
+        long = "async-actions-fetch-interval-ms",
+        env = "BASALT_ASYNC_ACTIONS_FETCH_INTERVAL",
+        default_value_t = 1000
+    )]
+    pub poll_interval_ms: u64,
+    /// Most asynchronous handler calls in flight at once in this process.
+    #[arg(
+        long = "async-actions-concurrency",
+        env = "BASALT_ASYNC_ACTIONS_CONCURRENCY",
+        default_value_t = 50
+    )]
+    pub calls_in_flight: usize,
+}
+
+impl Default for ActionsConfig {
+    fn default() -> Self {
+        ActionsConfig {
+            poll_interval_ms: 1000,
+            calls_in_flight: 50,
+        }
+    }
 }
 
 /// Event-trigger delivery (`docs/events.md`).
@@ -508,6 +539,7 @@ impl ServeConfig {
             metrics_public: false,
             otlp: OtlpConfig::default(),
             events: EventsConfig::default(),
+            actions: ActionsConfig::default(),
         }
     }
 }

@@ -40,6 +40,7 @@
 #![warn(missing_docs)]
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod actions;
 pub mod app;
 pub mod auth;
 pub mod capture;

@@ -60,6 +60,30 @@ pub const NOT_FORWARDED: &[&str] = &[
     "dnt",
 ];
 
+/// Hop-by-hop and WebSocket headers, which mean nothing on another connection: not forwarded
+/// either.
+const HOP_BY_HOP: &[&str] = &[
+    "keep-alive",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "proxy-authorization",
+    "proxy-connection",
+    "sec-websocket-key",
+    "sec-websocket-version",
+    "sec-websocket-extensions",
+    "sec-websocket-protocol",
+];
+
+/// Whether a client header (lower-case name) may be forwarded to another service (a remote
+/// schema or an action handler with `forward_client_headers`): not one that describes the
+/// client's own connection or body, not a hop-by-hop one, and never an `X-Svc-*` header —
+/// credentials stay here, and the session's variables say who the caller is.
+pub fn forwardable(name: &str) -> bool {
+    !(NOT_FORWARDED.contains(&name) || HOP_BY_HOP.contains(&name) || name.starts_with("x-svc-"))
+}
+
 /// Credentials: never session variables.
 const CREDENTIALS: [&str; 2] = ["x-svc-admin-secret", "x-svc-access-key"];
 

@@ -324,7 +324,7 @@ pub async fn dry_run(
         .schema
         .inconsistencies
         .iter()
-        .filter(|i| !i.is_unsupported_feature() && !known.contains(&i.object))
+        .filter(|i| !known.contains(&i.object))
         .map(schema::Inconsistency::to_json)
         .collect();
     let mut answer = serde_json::json!({

@@ -602,7 +602,6 @@ async fn evaluate(ctx: &Context, written: &Written, declared: &[Object]) -> Resu
         .schema
         .inconsistencies
         .iter()
-        .filter(|i| !i.is_unsupported_feature())
         .filter_map(|i| objects::object_id_key(&i.object).map(|k| (k, i.reason.clone())))
         .filter(|(k, _)| {
             declared

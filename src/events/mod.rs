@@ -63,7 +63,7 @@ pub async fn run(
     let (done, outcomes) = mpsc::channel::<Attempt>(config.http_pool_size.max(1) * 2);
     let recorder = tokio::spawn(record(state.clone(), outcomes, in_flight.clone()));
     let mut background = JoinSet::new();
-    background.spawn(listen(pg_config, wake.clone()));
+    background.spawn(listen(pg_config, EVENTS_CHANNEL, wake.clone()));
     background.spawn(renew(
         state.clone(),
         in_flight.clone(),
@@ -205,8 +205,13 @@ async fn record(state: AppState, mut outcomes: mpsc::Receiver<Attempt>, in_fligh
     }
 }
 
-/// Wakes the claim loop on every `NOTIFY basalt_events`; reconnects after failures.
-async fn listen(pg_config: tokio_postgres::Config, wake: Arc<Notify>) {
+/// Wakes a claim loop on every `NOTIFY` on `channel` (the event workers', the action
+/// workers'); reconnects after failures.
+pub(crate) async fn listen(
+    pg_config: tokio_postgres::Config,
+    channel: &'static str,
+    wake: Arc<Notify>,
+) {
     loop {
         match pg_config.connect(tokio_postgres::NoTls).await {
             Ok((client, mut connection)) => {
@@ -227,7 +232,7 @@ async fn listen(pg_config: tokio_postgres::Config, wake: Arc<Notify>) {
                     }
                 });
                 if client
-                    .batch_execute(&format!("LISTEN {EVENTS_CHANNEL}"))
+                    .batch_execute(&format!("LISTEN {channel}"))
                     .await
                     .is_ok()
                 {
@@ -239,7 +244,7 @@ async fn listen(pg_config: tokio_postgres::Config, wake: Arc<Notify>) {
                 }
                 driver.abort();
             }
-            Err(e) => tracing::warn!(error = %e, "cannot listen for events"),
+            Err(e) => tracing::warn!(error = %e, channel, "cannot listen for notifications"),
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }

@@ -3,7 +3,7 @@
 
 use super::program::Progress;
 use super::ExecuteError;
-use crate::sql::ast::{Param, ParamSource};
+use crate::sql::ast::{ActionPart, Param, ParamSource};
 use crate::sql::program::StepValue;
 use crate::sql::Encoding;
 use serde_json::{Map, Value};
@@ -16,6 +16,21 @@ pub struct Binding<'a> {
     pub variables: &'a Map<String, Value>,
     /// Session variables (lower-case names).
     pub session: &'a BTreeMap<String, String>,
+    /// The operation's action calls, by response key (none: no action in the operation).
+    pub actions: Option<&'a BTreeMap<String, ActionValues>>,
+}
+
+/// What SQL binds of one action call.
+#[derive(Debug, Clone, Default)]
+pub struct ActionValues {
+    /// The arguments as sent to the handler.
+    pub input: Value,
+    /// Client headers kept for the handler.
+    pub headers: Value,
+    /// The handler's output (null until it answered).
+    pub output: Value,
+    /// The operation's document.
+    pub document: Value,
 }
 
 /// Text of a JSON value as Postgres expects it in a text parameter.
@@ -88,6 +103,18 @@ fn resolve(
                 .map(|p| resolve(p, binding, progress))
                 .collect::<Result<_, _>>()?,
         ),
+        ParamSource::Action(key, part) => {
+            let values = binding
+                .actions
+                .and_then(|a| a.get(key))
+                .ok_or_else(|| ExecuteError::Unexpected(format!("no action call at \"{key}\"")))?;
+            match part {
+                ActionPart::Input => values.input.clone(),
+                ActionPart::Headers => values.headers.clone(),
+                ActionPart::Output => values.output.clone(),
+                ActionPart::Document => values.document.clone(),
+            }
+        }
         ParamSource::Step(value) => {
             let progress = progress.ok_or_else(|| {
                 ExecuteError::Unexpected(format!("{value:?} outside of a program"))
@@ -152,6 +179,7 @@ mod tests {
         let binding = Binding {
             variables: &variables,
             session: &session,
+            actions: None,
         };
         let params = vec![
             param(ParamSource::Variable("n".into()), Encoding::Text),

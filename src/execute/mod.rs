@@ -7,7 +7,7 @@ mod bind;
 mod error;
 mod program;
 
-pub use bind::{bind, Binding};
+pub use bind::{bind, ActionValues, Binding};
 pub use error::{ExecuteError, Refusal};
 pub use program::run as run_program;
 

@@ -19,6 +19,8 @@ pub enum Param {
     SessionObject,
     /// A list whose elements are bound separately (`[$a, 2]`), sent as one JSON array.
     Array(Vec<Param>),
+    /// The validated output of the action call at this response key.
+    ActionOutput(String),
 }
 
 /// A value compared with or passed to SQL, with the Postgres type it is cast to.
@@ -402,6 +404,109 @@ pub enum RootField {
     Aggregate(AggregateSelect),
     /// A constant (`__typename`, `no_queries_available`).
     Constant(Value),
+    /// A query action: its handler is called first, then its output is shaped by SQL.
+    Action(ActionField),
+    /// An asynchronous action's result, read from the action log by id.
+    ActionResult(ActionResult),
+}
+
+/// An argument value of an action call as the document gives it; variables are read when
+/// the call is made.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ArgValue {
+    /// `null`.
+    Null,
+    /// A scalar (literal or variable).
+    Value(Param),
+    /// An enum value.
+    Enum(String),
+    /// A list.
+    List(Vec<ArgValue>),
+    /// An input object.
+    Object(Vec<(String, ArgValue)>),
+}
+
+/// A call to an action's handler.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActionCall {
+    /// The action.
+    pub action: String,
+    /// Arguments given, by name (arguments left out are not sent).
+    pub input: Vec<(String, ArgValue)>,
+}
+
+/// A synchronous action root field: the call and the shape of its answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActionField {
+    /// The call.
+    pub call: ActionCall,
+    /// What the response shows of the output.
+    pub output: OutputSelect,
+}
+
+/// What a response shows of an action's output (an object or a list of objects).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutputSelect {
+    /// The output is a list of objects.
+    pub list: bool,
+    /// The selection on each object.
+    pub object: OutputObject,
+}
+
+/// A selection on an object of an action's output.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutputObject {
+    /// (response key, field).
+    pub fields: Vec<(String, OutputField)>,
+    /// Fields relationships join on, with the type of the column each is compared with.
+    pub keys: Vec<(String, crate::sql::PgType)>,
+}
+
+/// A field of an action's output object.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OutputField {
+    /// `__typename`.
+    Constant(String),
+    /// A scalar or enum field, as the handler gave it.
+    Value(String),
+    /// A nested object (or list of objects) field.
+    Object {
+        /// The field of the output.
+        field: String,
+        /// The selection on it.
+        select: Box<OutputSelect>,
+    },
+    /// Rows of a table related to the object: the select joins on the object's
+    /// [`OutputObject::keys`] (parent column = output field).
+    Relationship(Box<Select>),
+}
+
+/// An asynchronous action's result, read by id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActionResult {
+    /// The action.
+    pub action: String,
+    /// The id asked for.
+    pub id: ValueExpr,
+    /// Only a call made with exactly this session is visible (every role but admin).
+    pub same_session: bool,
+    /// (response key, field).
+    pub fields: Vec<(String, ResultField)>,
+}
+
+/// A field of an asynchronous action's result object.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResultField {
+    /// `__typename`.
+    Constant(String),
+    /// `id`.
+    Id,
+    /// `created_at`.
+    CreatedAt,
+    /// `errors`.
+    Errors,
+    /// `output`, shaped like a synchronous action's.
+    Output(OutputSelect),
 }
 
 /// The data part of a query operation.
@@ -574,6 +679,10 @@ pub enum MutationField {
         /// The answer.
         output: MutationOutput,
     },
+    /// A synchronous mutation action: the handler is called at this field's turn.
+    Action(ActionField),
+    /// An asynchronous mutation action: the call is logged, its id answered.
+    AsyncAction(ActionCall),
 }
 
 /// A mutation operation: root fields run in order in one transaction.
@@ -602,6 +711,14 @@ impl QueryPlan {
             match field {
                 RootField::Select(s) => out.select(s),
                 RootField::Aggregate(a) => out.aggregate(a),
+                RootField::Action(a) => out.output(&a.output),
+                RootField::ActionResult(r) => {
+                    for (_, f) in &r.fields {
+                        if let ResultField::Output(o) = f {
+                            out.output(o);
+                        }
+                    }
+                }
                 RootField::Constant(_) => {}
             }
         }
@@ -624,6 +741,16 @@ impl Footprint {
                 Field::Aggregate(a) => self.aggregate(a),
                 Field::Computed { .. } => self.calls_functions = true,
                 Field::Column { .. } | Field::Constant(_) => {}
+            }
+        }
+    }
+
+    fn output(&mut self, o: &OutputSelect) {
+        for (_, field) in &o.object.fields {
+            match field {
+                OutputField::Object { select, .. } => self.output(select),
+                OutputField::Relationship(select) => self.select(select),
+                OutputField::Constant(_) | OutputField::Value(_) => {}
             }
         }
     }

@@ -38,6 +38,44 @@ impl TypeRef {
         TypeRef::List(Box::new(TypeRef::non_null(name)))
     }
 
+    /// Reads a type expression (`Int`, `[Obj!]!`); `None` when it is malformed.
+    pub fn parse(expr: &str) -> Option<TypeRef> {
+        fn inner(rest: &str) -> Option<(TypeRef, &str)> {
+            let rest = rest.trim_start();
+            let (ty, rest) = if let Some(r) = rest.strip_prefix('[') {
+                let (element, r) = inner(r)?;
+                (
+                    TypeRef::List(Box::new(element)),
+                    r.trim_start().strip_prefix(']')?,
+                )
+            } else {
+                let end = rest
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(rest.len());
+                let (name, r) = rest.split_at(end);
+                if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+                    return None;
+                }
+                (TypeRef::named(name), r)
+            };
+            let rest = rest.trim_start();
+            match rest.strip_prefix('!') {
+                Some(r) => Some((TypeRef::NonNull(Box::new(ty)), r)),
+                None => Some((ty, rest)),
+            }
+        }
+        let (ty, rest) = inner(expr)?;
+        rest.trim().is_empty().then_some(ty)
+    }
+
+    /// The type without a top-level `!`.
+    pub fn nullable(&self) -> &TypeRef {
+        match self {
+            TypeRef::NonNull(inner) => inner,
+            other => other,
+        }
+    }
+
     /// The innermost named type.
     pub fn base(&self) -> &str {
         match self {
@@ -212,6 +250,30 @@ impl TypeDef {
             | TypeDef::Input { name, .. }
             | TypeDef::Enum { name, .. }
             | TypeDef::Scalar { name, .. } => name,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TypeRef;
+
+    #[test]
+    fn type_expressions_read_back_as_written() {
+        for expr in ["Int", "Obj!", "[Obj]", "[Obj!]!", "[[a!]]!"] {
+            assert_eq!(
+                TypeRef::parse(expr).map(|t| t.to_string()).as_deref(),
+                Some(expr)
+            );
+        }
+        assert_eq!(
+            TypeRef::parse(" [ Obj ! ] ! ")
+                .map(|t| t.to_string())
+                .as_deref(),
+            Some("[Obj!]!")
+        );
+        for bad in ["", "[Obj", "Obj]", "1x", "Obj!!", "[]"] {
+            assert_eq!(TypeRef::parse(bad), None, "{bad}");
         }
     }
 }

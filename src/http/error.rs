@@ -257,6 +257,8 @@ fn graphql_wire(err: &GraphqlError) -> GraphqlWire {
         GraphqlError::Remote(ForwardError::Errors(_)) => {
             GraphqlWire::at_root("remote-schema-error", message)
         }
+        // Answered by `graphql_errors` with the error's own extensions.
+        GraphqlError::Action(_) => GraphqlWire::at_root("unexpected", message),
     }
 }
 
@@ -273,6 +275,15 @@ pub fn graphql_errors(err: &GraphqlError, expose: bool) -> serde_json::Value {
     if let GraphqlError::Remote(ForwardError::Errors(errors)) = err {
         // A remote schema's errors reach the client unchanged (spec `remote-schemas.md` §4).
         return serde_json::Value::Array(errors.clone());
+    }
+    if let GraphqlError::Action(e) = err {
+        // A handler's extensions reach the client as it wrote them (spec `actions.md` §4).
+        let mut extensions = e.extensions.clone();
+        if let (true, Some(internal), Some(map)) = (expose, &e.internal, extensions.as_object_mut())
+        {
+            map.insert("internal".to_owned(), internal.clone());
+        }
+        return json!([{"message": e.message, "extensions": extensions}]);
     }
     let wire = graphql_wire(err);
     let mut extensions = json!({"path": wire.path, "code": wire.code});

@@ -164,7 +164,12 @@ impl ActionOp {
     }
 
     /// Applies the operation.
-    pub fn apply(&self, metadata: &Metadata, cache: &SchemaCache, db: &DbModel) -> Result<Metadata> {
+    pub fn apply(
+        &self,
+        metadata: &Metadata,
+        cache: &SchemaCache,
+        db: &DbModel,
+    ) -> Result<Metadata> {
         let mut next = metadata.clone();
         let position = |name: &str| metadata.actions.iter().position(|a| a.name.0 == name);
         let missing = |name: &str, key: &str| {
@@ -218,7 +223,9 @@ impl ActionOp {
                 {
                     return Err(already_exists(
                         JsonPath::args(),
-                        format!("permission for role \"{role}\" is already defined on \"{action}\""),
+                        format!(
+                            "permission for role \"{role}\" is already defined on \"{action}\""
+                        ),
                     ));
                 }
                 next.actions[i].permissions.push(permission.clone());
@@ -261,7 +268,12 @@ impl ActionOp {
 
 /// The rules a created or updated action must meet, with the spec's codes: types, handler
 /// and headers, and no clash with a table's root field or a remote schema's.
-fn check(entry: &ActionEntry, metadata: &Metadata, cache: &SchemaCache, db: &DbModel) -> Result<()> {
+fn check(
+    entry: &ActionEntry,
+    metadata: &Metadata,
+    cache: &SchemaCache,
+    db: &DbModel,
+) -> Result<()> {
     let definition = JsonPath::args().key("definition");
     check_action_types(&entry.definition, &metadata.custom_types, db)
         .map_err(|e| e.under(&definition))?;

@@ -402,7 +402,6 @@ impl ManageOp {
                 let blocking: Vec<Value> = after
                     .inconsistencies
                     .iter()
-                    .filter(|i| !i.is_unsupported_feature())
                     .map(schema::Inconsistency::to_json)
                     .collect();
                 if !blocking.is_empty() && !allow_inconsistent {

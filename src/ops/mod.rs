@@ -334,7 +334,7 @@ pub fn check_no_new_inconsistency(before: &SchemaCache, after: &SchemaCache) -> 
     let fresh: Vec<&schema::Inconsistency> = after
         .inconsistencies
         .iter()
-        .filter(|i| !i.is_unsupported_feature() && !old.contains(&i.object))
+        .filter(|i| !old.contains(&i.object))
         .collect();
     if let Some(clash) = fresh.iter().find(|i| i.conflict) {
         return Err(MetadataError::new(

@@ -5,26 +5,10 @@
 
 use super::{body, client, describe, RemoteError};
 use crate::schema::remote::{shown_url, ResolvedRemote};
-use crate::session::{Session, NOT_FORWARDED};
+use crate::session::{forwardable, Session};
 use http::header::{HeaderName, HeaderValue, SET_COOKIE};
 use http::HeaderMap;
 use serde_json::{json, Map, Value};
-
-/// Hop-by-hop and WebSocket headers, which mean nothing on another connection: not forwarded
-/// either (besides [`NOT_FORWARDED`], spec §5's list).
-const HOP_BY_HOP: &[&str] = &[
-    "keep-alive",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
-    "proxy-authorization",
-    "proxy-connection",
-    "sec-websocket-key",
-    "sec-websocket-version",
-    "sec-websocket-extensions",
-    "sec-websocket-protocol",
-];
 
 /// One remote call.
 #[derive(Debug)]
@@ -95,14 +79,9 @@ pub fn headers(
     }
     if remote.entry.definition.forward_client_headers {
         for (name, value) in client_headers {
-            let lower = name.as_str();
-            if NOT_FORWARDED.contains(&lower)
-                || HOP_BY_HOP.contains(&lower)
-                || lower.starts_with("x-svc-")
-            {
-                continue;
+            if forwardable(name.as_str()) {
+                push(name.as_str(), value.clone());
             }
-            push(lower, value.clone());
         }
     }
     out

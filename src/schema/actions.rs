@@ -119,7 +119,10 @@ pub fn check_action_types(
             return Err(MetadataError::new(
                 Code::ParseFailed,
                 at.key("name"),
-                format!("the argument \"{}\" is defined more than once", argument.name),
+                format!(
+                    "the argument \"{}\" is defined more than once",
+                    argument.name
+                ),
             ));
         }
         let base = base_type_name(&argument.arg_type).unwrap_or(&argument.arg_type);
@@ -210,7 +213,9 @@ pub fn root_field_clash(
     table_roots: &HashMap<String, QualifiedTable>,
 ) -> Option<String> {
     table_roots.get(name).map(|table| {
-        format!("the action \"{name}\" conflicts with the root field \"{name}\" of table \"{table}\"")
+        format!(
+            "the action \"{name}\" conflicts with the root field \"{name}\" of table \"{table}\""
+        )
     })
 }
 
@@ -270,26 +275,27 @@ pub(super) fn resolve_actions(
     table_roots: &HashMap<String, QualifiedTable>,
     cache: &mut SchemaCache,
 ) {
-    cache.resolved.custom_types = resolve_type_relationships(&metadata.custom_types, &cache.resolved);
+    cache.resolved.custom_types =
+        resolve_type_relationships(&metadata.custom_types, &cache.resolved);
     for entry in &metadata.actions {
         let outcome = check_action_types(&entry.definition, &metadata.custom_types, db)
             .and_then(|()| resolve_endpoint(&entry.definition))
-            .and_then(|endpoint| match root_field_clash(&entry.name.0, table_roots) {
-                Some(reason) => Err(MetadataError::new(
-                    Code::ConstraintViolation,
-                    JsonPath::root(),
-                    reason,
-                )),
-                None => Ok(endpoint),
-            });
+            .and_then(
+                |endpoint| match root_field_clash(&entry.name.0, table_roots) {
+                    Some(reason) => Err(MetadataError::new(
+                        Code::ConstraintViolation,
+                        JsonPath::root(),
+                        reason,
+                    )),
+                    None => Ok(endpoint),
+                },
+            );
         match outcome {
             Ok((handler, headers)) => {
-                cache.resolved.roles.extend(
-                    entry
-                        .permissions
-                        .iter()
-                        .map(|p| p.role.0.clone()),
-                );
+                cache
+                    .resolved
+                    .roles
+                    .extend(entry.permissions.iter().map(|p| p.role.0.clone()));
                 cache.resolved.actions.push(ResolvedAction {
                     entry: entry.clone(),
                     handler,
@@ -302,7 +308,6 @@ pub(super) fn resolve_actions(
                 kind: "action",
                 definition: json!(entry),
                 reason: err.message,
-                unsupported: false,
                 conflict: false,
             }),
         }

@@ -217,7 +217,6 @@ pub fn capture_drift(metadata: &Metadata, db: &DbModel) -> Vec<Inconsistency> {
                      reload_metadata installs it again",
                     missing.join(", ")
                 ),
-                unsupported: false,
                 conflict: false,
             });
         }

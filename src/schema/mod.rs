@@ -50,26 +50,15 @@ pub struct Inconsistency {
     pub definition: Value,
     /// Why.
     pub reason: String,
-    /// The object belongs to a feature this release does not build yet (its reason starts
-    /// with [`NOT_SUPPORTED_YET`]): reported, but never blocking a metadata write.
-    pub unsupported: bool,
     /// A remote schema clashing with the rest of the schema: a request that introduces it
     /// fails with `remote-schema-conflicts` and this reason as its message.
     pub conflict: bool,
 }
 
-/// Reason given to objects of features that later releases implement.
-pub const NOT_SUPPORTED_YET: &str = "not supported yet";
-
 impl Inconsistency {
     /// Wire shape `{"type","definition","reason"}`.
     pub fn to_json(&self) -> Value {
         json!({"type": self.kind, "definition": self.definition, "reason": self.reason})
-    }
-
-    /// Objects of features not built yet: reported, but they never block a metadata write.
-    pub fn is_unsupported_feature(&self) -> bool {
-        self.unsupported
     }
 }
 
@@ -209,11 +198,10 @@ pub struct SchemaCache {
 }
 
 impl SchemaCache {
-    /// Ids of the inconsistent objects that block writes (unsupported features excluded).
+    /// Ids of the inconsistent objects (they block writes that add more).
     pub fn blocking_ids(&self) -> BTreeSet<ObjectId> {
         self.inconsistencies
             .iter()
-            .filter(|i| !i.is_unsupported_feature())
             .map(|i| i.object.clone())
             .collect()
     }
@@ -263,7 +251,6 @@ pub fn resolve_with(metadata: &Metadata, db: &DbModel, remotes: &remote::Remotes
                     kind: "table",
                     definition: json!(entry.table),
                     reason: err.message,
-                    unsupported: false,
                     conflict: false,
                 });
                 for owned in entry.owned_objects() {
@@ -272,7 +259,6 @@ pub fn resolve_with(metadata: &Metadata, db: &DbModel, remotes: &remote::Remotes
                         kind: owned.kind,
                         definition: owned.definition,
                         reason: reason.clone(),
-                        unsupported: false,
                         conflict: false,
                     });
                 }
@@ -301,7 +287,6 @@ pub fn resolve_with(metadata: &Metadata, db: &DbModel, remotes: &remote::Remotes
             kind: "custom_types",
             definition: json!(metadata.custom_types),
             reason: err.message,
-            unsupported: false,
             conflict: false,
         });
     }
@@ -529,7 +514,6 @@ fn resolve_computed_fields(entry: &TableEntry, db: &DbModel, cache: &mut SchemaC
                 kind: "computed_field",
                 definition: computed_field_definition(&entry.table, cf),
                 reason: err.message,
-                unsupported: false,
                 conflict: false,
             }),
         }
@@ -557,7 +541,6 @@ fn resolve_event_triggers(entry: &TableEntry, db: &DbModel, cache: &mut SchemaCa
                 kind: "event_trigger",
                 definition: event_trigger_definition(&entry.table, trigger),
                 reason: err.message,
-                unsupported: false,
                 conflict: false,
             }),
         }

@@ -199,7 +199,6 @@ fn resolve_kind<P: serde::Serialize>(
                 kind: kind.object_type(),
                 definition: permission_definition(table, perm),
                 reason: err.message,
-                unsupported: false,
                 conflict: false,
             }),
         }

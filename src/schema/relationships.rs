@@ -54,7 +54,6 @@ pub(super) fn resolve_relationships(entry: &TableEntry, cache: &mut SchemaCache)
                 kind,
                 definition,
                 reason,
-                unsupported: false,
                 conflict: false,
             }),
         }

@@ -250,7 +250,6 @@ fn inconsistency(entry: &RemoteSchemaEntry, reason: String, conflict: bool) -> I
         kind: "remote_schema",
         definition: json!(entry),
         reason,
-        unsupported: false,
         conflict,
     }
 }

@@ -137,6 +137,14 @@ pub enum From {
         /// Its alias.
         alias: Alias,
     },
+    /// `jsonb_array_elements(json) WITH ORDINALITY AS alias("$v", "$o")`: the elements of
+    /// a JSON array ([`ELEMENT`]) with their 1-based positions ([`POSITION`]).
+    JsonElements {
+        /// The `jsonb` array.
+        json: Box<Expr>,
+        /// Its alias.
+        alias: Alias,
+    },
     /// `(VALUES (…), (…)) AS alias(c1, c2)`.
     Values {
         /// Rows of expressions.
@@ -147,6 +155,12 @@ pub enum From {
         columns: Vec<Alias>,
     },
 }
+
+/// The element column of [`From::JsonElements`].
+pub const ELEMENT: &str = "$v";
+
+/// The position column of [`From::JsonElements`].
+pub const POSITION: &str = "$o";
 
 /// Sort direction and null placement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -372,6 +386,15 @@ pub enum Expr {
     Tuple(Vec<Expr>),
     /// A function call.
     Call(Box<Call>),
+    /// `CASE WHEN when THEN then ELSE otherwise END`.
+    Case {
+        /// The condition.
+        when: Box<Expr>,
+        /// Its value when the condition holds.
+        then: Box<Expr>,
+        /// Its value otherwise.
+        otherwise: Box<Expr>,
+    },
 }
 
 impl Expr {
@@ -446,6 +469,22 @@ pub enum ParamSource {
     Array(Vec<ParamSource>),
     /// Something an earlier step of the same program produced.
     Step(StepValue),
+    /// A value of an action call of the operation (the response key of its root field),
+    /// worked out by the engine when the call is made.
+    Action(String, ActionPart),
+}
+
+/// The values of an action call that SQL binds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActionPart {
+    /// The arguments, as the handler receives them.
+    Input,
+    /// The client headers stored for the handler (`forward_client_headers`).
+    Headers,
+    /// The handler's validated output.
+    Output,
+    /// The operation's document text.
+    Document,
 }
 
 /// `INSERT INTO … AS alias (columns) VALUES … | DEFAULT VALUES [ON CONFLICT …] RETURNING …`.

@@ -224,6 +224,17 @@ impl Printer {
                 self.push(")");
                 self.alias(alias);
             }
+            From::JsonElements { json, alias } => {
+                self.push("jsonb_array_elements(");
+                self.expr(json);
+                self.push(") WITH ORDINALITY");
+                self.alias(alias);
+                self.push("(");
+                self.push(&quote_ident(ELEMENT));
+                self.push(", ");
+                self.push(&quote_ident(POSITION));
+                self.push(")");
+            }
             From::Values {
                 rows,
                 alias,
@@ -457,6 +468,19 @@ impl Printer {
                 self.push(")");
             }
             Expr::Call(call) => self.call(call),
+            Expr::Case {
+                when,
+                then,
+                otherwise,
+            } => {
+                self.push("CASE WHEN ");
+                self.expr(when);
+                self.push(" THEN ");
+                self.expr(then);
+                self.push(" ELSE ");
+                self.expr(otherwise);
+                self.push(" END");
+            }
         }
     }
 }

@@ -105,6 +105,9 @@ pub enum FieldProgram {
     Constant(Value),
     /// A write and its answer.
     Write(Program),
+    /// A synchronous action: its handler is called at this field's turn, then the program
+    /// shapes the output.
+    Action(Program),
 }
 
 impl fmt::Display for Guard {

@@ -6,6 +6,7 @@
 //! [`State`], so the SQL of a plan is deterministic. Pure: no IO, no request values, no SQL
 //! text (printing is [`crate::sql::print`]'s job). See `docs/architecture.md`.
 
+mod action;
 mod filter;
 mod mutation;
 mod select;
@@ -95,6 +96,8 @@ fn query_select(plan: &QueryPlan) -> Select {
                 RootField::Aggregate(a) => select::aggregate(&mut state, a, None),
                 RootField::Constant(Value::String(s)) => Expr::string(s).cast(PgType::Text),
                 RootField::Constant(_) => Expr::Literal(Literal::Null).cast(PgType::Json),
+                RootField::Action(f) => action::action_field(&mut state, key, f),
+                RootField::ActionResult(r) => action::action_result(&mut state, r),
             };
             (key.as_str(), value)
         })
@@ -122,6 +125,7 @@ fn source(param: &Param) -> ParamSource {
         Param::Session(name) => ParamSource::Session(name.clone()),
         Param::SessionObject => ParamSource::SessionObject,
         Param::Array(items) => ParamSource::Array(items.iter().map(source).collect()),
+        Param::ActionOutput(key) => ParamSource::Action(key.clone(), ActionPart::Output),
     }
 }
 

@@ -33,10 +33,28 @@ pub fn mutation(plan: &MutationPlan) -> MutationProgram {
                     MutationField::Write { action, output } => {
                         FieldProgram::Write(write(action, output))
                     }
+                    MutationField::Action(f) => {
+                        FieldProgram::Action(answer_only(print(&super::action::answer(key, f))))
+                    }
+                    MutationField::AsyncAction(call) => {
+                        FieldProgram::Write(answer_only(print(&super::action::log_call(key, call))))
+                    }
                 };
                 (key.clone(), program)
             })
             .collect(),
+    }
+}
+
+/// A program of one statement whose first cell is the answer.
+fn answer_only(sql: crate::sql::SqlText) -> Program {
+    Program {
+        steps: vec![crate::sql::program::Step {
+            sql,
+            guard: Guard::Always,
+            output: Output::Answer,
+        }],
+        records: 0,
     }
 }
 

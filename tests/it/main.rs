@@ -2,6 +2,7 @@
 
 mod harness;
 
+mod actions;
 mod auth;
 mod catalog;
 mod console;

@@ -10,10 +10,10 @@ use std::time::Duration;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
-type Ws =
+pub(crate) type Ws =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
-const TRANSPORT: &str = "graphql-transport-ws";
+pub(crate) const TRANSPORT: &str = "graphql-transport-ws";
 const APOLLO: &str = "graphql-ws";
 
 /// Fast polls and short timers for tests.
@@ -33,7 +33,7 @@ async fn server(configure: impl FnOnce(&mut ServeConfig)) -> TestServer {
 
 /// Opens a socket on `/v1/graphql` asking for `protocol`; returns it and the protocol the
 /// server chose.
-async fn connect(
+pub(crate) async fn connect(
     s: &TestServer,
     protocol: Option<&str>,
     headers: &[(&str, &str)],
@@ -58,19 +58,19 @@ async fn connect(
     (ws, chosen)
 }
 
-async fn send(ws: &mut Ws, message: Value) {
+pub(crate) async fn send(ws: &mut Ws, message: Value) {
     ws.send(Message::text(message.to_string())).await.unwrap();
 }
 
 /// What the server sent next: a message, or how it closed.
 #[derive(Debug, PartialEq)]
-enum Got {
+pub(crate) enum Got {
     Message(Value),
     Closed(u16, String),
 }
 
 /// The next frame within `secs` seconds, skipping keep-alives (`ka`, `ping`).
-async fn next(ws: &mut Ws, secs: u64) -> Option<Got> {
+pub(crate) async fn next(ws: &mut Ws, secs: u64) -> Option<Got> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
     loop {
         let frame = tokio::time::timeout_at(deadline, ws.next()).await.ok()?;
@@ -94,7 +94,7 @@ async fn next(ws: &mut Ws, secs: u64) -> Option<Got> {
     }
 }
 
-async fn message(ws: &mut Ws) -> Value {
+pub(crate) async fn message(ws: &mut Ws) -> Value {
     match next(ws, 5).await {
         Some(Got::Message(v)) => v,
         other => panic!("expected a message, got {other:?}"),
@@ -114,7 +114,7 @@ async fn quiet(ws: &mut Ws, millis: u64) {
     assert!(got.is_err(), "expected nothing, got {got:?}");
 }
 
-async fn init(ws: &mut Ws, payload: Value) -> Value {
+pub(crate) async fn init(ws: &mut Ws, payload: Value) -> Value {
     send(ws, json!({"type": "connection_init", "payload": payload})).await;
     message(ws).await
 }

@@ -12,6 +12,7 @@ pub use columns::{scalar_for, scalar_for_type, EnumTables};
 pub use write::{MutationKind, MutationRoot, RoleInsert, RoleUpdate, RoleWrite};
 
 use crate::metadata::types::QualifiedTable;
+use crate::schema::actions::{ResolvedAction, ResolvedCustomTypes};
 use crate::schema::{BoolExp, ComputedReturn, RelationshipKind, Resolved, TypeFamily};
 use crate::sql::PgType;
 use indexmap::IndexMap;
@@ -153,6 +154,10 @@ pub struct RoleModel {
     pub write_views: IndexMap<QualifiedTable, RoleTable>,
     /// Enum tables the role's columns may refer to: their GraphQL enum types.
     pub enums: EnumTables,
+    /// Actions the role may call (admin: all), in metadata order.
+    pub actions: Vec<ResolvedAction>,
+    /// The custom types (empty when the role may call no action).
+    pub custom_types: ResolvedCustomTypes,
 }
 
 /// Builds the model of every role: admin and each role named by a permission.
@@ -212,6 +217,12 @@ pub fn build_for(resolved: &Resolved, role: &str, backend_flagged: bool) -> Role
             (w.name.clone(), view)
         })
         .collect();
+    let actions: Vec<ResolvedAction> = resolved
+        .actions
+        .iter()
+        .filter(|a| a.allows(role))
+        .cloned()
+        .collect();
     RoleModel {
         role: role.to_owned(),
         tables,
@@ -220,5 +231,11 @@ pub fn build_for(resolved: &Resolved, role: &str, backend_flagged: bool) -> Role
         mutations,
         write_views,
         enums,
+        custom_types: if actions.is_empty() {
+            ResolvedCustomTypes::default()
+        } else {
+            resolved.custom_types.clone()
+        },
+        actions,
     }
 }

@@ -5,6 +5,7 @@
 //! Introspection root fields are set aside for the introspection schema ([`introspection`]).
 //! Pure: no SQL, no IO. See `docs/architecture.md`.
 
+mod action;
 mod collect;
 mod document;
 mod filter;

@@ -46,6 +46,11 @@ impl<'a> Planner<'a> {
                 self.remote_root(remote, key, fields, "mutation_root", &path)?;
                 continue;
             }
+            if let Some(action) = self.action_on(name, "mutation_root") {
+                let planned = self.action_mutation(action, fields, &path)?;
+                plan.fields.push((key.clone(), planned));
+                continue;
+            }
             let root = self
                 .model
                 .mutations

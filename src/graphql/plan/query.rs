@@ -53,13 +53,26 @@ impl<'a> Planner<'a> {
                         .unwrap_or_default();
                     self.remote_root(remote, key, fields, root_type, &path)?;
                 }
-                "no_queries_available" if self.model.roots.is_empty() && !subscription => {
+                "no_queries_available"
+                    if !subscription
+                        && self
+                            .types
+                            .object_fields("query_root")
+                            .is_some_and(|f| f.contains_key("no_queries_available")) =>
+                {
                     Self::no_selection(field, &path)?;
                     let message = "There are no queries available to the current role: it has no select permission on any table.";
                     data.fields.push((
                         key.clone(),
                         RootField::Constant(Value::String(message.into())),
                     ));
+                }
+                _ if self.action_on(name, root_type).is_some() => {
+                    let action = self
+                        .action_on(name, root_type)
+                        .ok_or_else(|| PlanError::unknown_field(&path, name, root_type))?;
+                    let planned = self.action_root(action, fields, &path, root_type)?;
+                    data.fields.push((key.clone(), planned));
                 }
                 _ => {
                     let planned = self.table_root(name, fields, &path, root_type)?;

@@ -3,6 +3,7 @@
 //! ([`tables`]), comparison types ([`compare`]), aggregate types ([`aggregates`]) and the
 //! mutation root with its inputs ([`mutations`]). Pure. See `docs/architecture.md`.
 
+mod actions;
 mod aggregates;
 mod compare;
 mod mutations;
@@ -20,6 +21,8 @@ struct TypeBuilder<'a> {
     types: TypeSystem,
 }
 
+pub use actions::async_result_fields;
+
 /// The type system of a role: its query root first, then every type its fields use (the
 /// mutation and subscription roots among them when the role has fields there).
 pub fn build(model: &RoleModel) -> TypeSystem {
@@ -30,20 +33,31 @@ pub fn build(model: &RoleModel) -> TypeSystem {
     };
     builder.types.query_root = "query_root".to_owned();
     builder.order_by_enum();
-    let root_fields = builder.query_root_fields(&model.roots);
+    let mut root_fields = builder.query_root_fields(&model.roots);
     for t in model.tables.values() {
         builder.table_types(t);
     }
-    let has_mutations = builder.mutation_types(&model.writes, &model.mutations);
-    // Live queries: the same table fields as the query root, for roles that can select.
-    if !model.roots.is_empty() {
+    let mut has_mutations = builder.mutation_types(&model.writes, &model.mutations);
+    let actions = builder.action_roots(&model.actions, &model.custom_types);
+    // Live queries: the same table fields as the query root, and asynchronous actions'
+    // results.
+    let mut subscription_fields = root_fields.clone();
+    subscription_fields.extend(actions.subscription);
+    if !subscription_fields.is_empty() {
         builder.types.add(TypeDef::Object {
             name: "subscription_root".to_owned(),
             description: None,
-            fields: root_fields.clone(),
+            fields: subscription_fields,
             interfaces: Vec::new(),
         });
         builder.types.subscription_root = Some("subscription_root".to_owned());
+    }
+    root_fields.extend(actions.query);
+    if root_fields.is_empty() {
+        root_fields.insert(
+            "no_queries_available".to_owned(),
+            FieldDef::new("no_queries_available", TypeRef::non_null("String")),
+        );
     }
     builder.types.add(TypeDef::Object {
         name: "query_root".to_owned(),
@@ -51,6 +65,18 @@ pub fn build(model: &RoleModel) -> TypeSystem {
         fields: root_fields,
         interfaces: Vec::new(),
     });
+    if !actions.mutation.is_empty() {
+        builder.types.add(TypeDef::Object {
+            name: "mutation_root".to_owned(),
+            description: None,
+            fields: IndexMap::new(),
+            interfaces: Vec::new(),
+        });
+        if let Some(TypeDef::Object { fields, .. }) = builder.types.types.get_mut("mutation_root") {
+            fields.extend(actions.mutation);
+        }
+        has_mutations = true;
+    }
     if has_mutations {
         builder.types.mutation_root = Some("mutation_root".to_owned());
     }
@@ -115,7 +141,8 @@ fn with_args(mut field: FieldDef, args: Vec<InputValueDef>) -> FieldDef {
 }
 
 impl TypeBuilder<'_> {
-    /// The fields of `query_root` (a placeholder when the role may select nothing).
+    /// The table fields of `query_root` (the caller adds a placeholder when the root would
+    /// have no field at all).
     pub(super) fn query_root_fields(
         &self,
         roots: &IndexMap<String, RootField>,
@@ -154,12 +181,6 @@ impl TypeBuilder<'_> {
                 }
             };
             root_fields.insert(field.clone(), def);
-        }
-        if root_fields.is_empty() {
-            root_fields.insert(
-                "no_queries_available".to_owned(),
-                FieldDef::new("no_queries_available", TypeRef::non_null("String")),
-            );
         }
         root_fields
     }

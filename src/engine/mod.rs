@@ -3,6 +3,8 @@
 //! `{"data": …}` as it is; only an operation that mixes introspection and data fields merges
 //! parsed values. Errors are [`GraphqlError`]s; `http/error.rs` turns them into bodies.
 
+mod actions;
+
 use crate::execute::{self, Binding, Connection, ExecuteError};
 use crate::graphql::introspection;
 use crate::graphql::ir::{QueryPlan, RootField};
@@ -96,6 +98,16 @@ pub enum GraphqlError {
     /// A remote schema's part of the operation failed.
     #[error(transparent)]
     Remote(#[from] crate::remote::forward::ForwardError),
+    /// An action's handler failed or answered something unusable (boxed: it carries the
+    /// whole exchange).
+    #[error(transparent)]
+    Action(Box<crate::actions::ActionError>),
+}
+
+impl From<crate::actions::ActionError> for GraphqlError {
+    fn from(error: crate::actions::ActionError) -> Self {
+        GraphqlError::Action(Box::new(error))
+    }
 }
 
 impl From<ExecuteError> for GraphqlError {
@@ -248,6 +260,7 @@ fn live(compiled: Compiled, session: &Session) -> Result<LiveOperation, GraphqlE
     let binding = Binding {
         variables: &compiled.variables,
         session: &session.variables,
+        actions: None,
     };
     let values = execute::bind(&sql.params, &binding, None)?;
     let observes_session = observes_session(
@@ -294,6 +307,8 @@ struct Compiled {
     role: Arc<RoleSchema>,
     plan: Arc<CachedPlan>,
     variables: Map<String, Value>,
+    /// The document, as action handlers receive it (`request_query`).
+    document: String,
 }
 
 /// The role's schema, the allow-list, then the cached plan or a new one.
@@ -347,6 +362,7 @@ fn compiled(
         role,
         plan: compiled,
         variables,
+        document: request.query,
     })
 }
 
@@ -363,26 +379,33 @@ async fn execute_compiled(
         plan: compiled,
         variables,
         served,
+        document,
     } = compiled;
+    let mut calls = actions::prepare(served, caller, &compiled.planned, variables, document)?;
     let binding = Binding {
         variables,
         session: &caller.session.variables,
+        actions: None,
     };
     let remotes = remote_calls(served, caller, &compiled.planned, variables)?;
     if let Some(program) = &compiled.program {
         let span = tracing::debug_span!("sql", "db.system" = "postgresql", kind = "mutation");
-        return run_mutation(
+        let run = Mutation {
             state,
+            served,
+            caller,
             program,
-            &binding,
-            &compiled.planned,
-            remotes,
-            cookies,
-        )
-        .instrument(span)
-        .await;
+            binding,
+            planned: &compiled.planned,
+        };
+        return run.run(&mut calls, remotes, cookies).instrument(span).await;
     }
     let database = async {
+        actions::call_queries(served, caller, &compiled.planned, &mut calls).await?;
+        let binding = Binding {
+            actions: (!calls.is_empty()).then_some(&calls),
+            ..binding
+        };
         match &compiled.sql {
             Some(sql) => {
                 let client = state.pool.get().await.map_err(ExecuteError::from)?;
@@ -570,72 +593,117 @@ fn constants_only(plan: &QueryPlan) -> Option<Bytes> {
     (!object.is_empty()).then(|| Bytes::from(Value::Object(object).to_string()))
 }
 
-/// Runs a mutation: the session setting, then every database root field's program in order,
-/// in one transaction; then the remote schemas' fields, each remote once. Any error rolls the
-/// database part back (a remote's own writes cannot be), and no partial data is answered.
-async fn run_mutation(
-    state: &AppState,
-    program: &MutationProgram,
-    binding: &Binding<'_>,
-    planned: &plan::Planned,
-    remotes: Vec<forward::Call<'_>>,
-    cookies: &mut Vec<http::HeaderValue>,
-) -> Result<Bytes, GraphqlError> {
-    let mut written: Map<String, Value> = Map::new();
-    let mut body = Vec::from(&b"{\"data\":{"[..]);
-    let mut client = None;
-    if !program.fields.is_empty() {
-        client = Some(state.pool.get().await.map_err(ExecuteError::from)?);
-    }
-    let tx = match client.as_mut() {
-        Some(client) => Some(client.transaction().await.map_err(ExecuteError::from)?),
-        None => None,
-    };
-    if let Some(tx) = &tx {
-        let conn = Connection::of_transaction(tx, &state.counters);
-        execute::statement(conn, &program.session, binding).await?;
-        if let Some(context) = crate::telemetry::current_trace_context() {
-            execute::set_trace_context(conn, &context).await?;
+/// A mutation to run, and what it runs with.
+struct Mutation<'a> {
+    state: &'a AppState,
+    served: &'a Served,
+    caller: Caller<'a>,
+    program: &'a MutationProgram,
+    binding: Binding<'a>,
+    planned: &'a plan::Planned,
+}
+
+impl Mutation<'_> {
+    /// Runs the session setting, then every database root field's program in order, in one
+    /// transaction (a synchronous action's handler is called at its field's turn, its output
+    /// shaped in the same transaction); then the remote schemas' fields, each remote once.
+    /// Any error rolls the database part back (a handler's or a remote's own writes cannot
+    /// be), and no partial data is answered.
+    async fn run(
+        self,
+        calls: &mut actions::Calls,
+        remotes: Vec<forward::Call<'_>>,
+        cookies: &mut Vec<http::HeaderValue>,
+    ) -> Result<Bytes, GraphqlError> {
+        let Mutation {
+            state,
+            served,
+            caller,
+            program,
+            binding,
+            planned,
+        } = self;
+        let mut written: Map<String, Value> = Map::new();
+        let mut body = Vec::from(&b"{\"data\":{"[..]);
+        let mut client = None;
+        if !program.fields.is_empty() {
+            client = Some(state.pool.get().await.map_err(ExecuteError::from)?);
         }
-        for (i, (key, field)) in program.fields.iter().enumerate() {
-            if i > 0 {
-                body.push(b',');
+        let tx = match client.as_mut() {
+            Some(client) => Some(client.transaction().await.map_err(ExecuteError::from)?),
+            None => None,
+        };
+        if let Some(tx) = &tx {
+            let conn = Connection::of_transaction(tx, &state.counters);
+            execute::statement(conn, &program.session, &binding).await?;
+            if let Some(context) = crate::telemetry::current_trace_context() {
+                execute::set_trace_context(conn, &context).await?;
             }
-            body.extend_from_slice(Value::String(key.clone()).to_string().as_bytes());
-            body.push(b':');
-            match field {
-                FieldProgram::Constant(v) => body.extend_from_slice(v.to_string().as_bytes()),
-                FieldProgram::Write(write) => {
-                    let bytes =
-                        execute::run_program(conn, write, binding)
-                            .await
-                            .map_err(|error| GraphqlError::Execute {
-                                field: (!error.is_request_level()).then(|| key.clone()),
-                                error: Box::new(error),
-                            })?;
-                    body.extend_from_slice(&bytes);
+            for (i, (key, field)) in program.fields.iter().enumerate() {
+                if i > 0 {
+                    body.push(b',');
                 }
+                body.extend_from_slice(Value::String(key.clone()).to_string().as_bytes());
+                body.push(b':');
+                let write = match field {
+                    FieldProgram::Constant(v) => {
+                        body.extend_from_slice(v.to_string().as_bytes());
+                        continue;
+                    }
+                    FieldProgram::Write(write) => write,
+                    FieldProgram::Action(answer) => {
+                        let action = action_of(planned, key)?;
+                        actions::call_one(served, caller, key, action, calls).await?;
+                        answer
+                    }
+                };
+                let binding = Binding {
+                    actions: (!calls.is_empty()).then_some(&*calls),
+                    ..binding
+                };
+                let bytes = execute::run_program(conn, write, &binding)
+                    .await
+                    .map_err(|error| GraphqlError::Execute {
+                        field: (!error.is_request_level()).then(|| key.clone()),
+                        error: Box::new(error),
+                    })?;
+                body.extend_from_slice(&bytes);
             }
         }
-    }
-    body.extend_from_slice(b"}}");
-    let answered = forward_all(remotes).await?;
-    if let Some(tx) = tx {
-        tx.commit().await.map_err(ExecuteError::from)?;
-    }
-    if answered.is_empty() {
-        return Ok(Bytes::from(body));
-    }
-    // Remote fields mixed in: merge by key, in the order of the document.
-    if !program.fields.is_empty() {
-        let database: Value =
-            serde_json::from_slice(&body).map_err(|e| GraphqlError::Merge(e.to_string()))?;
-        if let Some(Value::Object(data)) = database.get("data") {
-            written.extend(data.clone());
+        body.extend_from_slice(b"}}");
+        let answered = forward_all(remotes).await?;
+        if let Some(tx) = tx {
+            tx.commit().await.map_err(ExecuteError::from)?;
         }
+        if answered.is_empty() {
+            return Ok(Bytes::from(body));
+        }
+        // Remote fields mixed in: merge by key, in the order of the document.
+        if !program.fields.is_empty() {
+            let database: Value =
+                serde_json::from_slice(&body).map_err(|e| GraphqlError::Merge(e.to_string()))?;
+            if let Some(Value::Object(data)) = database.get("data") {
+                written.extend(data.clone());
+            }
+        }
+        merge_remote(&mut written, answered, planned, cookies);
+        Ok(in_document_order(written, &planned.keys))
     }
-    merge_remote(&mut written, answered, planned, cookies);
-    Ok(in_document_order(written, &planned.keys))
+}
+
+/// The action a synchronous mutation action field at `key` calls.
+fn action_of<'a>(planned: &'a plan::Planned, key: &str) -> Result<&'a str, GraphqlError> {
+    planned
+        .mutation
+        .iter()
+        .flat_map(|m| m.fields.iter())
+        .find_map(|(k, f)| match f {
+            crate::graphql::ir::MutationField::Action(a) if k == key => {
+                Some(a.call.action.as_str())
+            }
+            _ => None,
+        })
+        .ok_or_else(|| GraphqlError::Merge(format!("no action call at \"{key}\"")))
 }
 
 /// Body of `POST /v1/graphql/explain`.
@@ -688,11 +756,13 @@ pub async fn explain(state: &AppState, request: ExplainRequest) -> Result<Value,
     let binding = Binding {
         variables: &variables,
         session: &session,
+        actions: None,
     };
     let client = state.pool.get().await.map_err(ExecuteError::from)?;
     let mut out = Vec::new();
     for (key, field) in &compiled.planned.data.fields {
-        if matches!(field, RootField::Constant(_)) {
+        // Constants have no SQL; an action's statement needs its handler's answer first.
+        if matches!(field, RootField::Constant(_) | RootField::Action(_)) {
             continue;
         }
         let single = QueryPlan {

@@ -1,0 +1,143 @@
+//! The action calls of one operation: what SQL binds of each (arguments, kept headers, the
+//! document, and once the handler has answered, its output), and the handler calls
+//! themselves — a query's all at once before its statement runs, a mutation's each at its
+//! field's turn.
+
+use super::{Caller, GraphqlError};
+use crate::actions::{self, Call};
+use crate::execute::ActionValues;
+use crate::graphql::ir::{ActionCall, MutationField, RootField};
+use crate::graphql::plan::Planned;
+use crate::schema::actions::ResolvedAction;
+use crate::state::Served;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// The action calls of an operation by response key, with the values SQL binds of each.
+pub(super) type Calls = BTreeMap<String, ActionValues>;
+
+/// The calls an operation makes (query actions, synchronous and asynchronous mutation
+/// actions), their values worked out from the request.
+pub(super) fn prepare(
+    served: &Served,
+    caller: Caller<'_>,
+    planned: &Planned,
+    variables: &Map<String, Value>,
+    document: &str,
+) -> Result<Calls, GraphqlError> {
+    let query = planned.data.fields.iter().filter_map(|(key, f)| match f {
+        RootField::Action(a) => Some((key, &a.call)),
+        _ => None,
+    });
+    let mutation = planned
+        .mutation
+        .iter()
+        .flat_map(|m| m.fields.iter())
+        .filter_map(|(key, f)| match f {
+            MutationField::Action(a) => Some((key, &a.call)),
+            MutationField::AsyncAction(call) => Some((key, call)),
+            _ => None,
+        });
+    let mut calls = Calls::new();
+    for (key, call) in query.chain(mutation) {
+        let action = find(served, call)?;
+        calls.insert(
+            key.clone(),
+            ActionValues {
+                input: actions::input(&call.input, variables),
+                headers: Value::Object(actions::forwarded_headers(action, caller.headers)),
+                output: Value::Null,
+                document: Value::String(document.to_owned()),
+            },
+        );
+    }
+    Ok(calls)
+}
+
+/// The served action a call names.
+fn find<'a>(served: &'a Served, call: &ActionCall) -> Result<&'a ResolvedAction, GraphqlError> {
+    served
+        .schema
+        .resolved
+        .actions
+        .iter()
+        .find(|a| a.name() == call.action)
+        .ok_or_else(|| GraphqlError::Merge(format!("the action \"{}\" is gone", call.action)))
+}
+
+/// Calls the handler of the action at `key` and keeps its output for SQL to bind.
+pub(super) async fn call_one(
+    served: &Served,
+    caller: Caller<'_>,
+    key: &str,
+    action: &str,
+    calls: &mut Calls,
+) -> Result<(), GraphqlError> {
+    let resolved = &served.schema.resolved;
+    let action = resolved
+        .actions
+        .iter()
+        .find(|a| a.name() == action)
+        .ok_or_else(|| GraphqlError::Merge(format!("the action \"{action}\" is gone")))?;
+    let values = calls
+        .get(key)
+        .ok_or_else(|| GraphqlError::Merge(format!("no action call at \"{key}\"")))?;
+    let session = caller.session.to_json();
+    let forwarded = match &values.headers {
+        Value::Object(map) => map.clone(),
+        _ => Map::new(),
+    };
+    let document = values.document.as_str().unwrap_or_default().to_owned();
+    let request = Call {
+        action,
+        input: &values.input,
+        session: &session,
+        document: &document,
+        forwarded: &forwarded,
+    };
+    let span = tracing::debug_span!("action.call", "otel.kind" = "client", action = %action.name());
+    let output =
+        tracing::Instrument::instrument(actions::call(request, &resolved.custom_types), span)
+            .await?;
+    if let Some(values) = calls.get_mut(key) {
+        values.output = output;
+    }
+    Ok(())
+}
+
+/// Calls the handlers of a query's actions, all at once; the first failure (in document
+/// order) fails the operation.
+pub(super) async fn call_queries(
+    served: &Served,
+    caller: Caller<'_>,
+    planned: &Planned,
+    calls: &mut Calls,
+) -> Result<(), GraphqlError> {
+    let wanted: Vec<(String, String)> = planned
+        .data
+        .fields
+        .iter()
+        .filter_map(|(key, f)| match f {
+            RootField::Action(a) => Some((key.clone(), a.call.action.clone())),
+            _ => None,
+        })
+        .collect();
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let results = futures_util::future::join_all(wanted.iter().map(|(key, action)| {
+        let mut own = Calls::new();
+        if let Some(v) = calls.get(key) {
+            own.insert(key.clone(), v.clone());
+        }
+        async move {
+            call_one(served, caller, key, action, &mut own).await?;
+            Ok::<_, GraphqlError>(own)
+        }
+    }))
+    .await;
+    for result in results {
+        calls.extend(result?);
+    }
+    Ok(())
+}

@@ -1,0 +1,195 @@
+//! Actions in a role's schema (`docs/actions.md`, "Schema"): each action the role may call as
+//! a query or mutation root field; an asynchronous action's mutation answers its id, and its
+//! result is read by id from the query and subscription roots. The custom types the actions
+//! reach (arguments, outputs, and their fields, recursively) join the schema under their own
+//! names; an object type's relationships to tables appear where the role may select the table.
+
+use super::{list_args, with_args, TypeBuilder};
+use crate::graphql::types::*;
+use crate::metadata::types::ActionType;
+use crate::schema::actions::{ResolvedAction, ResolvedCustomTypes};
+use crate::schema::RelationshipKind;
+use indexmap::IndexMap;
+
+/// The root fields actions add, by root.
+#[derive(Debug, Default)]
+pub(super) struct ActionRoots {
+    /// `query_root`: query actions, and asynchronous results by id.
+    pub query: IndexMap<String, FieldDef>,
+    /// `mutation_root`: mutation actions.
+    pub mutation: IndexMap<String, FieldDef>,
+    /// `subscription_root`: asynchronous results by id.
+    pub subscription: IndexMap<String, FieldDef>,
+}
+
+/// The fields of an asynchronous action's result object, `output` typed as the action's
+/// output (nullable: it is null until the handler answered).
+pub fn async_result_fields(output: &TypeRef) -> IndexMap<String, FieldDef> {
+    [
+        FieldDef::new("id", TypeRef::non_null("uuid")),
+        FieldDef::new("created_at", TypeRef::non_null("timestamptz")),
+        FieldDef::new("errors", TypeRef::named("json")),
+        FieldDef::new("output", output.nullable().clone()),
+    ]
+    .into_iter()
+    .map(|f| (f.name.clone(), f))
+    .collect()
+}
+
+impl TypeBuilder<'_> {
+    /// The root fields of the role's actions, registering every type they use.
+    pub(super) fn action_roots(
+        &mut self,
+        actions: &[ResolvedAction],
+        custom: &ResolvedCustomTypes,
+    ) -> ActionRoots {
+        let mut roots = ActionRoots::default();
+        for action in actions {
+            let definition = &action.entry.definition;
+            let Some(output) = TypeRef::parse(&definition.output_type) else {
+                continue;
+            };
+            let mut args = Vec::new();
+            for argument in &definition.arguments {
+                let Some(ty) = TypeRef::parse(&argument.arg_type) else {
+                    continue;
+                };
+                self.custom_input(ty.base(), custom);
+                let mut arg = InputValueDef::new(argument.name.0.clone(), ty);
+                arg.description = argument.description.clone();
+                args.push(arg);
+            }
+            self.custom_object(output.base(), custom);
+            let name = action.name();
+            let mut field = with_args(FieldDef::new(name, output.clone()), args);
+            field.description = action.entry.comment.clone();
+            if action.is_async() {
+                field.ty = TypeRef::non_null("uuid");
+                self.scalar("uuid");
+                self.scalar("timestamptz");
+                self.scalar("json");
+                self.types.add(TypeDef::Object {
+                    name: name.to_owned(),
+                    description: Some(format!("the result of the asynchronous action \"{name}\"")),
+                    fields: async_result_fields(&output),
+                    interfaces: Vec::new(),
+                });
+                let result = FieldDef::new(name, TypeRef::named(name))
+                    .arg(InputValueDef::new("id", TypeRef::non_null("uuid")))
+                    .describe(format!("the result of the asynchronous action \"{name}\""));
+                roots.query.insert(name.to_owned(), result.clone());
+                roots.subscription.insert(name.to_owned(), result);
+                roots.mutation.insert(name.to_owned(), field);
+            } else if definition.action_type == ActionType::Query {
+                roots.query.insert(name.to_owned(), field);
+            } else {
+                roots.mutation.insert(name.to_owned(), field);
+            }
+        }
+        roots
+    }
+
+    /// Registers a type an argument names: a scalar, a custom enum, or a custom input object
+    /// with everything its fields name.
+    fn custom_input(&mut self, name: &str, custom: &ResolvedCustomTypes) {
+        if self.types.get(name).is_some() {
+            return;
+        }
+        if let Some(input) = custom.input_object(name) {
+            let fields: IndexMap<String, InputValueDef> = input
+                .fields
+                .iter()
+                .filter_map(|f| {
+                    let ty = TypeRef::parse(&f.field_type)?;
+                    let mut def = InputValueDef::new(f.name.0.clone(), ty);
+                    def.description = f.description.clone();
+                    Some((f.name.0.clone(), def))
+                })
+                .collect();
+            let bases: Vec<String> = fields.values().map(|f| f.ty.base().to_owned()).collect();
+            self.types.add(TypeDef::Input {
+                name: name.to_owned(),
+                description: input.description.clone(),
+                fields,
+            });
+            for base in bases {
+                self.custom_input(&base, custom);
+            }
+            return;
+        }
+        self.custom_leaf(name, custom);
+    }
+
+    /// Registers an output type: a custom object with its fields' types and the relationships
+    /// the role can follow, or a leaf.
+    fn custom_object(&mut self, name: &str, custom: &ResolvedCustomTypes) {
+        if self.types.get(name).is_some() {
+            return;
+        }
+        let Some(object) = custom.object(name) else {
+            self.custom_leaf(name, custom);
+            return;
+        };
+        let mut fields: IndexMap<String, FieldDef> = object
+            .fields
+            .iter()
+            .filter_map(|f| {
+                let ty = TypeRef::parse(&f.field_type)?;
+                let mut def = FieldDef::new(f.name.0.clone(), ty);
+                def.description = f.description.clone();
+                Some((f.name.0.clone(), def))
+            })
+            .collect();
+        let bases: Vec<String> = fields.values().map(|f| f.ty.base().to_owned()).collect();
+        for rel in custom.relationships.get(name).into_iter().flatten() {
+            let Some(table) = self.tables.get(&rel.target) else {
+                continue;
+            };
+            let t = &table.type_name;
+            let def = match rel.kind {
+                RelationshipKind::Object => FieldDef::new(&rel.name, TypeRef::named(t)),
+                RelationshipKind::Array => with_args(
+                    FieldDef::new(&rel.name, TypeRef::list_of_non_null(t)),
+                    list_args(t),
+                ),
+            };
+            fields.insert(rel.name.clone(), def);
+        }
+        self.types.add(TypeDef::Object {
+            name: name.to_owned(),
+            description: object.description.clone(),
+            fields,
+            interfaces: Vec::new(),
+        });
+        for base in bases {
+            self.custom_object(&base, custom);
+        }
+    }
+
+    /// Registers a custom enum or a scalar (built-in, Postgres or custom).
+    fn custom_leaf(&mut self, name: &str, custom: &ResolvedCustomTypes) {
+        if let Some(e) = custom.enumeration(name) {
+            self.types.add(TypeDef::Enum {
+                name: name.to_owned(),
+                description: e.description.clone(),
+                values: e
+                    .values
+                    .iter()
+                    .map(|v| EnumValueDef {
+                        name: v.value.0.clone(),
+                        description: v.description.clone(),
+                    })
+                    .collect(),
+            });
+            return;
+        }
+        if let Some(s) = custom.scalar(name) {
+            self.types.add(TypeDef::Scalar {
+                name: name.to_owned(),
+                description: s.description.clone(),
+            });
+            return;
+        }
+        self.scalar(name);
+    }
+}
