@@ -34,46 +34,59 @@ fn field_of(json: Expr, field: &str) -> Expr {
 }
 
 /// The JSON of an output (`json`, a `jsonb` expression the handler's answer was validated
-/// against the declared type) shaped by `select`: null stays null.
+/// against the declared type) shaped by `select`: null stays null. `json` appears once in the
+/// statement (a handler's answer is bound once, however it is used).
 pub(super) fn output(state: &mut State, json: Expr, select: &OutputSelect) -> Expr {
-    if !select.list {
-        let alias = state.alias();
-        let object = object(state, &alias, &select.object);
-        let rows = FromItem::Subquery {
+    let holder = state.alias();
+    let this = Expr::column(&holder, ELEMENT);
+    let body = if select.list {
+        list(state, this, &select.object)
+    } else {
+        single(state, this, &select.object)
+    };
+    Expr::Subquery(Box::new(SqlSelect {
+        from: Some(FromItem::Subquery {
             select: Box::new(SqlSelect {
-                list: row_columns(Expr::column(&Alias::fixed("_o"), ELEMENT), &select.object),
-                from: Some(FromItem::Subquery {
-                    select: Box::new(SqlSelect {
-                        list: vec![SelectItem::named(json, ELEMENT)],
-                        ..SqlSelect::default()
-                    }),
-                    alias: Alias::fixed("_o"),
-                }),
+                list: vec![SelectItem::named(json, ELEMENT)],
+                ..SqlSelect::default()
+            }),
+            alias: holder,
+        }),
+        ..SqlSelect::expr(body)
+    }))
+}
+
+/// One output object (or null) from `this`.
+fn single(state: &mut State, this: Expr, shape: &OutputObject) -> Expr {
+    let alias = state.alias();
+    let object = object(state, &alias, shape);
+    Expr::Subquery(Box::new(SqlSelect {
+        from: Some(FromItem::Subquery {
+            select: Box::new(SqlSelect {
+                list: row_columns(this, shape),
                 ..SqlSelect::default()
             }),
             alias,
-        };
-        return Expr::Subquery(Box::new(SqlSelect {
-            from: Some(rows),
-            ..SqlSelect::expr(object)
-        }));
-    }
+        }),
+        ..SqlSelect::expr(object)
+    }))
+}
+
+/// A list of output objects from `this`, in order (null when `this` is not an array).
+fn list(state: &mut State, this: Expr, shape: &OutputObject) -> Expr {
     let elements = state.alias();
     let alias = state.alias();
-    let object = object(state, &alias, &select.object);
-    let mut list = vec![SelectItem::named(
+    let object = object(state, &alias, shape);
+    let mut columns = vec![SelectItem::named(
         Expr::column(&elements, POSITION),
         POSITION,
     )];
-    list.extend(row_columns(
-        Expr::column(&elements, ELEMENT),
-        &select.object,
-    ));
+    columns.extend(row_columns(Expr::column(&elements, ELEMENT), shape));
     let rows = FromItem::Subquery {
         select: Box::new(SqlSelect {
-            list,
+            list: columns,
             from: Some(FromItem::JsonElements {
-                json: Box::new(json.clone()),
+                json: Box::new(this.clone()),
                 alias: elements,
             }),
             ..SqlSelect::default()
@@ -91,7 +104,7 @@ pub(super) fn output(state: &mut State, json: Expr, select: &OutputSelect) -> Ex
         ))
     }));
     Expr::Case {
-        when: Box::new(is_json(json, "array")),
+        when: Box::new(is_json(this, "array")),
         then: Box::new(array),
         otherwise: Box::new(Expr::null().cast(PgType::Json)),
     }

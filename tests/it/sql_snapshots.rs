@@ -55,7 +55,7 @@ pub fn program_text(program: &basalt::sql::program::MutationProgram) -> String {
     use basalt::sql::program::FieldProgram;
     let mut parts = Vec::new();
     for (key, field) in &program.fields {
-        let FieldProgram::Write(write) = field else {
+        let (FieldProgram::Write(write) | FieldProgram::Action(write)) = field else {
             continue;
         };
         for (i, step) in write.steps.iter().enumerate() {
@@ -181,4 +181,71 @@ async fn generated_mutation_sql() {
         assert_eq!(session, "SELECT\n  set_config('basalt.user', $1, true)");
         insta::assert_snapshot!(name, program_text(&program), query);
     }
+}
+
+#[tokio::test]
+async fn generated_action_sql() {
+    let s = TestServer::blog().await;
+    s.ok(json!({"type": "set_custom_types", "args": {"objects": [
+        {"name": "Card", "fields": [{"name": "ok", "type": "Boolean!"}, {"name": "author_id", "type": "Int"},
+                                    {"name": "inner", "type": "[Inner!]"}],
+         "relationships": [
+            {"name": "author", "type": "object", "remote_table": "author", "field_mapping": {"author_id": "id"}},
+            {"name": "articles", "type": "array", "remote_table": "article", "field_mapping": {"author_id": "author_id"}}]},
+        {"name": "Inner", "fields": [{"name": "n", "type": "Int"}]}]}}))
+        .await;
+    for (name, definition) in [
+        (
+            "card",
+            json!({"type": "query", "handler": "http://127.0.0.1:9/card", "output_type": "[Card!]!"}),
+        ),
+        (
+            "archive",
+            json!({"handler": "http://127.0.0.1:9/a", "output_type": "Card"}),
+        ),
+        (
+            "later",
+            json!({"handler": "http://127.0.0.1:9/l", "output_type": "Card", "kind": "asynchronous",
+                         "arguments": [{"name": "id", "type": "Int!"}]}),
+        ),
+    ] {
+        s.ok(json!({"type": "create_action", "args": {"name": name, "definition": definition}}))
+            .await;
+        s.ok(json!({"type": "create_action_permission", "args": {"action": name, "role": "user"}}))
+            .await;
+    }
+    let (client, conn) = tokio_postgres::connect(&s.db_url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let snapshot = basalt::catalog::build(&client).await.unwrap();
+    let model = model::build(&snapshot.schema.resolved, "user");
+    let types = basalt::graphql::typegen::build(&model);
+    let limits = plan::Limits {
+        max_depth: 64,
+        max_root_fields: 100,
+    };
+    let plan_of = |query: &str| {
+        let prepared = plan::prepare(query, None).unwrap();
+        plan::plan(
+            &model,
+            &types,
+            &snapshot.schema.resolved,
+            &prepared,
+            &Map::new(),
+            limits,
+        )
+        .unwrap()
+    };
+    // A query action joined to tables with the user's permissions, and an asynchronous
+    // result read by id for the same session.
+    let planned = plan_of(
+        r#"{ card { ok inner { n } author { name } articles(limit: 1) { title } } later(id: "00000000-0000-0000-0000-000000000000") { id errors output { ok author { id } } } }"#,
+    );
+    let (sql, params) = pretty(&translate::query(&planned.data));
+    insta::assert_snapshot!("action_query", format!("{sql}\n\n-- params\n{params}"));
+    // A synchronous mutation action shaped after its call, an asynchronous one logged.
+    let planned = plan_of(r#"mutation { archive { ok author { name } } later(id: 3) }"#);
+    let program = translate::mutation(&planned.mutation.unwrap());
+    insta::assert_snapshot!("action_mutation", program_text(&program));
 }
