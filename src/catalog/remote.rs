@@ -99,6 +99,7 @@ pub async fn world(
     Ok(Remotes {
         stored,
         check: Some(crate::graphql::remote::check),
+        action_types: Some(crate::graphql::typegen::action_type_clashes),
         fetched: BTreeMap::new(),
     })
 }

@@ -4,7 +4,7 @@
 //! catalog's part, in the same transaction. See `docs/actions.md`. Must not do IO, read the
 //! clock, or edit anything but the `Metadata` it returns.
 
-use crate::introspect::DbModel;
+use super::Context;
 use crate::metadata::error::{
     already_exists, not_exists_in_metadata, parse_failed, Code, MetadataError, Result,
 };
@@ -168,7 +168,7 @@ impl ActionOp {
         &self,
         metadata: &Metadata,
         cache: &SchemaCache,
-        db: &DbModel,
+        ctx: Context<'_>,
     ) -> Result<Metadata> {
         let mut next = metadata.clone();
         let position = |name: &str| metadata.actions.iter().position(|a| a.name.0 == name);
@@ -187,7 +187,7 @@ impl ActionOp {
                         format!("action with name \"{name}\" already exists"),
                     ));
                 }
-                check(entry, metadata, cache, db)?;
+                check(entry, metadata, cache, ctx)?;
                 next.actions.push((**entry).clone());
             }
             ActionOp::Update {
@@ -199,7 +199,7 @@ impl ActionOp {
                 let mut entry = metadata.actions[i].clone();
                 entry.definition = (**definition).clone();
                 entry.comment = comment.clone();
-                check(&entry, metadata, cache, db)?;
+                check(&entry, metadata, cache, ctx)?;
                 next.actions[i] = entry;
             }
             ActionOp::Drop { name, .. } => {
@@ -272,10 +272,10 @@ fn check(
     entry: &ActionEntry,
     metadata: &Metadata,
     cache: &SchemaCache,
-    db: &DbModel,
+    ctx: Context<'_>,
 ) -> Result<()> {
     let definition = JsonPath::args().key("definition");
-    check_action_types(&entry.definition, &metadata.custom_types, db)
+    check_action_types(&entry.definition, &metadata.custom_types, ctx.db)
         .map_err(|e| e.under(&definition))?;
     resolve_endpoint(&entry.definition).map_err(|e| e.under(&definition))?;
     let roots = crate::schema::table_root_fields(&cache.resolved);
@@ -285,6 +285,25 @@ fn check(
             JsonPath::args().key("name"),
             reason,
         ));
+    }
+    if let Some(type_check) = ctx.remotes.action_types {
+        let (handler, headers) = resolve_endpoint(&entry.definition)?;
+        let candidate = crate::schema::actions::ResolvedAction {
+            entry: entry.clone(),
+            handler,
+            headers,
+            timeout: crate::schema::actions::timeout(&entry.definition),
+        };
+        let mut resolved = cache.resolved.clone();
+        resolved.actions.clear();
+        resolved.custom_types.types = metadata.custom_types.clone();
+        if let Some(Some(reason)) = type_check(&resolved, &[candidate]).into_iter().next() {
+            return Err(MetadataError::new(
+                Code::ConstraintViolation,
+                definition,
+                reason,
+            ));
+        }
     }
     Ok(())
 }

@@ -323,7 +323,7 @@ pub fn apply(metadata: &Metadata, op: &MetadataOp, ctx: Context<'_>) -> Result<O
         MetadataOp::Collection(c) => c.apply(metadata).map(done),
         MetadataOp::EventTrigger(e) => e.apply(metadata, &cache()).map(done),
         MetadataOp::RemoteSchema(r) => r.apply(metadata, ctx).map(done),
-        MetadataOp::Action(a) => a.apply(metadata, &cache(), ctx.db).map(done),
+        MetadataOp::Action(a) => a.apply(metadata, &cache(), ctx).map(done),
         MetadataOp::Manage(m) => m.apply(metadata, &cache(), ctx),
     }
 }

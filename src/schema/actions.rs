@@ -273,10 +273,12 @@ pub(super) fn resolve_actions(
     metadata: &Metadata,
     db: &DbModel,
     table_roots: &HashMap<String, QualifiedTable>,
+    type_check: Option<super::remote::ActionTypeCheck>,
     cache: &mut SchemaCache,
 ) {
     cache.resolved.custom_types =
         resolve_type_relationships(&metadata.custom_types, &cache.resolved);
+    let mut candidates = Vec::new();
     for entry in &metadata.actions {
         let outcome = check_action_types(&entry.definition, &metadata.custom_types, db)
             .and_then(|()| resolve_endpoint(&entry.definition))
@@ -292,11 +294,7 @@ pub(super) fn resolve_actions(
             );
         match outcome {
             Ok((handler, headers)) => {
-                cache
-                    .resolved
-                    .roles
-                    .extend(entry.permissions.iter().map(|p| p.role.0.clone()));
-                cache.resolved.actions.push(ResolvedAction {
+                candidates.push(ResolvedAction {
                     entry: entry.clone(),
                     handler,
                     headers,
@@ -311,5 +309,26 @@ pub(super) fn resolve_actions(
                 conflict: false,
             }),
         }
+    }
+    let verdicts = match type_check {
+        Some(check) if !candidates.is_empty() => check(&cache.resolved, &candidates),
+        _ => Vec::new(),
+    };
+    for (i, action) in candidates.into_iter().enumerate() {
+        if let Some(reason) = verdicts.get(i).cloned().flatten() {
+            cache.inconsistencies.push(Inconsistency {
+                object: ObjectId::Action(action.name().to_owned()),
+                kind: "action",
+                definition: json!(action.entry),
+                reason,
+                conflict: false,
+            });
+            continue;
+        }
+        cache
+            .resolved
+            .roles
+            .extend(action.entry.permissions.iter().map(|p| p.role.0.clone()));
+        cache.resolved.actions.push(action);
     }
 }

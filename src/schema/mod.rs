@@ -296,7 +296,7 @@ pub fn resolve_with(metadata: &Metadata, db: &DbModel, remotes: &remote::Remotes
         .values()
         .flat_map(|t| t.permissions.keys().cloned())
         .collect();
-    actions::resolve_actions(metadata, db, &root_fields, &mut cache);
+    actions::resolve_actions(metadata, db, &root_fields, remotes.action_types, &mut cache);
     remote::resolve_remotes(&metadata.remote_schemas, remotes, &mut cache);
     cache
 }

@@ -34,6 +34,10 @@ pub struct StoredRemote {
 /// merged).
 pub type MergeCheck = fn(&Resolved, &[ResolvedRemote]) -> Vec<Option<String>>;
 
+/// Checks the custom types each action reaches against the type names the tables generate;
+/// answers, per action, why it cannot be served (`None`: it can).
+pub type ActionTypeCheck = fn(&Resolved, &[super::actions::ResolvedAction]) -> Vec<Option<String>>;
+
 /// Why introspecting a definition failed, as a request that needed it fails.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FetchFailure {
@@ -66,6 +70,9 @@ pub struct Remotes {
     pub stored: BTreeMap<String, StoredRemote>,
     /// The GraphQL layer's clash rule; without it every remote with a stored schema merges.
     pub check: Option<MergeCheck>,
+    /// The GraphQL layer's rule for actions' custom type names (they must not be names the
+    /// tables' types already use); without it every action's types are taken as they are.
+    pub action_types: Option<ActionTypeCheck>,
     /// What this request introspected, by (name, definition hash).
     pub fetched: BTreeMap<(String, String), Result<(), FetchFailure>>,
 }

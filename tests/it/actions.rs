@@ -790,3 +790,51 @@ async fn a_call_in_flight_when_its_engine_dies_is_closed_as_interrupted_never_se
     assert_eq!(handler.calls("hang").len(), 1, "never sent twice");
     drop(second);
 }
+
+#[tokio::test]
+async fn custom_types_named_like_table_types_cannot_serve_an_action() {
+    let (s, _handler, base) = blog_with_handler().await;
+    s.ok(json!({"type": "set_custom_types", "args": {"objects": [
+        {"name": "author", "fields": [{"name": "name", "type": "String"}]},
+        {"name": "Fine", "fields": [{"name": "name", "type": "String"}]}]}}))
+        .await;
+    let r = s
+        .fails(
+            create(
+                "who",
+                json!({"handler": format!("{base}/card"), "output_type": "author"}),
+            ),
+            400,
+            "constraint-violation",
+            "$.args.definition",
+        )
+        .await;
+    assert_eq!(
+        r["error"],
+        "the type \"author\" of action \"who\" has the name of a type the tracked tables generate"
+    );
+    // An asynchronous action's result type is named after it.
+    let r = s
+        .fails(
+            create(
+                "article_bool_exp",
+                json!({"handler": format!("{base}/card"), "output_type": "Fine", "kind": "asynchronous"}),
+            ),
+            400,
+            "constraint-violation",
+            "$.args.definition",
+        )
+        .await;
+    assert!(
+        r["error"]
+            .as_str()
+            .unwrap()
+            .contains("\"article_bool_exp\""),
+        "{r}"
+    );
+    s.ok(create(
+        "who",
+        json!({"handler": format!("{base}/card"), "output_type": "Fine", "type": "query"}),
+    ))
+    .await;
+}

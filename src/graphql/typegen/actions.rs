@@ -10,6 +10,7 @@ use crate::metadata::types::ActionType;
 use crate::schema::actions::{ResolvedAction, ResolvedCustomTypes};
 use crate::schema::RelationshipKind;
 use indexmap::IndexMap;
+use std::collections::BTreeSet;
 
 /// The root fields actions add, by root.
 #[derive(Debug, Default)]
@@ -34,6 +35,71 @@ pub fn async_result_fields(output: &TypeRef) -> IndexMap<String, FieldDef> {
     .into_iter()
     .map(|f| (f.name.clone(), f))
     .collect()
+}
+
+/// The custom types an action reaches (its arguments, its output, their fields recursively),
+/// by name; built-in and Postgres scalars are not custom types and are left out.
+fn reached(action: &ResolvedAction, custom: &ResolvedCustomTypes) -> BTreeSet<String> {
+    let definition = &action.entry.definition;
+    let mut todo: Vec<String> = definition
+        .arguments
+        .iter()
+        .map(|a| a.arg_type.clone())
+        .chain([definition.output_type.clone()])
+        .filter_map(|t| TypeRef::parse(&t).map(|t| t.base().to_owned()))
+        .collect();
+    let mut out = BTreeSet::new();
+    while let Some(name) = todo.pop() {
+        let fields: Vec<&str> = if let Some(o) = custom.object(&name) {
+            o.fields.iter().map(|f| f.field_type.as_str()).collect()
+        } else if let Some(i) = custom.input_object(&name) {
+            i.fields.iter().map(|f| f.field_type.as_str()).collect()
+        } else if custom.enumeration(&name).is_some() || custom.scalar(&name).is_some() {
+            Vec::new()
+        } else {
+            continue;
+        };
+        if out.insert(name) {
+            todo.extend(
+                fields
+                    .into_iter()
+                    .filter_map(|t| TypeRef::parse(t).map(|t| t.base().to_owned())),
+            );
+        }
+    }
+    out
+}
+
+/// For each action: why it cannot be served next to the tables, if it cannot — a custom type
+/// it reaches, or its asynchronous result type, has the name of a type the tables generate
+/// (`author`, `author_bool_exp`, …), which would make one name mean two types.
+pub fn action_type_clashes(
+    resolved: &crate::schema::Resolved,
+    actions: &[ResolvedAction],
+) -> Vec<Option<String>> {
+    let tables = super::build(&crate::graphql::model::build(
+        resolved,
+        crate::graphql::model::ADMIN,
+    ));
+    let custom = &resolved.custom_types;
+    actions
+        .iter()
+        .map(|action| {
+            let mut names = reached(action, custom);
+            if action.is_async() {
+                names.insert(action.name().to_owned());
+            }
+            names
+                .into_iter()
+                .find(|n| tables.get(n).is_some())
+                .map(|n| {
+                    format!(
+                        "the type \"{n}\" of action \"{}\" has the name of a type the tracked tables generate",
+                        action.name()
+                    )
+                })
+        })
+        .collect()
 }
 
 impl TypeBuilder<'_> {

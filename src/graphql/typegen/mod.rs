@@ -21,7 +21,7 @@ struct TypeBuilder<'a> {
     types: TypeSystem,
 }
 
-pub use actions::async_result_fields;
+pub use actions::{action_type_clashes, async_result_fields};
 
 /// The type system of a role: its query root first, then every type its fields use (the
 /// mutation and subscription roots among them when the role has fields there).
