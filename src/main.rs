@@ -91,9 +91,6 @@ async fn export(command: &basalt::config::ExportCommand) -> anyhow::Result<()> {
         }
         ExportFormat::Crds => {
             let export = basalt::controller::export::resources(&metadata, &command.namespace)?;
-            for skipped in &export.skipped {
-                eprintln!("basalt: not exported: {skipped}");
-            }
             match &command.out {
                 Some(_) => export.files()?,
                 None => vec![(String::new(), export.stream()?)],

@@ -107,8 +107,11 @@ pub fn classify(err: &MetadataError, cleanup: bool) -> Reason {
         Code::NotFound if err.missing.is_none() => Reason::ApplyFailed,
         Code::NotExists | Code::NotFound => waiting(err.missing),
         // The wire code of some missing references (a computed field named by a select
-        // permission): still something another resource or a migration brings.
-        Code::ConstraintViolation if err.missing.is_some() => waiting(err.missing),
+        // permission, a custom type an action's argument names): still something another
+        // resource or a migration brings.
+        Code::ConstraintViolation | Code::InvalidParams if err.missing.is_some() => {
+            waiting(err.missing)
+        }
         Code::ParseFailed
         | Code::InvalidCustomTypes
         | Code::InvalidParams
@@ -245,6 +248,27 @@ mod tests {
                 err(Code::ConstraintViolation, "x"),
                 false,
                 Reason::InvalidSpec,
+            ),
+            // An action's output or argument type that no custom type defines yet: another
+            // resource (a CustomTypeSet) brings it. One of the wrong kind is the spec's fault.
+            (
+                in_metadata("the type: \"ArchiveResult\" is not an object type defined in custom types"),
+                false,
+                Reason::DependencyNotReady,
+            ),
+            (
+                err(Code::InvalidParams, "the type: \"ArchiveInput\" is not defined in custom types or it is not a scalar/enum/input_object")
+                    .with_missing(Missing::Metadata),
+                false,
+                Reason::DependencyNotReady,
+            ),
+            (err(Code::InvalidParams, "x"), false, Reason::InvalidSpec),
+            // An action's handler template or header variable unset in the controller.
+            (
+                err(Code::NotFound, "cannot find environment variable BLOG_ACTIONS_URL for the action handler")
+                    .with_missing(Missing::Environment),
+                false,
+                Reason::ApplyFailed,
             ),
             (err(Code::AlreadyExists, "x"), false, Reason::Conflict),
             (err(Code::AlreadyTracked, "x"), false, Reason::Conflict),

@@ -1,8 +1,12 @@
 //! The `basalt.dev/v1alpha1` custom resources whose metadata operations exist today
 //! (`docs/kubernetes.md`, "Kinds"): TrackedTable, Permission, ComputedField, EventTrigger,
-//! RemoteSchema, CustomTypeSet, QueryCollection and AllowListEntry. Spec fields are the metadata
-//! API's argument fields in camelCase; user data (BoolExps, presets, column maps) passes through
-//! verbatim.
+//! RemoteSchema, Action (`crd/action.rs`), CustomTypeSet, QueryCollection and AllowListEntry. Spec
+//! fields are the metadata API's argument fields in camelCase; user data (BoolExps, presets,
+//! column maps) passes through verbatim.
+
+mod action;
+
+pub use action::*;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::{CustomResource, KubeSchema};
@@ -467,8 +471,8 @@ pub struct TriggerOperationSpec {
     pub payload: Option<Value>,
 }
 
-/// A header sent with each request (an event delivery, a call to a remote schema): a literal
-/// value, or an environment variable's for secrets.
+/// A header sent with each request (an event delivery, a call to a remote schema or an
+/// action's handler): a literal value, or an environment variable's for secrets.
 #[derive(KubeSchema, Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(

@@ -256,13 +256,15 @@ fn drop_rank(key: &str) -> u8 {
     match key.split(':').next() {
         Some("allowlist") => 0,
         Some("permission") => 1,
-        Some("event_trigger") => 2,
-        Some("relationship") => 3,
-        Some("computed_field") => 4,
-        Some("query_collection") => 5,
-        Some("remote_schema") => 6,
-        Some("custom_type") => 7,
-        _ => 8,
+        Some("action_permission") => 2,
+        Some("event_trigger") => 3,
+        Some("relationship") => 4,
+        Some("computed_field") => 5,
+        Some("query_collection") => 6,
+        Some("action") => 7,
+        Some("remote_schema") => 8,
+        Some("custom_type") => 9,
+        _ => 10,
     }
 }
 
@@ -332,6 +334,10 @@ fn create_request(object: &Object) -> Option<Value> {
             "table": t, "name": c.name, "definition": c.definition, "comment": c.comment}}),
         Object::EventTrigger(t, e) => event_trigger_request(t, e),
         Object::RemoteSchema(r) => json!({"type": "add_remote_schema", "args": r}),
+        // The entry holds no permissions: each is an object and a request of its own.
+        Object::Action(a) => json!({"type": "create_action", "args": a}),
+        Object::ActionPermission(action, p) => json!({"type": "create_action_permission",
+            "args": {"action": action, "role": p.role, "comment": p.comment}}),
         Object::Collection(c) => json!({"type": "create_query_collection", "args": c}),
         Object::Allowlist(a) => json!({"type": "add_collection_to_allowlist", "args": a}),
         Object::CustomType(_) => return None,
@@ -359,6 +365,10 @@ fn drop_request(object: &Object, cascade: bool) -> Option<Value> {
         Object::RemoteSchema(r) => {
             json!({"type": "remove_remote_schema", "args": {"name": r.name}})
         }
+        // `clear_data` keeps its default: an asynchronous action's logged calls go with it.
+        Object::Action(a) => json!({"type": "drop_action", "args": {"name": a.name}}),
+        Object::ActionPermission(action, p) => json!({"type": "drop_action_permission",
+            "args": {"action": action, "role": p.role}}),
         Object::Collection(c) => json!({"type": "drop_query_collection",
             "args": {"collection": c.name, "cascade": cascade}}),
         Object::Allowlist(a) => json!({"type": "drop_collection_from_allowlist", "args": a}),
@@ -472,8 +482,17 @@ fn push_update(
             types.keys.push(key);
             types.put.push(d.clone());
         }
+        // A full replacement of the definition and comment that keeps the action's
+        // permissions (and an asynchronous action's logged calls).
+        (Object::Action(_), Object::Action(d)) => op(
+            plan,
+            &key,
+            json!({"type": "update_action", "args": {
+                "name": d.name, "definition": d.definition, "comment": d.comment}}),
+        ),
         // A remote schema has no replace flag: it is removed and added again in the same
-        // bulk, so the new definition is introspected and a failure keeps the old one.
+        // bulk, so the new definition is introspected and a failure keeps the old one. So is
+        // an action permission whose comment changed (it has no comment setter).
         _ => recreate(plan, metadata, &key, current, desired),
     }
 }

@@ -42,11 +42,9 @@ pub struct Exported {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Export {
     /// Resources, dependencies first: tables, then per table its computed fields,
-    /// permissions and event triggers, then custom types, collections, the allow-list and
-    /// remote schemas.
+    /// permissions and event triggers, then custom types, collections, the allow-list, remote
+    /// schemas and actions (each with its permissions).
     pub resources: Vec<Exported>,
-    /// Objects no kind exists for yet (actions).
-    pub skipped: Vec<String>,
 }
 
 /// A Kubernetes object name (RFC 1123 subdomain) from metadata names.
@@ -322,6 +320,55 @@ fn remote_schema(r: &RemoteSchemaEntry) -> Value {
     Value::Object(spec)
 }
 
+/// An action with its permissions, metadata field → CRD field. Header values read from the
+/// environment stay the variable's name; `{{VARIABLE}}` templates in the handler stay as
+/// written.
+fn action(a: &ActionEntry) -> Value {
+    let d = &a.definition;
+    let mut definition = Map::new();
+    definition.insert("type".into(), json!(d.action_type));
+    put(&mut definition, "kind", d.kind.map(|k| json!(k)));
+    if !d.arguments.is_empty() {
+        let arguments: Vec<Value> = d
+            .arguments
+            .iter()
+            .map(|arg| {
+                let mut m = Map::new();
+                m.insert("name".into(), json!(arg.name.0));
+                m.insert("type".into(), json!(arg.arg_type));
+                put(&mut m, "description", text(&arg.description));
+                Value::Object(m)
+            })
+            .collect();
+        definition.insert("arguments".into(), Value::Array(arguments));
+    }
+    definition.insert("outputType".into(), json!(d.output_type));
+    definition.insert("handler".into(), json!(d.handler));
+    put(&mut definition, "headers", headers(&d.headers));
+    if d.forward_client_headers {
+        definition.insert("forwardClientHeaders".into(), json!(true));
+    }
+    put(&mut definition, "timeout", d.timeout.map(|t| json!(t)));
+    let mut spec = Map::new();
+    spec.insert("name".into(), json!(a.name.0));
+    spec.insert("definition".into(), Value::Object(definition));
+    put(&mut spec, "comment", text(&a.comment));
+    if !a.permissions.is_empty() {
+        let permissions: Vec<Value> = a
+            .permissions
+            .iter()
+            .map(|p| {
+                let mut m = Map::new();
+                m.insert("role".into(), json!(p.role.0));
+                put(&mut m, "comment", text(&p.comment));
+                Value::Object(m)
+            })
+            .collect();
+        spec.insert("permissions".into(), Value::Array(permissions));
+    }
+    Value::Object(spec)
+}
+
 fn fields(fields: &[TypeField]) -> Value {
     Value::Array(
         fields
@@ -542,9 +589,7 @@ pub fn resources(metadata: &Metadata, namespace: &str) -> Result<Export, ExportE
         b.push::<RemoteSchema>("RemoteSchema", &[&r.name.0], remote_schema(r))?;
     }
     for a in &metadata.actions {
-        b.export
-            .skipped
-            .push(format!("action {} (no Action kind yet)", a.name.0));
+        b.push::<Action>("Action", &[&a.name.0], action(a))?;
     }
     Ok(b.export)
 }
@@ -618,7 +663,6 @@ mod tests {
         ]}))
         .unwrap();
         let export = resources(&metadata, "blog").unwrap();
-        assert!(export.skipped.is_empty(), "{:?}", export.skipped);
         let specs: Vec<(&str, &str, &Value)> = export
             .resources
             .iter()
@@ -654,5 +698,68 @@ mod tests {
         }
         let files = export.files().unwrap();
         assert_eq!(files[0].0, "remoteschema-newsletter.yaml");
+    }
+
+    #[test]
+    fn actions_are_exported_with_their_permissions() {
+        let metadata: Metadata = serde_json::from_value(json!({"version": 2, "tables": [],
+        "actions": [
+            {"name": "archiveArticle", "comment": "soft delete",
+             "definition": {"handler": "{{BLOG_ACTIONS_URL}}/archive", "output_type": "ArchiveResult",
+                "arguments": [{"name": "id", "type": "Int!", "description": "the article"}],
+                "kind": "asynchronous", "timeout": 20, "forward_client_headers": true,
+                "headers": [{"name": "X-Secret", "value_from_env": "BLOG_ACTIONS_SECRET"}]},
+             "permissions": [{"role": "editor", "comment": "desk"}, {"role": "user"}]},
+            {"name": "articleStats", "definition": {"type": "query",
+                "handler": "http://stats.blog.svc/stats", "output_type": "[Stat!]!"}}
+        ]}))
+        .unwrap();
+        let export = resources(&metadata, "blog").unwrap();
+        let specs: Vec<(&str, &str, &Value)> = export
+            .resources
+            .iter()
+            .map(|r| (r.kind, r.name.as_str(), &r.manifest["spec"]))
+            .collect();
+        assert_eq!(
+            specs,
+            vec![
+                (
+                    "Action",
+                    "archivearticle",
+                    &json!({"name": "archiveArticle", "comment": "soft delete", "definition": {
+                        "type": "mutation", "kind": "asynchronous",
+                        "arguments": [{"name": "id", "type": "Int!", "description": "the article"}],
+                        "outputType": "ArchiveResult", "handler": "{{BLOG_ACTIONS_URL}}/archive",
+                        "headers": [{"name": "X-Secret", "valueFromEnv": "BLOG_ACTIONS_SECRET"}],
+                        "forwardClientHeaders": true, "timeout": 20},
+                        "permissions": [{"role": "editor", "comment": "desk"}, {"role": "user"}]})
+                ),
+                (
+                    "Action",
+                    "articlestats",
+                    &json!({"name": "articleStats", "definition": {"type": "query",
+                        "outputType": "[Stat!]!", "handler": "http://stats.blog.svc/stats"}})
+                ),
+            ]
+        );
+        // What is exported declares the same catalog objects, and passes the CRD's rules.
+        let catalog = crate::metadata::objects::catalog_objects(&metadata);
+        let mut declared = Vec::new();
+        for r in &export.resources {
+            let resource: Action = serde_json::from_value(r.manifest.clone()).unwrap();
+            resource.validate_cel().expect("the CRD's rules accept it");
+            declared.extend(super::super::mapping::action_objects(&resource.spec).unwrap());
+        }
+        assert_eq!(declared.len(), catalog.len());
+        for object in declared {
+            assert_eq!(
+                Some(&object),
+                catalog.get(&object.key()),
+                "{}",
+                object.key()
+            );
+        }
+        let files = export.files().unwrap();
+        assert_eq!(files[0].0, "action-archivearticle.yaml");
     }
 }

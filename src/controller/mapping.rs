@@ -9,10 +9,11 @@ use crate::metadata::objects::{table_settings, CustomType, Object};
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::{
-    AllowlistEntry, CollectionEntry, ComputedFieldEntry, CustomTypes, EventTriggerEntry,
-    PermissionEntry, QualifiedTable, RemoteSchemaEntry, TableEntry,
+    ActionEntry, ActionPermission, AllowlistEntry, CollectionEntry, ComputedFieldEntry,
+    CustomTypes, EventTriggerEntry, PermissionEntry, QualifiedTable, RemoteSchemaEntry, TableEntry,
 };
 use crate::metadata::{Code, MetadataError};
+use crate::ops::actions::ActionOp;
 use crate::ops::events::EventTriggerOp;
 use crate::ops::remote_schemas::RemoteSchemaOp;
 use serde_json::{json, Map, Value};
@@ -336,6 +337,99 @@ pub fn remote_schema(spec: &RemoteSchemaSpec) -> Result<RemoteSchemaEntry, Metad
     }
 }
 
+/// The `create_action` arguments an Action stands for: `{name, definition, comment}`, the body
+/// of `{"type": "create_action", "args": …}` (its permissions are separate requests).
+pub fn action_json(spec: &ActionSpec) -> Value {
+    let d = &spec.definition;
+    let mut definition = Map::new();
+    definition.insert("handler".into(), json!(d.handler));
+    definition.insert("output_type".into(), json!(d.output_type));
+    definition.insert(
+        "forward_client_headers".into(),
+        json!(d.forward_client_headers),
+    );
+    if !d.headers.is_empty() {
+        definition.insert("headers".into(), headers_json(&d.headers));
+    }
+    if !d.arguments.is_empty() {
+        let arguments: Vec<Value> = d
+            .arguments
+            .iter()
+            .map(|a| {
+                let mut m = Map::new();
+                m.insert("name".into(), json!(a.name));
+                m.insert("type".into(), json!(a.arg_type));
+                put(&mut m, "description", &a.description);
+                Value::Object(m)
+            })
+            .collect();
+        definition.insert("arguments".into(), Value::Array(arguments));
+    }
+    definition.insert("type".into(), json!(d.action_type));
+    put(&mut definition, "kind", &d.kind);
+    put(&mut definition, "timeout", &d.timeout);
+    let mut m = Map::new();
+    m.insert("name".into(), json!(spec.name));
+    m.insert("definition".into(), Value::Object(definition));
+    put(&mut m, "comment", &spec.comment);
+    Value::Object(m)
+}
+
+/// The `create_action_permission` arguments of one of an Action's permissions.
+pub fn action_permission_json(action: &str, permission: &ActionPermissionSpec) -> Value {
+    let mut m = Map::new();
+    m.insert("action".into(), json!(action));
+    m.insert("role".into(), json!(permission.role));
+    put(&mut m, "comment", &permission.comment);
+    Value::Object(m)
+}
+
+/// An Action as the catalog's action entry (without permissions), parsed and shape-checked by
+/// the metadata API's own `create_action` parser. Whether its types exist and its environment
+/// variables are set is the operation's check when it is applied.
+pub fn action(spec: &ActionSpec) -> Result<ActionEntry, MetadataError> {
+    let path = spec_path();
+    match ActionOp::parse("create_action", &action_json(spec), &path)? {
+        Some(ActionOp::Create(entry)) => Ok(*entry),
+        // The parser answers `create_action` with `Create`; anything else is a bug.
+        _ => Err(MetadataError::new(
+            Code::Unexpected,
+            path,
+            "create_action did not parse as an action",
+        )),
+    }
+}
+
+/// An Action's permissions, each parsed by the metadata API's own `create_action_permission`
+/// parser. A role listed twice is refused here, as the second request would be.
+pub fn action_permissions(spec: &ActionSpec) -> Result<Vec<ActionPermission>, MetadataError> {
+    let mut out: Vec<ActionPermission> = Vec::new();
+    for (i, p) in spec.permissions.iter().enumerate() {
+        let path = spec_path().key("permissions").index(i);
+        let args = action_permission_json(&spec.name, p);
+        let permission = match ActionOp::parse("create_action_permission", &args, &path)? {
+            Some(ActionOp::CreatePermission { permission, .. }) => permission,
+            // The parser answers `create_action_permission` so; anything else is a bug.
+            _ => {
+                return Err(MetadataError::new(
+                    Code::Unexpected,
+                    path,
+                    "create_action_permission did not parse as an action permission",
+                ))
+            }
+        };
+        if out.iter().any(|q| q.role == permission.role) {
+            return Err(MetadataError::new(
+                Code::ParseFailed,
+                path.key("role"),
+                format!("the role \"{}\" is listed more than once", permission.role),
+            ));
+        }
+        out.push(permission);
+    }
+    Ok(out)
+}
+
 fn fields_json(fields: &[TypeFieldSpec]) -> Value {
     Value::Array(
         fields
@@ -476,6 +570,20 @@ pub fn event_trigger_objects(spec: &EventTriggerSpec) -> Result<Vec<Object>, Met
 /// The catalog object a RemoteSchema declares.
 pub fn remote_schema_objects(spec: &RemoteSchemaSpec) -> Result<Vec<Object>, MetadataError> {
     Ok(vec![Object::RemoteSchema(remote_schema(spec)?)])
+}
+
+/// The catalog objects an Action declares: the action, then one per permission.
+pub fn action_objects(spec: &ActionSpec) -> Result<Vec<Object>, MetadataError> {
+    let entry = action(spec)?;
+    let permissions = action_permissions(spec)?;
+    let name = entry.name.clone();
+    let mut out = vec![Object::Action(Box::new(entry))];
+    out.extend(
+        permissions
+            .into_iter()
+            .map(|p| Object::ActionPermission(name.clone(), p)),
+    );
+    Ok(out)
 }
 
 /// The catalog objects a CustomTypeSet declares: one per type.

@@ -25,6 +25,7 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         crd::ComputedField::crd(),
         crd::EventTrigger::crd(),
         crd::RemoteSchema::crd(),
+        crd::Action::crd(),
         crd::CustomTypeSet::crd(),
         crd::QueryCollection::crd(),
         crd::AllowListEntry::crd(),

@@ -110,6 +110,8 @@ kind!(TrackedTable, super::mapping::tracked_table_objects);
 kind!(Permission, super::mapping::permission_objects);
 kind!(ComputedField, super::mapping::computed_field_objects);
 kind!(EventTrigger, super::mapping::event_trigger_objects);
+// `Action` alone is kube's requeue decision here.
+kind!(super::crd::Action, super::mapping::action_objects);
 kind!(CustomTypeSet, super::mapping::custom_type_objects, no_cel);
 kind!(QueryCollection, super::mapping::query_collection_objects);
 kind!(AllowListEntry, super::mapping::allowlist_objects);

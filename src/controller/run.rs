@@ -30,6 +30,7 @@ macro_rules! each_kind {
         $m!(ComputedField);
         $m!(EventTrigger);
         $m!(RemoteSchema);
+        $m!(Action);
         $m!(CustomTypeSet);
         $m!(QueryCollection);
         $m!(AllowListEntry);

@@ -104,6 +104,11 @@ pub enum Object {
     EventTrigger(QualifiedTable, EventTriggerEntry),
     /// A remote GraphQL server (its definition; the introspection result is not part of it).
     RemoteSchema(RemoteSchemaEntry),
+    /// An action's own settings (definition and comment); its permissions are separate
+    /// objects, so the entry's permission list is always empty here.
+    Action(Box<ActionEntry>),
+    /// One role's permission to call an action, with the action's name.
+    ActionPermission(GraphQLName, ActionPermission),
     /// One custom type.
     CustomType(CustomType),
     /// A query collection.
@@ -140,6 +145,24 @@ pub fn remote_schema_key(name: &str) -> String {
     format!("remote_schema:{}", segment(name))
 }
 
+/// The key of an action: `action:<name>`.
+pub fn action_key(name: &str) -> String {
+    format!("action:{}", segment(name))
+}
+
+/// The key of an action permission: `action_permission:<action>.<role>`.
+pub fn action_permission_key(action: &str, role: &str) -> String {
+    format!("action_permission:{}.{}", segment(action), segment(role))
+}
+
+/// The action entry with only its own settings (what [`Object::Action`] holds).
+pub fn action_settings(entry: &ActionEntry) -> ActionEntry {
+    ActionEntry {
+        permissions: Vec::new(),
+        ..entry.clone()
+    }
+}
+
 impl Object {
     /// The object's key (`docs/kubernetes.md`, "Kinds"), e.g. `permission:public.article.user.select`.
     pub fn key(&self) -> String {
@@ -166,6 +189,8 @@ impl Object {
             }
             Object::EventTrigger(_, e) => event_trigger_key(&e.name.0),
             Object::RemoteSchema(r) => remote_schema_key(&r.name.0),
+            Object::Action(a) => action_key(&a.name.0),
+            Object::ActionPermission(action, p) => action_permission_key(&action.0, &p.role.0),
             Object::CustomType(c) => format!("custom_type:{}", segment(c.name())),
             Object::Collection(c) => format!("query_collection:{}", segment(&c.name.0)),
             Object::Allowlist(a) => format!("allowlist:{}", segment(&a.collection.0)),
@@ -210,6 +235,17 @@ impl Object {
             Object::EventTrigger(t, e) => event_trigger_definition(t, e),
             // The entry as stored, the definition inconsistencies of remote schemas carry.
             Object::RemoteSchema(r) => serde_json::to_value(r).unwrap_or(Value::Null),
+            // The `create_action` arguments, as the catalog stores the entry (without its
+            // permissions, which are objects of their own).
+            Object::Action(a) => serde_json::to_value(action_settings(a)).unwrap_or(Value::Null),
+            // The `create_action_permission` arguments.
+            Object::ActionPermission(action, p) => {
+                let mut v = json!({"action": action, "role": p.role});
+                if let Some(comment) = &p.comment {
+                    v["comment"] = json!(comment);
+                }
+                v
+            }
             Object::CustomType(c) => json!({"type": c.kind(), "definition": c.definition()}),
             Object::Collection(c) => serde_json::to_value(c).unwrap_or(Value::Null),
             Object::Allowlist(a) => serde_json::to_value(a).unwrap_or(Value::Null),
@@ -255,6 +291,7 @@ pub fn object_id_key(id: &ObjectId) -> Option<String> {
         ),
         ObjectId::EventTrigger(_, name) => event_trigger_key(name),
         ObjectId::RemoteSchema(name) => remote_schema_key(name),
+        ObjectId::Action(name) => action_key(name),
         _ => return None,
     })
 }
@@ -291,6 +328,12 @@ pub fn catalog_objects(metadata: &Metadata) -> BTreeMap<String, Object> {
     }
     for r in &metadata.remote_schemas {
         out.push(Object::RemoteSchema(r.clone()));
+    }
+    for a in &metadata.actions {
+        out.push(Object::Action(Box::new(action_settings(a))));
+        for p in &a.permissions {
+            out.push(Object::ActionPermission(a.name.clone(), p.clone()));
+        }
     }
     for c in CustomType::all(&metadata.custom_types) {
         out.push(Object::CustomType(c));
@@ -531,7 +574,12 @@ mod tests {
             "allowlist": [{"collection": "allowed"}],
             "custom_types": {"scalars": [{"name": "Email"}]},
             "remote_schemas": [{"name": "geo.v2", "definition": {"url_from_env": "GEO_URL",
-                "headers": [{"name": "Authorization", "value_from_env": "GEO_TOKEN"}], "timeout_seconds": 10}}]
+                "headers": [{"name": "Authorization", "value_from_env": "GEO_TOKEN"}], "timeout_seconds": 10}}],
+            "actions": [{"name": "archiveArticle", "comment": "soft delete",
+                "definition": {"handler": "{{ACTIONS_URL}}/archive", "output_type": "ArchiveResult",
+                    "arguments": [{"name": "id", "type": "Int!"}], "kind": "asynchronous",
+                    "headers": [{"name": "X-Secret", "value_from_env": "ACTION_SECRET"}]},
+                "permissions": [{"role": "editor", "comment": "desk"}, {"role": "team.lead"}]}]
         }))
         .unwrap()
     }
@@ -542,6 +590,9 @@ mod tests {
         assert_eq!(
             keys,
             vec![
+                "action:archiveArticle",
+                "action_permission:archiveArticle.\"team.lead\"",
+                "action_permission:archiveArticle.editor",
                 "allowlist:allowed",
                 "custom_type:Email",
                 "event_trigger:\"article.published\"",
@@ -612,6 +663,51 @@ mod tests {
     }
 
     #[test]
+    fn actions_and_their_permissions_are_keyed_in_every_form() {
+        let metadata = library();
+        let catalog = catalog_objects(&metadata);
+        let key = "action:archiveArticle";
+        let action = &catalog[key];
+        assert_eq!(action.wire_type(), "action");
+        assert_eq!(action.table(), None, "an action belongs to no table");
+        // The action's own settings, as `create_action` takes them: its permissions are
+        // objects of their own, so adding one through the API is no change to the action.
+        assert_eq!(
+            action.canonical(),
+            json!({"name": "archiveArticle", "comment": "soft delete",
+                "definition": {"handler": "{{ACTIONS_URL}}/archive", "output_type": "ArchiveResult",
+                    "arguments": [{"name": "id", "type": "Int!"}], "type": "mutation",
+                    "kind": "asynchronous",
+                    "headers": [{"name": "X-Secret", "value_from_env": "ACTION_SECRET"}]}})
+        );
+        // Inconsistencies report the whole entry (permissions included) under type `action`;
+        // its owner is found by name.
+        let reported = serde_json::to_value(&metadata.actions[0]).unwrap();
+        assert_eq!(item_key("action", &reported).as_deref(), Some(key));
+        let id = ObjectId::Action("archiveArticle".into());
+        assert_eq!(object_id_key(&id).as_deref(), Some(key));
+        assert_eq!(item_key("action", &json!({"handler": "x"})), None);
+
+        let key = "action_permission:archiveArticle.\"team.lead\"";
+        let permission = &catalog[key];
+        assert_eq!(permission.wire_type(), "action_permission");
+        assert_eq!(
+            permission.canonical(),
+            json!({"action": "archiveArticle", "role": "team.lead"})
+        );
+        let item = permission.item();
+        assert_eq!(
+            item_key("action_permission", &item["definition"]).as_deref(),
+            Some(key)
+        );
+        assert_eq!(
+            catalog["action_permission:archiveArticle.editor"].canonical(),
+            json!({"action": "archiveArticle", "role": "editor", "comment": "desk"})
+        );
+        assert_eq!(item_key("action_permission", &json!({"role": "x"})), None);
+    }
+
+    #[test]
     fn hash_ignores_key_order() {
         let a = json!({"b": 1, "a": {"y": [1, {"q": 1, "p": 2}], "x": null}});
         let b = json!({"a": {"x": null, "y": [1, {"p": 2, "q": 1}]}, "b": 1});
@@ -676,6 +772,8 @@ impl Object {
             Object::ComputedField(..) => "computed_field",
             Object::EventTrigger(..) => "event_trigger",
             Object::RemoteSchema(_) => "remote_schema",
+            Object::Action(_) => "action",
+            Object::ActionPermission(..) => "action_permission",
             Object::CustomType(_) => "custom_type",
             Object::Collection(_) => "query_collection",
             Object::Allowlist(_) => "allowlist",
@@ -745,6 +843,8 @@ pub fn item_key(kind: &str, definition: &Value) -> Option<String> {
             event_trigger_key(definition.get("configuration")?.get("name")?.as_str()?)
         }
         "remote_schema" => remote_schema_key(text("name")?),
+        "action" => action_key(text("name")?),
+        "action_permission" => action_permission_key(text("action")?, text("role")?),
         permission => {
             let operation = permission.strip_suffix("_permission")?;
             format!(

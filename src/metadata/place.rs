@@ -14,6 +14,9 @@ pub enum PlaceError {
     /// A table's part (relationship, permission, computed field) whose table is not tracked.
     #[error("table {0} is not tracked")]
     TableNotTracked(QualifiedTable),
+    /// A permission of an action the document does not have.
+    #[error("action {0} does not exist")]
+    ActionMissing(GraphQLName),
     /// Permission rules that do not fit their kind.
     #[error("invalid {kind} permission rules: {message}")]
     Rules {
@@ -123,6 +126,23 @@ pub fn put(metadata: &mut Metadata, object: Object) -> Result<(), PlaceError> {
             }
         }
         Object::RemoteSchema(r) => upsert(&mut metadata.remote_schemas, r, |a, b| a.name == b.name),
+        Object::Action(a) => {
+            // Its settings replace the action's; the permissions already on it stay, as
+            // `update_action` keeps them.
+            match metadata.actions.iter_mut().find(|x| x.name == a.name) {
+                Some(existing) => {
+                    existing.definition = a.definition;
+                    existing.comment = a.comment;
+                }
+                None => metadata.actions.push(*a),
+            }
+        }
+        Object::ActionPermission(action, p) => {
+            let Some(entry) = metadata.actions.iter_mut().find(|x| x.name == action) else {
+                return Err(PlaceError::ActionMissing(action));
+            };
+            upsert(&mut entry.permissions, p, |a, b| a.role == b.role);
+        }
         Object::CustomType(t) => {
             remove_type(&mut metadata.custom_types, t.name());
             t.push_into(&mut metadata.custom_types);
@@ -176,6 +196,13 @@ pub fn remove(metadata: &mut Metadata, object: &Object) {
             PermissionKind::Delete => e.delete_permissions.retain(|x| x.role != p.role),
         }),
         Object::RemoteSchema(r) => metadata.remote_schemas.retain(|x| x.name != r.name),
+        // With its permissions, as `drop_action` does.
+        Object::Action(a) => metadata.actions.retain(|x| x.name != a.name),
+        Object::ActionPermission(action, p) => {
+            for entry in metadata.actions.iter_mut().filter(|x| x.name == *action) {
+                entry.permissions.retain(|x| x.role != p.role);
+            }
+        }
         Object::CustomType(t) => remove_type(&mut metadata.custom_types, t.name()),
         Object::Collection(c) => metadata.query_collections.retain(|x| x.name != c.name),
         Object::Allowlist(a) => metadata.allowlist.retain(|x| x.collection != a.collection),
@@ -211,6 +238,14 @@ mod tests {
         }))
         .unwrap();
         metadata.remote_schemas.push(remote);
+        let action: ActionEntry = serde_json::from_value(serde_json::json!({
+            "name": "archiveArticle",
+            "definition": {"handler": "http://actions.blog.svc/archive", "output_type": "ArchiveResult",
+                "arguments": [{"name": "id", "type": "Int!"}]},
+            "permissions": [{"role": "editor"}, {"role": "user", "comment": "own articles"}]
+        }))
+        .unwrap();
+        metadata.actions.push(action);
         metadata
     }
 
@@ -223,6 +258,7 @@ mod tests {
         assert!(objects.len() > 10);
         assert!(objects.contains_key("event_trigger:article_published"));
         assert!(objects.contains_key("remote_schema:newsletter"));
+        assert!(objects.contains_key("action_permission:archiveArticle.user"));
         let mut rebuilt = Metadata::default();
         let (tables, parts): (Vec<_>, Vec<_>) = objects
             .values()
@@ -338,5 +374,55 @@ mod tests {
         remove(&mut metadata, &Object::RemoteSchema(remote));
         assert_eq!(metadata.remote_schemas.len(), 1);
         assert!(catalog_objects(&metadata).contains_key(key));
+    }
+
+    #[test]
+    fn actions_keep_their_permissions_and_permissions_need_their_action() {
+        let mut metadata = blog();
+        let key = "action:archiveArticle";
+        let Object::Action(mut action) = catalog_objects(&metadata)[key].clone() else {
+            unreachable!()
+        };
+        assert!(
+            action.permissions.is_empty(),
+            "permissions are objects of their own"
+        );
+        // New settings: the permissions on it stay, as update_action keeps them.
+        action.definition.timeout = Some(5);
+        action.comment = Some("soft delete".into());
+        put(&mut metadata, Object::Action(action.clone())).unwrap();
+        assert_eq!(metadata.actions.len(), 1);
+        assert_eq!(metadata.actions[0].definition.timeout, Some(5));
+        assert_eq!(metadata.actions[0].permissions.len(), 2);
+
+        // A permission is replaced by role, and needs its action.
+        let permission = ActionPermission {
+            role: Name("user".into()),
+            comment: None,
+        };
+        let name = action.name.clone();
+        put(
+            &mut metadata,
+            Object::ActionPermission(name.clone(), permission.clone()),
+        )
+        .unwrap();
+        assert_eq!(metadata.actions[0].permissions.len(), 2);
+        assert_eq!(metadata.actions[0].permissions[1].comment, None);
+        let mut empty = Metadata::default();
+        assert_eq!(
+            put(
+                &mut empty,
+                Object::ActionPermission(name.clone(), permission.clone())
+            ),
+            Err(PlaceError::ActionMissing(name.clone()))
+        );
+        remove(&mut metadata, &Object::ActionPermission(name, permission));
+        assert_eq!(metadata.actions[0].permissions.len(), 1);
+        // Removing the action removes its permissions, as drop_action does.
+        remove(&mut metadata, &Object::Action(action));
+        assert!(metadata.actions.is_empty());
+        assert!(!catalog_objects(&metadata)
+            .keys()
+            .any(|k| k.starts_with("action")));
     }
 }

@@ -73,7 +73,7 @@ pub struct Desired {
 }
 
 /// Dependencies first: types and remote schemas (which need nothing) before tables, tables
-/// before what is defined on them.
+/// before what is defined on them, types before the actions using them.
 fn rank(kind: &str) -> u8 {
     match kind {
         "CustomTypeSet" => 0,
@@ -82,9 +82,10 @@ fn rank(kind: &str) -> u8 {
         "ComputedField" => 3,
         "Permission" => 4,
         "EventTrigger" => 5,
-        "QueryCollection" => 6,
-        "AllowListEntry" => 7,
-        _ => 8,
+        "Action" => 6,
+        "QueryCollection" => 7,
+        "AllowListEntry" => 8,
+        _ => 9,
     }
 }
 
@@ -105,6 +106,7 @@ fn declared(doc: &ResourceDoc) -> Result<Vec<Object>, PreviewError> {
         "ComputedField" => objects_of::<ComputedField>(doc),
         "EventTrigger" => objects_of::<EventTrigger>(doc),
         "RemoteSchema" => objects_of::<RemoteSchema>(doc),
+        "Action" => objects_of::<Action>(doc),
         "CustomTypeSet" => objects_of::<CustomTypeSet>(doc),
         "QueryCollection" => objects_of::<QueryCollection>(doc),
         "AllowListEntry" => objects_of::<AllowListEntry>(doc),
@@ -462,6 +464,7 @@ pub async fn main(command: &DiffCommand) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metadata::types::{ActionPermission, Name};
 
     fn blog() -> Metadata {
         serde_json::from_str(include_str!("../../tests/fixtures/blog_metadata.json")).unwrap()
@@ -635,5 +638,81 @@ mod tests {
                 .contains("exactly one of url and urlFromEnv"),
             "{err}"
         );
+    }
+
+    fn archive_article(permissions: Value) -> ResourceDoc {
+        let manifest = json!({
+            "apiVersion": "basalt.dev/v1alpha1", "kind": "Action",
+            "metadata": {"name": "archive-article", "namespace": "shop"},
+            "spec": {"name": "archiveArticle", "definition": {"outputType": "ArchiveResult",
+                "handler": "http://actions.shop.svc/archive"}, "permissions": permissions},
+        });
+        ResourceDoc {
+            file: "action-archive-article.yaml".into(),
+            kind: "Action".into(),
+            namespace: "shop".into(),
+            name: "archive-article".into(),
+            manifest,
+        }
+    }
+
+    /// An Action puts the action and one permission per role into the document; a role it no
+    /// longer lists is removed, a role allowed through the API stays, and pruning its file
+    /// removes the action with every permission.
+    #[test]
+    fn actions_are_placed_with_their_permissions() {
+        let current = blog();
+        let out = desired(
+            &current,
+            &Map::new(),
+            &[archive_article(
+                json!([{"role": "user"}, {"role": "editor"}]),
+            )],
+            false,
+        )
+        .unwrap();
+        assert_eq!(out.document.actions.len(), 1);
+        let roles: Vec<&str> = out.document.actions[0]
+            .permissions
+            .iter()
+            .map(|p| p.role.0.as_str())
+            .collect();
+        assert_eq!(roles, ["user", "editor"]);
+        assert_eq!(
+            out.resource_of["action_permission:archiveArticle.editor"],
+            "Action shop/archive-article"
+        );
+
+        let owner = json!({"apiVersion": "basalt.dev/v1alpha1", "kind": "Action",
+                           "namespace": "shop", "name": "archive-article"});
+        let mut owners: Map<String, Value> = catalog_objects(&out.document)
+            .into_keys()
+            .filter(|k| k.starts_with("action"))
+            .map(|k| (k, owner.clone()))
+            .collect();
+        let mut document = out.document.clone();
+        document.actions[0].permissions.push(ActionPermission {
+            role: Name("auditor".into()),
+            comment: None,
+        });
+        owners.insert(
+            "action_permission:archiveArticle.auditor".into(),
+            json!("api"),
+        );
+        let edited = desired(
+            &document,
+            &owners,
+            &[archive_article(json!([{"role": "user"}]))],
+            false,
+        )
+        .unwrap();
+        let roles: Vec<&str> = edited.document.actions[0]
+            .permissions
+            .iter()
+            .map(|p| p.role.0.as_str())
+            .collect();
+        assert_eq!(roles, ["user", "auditor"]);
+        let pruned = desired(&document, &owners, &[], true).unwrap();
+        assert!(pruned.document.actions.is_empty());
     }
 }

@@ -131,11 +131,17 @@ pub fn check_action_types(
             kind,
             Some(TypeKind::Scalar | TypeKind::Enum | TypeKind::Input)
         ) {
-            return Err(MetadataError::new(
+            let err = MetadataError::new(
                 Code::InvalidParams,
                 at.key("type"),
                 format!("the type: \"{base}\" is not defined in custom types or it is not a scalar/enum/input_object"),
-            ));
+            );
+            // A well-formed type defined nowhere may be on its way (another resource's custom
+            // types); a malformed one, or one of the wrong kind, is a mistake in the definition.
+            return Err(match (base_type_name(&argument.arg_type), kind) {
+                (Some(_), None) => err.with_missing(Missing::Metadata),
+                _ => err,
+            });
         }
     }
     let output = &definition.output_type;
@@ -330,5 +336,36 @@ pub(super) fn resolve_actions(
             .roles
             .extend(action.entry.permissions.iter().map(|p| p.role.0.clone()));
         cache.resolved.actions.push(action);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An argument type no custom type defines yet says so (a Kubernetes resource then waits
+    /// for it); one of the wrong kind, or malformed, does not.
+    #[test]
+    fn unknown_argument_types_are_missing_and_wrong_kinds_are_not() {
+        let types: CustomTypes = serde_json::from_value(json!({
+            "objects": [{"name": "ArchiveResult", "fields": [{"name": "id", "type": "Int!"}]}]}))
+        .unwrap();
+        let definition = |argument: &str| -> ActionDefinition {
+            serde_json::from_value(
+                json!({"handler": "http://h/", "output_type": "ArchiveResult",
+                "arguments": [{"name": "x", "type": argument}]}),
+            )
+            .unwrap()
+        };
+        let db = DbModel::default();
+        assert!(check_action_types(&definition("Int!"), &types, &db).is_ok());
+        let later = check_action_types(&definition("[ArchiveReason!]"), &types, &db).unwrap_err();
+        assert_eq!(later.code, Code::InvalidParams);
+        assert_eq!(later.missing, Some(Missing::Metadata));
+        for wrong in ["ArchiveResult", "[Int"] {
+            let err = check_action_types(&definition(wrong), &types, &db).unwrap_err();
+            assert_eq!(err.code, Code::InvalidParams, "{wrong}");
+            assert_eq!(err.missing, None, "{wrong}");
+        }
     }
 }

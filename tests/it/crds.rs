@@ -1,5 +1,8 @@
 //! The CustomResourceDefinitions: generated files up to date, structural schemas, printer
-//! columns, client-side CEL rules, and the mapping of resources to metadata.
+//! columns, client-side CEL rules, and the mapping of resources to metadata. The Action kind's
+//! are in `crds/actions.rs`.
+
+mod actions;
 
 use basalt::controller::crd::*;
 use basalt::controller::{crd_files, crds, mapping};
@@ -124,6 +127,7 @@ fn kinds_names_and_printer_columns() {
         ("ComputedField", "computedfields", "bcf"),
         ("EventTrigger", "eventtriggers", "btrigger"),
         ("RemoteSchema", "remoteschemas", "brs"),
+        ("Action", "actions", "baction"),
         ("CustomTypeSet", "customtypesets", "bct"),
         ("QueryCollection", "querycollections", "bqc"),
         ("AllowListEntry", "allowlistentries", "ballow"),

@@ -452,3 +452,164 @@ async fn a_metadata_file_is_a_replace_metadata_dry_run() {
     assert_eq!(code, 2);
     assert!(text.contains("--endpoint"), "{text}");
 }
+
+/// The blog example's Action: a new timeout and one more role allowed are a change of the
+/// action and a new permission; without its file (and with `--prune`) both would go.
+#[tokio::test]
+async fn action_edits_and_removal_are_previewed() {
+    let s = applied_blog_example().await;
+    let server = &s.server;
+    let before = (server.export().await, version(server).await);
+    let dir = example_copy();
+    let file = dir.path().join("action-archive-article.yaml");
+    edit_yaml(&file, |a| {
+        a["spec"]["definition"]["timeout"] = json!(20);
+        a["spec"]["permissions"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"role": "editor"}));
+    });
+    let path = dir.path().to_str().unwrap();
+    let (code, text) = diff(&["-f", path, "-n", NS, "--endpoint", &server.base]).await;
+    assert_eq!(code, 1, "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[1..lines.len() - 1],
+        [
+            format!("+ action_permission:archiveArticle.editor    (Action {NS}/archive-article)"),
+            format!(
+                "~ action:archiveArticle [definition.timeout]    (Action {NS}/archive-article)"
+            ),
+        ],
+        "{text}"
+    );
+
+    // Without its file, and with --prune, the action and its permission would be removed.
+    std::fs::remove_file(&file).unwrap();
+    let (code, text) = diff(&[
+        "-f",
+        path,
+        "-n",
+        NS,
+        "--database-url",
+        &server.db_url,
+        "--prune",
+        "-o",
+        "json",
+    ])
+    .await;
+    assert_eq!(code, 1, "{text}");
+    let report: Value = serde_json::from_str(&text).unwrap();
+    let removed: Vec<(&str, &str)> = report["removed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["type"].as_str().unwrap(), i["resource"].as_str().unwrap()))
+        .collect();
+    let resource = format!("Action {NS}/archive-article (not in the files)");
+    assert_eq!(
+        removed,
+        [
+            ("action", resource.as_str()),
+            ("action_permission", resource.as_str())
+        ],
+        "{text}"
+    );
+    assert_eq!(report["removed"][0]["definition"]["name"], "archiveArticle");
+    assert_eq!(
+        report["removed"][1]["definition"],
+        json!({"action": "archiveArticle", "role": "user", "comment": "authors archive their own articles"})
+    );
+    assert_eq!((server.export().await, version(server).await), before);
+}
+
+/// An Action file against a catalog without its types: added, but inconsistent (exit 2);
+/// with its CustomTypeSet beside it, a clean addition. Against an action made through
+/// `/v1/query`: a conflict unless the resource adopts it.
+#[tokio::test]
+async fn a_new_action_is_previewed_with_its_types() {
+    let server = TestServer::blog().await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("action.yaml");
+    let manifest = json!({"apiVersion": "basalt.dev/v1alpha1", "kind": "Action",
+        "metadata": {"name": "archive-article", "namespace": NS},
+        "spec": {"name": "archiveArticle", "definition": {"outputType": "ArchiveResult",
+            "arguments": [{"name": "id", "type": "Int!"}], "handler": "http://127.0.0.1:9/archive"},
+            "permissions": [{"role": "user"}]}});
+    std::fs::write(&file, serde_yaml::to_string(&manifest).unwrap()).unwrap();
+    let path = dir.path().to_str().unwrap();
+    let (code, text) = diff(&["-f", path, "--endpoint", &server.base]).await;
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains(&format!(
+            "+ action:archiveArticle    (Action {NS}/archive-article)"
+        )) && text.contains(&format!(
+            "+ action_permission:archiveArticle.user    (Action {NS}/archive-article)"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("! inconsistent action:archiveArticle: the type: \"ArchiveResult\" is not an object type defined in custom types"),
+        "{text}"
+    );
+
+    let types = json!({"apiVersion": "basalt.dev/v1alpha1", "kind": "CustomTypeSet",
+        "metadata": {"name": "archive-types", "namespace": NS},
+        "spec": {"objects": [{"name": "ArchiveResult", "fields": [{"name": "article_id", "type": "Int!"}]}]}});
+    std::fs::write(
+        dir.path().join("types.yaml"),
+        serde_yaml::to_string(&types).unwrap(),
+    )
+    .unwrap();
+    let (code, text) = diff(&["-f", path, "--endpoint", &server.base, "-o", "json"]).await;
+    assert_eq!(code, 1, "{text}");
+    let report: Value = serde_json::from_str(&text).unwrap();
+    let added: Vec<&str> = report["added"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        added,
+        ["action", "action_permission", "custom_type"],
+        "{text}"
+    );
+    assert_eq!(report["inconsistent_objects"], json!([]));
+
+    // The same action and types made through /v1/query.
+    server
+        .ok(json!({"type": "bulk", "args": [
+            {"type": "set_custom_types", "args": {"objects": [{"name": "ArchiveResult",
+                "fields": [{"name": "article_id", "type": "Int!"}]}]}},
+            {"type": "create_action", "args": {"name": "archiveArticle", "definition": {
+                "output_type": "ArchiveResult", "arguments": [{"name": "id", "type": "Int!"}],
+                "handler": "http://127.0.0.1:9/archive"}}},
+            {"type": "create_action_permission", "args": {"action": "archiveArticle", "role": "user"}}]}))
+        .await;
+    let before = (server.export().await, version(&server).await);
+    std::fs::remove_file(dir.path().join("types.yaml")).unwrap();
+    let (code, text) = diff(&["-f", path, "--database-url", &server.db_url]).await;
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("! conflict action:archiveArticle: exists, created through the metadata API; annotate the resource basalt.dev/adopt: \"true\" to take it over"), "{text}");
+    edit_yaml(&file, |a| {
+        a["metadata"]["annotations"] = json!({"basalt.dev/adopt": "true"});
+    });
+    let (code, text) = diff(&["-f", path, "--endpoint", &server.base]).await;
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains(&format!(
+            "= adopt action:archiveArticle: created through the metadata API    (Action {NS}/archive-article)"
+        )),
+        "{text}"
+    );
+    // A spec the CRD refuses is refused here too.
+    edit_yaml(&file, |a| {
+        a["spec"]["definition"]["type"] = json!("query");
+        a["spec"]["definition"]["kind"] = json!("asynchronous");
+    });
+    let (code, text) = diff(&["-f", path, "--endpoint", &server.base]).await;
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("kind is for mutations only"), "{text}");
+    assert_eq!((server.export().await, version(&server).await), before);
+}

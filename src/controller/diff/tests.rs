@@ -551,3 +551,169 @@ fn cleanup_orders_dependants_first_and_spares_other_owners() {
     );
     assert_eq!(types(&first), vec!["drop_relationship"]);
 }
+
+/// A catalog with action `archiveArticle` (handler `handler`) and the given roles' permissions.
+fn with_action(handler: &str, roles: &[(&str, Option<&str>)]) -> Metadata {
+    let permissions: Vec<Value> = roles
+        .iter()
+        .map(|(role, comment)| json!({"role": role, "comment": comment}))
+        .collect();
+    metadata(json!({"version": 2, "tables": [],
+        "actions": [{"name": "archiveArticle", "comment": "soft delete",
+            "definition": {"handler": handler, "output_type": "ArchiveResult",
+                "arguments": [{"name": "id", "type": "Int!"}]},
+            "permissions": permissions}]}))
+}
+
+const ACTION: &str = "action:archiveArticle";
+
+fn declared(m: &Metadata) -> Vec<Object> {
+    catalog_objects(m)
+        .into_iter()
+        .filter(|(k, _)| k.starts_with("action"))
+        .map(|(_, o)| o)
+        .collect()
+}
+
+#[test]
+fn actions_are_created_updated_in_place_and_dropped_with_their_permissions() {
+    let editor = "action_permission:archiveArticle.editor";
+    let user = "action_permission:archiveArticle.user";
+    let old = with_action("http://a/archive", &[("editor", None), ("user", None)]);
+    let want = declared(&with_action(
+        "http://b/archive",
+        &[("editor", Some("desk")), ("guest", None)],
+    ));
+    let bare = metadata(json!({"version": 2, "tables": []}));
+
+    // Created: the action, then one create_action_permission per role.
+    let created = plan_for(&want, &bare, &[], Policy::default());
+    assert_eq!(
+        types(&created),
+        vec![
+            "create_action",
+            "create_action_permission",
+            "create_action_permission"
+        ]
+    );
+    assert_eq!(
+        created.ops[0].request["args"],
+        json!({"name": "archiveArticle", "comment": "soft delete",
+            "definition": {"handler": "http://b/archive", "output_type": "ArchiveResult",
+                "arguments": [{"name": "id", "type": "Int!"}], "type": "mutation"}}),
+        "the action's own settings; permissions are requests of their own"
+    );
+    assert_eq!(
+        created.ops[1].request["args"],
+        json!({"action": "archiveArticle", "role": "editor", "comment": "desk"})
+    );
+    assert_eq!(created.ownership.upsert.len(), 3);
+
+    // A new handler, a permission whose comment changed, one removed and one added:
+    // update_action keeps the permissions, which are dropped and created one by one.
+    let rows: Vec<Managed> = declared(&old).iter().map(|o| row(o, "me")).collect();
+    let update = plan_for(&want, &old, &rows, Policy::default());
+    assert_eq!(
+        update.steps,
+        vec![
+            (user.to_owned(), Step::Delete),
+            (
+                ACTION.to_owned(),
+                Step::Update(vec!["definition.handler".into()])
+            ),
+            (editor.to_owned(), Step::Update(vec!["comment".into()])),
+            (
+                "action_permission:archiveArticle.guest".to_owned(),
+                Step::Create
+            ),
+        ]
+    );
+    assert_eq!(
+        types(&update),
+        vec![
+            "drop_action_permission",
+            "update_action",
+            "drop_action_permission",
+            "create_action_permission",
+            "create_action_permission",
+        ]
+    );
+    assert_eq!(
+        update.ops[1].request["args"]["definition"]["handler"],
+        "http://b/archive"
+    );
+    assert_eq!(update.ownership.remove, vec![user]);
+
+    // Changed through /v1/query behind the resource's back: drift on the object that changed.
+    let current = with_action(
+        "http://a/archive",
+        &[("editor", Some("desk")), ("guest", None)],
+    );
+    let rows: Vec<Managed> = want.iter().map(|o| row(o, "me")).collect();
+    let drift = plan_for(&want, &current, &rows, Policy::default());
+    assert!(drift.is_noop());
+    assert_eq!(
+        drift.steps[0],
+        (
+            ACTION.to_owned(),
+            Step::Drift(DriftKind::Modified, vec!["definition.handler".into()])
+        )
+    );
+    assert!(drift.steps[1..].iter().all(|(_, s)| *s == Step::Noop));
+    let missing = with_action("http://b/archive", &[("guest", None)]);
+    let heal = plan_for(
+        &want,
+        &missing,
+        &rows,
+        Policy {
+            self_heal: true,
+            ..Policy::default()
+        },
+    );
+    assert_eq!(
+        heal.steps[1],
+        (editor.to_owned(), Step::Heal(DriftKind::Missing, vec![]))
+    );
+    assert_eq!(types(&heal), vec!["create_action_permission"]);
+
+    // Created through /v1/query: a conflict until adopted; identical, adoption writes only
+    // ownership.
+    let theirs = plan_for(&want, &current, &[], Policy::default());
+    assert_eq!(theirs.steps[0], (ACTION.to_owned(), Step::Conflict(None)));
+    let adopted = plan_for(
+        &want,
+        &current,
+        &[],
+        Policy {
+            adopt: true,
+            ..Policy::default()
+        },
+    );
+    assert!(adopted.steps.iter().all(|(_, s)| *s == Step::Adopt));
+    assert_eq!(types(&adopted), vec!["update_action"]);
+
+    // Deleted: permissions first, then the action (clear_data left to its default).
+    let m = with_action(
+        "http://b/archive",
+        &[("editor", Some("desk")), ("guest", None)],
+    );
+    let removal = Removal {
+        orphan: false,
+        cascade: false,
+        tables: false,
+    };
+    let gone = cleanup(&owner("me"), &m, &rows, removal);
+    assert_eq!(
+        types(&gone),
+        vec![
+            "drop_action_permission",
+            "drop_action_permission",
+            "drop_action"
+        ]
+    );
+    assert_eq!(
+        gone.ops[2].request["args"],
+        json!({"name": "archiveArticle"})
+    );
+    assert_eq!(gone.ownership.remove.len(), 3);
+}
