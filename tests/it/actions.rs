@@ -838,3 +838,90 @@ async fn custom_types_named_like_table_types_cannot_serve_an_action() {
     ))
     .await;
 }
+
+#[tokio::test]
+async fn the_schema_of_each_role_shows_its_actions_and_graphql_js_accepts_it() {
+    let (s, _handler, base) = blog_with_handler().await;
+    let ops = vec![
+        create(
+            "authorCard",
+            json!({"type": "query", "handler": format!("{base}/card"), "output_type": "Card",
+                   "arguments": [{"name": "author_id", "type": "Int!", "description": "whose card"}]}),
+        ),
+        create(
+            "archive",
+            json!({"handler": format!("{base}/archive"), "output_type": "[Card!]!",
+                   "arguments": [{"name": "input", "type": "ArchiveInput!"}]}),
+        ),
+        create(
+            "archiveLater",
+            json!({"handler": format!("{base}/later"), "output_type": "Card", "kind": "asynchronous"}),
+        ),
+        allow("authorCard", "guest"),
+        allow("archiveLater", "guest"),
+        allow("authorCard", "backend"),
+    ];
+    s.ok(json!({"type": "bulk", "args": ops})).await;
+    let fields = |data: &Value, root: &str| -> Vec<String> {
+        data["__schema"]["types"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == root)
+            .map(|t| {
+                t["fields"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|f| f["name"].as_str().unwrap().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    for role in [None, Some("guest"), Some("nobody")] {
+        let data = crate::graphql_introspection::full_introspection(&s, role).await;
+        let (ok, out, err) = crate::graphql_introspection::node(&[], Some(&data.to_string()));
+        assert!(ok, "graphql-js rejects the schema of {role:?}: {err}");
+        assert!(out.contains("\"ok\":true"), "{out}");
+        let query = fields(&data, "query_root");
+        let mutation = fields(&data, "mutation_root");
+        let subscription = fields(&data, "subscription_root");
+        let has = |list: &[String], f: &str| list.iter().any(|x| x == f);
+        match role {
+            None => {
+                assert!(has(&query, "authorCard") && has(&query, "archiveLater"));
+                assert!(has(&mutation, "archive") && has(&mutation, "archiveLater"));
+                assert!(has(&subscription, "archiveLater"));
+                assert!(!has(&subscription, "authorCard"));
+            }
+            Some("guest") => {
+                assert!(has(&query, "authorCard") && has(&query, "archiveLater"));
+                assert!(!has(&mutation, "archive"), "{mutation:?}");
+                assert!(has(&mutation, "archiveLater"));
+                assert!(has(&subscription, "archiveLater"));
+            }
+            _ => {
+                assert!(!has(&query, "authorCard") && !has(&mutation, "archiveLater"));
+            }
+        }
+        let types: Vec<&str> = data["__schema"]["types"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        assert_eq!(types.contains(&"Card"), role != Some("nobody"), "{role:?}");
+        assert_eq!(
+            types.contains(&"ArchiveInput"),
+            role.is_none(),
+            "only the admin calls archive: {role:?}"
+        );
+    }
+    // `backend` selects authors but not articles: Card has `author` but no `articles` for it.
+    let data = crate::graphql_introspection::full_introspection(&s, Some("backend")).await;
+    let card = fields(&data, "Card");
+    assert!(
+        card.contains(&"author".to_owned()) && !card.contains(&"articles".to_owned()),
+        "{card:?}"
+    );
+}
