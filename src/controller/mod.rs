@@ -8,6 +8,7 @@ pub mod conditions;
 pub mod crd;
 pub mod diff;
 pub mod export;
+mod invalid;
 pub mod leader;
 pub mod mapping;
 pub mod metrics;

@@ -158,6 +158,9 @@ pub struct Context {
     pub settings: Settings,
     /// Consecutive failures per object, for backoff; reset on success.
     failures: Mutex<HashMap<String, u32>>,
+    /// What was last reported for each object that does not match its schema (generation,
+    /// message): reported again only when that changes.
+    invalid: Mutex<HashMap<String, (i64, String)>>,
     /// Reconcile counts and leadership, served on the probe port.
     pub metrics: super::metrics::ControllerMetrics,
 }
@@ -176,6 +179,7 @@ impl Context {
             recorder,
             settings,
             failures: Mutex::new(HashMap::new()),
+            invalid: Mutex::new(HashMap::new()),
             metrics: super::metrics::ControllerMetrics::default(),
         }
     }
@@ -199,6 +203,30 @@ impl Context {
         map.remove(object);
     }
 
+    /// Records what is reported for an invalid `object`; false when exactly that was reported
+    /// already (nothing to write).
+    pub(super) fn report_invalid(&self, object: &str, generation: i64, message: &str) -> bool {
+        let mut map = match self.invalid.lock() {
+            Ok(m) => m,
+            Err(p) => p.into_inner(),
+        };
+        let state = (generation, message.to_owned());
+        if map.get(object) == Some(&state) {
+            return false;
+        }
+        map.insert(object.to_owned(), state);
+        true
+    }
+
+    /// `object` reads again (or is gone): a later invalid state is a transition.
+    pub(super) fn forget_invalid(&self, object: &str) {
+        let mut map = match self.invalid.lock() {
+            Ok(m) => m,
+            Err(p) => p.into_inner(),
+        };
+        map.remove(object);
+    }
+
     /// Consecutive failures recorded for `object`.
     pub fn failures(&self, object: &str) -> u32 {
         match self.failures.lock() {
@@ -207,7 +235,7 @@ impl Context {
         }
     }
 
-    async fn publish(
+    pub(super) async fn publish(
         &self,
         reference: &k8s_openapi::api::core::v1::ObjectReference,
         reason: &str,
@@ -276,8 +304,11 @@ pub async fn reconcile<K: Kind>(
     ctx: Arc<Context>,
 ) -> Result<Action, Error> {
     let resource = match &guarded.0 {
-        Ok(resource) => Arc::new(resource.clone()),
-        Err(invalid) => return invalid_object::<K>(invalid, &ctx).await,
+        Ok(resource) => {
+            ctx.forget_invalid(&object_name(resource));
+            Arc::new(resource.clone())
+        }
+        Err(invalid) => return super::invalid::reconcile::<K>(invalid, &ctx).await,
     };
     let namespace = resource.namespace().unwrap_or_default();
     let api: Api<K> = Api::namespaced(ctx.client.clone(), &namespace);
@@ -342,44 +373,9 @@ fn owner_of<K: Kind>(obj: &K) -> Owner {
     }
 }
 
-/// A status patch for an object that does not deserialize: `Ready=False/InvalidSpec`.
-async fn invalid_object<K: Kind>(
-    invalid: &kube::core::error_boundary::InvalidObject,
-    ctx: &Context,
-) -> Result<Action, Error> {
-    let name = invalid.metadata.name.clone().unwrap_or_default();
-    let namespace = invalid.metadata.namespace.clone().unwrap_or_default();
-    let api: Api<DeserializeGuard<K>> = Api::namespaced(ctx.client.clone(), &namespace);
-    let generation = invalid.metadata.generation.unwrap_or(0);
-    let now = Time(k8s_openapi::jiff::Timestamp::now());
-    let message = format!("the resource does not match its schema: {}", invalid.error);
-    let wanted = [Wanted {
-        type_: "Ready",
-        status: "False",
-        reason: Reason::InvalidSpec.as_str(),
-        message: message.clone(),
-    }];
-    let patch = json!({"status": {
-        "observedGeneration": generation,
-        "conditions": conditions::merge(&[], &wanted, generation, &now),
-    }});
-    api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await?;
-    let reference = k8s_openapi::api::core::v1::ObjectReference {
-        api_version: Some(API_VERSION.to_owned()),
-        kind: Some(K::kind(&()).into_owned()),
-        name: Some(name),
-        namespace: Some(namespace),
-        uid: invalid.metadata.uid.clone(),
-        ..Default::default()
-    };
-    ctx.publish(&reference, "InvalidSpec", true, message).await;
-    Ok(Action::await_change())
-}
-
 /// What a catalog write did.
-struct Written {
-    plan: Plan,
+pub(super) struct Written {
+    pub(super) plan: Plan,
     /// Catalog version after the write (or as read, when nothing was written).
     version: i64,
     wrote: bool,
@@ -389,7 +385,7 @@ struct Written {
 
 /// Plans and writes, retrying lost compare-and-swap races; a relationship whose target is
 /// missing is left out (as if rolled back to its savepoint) so the table still lands.
-async fn write(
+pub(super) async fn write(
     ctx: &Context,
     resource: &diff::Resource<'_>,
     policy: Policy,
@@ -849,36 +845,12 @@ async fn cleanup<K: Kind>(resource: Arc<K>, ctx: &Context) -> Result<Action, Err
     let owner = owner_of(&*resource);
     let orphan = annotation(&*resource, DELETION_POLICY) == Some("orphan");
     let cascade = annotation(&*resource, CASCADE_DELETE) == Some("true");
-    let target = diff::Resource {
-        owner: &owner,
-        generation: resource.meta().generation.unwrap_or(0),
-        desired: &[],
-    };
-    // Objects on the table first, committed on their own, then the table: two tables whose
-    // relationships point at each other can then be deleted in any order.
-    let mut removal = diff::Removal {
-        orphan,
-        cascade,
-        tables: false,
-    };
-    let mut outcome = write(ctx, &target, Policy::default(), Some(removal)).await?;
-    if outcome.is_ok() {
-        removal.tables = true;
-        outcome = write(ctx, &target, Policy::default(), Some(removal)).await?;
-    }
-    match outcome {
+    let generation = resource.meta().generation.unwrap_or(0);
+    match remove_owned(ctx, &owner, generation, orphan, cascade).await? {
         Ok(written) => {
             let reference = resource.object_ref(&());
-            let keys: BTreeSet<&str> = written.plan.steps.iter().map(|(k, _)| k.as_str()).collect();
-            let note = if orphan {
-                format!(
-                    "released ownership of {} (deletion policy orphan)",
-                    join(&keys)
-                )
-            } else {
-                format!("removed {} from the catalog", join(&keys))
-            };
-            ctx.publish(&reference, "Deleted", false, note).await;
+            ctx.publish(&reference, "Deleted", false, deleted_note(&written, orphan))
+                .await;
             ctx.succeeded(&object_name(&*resource));
             Ok(Action::await_change())
         }
@@ -899,6 +871,47 @@ async fn cleanup<K: Kind>(resource: Arc<K>, ctx: &Context) -> Result<Action, Err
             let _ = finish(&*resource, ctx, outcome, keys).await?;
             Err(Error::DeletionBlocked(e))
         }
+    }
+}
+
+/// Removes (or, with `orphan`, releases) everything `owner` owns: the objects on its tables
+/// first, committed on their own, then the tables, so two tables whose relationships point at
+/// each other can be deleted in any order.
+pub(super) async fn remove_owned(
+    ctx: &Context,
+    owner: &Owner,
+    generation: i64,
+    orphan: bool,
+    cascade: bool,
+) -> Result<Result<Written, MetadataError>, Error> {
+    let target = diff::Resource {
+        owner,
+        generation,
+        desired: &[],
+    };
+    let mut removal = diff::Removal {
+        orphan,
+        cascade,
+        tables: false,
+    };
+    let outcome = write(ctx, &target, Policy::default(), Some(removal)).await?;
+    if outcome.is_err() {
+        return Ok(outcome);
+    }
+    removal.tables = true;
+    write(ctx, &target, Policy::default(), Some(removal)).await
+}
+
+/// The note of a `Deleted` Event: what was removed or released.
+pub(super) fn deleted_note(written: &Written, orphan: bool) -> String {
+    let keys: BTreeSet<&str> = written.plan.steps.iter().map(|(k, _)| k.as_str()).collect();
+    if orphan {
+        format!(
+            "released ownership of {} (deletion policy orphan)",
+            join(&keys)
+        )
+    } else {
+        format!("removed {} from the catalog", join(&keys))
     }
 }
 

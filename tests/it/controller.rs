@@ -1,8 +1,10 @@
 //! The Kubernetes controller against a fake API server (tower-test, every request asserted)
 //! and the real Postgres catalog, next to a running engine (design §9.3, §9.4). The Action
-//! kind's scenarios are in `controller/actions.rs`.
+//! kind's scenarios are in `controller/actions.rs`, objects that no longer match their schema in
+//! `controller/invalid.rs`.
 
 mod actions;
+mod invalid;
 
 use crate::harness::{query_json, TestServer, BLOG};
 use crate::kube_fake::{context, Call, FakeApi};
@@ -1029,31 +1031,6 @@ async fn remote_schema_that_cannot_be_introspected_is_an_apply_failure() {
         !exported.contains("\"down\"") && !exported.contains("from_env"),
         "nothing written: {exported}"
     );
-}
-
-#[tokio::test]
-async fn invalid_object_gets_invalid_spec_by_merge_patch() {
-    let s = setup(false).await;
-    let invalid = InvalidObject {
-        error: "spec.table: missing field `name`".into(),
-        metadata: meta("broken", &[]),
-    };
-    s.fake.put(
-        &json!({"apiVersion": "basalt.dev/v1alpha1", "kind": "TrackedTable",
-        "metadata": {"name": "broken", "namespace": NS}, "spec": {"table": {}}}),
-    );
-    let guard: DeserializeGuard<TrackedTable> = DeserializeGuard(Err(invalid));
-    let action = reconcile::reconcile(Arc::new(guard), s.ctx.clone())
-        .await
-        .unwrap();
-    assert_eq!(action, Action::await_change());
-    let calls = s.fake.take();
-    assert_eq!(calls[0].line(), format!("PATCH {TABLES}/broken/status?"));
-    assert!(calls[0].content_type.contains("merge-patch"));
-    let ready = &calls[0].body["status"]["conditions"][0];
-    assert_eq!(ready["reason"], "InvalidSpec");
-    assert!(ready["message"].as_str().unwrap().contains("missing field"));
-    assert_eq!(events(&calls), vec!["InvalidSpec"]);
 }
 
 #[tokio::test]
