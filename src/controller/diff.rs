@@ -497,27 +497,33 @@ fn push_update(
     }
 }
 
-/// The queries added to and dropped from a collection whose comment did not change.
+/// The queries dropped from and added to a collection whose comment did not change, so that
+/// its queries end up in the resource's order: `add_query_to_collection` appends, so every
+/// query after the longest common prefix is dropped and the resource's remaining queries are
+/// added in order (a changed or moved query is dropped and added again; an untouched prefix
+/// is left alone).
 fn query_edits(plan: &mut Plan, key: &str, c: &CollectionEntry, d: &CollectionEntry) {
-    for q in &c.definition.queries {
-        if !d.definition.queries.contains(q) {
-            op(
-                plan,
-                key,
-                json!({"type": "drop_query_from_collection",
-                "args": {"collection_name": c.name, "query_name": q.name}}),
-            );
-        }
+    let (current, desired) = (&c.definition.queries, &d.definition.queries);
+    let kept = current
+        .iter()
+        .zip(desired)
+        .take_while(|(a, b)| a == b)
+        .count();
+    for q in &current[kept..] {
+        op(
+            plan,
+            key,
+            json!({"type": "drop_query_from_collection",
+            "args": {"collection_name": c.name, "query_name": q.name}}),
+        );
     }
-    for q in &d.definition.queries {
-        if !c.definition.queries.contains(q) {
-            op(
-                plan,
-                key,
-                json!({"type": "add_query_to_collection",
-                "args": {"collection_name": d.name, "query_name": q.name, "query": q.query}}),
-            );
-        }
+    for q in &desired[kept..] {
+        op(
+            plan,
+            key,
+            json!({"type": "add_query_to_collection",
+            "args": {"collection_name": d.name, "query_name": q.name, "query": q.query}}),
+        );
     }
 }
 

@@ -717,3 +717,87 @@ fn actions_are_created_updated_in_place_and_dropped_with_their_permissions() {
     );
     assert_eq!(gone.ownership.remove.len(), 3);
 }
+
+/// A collection with these (name, query) pairs, in order.
+fn collection(queries: &[(&str, &str)]) -> Metadata {
+    let queries: Vec<Value> = queries
+        .iter()
+        .map(|(n, q)| json!({"name": n, "query": q}))
+        .collect();
+    metadata(json!({"version": 2, "tables": [],
+        "query_collections": [{"name": "app", "definition": {"queries": queries}}]}))
+}
+
+#[test]
+fn collection_edits_end_in_the_resources_order() {
+    let cases: [(&[(&str, &str)], &[(&str, &str)]); 4] = [
+        // Reordered.
+        (
+            &[("a", "{ a }"), ("b", "{ b }"), ("c", "{ c }")],
+            &[("a", "{ a }"), ("c", "{ c }"), ("b", "{ b }")],
+        ),
+        // A query changed in the middle.
+        (
+            &[("a", "{ a }"), ("b", "{ b }"), ("c", "{ c }")],
+            &[("a", "{ a }"), ("b", "{ bb }"), ("c", "{ c }")],
+        ),
+        // One added first, one removed.
+        (
+            &[("a", "{ a }"), ("b", "{ b }")],
+            &[("z", "{ z }"), ("a", "{ a }")],
+        ),
+        // Appended only: nothing dropped.
+        (&[("a", "{ a }")], &[("a", "{ a }"), ("b", "{ b }")]),
+    ];
+    for (before, after) in cases {
+        let current = collection(before);
+        let wanted = collection(after);
+        let key = "query_collection:app";
+        let me = object(&wanted, key);
+        let plan = plan_for(
+            std::slice::from_ref(&me),
+            &current,
+            &[row(&object(&current, key), "me")],
+            Policy::default(),
+        );
+        // Run the plan's requests through the metadata API's own parser and operations.
+        let mut m = current.clone();
+        let db = crate::introspect::DbModel::default();
+        let remotes = crate::schema::remote::Remotes::default();
+        for planned in &plan.ops {
+            let limits = crate::ops::Limits {
+                max_batch_size: 100,
+            };
+            let crate::ops::Op::Metadata(op) = crate::ops::Op::parse(&planned.request, limits)
+                .unwrap_or_else(|e| panic!("{}: {e}", planned.request))
+            else {
+                panic!("not a metadata operation: {}", planned.request);
+            };
+            let ctx = crate::ops::Context {
+                db: &db,
+                remotes: &remotes,
+            };
+            m = crate::ops::apply(&m, &op, ctx).unwrap().metadata;
+        }
+        assert_eq!(
+            m.query_collections,
+            wanted.query_collections,
+            "{before:?} → {after:?}: {:?}",
+            types(&plan)
+        );
+        if before.len() < after.len() && after.starts_with(before) {
+            assert!(
+                !types(&plan).contains(&"drop_query_from_collection".to_owned()),
+                "appending drops nothing"
+            );
+        }
+        // Applied, the same resource plans nothing: no drift, no endless self-heal.
+        let again = plan_for(
+            std::slice::from_ref(&me),
+            &m,
+            &[row(&object(&m, key), "me")],
+            Policy::default(),
+        );
+        assert!(again.ops.is_empty(), "{:?}", types(&again));
+    }
+}
