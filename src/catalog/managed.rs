@@ -33,6 +33,10 @@ pub struct OwnershipChanges {
     pub upsert: Vec<Managed>,
     /// Keys whose rows are deleted.
     pub remove: Vec<String>,
+    /// The owner uid each upserted or removed key had when the changes were planned (`None`:
+    /// no row). The write fails with a conflict if any differs now, so two resources
+    /// adopting or releasing the same object at once cannot both succeed.
+    pub seen: Vec<(String, Option<String>)>,
 }
 
 impl OwnershipChanges {
@@ -72,6 +76,33 @@ pub async fn load(client: &impl GenericClient) -> Result<Vec<Managed>, CatalogEr
             })
         })
         .collect()
+}
+
+/// Whether the rows `changes` touches still have the owners it was planned against; locks them
+/// for the rest of the caller's transaction.
+pub(super) async fn unchanged(
+    client: &impl GenericClient,
+    changes: &OwnershipChanges,
+) -> Result<bool, CatalogError> {
+    if changes.seen.is_empty() {
+        return Ok(true);
+    }
+    let keys: Vec<&str> = changes.seen.iter().map(|(k, _)| k.as_str()).collect();
+    let rows = client
+        .query(
+            "SELECT object_key, owner_uid FROM basalt_catalog.managed_objects
+             WHERE object_key = ANY($1) FOR UPDATE",
+            &[&keys],
+        )
+        .await?;
+    let now: std::collections::BTreeMap<String, String> = rows
+        .iter()
+        .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+        .collect::<Result<_, tokio_postgres::Error>>()?;
+    Ok(changes
+        .seen
+        .iter()
+        .all(|(key, owner)| now.get(key) == owner.as_ref()))
 }
 
 /// Applies `changes` inside the caller's transaction; upserted rows record `version`.

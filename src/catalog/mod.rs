@@ -278,6 +278,14 @@ pub async fn execute_with(
         new_version = i64::from(row.try_get::<_, i32>(0)?);
     }
     if let Writer::Controller(changes) = writer {
+        // Another resource claimed or released one of these objects since the plan was
+        // made: a conflict, so the controller plans again and sees who owns it now.
+        if !managed::unchanged(&tx, changes).await? {
+            return Err(CatalogError::Conflict {
+                expected: version,
+                current: version,
+            });
+        }
         managed::write(&tx, changes, new_version).await?;
     }
     let notify = wrote || work.rebuild;
@@ -361,7 +369,9 @@ async fn apply(
     writer: Writer<'_>,
     fetched: &[schema::remote::Fetched],
 ) -> Result<Applied, CatalogError> {
-    let read_only = op.is_read_only();
+    // A controller write that changes only ownership still takes the catalog lock: ownership
+    // rows are claimed in the catalog's order, like metadata.
+    let read_only = op.is_read_only() && !matches!(writer, Writer::Controller(c) if !c.is_empty());
     let (metadata, version) = load(tx, !read_only)
         .instrument(tracing::debug_span!("catalog.load"))
         .await?;

@@ -404,6 +404,24 @@ pub(super) async fn write(
         for (key, _) in &waiting {
             plan.without(key);
         }
+        // The owners the plan was made against, checked again under the catalog lock.
+        let touched: Vec<String> = plan
+            .ownership
+            .upsert
+            .iter()
+            .map(|r| r.key.clone())
+            .chain(plan.ownership.remove.iter().cloned())
+            .collect();
+        plan.ownership.seen = touched
+            .into_iter()
+            .map(|key| {
+                let owner = rows
+                    .iter()
+                    .find(|r| r.key == key)
+                    .map(|r| r.owner.uid.clone());
+                (key, owner)
+            })
+            .collect();
         if plan.is_noop() {
             return Ok(Ok(Written {
                 plan,

@@ -121,3 +121,70 @@ async fn migrations_are_idempotent_and_safe_in_parallel() {
     assert_eq!(c.export().await["query_collections"][0]["name"], "c");
     assert_eq!(b.export().await, c.export().await);
 }
+
+#[tokio::test]
+async fn two_controllers_claiming_the_same_object_at_once_cannot_both_win() {
+    use basalt::catalog::{self, managed::OwnershipChanges, CatalogError, Writer};
+    use basalt::metadata::objects::{catalog_objects, hash, Managed, Owner};
+    let db = fresh_database().await;
+    run_sql(&db, LIBRARY).await;
+    let s = TestServer::on(&db, |_| {}).await;
+    s.ok(json!({"type": "track_table", "args": {"table": "author"}}))
+        .await;
+    let (mut client, conn) = tokio_postgres::connect(&db, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let snapshot = catalog::build(&client).await.unwrap();
+    let (key, object) = catalog_objects(&snapshot.metadata)
+        .into_iter()
+        .next()
+        .unwrap();
+    // Both adopt the unowned, in-sync table: an ownership-only write, planned against the
+    // same state (no owner).
+    let claim = |uid: &str| {
+        let owner = Owner {
+            api_version: "basalt.dev/v1alpha1".into(),
+            kind: "TrackedTable".into(),
+            namespace: "shop".into(),
+            name: format!("author-{uid}"),
+            uid: uid.into(),
+        };
+        let mut changes = OwnershipChanges::default();
+        changes.upsert.push(Managed {
+            key: key.clone(),
+            owner,
+            generation: 1,
+            desired: object.canonical(),
+            desired_hash: hash(&object.canonical()),
+            applied_version: 0,
+            orphaned: false,
+        });
+        changes.seen.push((key.clone(), None));
+        changes
+    };
+    let (first, second) = (claim("a"), claim("b"));
+    let nothing = basalt::ops::Op::Bulk(Vec::new());
+    catalog::execute_with(
+        &mut client,
+        &nothing,
+        Some(snapshot.version),
+        Writer::Controller(&first),
+    )
+    .await
+    .unwrap();
+    let lost = catalog::execute_with(
+        &mut client,
+        &nothing,
+        Some(snapshot.version),
+        Writer::Controller(&second),
+    )
+    .await;
+    assert!(
+        matches!(lost, Err(CatalogError::Conflict { .. })),
+        "{lost:?}"
+    );
+    let rows = basalt::catalog::managed::load(&client).await.unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].owner.uid, "a", "the first claim stands");
+}

@@ -730,7 +730,8 @@ fn collection(queries: &[(&str, &str)]) -> Metadata {
 
 #[test]
 fn collection_edits_end_in_the_resources_order() {
-    let cases: [(&[(&str, &str)], &[(&str, &str)]); 4] = [
+    type Queries<'a> = &'a [(&'a str, &'a str)];
+    let cases: [(Queries, Queries); 4] = [
         // Reordered.
         (
             &[("a", "{ a }"), ("b", "{ b }"), ("c", "{ c }")],
