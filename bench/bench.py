@@ -303,6 +303,8 @@ def main():
     parser.add_argument("--no-build", action="store_true", help="use the existing target/release/basalt")
     parser.add_argument("--binary", help="measure this basalt binary instead (implies --no-build), "
                         "e.g. a build of another commit to compare with")
+    parser.add_argument("--rust-log", default="info",
+                        help="RUST_LOG of the Basalt server (default info, as operators run it: one log line per request)")
     parser.add_argument("--subscriptions", action="store_true",
                         help="measure live subscriptions instead of the queries (see bench/README.md)")
     parser.add_argument("--subscribers", default="1000,10000",
@@ -360,7 +362,7 @@ def main():
                 [str(binary), "serve", "--database-url", url, "--port", str(port), "--host", "127.0.0.1",
                  "--admin-secret", ADMIN_SECRET, "--pool-size", str(args.pool_size), "--log-format", "json",
                  "--websocket-max-connections", "20000"],
-                stdout=basalt_log, stderr=subprocess.STDOUT, env=dict(os.environ, RUST_LOG="warn"))
+                stdout=basalt_log, stderr=subprocess.STDOUT, env=dict(os.environ, RUST_LOG=args.rust_log))
             processes.append(process)
             wait_http(f"http://127.0.0.1:{port}/healthz", name)
             return process, port

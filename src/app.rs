@@ -120,6 +120,9 @@ pub async fn start(config: ServeConfig) -> Result<Running> {
     })
 }
 
+/// How long `serve --controller` waits for its controller to drain on shutdown.
+const CONTROLLER_DRAIN: Duration = Duration::from_secs(20);
+
 /// Keeps the snapshot current: LISTEN for peers' commits, with a periodic version poll as
 /// backup; reconnects after failures.
 async fn watch_catalog(state: AppState, pg_config: tokio_postgres::Config) {
@@ -206,13 +209,30 @@ pub async fn serve(mut config: ServeConfig) -> Result<()> {
                 std::future::pending().await
             }
         };
+        tokio::pin!(controller);
         // A failed controller (lost leadership, no Kubernetes API) stops the process:
         // crash-only, the orchestrator restarts it.
         let outcome = tokio::select! {
-            _ = shutdown_signal() => Ok(()),
-            result = controller => result,
+            _ = shutdown_signal() => {
+                tracing::info!("shutting down");
+                let _ = stop.send(true);
+                // The controller drains: it stops taking work, lets the reconciles in
+                // flight finish (their catalog transactions commit or roll back whole) and
+                // releases its lease, within the orchestrator's grace period.
+                if with_controller {
+                    match tokio::time::timeout(CONTROLLER_DRAIN, &mut controller).await {
+                        Ok(result) => result,
+                        Err(_) => {
+                            tracing::warn!("the controller did not drain in time");
+                            Ok(())
+                        }
+                    }
+                } else {
+                    Ok(())
+                }
+            }
+            result = &mut controller => result,
         };
-        tracing::info!("shutting down");
         let _ = stop.send(true);
         running.shutdown().await;
         outcome

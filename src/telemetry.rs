@@ -1,4 +1,7 @@
-//! Logs and traces. Logs: JSON or pretty, filtered by `RUST_LOG` (default `info`). Traces:
+//! Logs and traces. Logs: JSON or pretty, filtered by `RUST_LOG` (default `info`), written to
+//! stdout by a background thread through a buffer, so a request's log line costs a copy into a
+//! channel rather than a write syscall on the request path (nothing is dropped: a full channel
+//! makes the logger wait). Traces:
 //! OpenTelemetry spans exported over OTLP/HTTP when `BASALT_OTLP_ENDPOINT` is set — the
 //! request, GraphQL parse and plan, SQL, catalog work, webhook calls and controller
 //! reconciles — with the W3C `traceparent` of a client request taken as the parent and passed
@@ -27,11 +30,14 @@ static PROPAGATOR: OnceLock<TraceContextPropagator> = OnceLock::new();
 #[must_use = "keep it until the process ends, then call shutdown"]
 pub struct Telemetry {
     provider: Option<SdkTracerProvider>,
+    /// Flushes the log lines still buffered when dropped.
+    logs: Option<tracing_appender::non_blocking::WorkerGuard>,
 }
 
 impl Telemetry {
     /// Sends the spans still buffered and stops the exporter (blocking, so on its own thread).
     pub async fn shutdown(self) {
+        drop(self.logs);
         if let Some(provider) = self.provider {
             let flushed = tokio::task::spawn_blocking(move || provider.shutdown()).await;
             if let Ok(Err(e)) = flushed {
@@ -46,13 +52,26 @@ impl Telemetry {
 /// it never stops the process.
 pub fn init(format: LogFormat, otlp: &OtlpConfig, default_service: &str) -> Telemetry {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // Lines go through a channel to a thread that writes them in batches (one syscall per
+    // batch); `lossy(false)`: a full channel makes the caller wait rather than lose a line.
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(false)
+        .thread_name("basalt-log")
+        .finish(std::io::BufWriter::with_capacity(
+            64 * 1024,
+            std::io::stdout(),
+        ));
     let logs = match format {
         LogFormat::Json => tracing_subscriber::fmt::layer()
             .json()
             .flatten_event(true)
             .with_current_span(true)
+            .with_writer(writer)
             .boxed(),
-        LogFormat::Pretty => tracing_subscriber::fmt::layer().pretty().boxed(),
+        LogFormat::Pretty => tracing_subscriber::fmt::layer()
+            .pretty()
+            .with_writer(writer)
+            .boxed(),
     }
     .with_filter(filter);
     let provider = otlp.endpoint.as_deref().and_then(|endpoint| {
@@ -77,7 +96,10 @@ pub fn init(format: LogFormat, otlp: &OtlpConfig, default_service: &str) -> Tele
     if installed && provider.is_some() {
         TRACING.store(true, Ordering::Relaxed);
     }
-    Telemetry { provider }
+    Telemetry {
+        provider,
+        logs: installed.then_some(guard),
+    }
 }
 
 /// The OTLP/HTTP exporter behind a batching provider. Its blocking HTTP client must be built
