@@ -152,6 +152,12 @@ pub fn render(state: &AppState, events_pending: Option<i64>) -> Result<String, s
     );
     counter(
         &mut registry,
+        "graphql_introspections_run",
+        "Introspection documents answered by running them (the rest come from each role's cache)",
+        get(&c.introspections_run),
+    );
+    counter(
+        &mut registry,
         "schema_builds",
         "Builds of the GraphQL schemas",
         get(&c.schema_builds),

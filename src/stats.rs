@@ -21,6 +21,8 @@ pub struct Counters {
     pub statements_prepared: AtomicU64,
     /// Multiplexed live-query statements run (each answers up to a batch of subscribers).
     pub live_statements: AtomicU64,
+    /// Introspection documents answered by running them (not from the role's cache).
+    pub introspections_run: AtomicU64,
     /// Seconds each SQL statement of the GraphQL path took (prepare, bind, run, rows).
     pub sql_seconds: Histogram,
     /// Seconds each build of the GraphQL schemas took.
@@ -36,6 +38,7 @@ impl Default for Counters {
             schema_builds: AtomicU64::new(0),
             statements_prepared: AtomicU64::new(0),
             live_statements: AtomicU64::new(0),
+            introspections_run: AtomicU64::new(0),
             // 100 µs … about 4 s.
             sql_seconds: Histogram::new(exponential_buckets(0.0001, 2.5, 12)),
             // 1 ms … about 16 s.
@@ -59,6 +62,8 @@ pub struct CountersSnapshot {
     pub statements_prepared: u64,
     /// See [`Counters::live_statements`].
     pub live_statements: u64,
+    /// See [`Counters::introspections_run`].
+    pub introspections_run: u64,
 }
 
 impl Counters {
@@ -77,6 +82,7 @@ impl Counters {
             schema_builds: get(&self.schema_builds),
             statements_prepared: get(&self.statements_prepared),
             live_statements: get(&self.live_statements),
+            introspections_run: get(&self.introspections_run),
         }
     }
 }

@@ -424,27 +424,53 @@ async fn execute_compiled(
     if compiled.planned.introspection.is_none() && answered.is_empty() {
         return Ok(data_body(data.as_deref().unwrap_or(b"{}")));
     }
+    let introspected = match &compiled.planned.introspection {
+        Some((_, document)) => Some(introspect(state, role, document).await?),
+        None => None,
+    };
+    // Only introspection fields (the usual client schema fetch): the answer is the data, its
+    // keys already in document order.
+    let only_introspection = compiled.planned.data.fields.is_empty() && answered.is_empty();
+    if let (true, Some(answer)) = (only_introspection, &introspected) {
+        return Ok(data_body(answer));
+    }
     let mut parts: Map<String, Value> = match &data {
         Some(bytes) => {
             serde_json::from_slice(bytes).map_err(|e| GraphqlError::Merge(e.to_string()))?
         }
         None => Map::new(),
     };
-    if let Some((keys, document)) = &compiled.planned.introspection {
-        let schema = role
-            .introspection
-            .as_ref()
-            .ok_or(GraphqlError::IntrospectionUnavailable)?;
-        if let Value::Object(answers) = introspection::execute(schema, document).await? {
-            for key in keys {
-                if let Some(v) = answers.get(key) {
-                    parts.insert(key.clone(), v.clone());
-                }
+    if let (Some((keys, _)), Some(answer)) = (&compiled.planned.introspection, &introspected) {
+        let answers: Map<String, Value> =
+            serde_json::from_slice(answer).map_err(|e| GraphqlError::Merge(e.to_string()))?;
+        for key in keys {
+            if let Some(v) = answers.get(key) {
+                parts.insert(key.clone(), v.clone());
             }
         }
     }
     merge_remote(&mut parts, answered, &compiled.planned, cookies);
     Ok(in_document_order(parts, &compiled.planned.keys))
+}
+
+/// The answer to an introspection document as JSON bytes: remembered per role schema (one
+/// metadata version), so a client fetching the schema again costs a lookup, not a run.
+async fn introspect(
+    state: &AppState,
+    role: &RoleSchema,
+    document: &str,
+) -> Result<Bytes, GraphqlError> {
+    if let Some(answer) = role.introspected(document) {
+        return Ok(answer);
+    }
+    let schema = role
+        .introspection
+        .as_ref()
+        .ok_or(GraphqlError::IntrospectionUnavailable)?;
+    Counters::bump(&state.counters.introspections_run);
+    let answer = Bytes::from(introspection::execute(schema, document).await?.to_string());
+    role.remember_introspection(document, answer.clone());
+    Ok(answer)
 }
 
 /// `{"data": …}` with the parts of a response (database, introspection, remote) under their

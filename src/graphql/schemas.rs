@@ -14,6 +14,9 @@ use std::sync::{Arc, Mutex};
 /// Largest document (and variables) whose plan is cached, in bytes.
 const MAX_CACHED_DOCUMENT: usize = 64 * 1024;
 
+/// Introspection answers kept per role before that cache is emptied.
+const INTROSPECTION_CACHE_SIZE: usize = 16;
+
 /// Plans kept per role before the cache is emptied.
 const PLAN_CACHE_SIZE: usize = 1000;
 
@@ -42,6 +45,8 @@ pub struct RoleSchema {
     /// Answers `__schema`/`__type`; `None` if the type system could not be built (logged).
     pub introspection: Option<async_graphql::dynamic::Schema>,
     plans: Mutex<HashMap<PlanKey, Arc<CachedPlan>>>,
+    /// Answers to introspection documents (JSON bytes), by document.
+    introspected: Mutex<HashMap<String, bytes::Bytes>>,
 }
 
 impl std::fmt::Debug for RoleSchema {
@@ -72,6 +77,7 @@ impl RoleSchema {
             types,
             introspection,
             plans: Mutex::new(HashMap::new()),
+            introspected: Mutex::new(HashMap::new()),
         }
     }
 
@@ -93,6 +99,25 @@ impl RoleSchema {
         plans
             .get(&Self::key(query, operation, Some(variables.to_owned())))
             .cloned()
+    }
+
+    /// The remembered answer to an introspection document.
+    pub fn introspected(&self, document: &str) -> Option<bytes::Bytes> {
+        let answers = self.introspected.lock().unwrap_or_else(|p| p.into_inner());
+        answers.get(document).cloned()
+    }
+
+    /// Remembers the answer to an introspection document (small documents only, a bounded
+    /// number of them: clients send the same few).
+    pub fn remember_introspection(&self, document: &str, answer: bytes::Bytes) {
+        if document.len() > MAX_CACHED_DOCUMENT {
+            return;
+        }
+        let mut answers = self.introspected.lock().unwrap_or_else(|p| p.into_inner());
+        if answers.len() >= INTROSPECTION_CACHE_SIZE {
+            answers.clear();
+        }
+        answers.insert(document.to_owned(), answer);
     }
 
     /// Remembers a plan.

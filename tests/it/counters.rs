@@ -96,3 +96,48 @@ async fn the_pool_is_sized_from_configuration() {
     let server = blog_with_pool(7).await;
     assert_eq!(server.running.state.pool.status().max_size, 7);
 }
+
+#[tokio::test]
+async fn introspection_answers_are_remembered_per_role_and_metadata_version() {
+    let server = blog_with_pool(2).await;
+    let full = crate::graphql_introspection::full_introspection(&server, None).await;
+    let before = counters(&server);
+    let again = crate::graphql_introspection::full_introspection(&server, None).await;
+    assert_eq!(again, full, "the same answer");
+    let after = counters(&server);
+    assert_eq!(after.introspections_run - before.introspections_run, 0);
+    // Mixed with data, the remembered answer is merged in.
+    let r = server
+        .gql("{ __type(name: \"author\") { name } author(limit: 1) { id } }")
+        .await;
+    assert_eq!(r["data"]["__type"]["name"], "author", "{r}");
+    let r2 = server
+        .gql("{ __type(name: \"author\") { name } author(limit: 1) { id } }")
+        .await;
+    assert_eq!(r2, r);
+    let mixed = counters(&server);
+    assert_eq!(mixed.introspections_run - after.introspections_run, 1);
+    // Another role has its own answers; a new metadata version starts afresh.
+    crate::graphql_introspection::full_introspection(&server, Some("user")).await;
+    assert_eq!(
+        counters(&server).introspections_run - mixed.introspections_run,
+        1
+    );
+    server
+        .ok(json!({"type": "set_table_custom_fields", "version": 2, "args": {"table": "author", "custom_root_fields": {"select": "writers"}}}))
+        .await;
+    let changed = crate::graphql_introspection::full_introspection(&server, None).await;
+    assert_ne!(changed, full, "the new version's schema");
+    let fields: Vec<&str> = changed["__schema"]["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "query_root")
+        .unwrap()["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["name"].as_str())
+        .collect();
+    assert!(fields.contains(&"writers"), "{fields:?}");
+}
