@@ -6,7 +6,7 @@
 use super::{Caller, GraphqlError};
 use crate::actions::{self, Call};
 use crate::execute::ActionValues;
-use crate::graphql::ir::{ActionCall, MutationField, RootField};
+use crate::graphql::ir::{MutationField, RootField};
 use crate::graphql::plan::Planned;
 use crate::schema::actions::ResolvedAction;
 use crate::state::Served;
@@ -40,7 +40,7 @@ pub(super) fn prepare(
         });
     let mut calls = Calls::new();
     for (key, call) in query.chain(mutation) {
-        let action = find(served, call)?;
+        let action = find(served, &call.action)?;
         calls.insert(
             key.clone(),
             ActionValues {
@@ -54,15 +54,15 @@ pub(super) fn prepare(
     Ok(calls)
 }
 
-/// The served action a call names.
-fn find<'a>(served: &'a Served, call: &ActionCall) -> Result<&'a ResolvedAction, GraphqlError> {
+/// The served action named `name`.
+fn find<'a>(served: &'a Served, name: &str) -> Result<&'a ResolvedAction, GraphqlError> {
     served
         .schema
         .resolved
         .actions
         .iter()
-        .find(|a| a.name() == call.action)
-        .ok_or_else(|| GraphqlError::Merge(format!("the action \"{}\" is gone", call.action)))
+        .find(|a| a.name() == name)
+        .ok_or_else(|| GraphqlError::Merge(format!("the action \"{name}\" is gone")))
 }
 
 /// Calls the handler of the action at `key` and keeps its output for SQL to bind.
@@ -74,11 +74,7 @@ pub(super) async fn call_one(
     calls: &mut Calls,
 ) -> Result<(), GraphqlError> {
     let resolved = &served.schema.resolved;
-    let action = resolved
-        .actions
-        .iter()
-        .find(|a| a.name() == action)
-        .ok_or_else(|| GraphqlError::Merge(format!("the action \"{action}\" is gone")))?;
+    let action = find(served, action)?;
     let values = calls
         .get(key)
         .ok_or_else(|| GraphqlError::Merge(format!("no action call at \"{key}\"")))?;

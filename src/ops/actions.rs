@@ -294,10 +294,7 @@ fn check(
             headers,
             timeout: crate::schema::actions::timeout(&entry.definition),
         };
-        let mut resolved = cache.resolved.clone();
-        resolved.actions.clear();
-        resolved.custom_types.types = metadata.custom_types.clone();
-        if let Some(Some(reason)) = type_check(&resolved, &[candidate]).into_iter().next() {
+        if let Some(Some(reason)) = type_check(&cache.resolved, &[candidate]).into_iter().next() {
             return Err(MetadataError::new(
                 Code::ConstraintViolation,
                 definition,

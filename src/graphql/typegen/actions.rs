@@ -77,10 +77,11 @@ pub fn action_type_clashes(
     resolved: &crate::schema::Resolved,
     actions: &[ResolvedAction],
 ) -> Vec<Option<String>> {
-    let tables = super::build(&crate::graphql::model::build(
-        resolved,
-        crate::graphql::model::ADMIN,
-    ));
+    // The tables' types alone: the actions already served bring their own custom types,
+    // which a new action may share.
+    let mut model = crate::graphql::model::build(resolved, crate::graphql::model::ADMIN);
+    model.actions.clear();
+    let tables = super::build(&model);
     let custom = &resolved.custom_types;
     actions
         .iter()
