@@ -85,6 +85,33 @@ fn lint(node: &Value, path: &str, in_combinator: bool, problems: &mut Vec<String
     }
 }
 
+type Crd =
+    k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+
+/// The CRD of `kind`.
+fn crd_of(kind: &str) -> Crd {
+    crds()
+        .into_iter()
+        .find(|c| c.spec.names.kind == kind)
+        .unwrap_or_else(|| panic!("no CRD for {kind}"))
+}
+
+/// The CRD's printer columns are exactly `wanted` (name, JSON path, priority), in order.
+fn assert_columns(crd: &Crd, wanted: &[(&str, &str, i32)]) {
+    let columns: Vec<(String, String, i32)> = crd.spec.versions[0]
+        .additional_printer_columns
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|c| (c.name.clone(), c.json_path.clone(), c.priority.unwrap_or(0)))
+        .collect();
+    let wanted: Vec<(String, String, i32)> = wanted
+        .iter()
+        .map(|(n, p, prio)| (n.to_string(), p.to_string(), *prio))
+        .collect();
+    assert_eq!(columns, wanted);
+}
+
 fn schema_of(
     crd: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
 ) -> Value {
@@ -250,17 +277,7 @@ fn permission_cel_rules() {
 
 #[test]
 fn event_trigger_columns_and_identity() {
-    let crd = crds()
-        .into_iter()
-        .find(|c| c.spec.names.kind == "EventTrigger")
-        .unwrap();
-    let columns: Vec<(String, String, i32)> = crd.spec.versions[0]
-        .additional_printer_columns
-        .as_ref()
-        .unwrap()
-        .iter()
-        .map(|c| (c.name.clone(), c.json_path.clone(), c.priority.unwrap_or(0)))
-        .collect();
+    let crd = crd_of("EventTrigger");
     let wanted = [
         ("Trigger", ".spec.name", 0),
         ("Table", ".spec.table.name", 0),
@@ -282,13 +299,7 @@ fn event_trigger_columns_and_identity() {
         ),
         ("Age", ".metadata.creationTimestamp", 0),
     ];
-    assert_eq!(
-        columns,
-        wanted
-            .iter()
-            .map(|(n, p, prio)| (n.to_string(), p.to_string(), *prio))
-            .collect::<Vec<_>>()
-    );
+    assert_columns(&crd, &wanted);
     // `"*"`-or-list nodes are untyped, so both forms stay one-to-one with the metadata API.
     let schema = schema_of(&crd);
     let update = &schema["properties"]["spec"]["properties"]["update"]["properties"];
@@ -383,17 +394,7 @@ fn event_trigger_cel_rules() {
 
 #[test]
 fn remote_schema_columns_status_and_secrets() {
-    let crd = crds()
-        .into_iter()
-        .find(|c| c.spec.names.kind == "RemoteSchema")
-        .unwrap();
-    let columns: Vec<(String, String, i32)> = crd.spec.versions[0]
-        .additional_printer_columns
-        .as_ref()
-        .unwrap()
-        .iter()
-        .map(|c| (c.name.clone(), c.json_path.clone(), c.priority.unwrap_or(0)))
-        .collect();
+    let crd = crd_of("RemoteSchema");
     let wanted = [
         ("Schema", ".spec.name", 0),
         ("URL", ".spec.definition.url", 1),
@@ -414,13 +415,7 @@ fn remote_schema_columns_status_and_secrets() {
         ),
         ("Age", ".metadata.creationTimestamp", 0),
     ];
-    assert_eq!(
-        columns,
-        wanted
-            .iter()
-            .map(|(n, p, prio)| (n.to_string(), p.to_string(), *prio))
-            .collect::<Vec<_>>()
-    );
+    assert_columns(&crd, &wanted);
     let schema = schema_of(&crd);
     // Spec fields are the metadata API's, camelCased one to one.
     let definition = &schema["properties"]["spec"]["properties"]["definition"];
@@ -475,10 +470,7 @@ fn remote_schema_columns_status_and_secrets() {
     }
     assert_eq!(remote["reachable"]["type"], "boolean");
     // The common part is the same schema as every other kind's.
-    let event_trigger = crds()
-        .into_iter()
-        .find(|c| c.spec.names.kind == "EventTrigger")
-        .unwrap();
+    let event_trigger = crd_of("EventTrigger");
     let theirs = &schema_of(&event_trigger)["properties"]["status"]["properties"];
     let mut ours = status.clone();
     ours.as_object_mut().unwrap().remove("remote");

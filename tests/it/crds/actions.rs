@@ -4,24 +4,13 @@
 use super::*;
 use basalt::controller::crd::Action as ActionResource;
 
-fn action_crd(
-) -> k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
-    crds()
-        .into_iter()
-        .find(|c| c.spec.names.kind == "Action")
-        .unwrap()
+fn action_crd() -> Crd {
+    crd_of("Action")
 }
 
 #[test]
 fn action_columns_fields_and_status() {
     let crd = action_crd();
-    let columns: Vec<(String, String, i32)> = crd.spec.versions[0]
-        .additional_printer_columns
-        .as_ref()
-        .unwrap()
-        .iter()
-        .map(|c| (c.name.clone(), c.json_path.clone(), c.priority.unwrap_or(0)))
-        .collect();
     let wanted = [
         ("Action", ".spec.name", 0),
         ("Type", ".spec.definition.type", 0),
@@ -43,13 +32,7 @@ fn action_columns_fields_and_status() {
         ),
         ("Age", ".metadata.creationTimestamp", 0),
     ];
-    assert_eq!(
-        columns,
-        wanted
-            .iter()
-            .map(|(n, p, prio)| (n.to_string(), p.to_string(), *prio))
-            .collect::<Vec<_>>()
-    );
+    assert_columns(&crd, &wanted);
     let schema = schema_of(&crd);
     let spec = &schema["properties"]["spec"];
     let keys = |node: &Value| {
@@ -106,10 +89,7 @@ fn action_columns_fields_and_status() {
     assert_eq!(permissions["x-kubernetes-list-map-keys"], json!(["role"]));
     assert_eq!(permissions["items"]["required"], json!(["role"]));
     // The status every kind has.
-    let event_trigger = crds()
-        .into_iter()
-        .find(|c| c.spec.names.kind == "EventTrigger")
-        .unwrap();
+    let event_trigger = crd_of("EventTrigger");
     assert_eq!(
         schema["properties"]["status"]["properties"],
         schema_of(&event_trigger)["properties"]["status"]["properties"]
