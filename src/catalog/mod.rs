@@ -15,6 +15,7 @@ pub mod events;
 pub mod managed;
 pub mod remote;
 mod run_sql;
+pub mod versions;
 use crate::metadata::objects;
 pub use managed::OwnershipChanges;
 use tracing::Instrument;
@@ -46,6 +47,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (3, events::MIGRATION),
     (4, remote::MIGRATION),
     (5, actions::MIGRATION),
+    (6, versions::MIGRATION),
 ];
 
 /// Failures of the catalog layer.

@@ -22,6 +22,7 @@ pub struct ControllerMetrics {
     errors: Family<KindLabels, Counter>,
     running: Gauge,
     leader: Gauge,
+    introspections: Counter,
 }
 
 impl ControllerMetrics {
@@ -38,6 +39,11 @@ impl ControllerMetrics {
     /// Whether this replica leads (reconciles and writes) or stands by.
     pub fn set_leader(&self, leader: bool) {
         self.leader.set(i64::from(leader));
+    }
+
+    /// Counts the database introspections of the work it runs ([`crate::introspect::counting`]).
+    pub fn introspections(&self) -> Counter {
+        self.introspections.clone()
     }
 
     /// The metrics in the Prometheus text format.
@@ -57,6 +63,11 @@ impl ControllerMetrics {
             "reconciles_running",
             "Reconciles in progress: work taken from the queue and not finished",
             self.running.clone(),
+        );
+        registry.register(
+            "introspections",
+            "Reads of the database model by reconciles (one per catalog or database change when they share their view)",
+            self.introspections.clone(),
         );
         registry.register(
             "leader",

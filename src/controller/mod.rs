@@ -1,8 +1,9 @@
 //! The Kubernetes side of Basalt (`docs/kubernetes.md`): custom resource definitions
 //! ([`crd`]), their mapping to metadata objects ([`mapping`]), the pure plan ([`diff`],
 //! [`conditions`]), the reconcile ([`reconcile`]), leader election ([`leader`]) and the
-//! process ([`run`]). Catalog writes go through the metadata API's operations and
-//! transaction; the controller never runs SQL of its own on user tables.
+//! process ([`run`]); reconciles share one view of the catalog and database (`view`). Catalog
+//! writes go through the metadata API's operations and transaction; the controller never runs
+//! SQL of its own on user tables.
 
 pub mod conditions;
 pub mod crd;
@@ -14,6 +15,7 @@ pub mod mapping;
 pub mod metrics;
 pub mod reconcile;
 pub mod run;
+mod view;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;

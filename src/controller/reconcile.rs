@@ -161,6 +161,8 @@ pub struct Context {
     /// What was last reported for each object that does not match its schema (generation,
     /// message): reported again only when that changes.
     invalid: Mutex<HashMap<String, (i64, String)>>,
+    /// The catalog and database as every reconcile plans against them, read once per change.
+    view: super::view::SharedView,
     /// Reconcile counts and leadership, served on the probe port.
     pub metrics: super::metrics::ControllerMetrics,
 }
@@ -180,6 +182,7 @@ impl Context {
             settings,
             failures: Mutex::new(HashMap::new()),
             invalid: Mutex::new(HashMap::new()),
+            view: super::view::SharedView::default(),
             metrics: super::metrics::ControllerMetrics::default(),
         }
     }
@@ -225,6 +228,11 @@ impl Context {
             Err(p) => p.into_inner(),
         };
         map.remove(object);
+    }
+
+    /// Reads of the database model by this context's reconciles so far.
+    pub fn introspections(&self) -> u64 {
+        self.metrics.introspections().get()
     }
 
     /// Consecutive failures recorded for `object`.
@@ -313,19 +321,20 @@ pub async fn reconcile<K: Kind>(
     let namespace = resource.namespace().unwrap_or_default();
     let api: Api<K> = Api::namespaced(ctx.client.clone(), &namespace);
     let span = tracing::info_span!("reconcile", kind = K::kind(&()).as_ref(), %namespace, name = %resource.name_any());
-    finalizer(&api, FINALIZER, resource, |event| async {
+    let reconciled = finalizer(&api, FINALIZER, resource, |event| async {
         match event {
             Finalized::Apply(r) => apply(r, &ctx).await,
             Finalized::Cleanup(r) => cleanup(r, &ctx).await,
         }
     })
-    .instrument(span)
-    .await
-    .map_err(|e| match e {
-        kube::runtime::finalizer::Error::ApplyFailed(e)
-        | kube::runtime::finalizer::Error::CleanupFailed(e) => e,
-        other => Error::Finalizer(Box::new(other)),
-    })
+    .instrument(span);
+    crate::introspect::counting(ctx.metrics.introspections(), reconciled)
+        .await
+        .map_err(|e| match e {
+            kube::runtime::finalizer::Error::ApplyFailed(e)
+            | kube::runtime::finalizer::Error::CleanupFailed(e) => e,
+            other => Error::Finalizer(Box::new(other)),
+        })
 }
 
 /// Retry policy for failed reconciles: backoff by error class, per object.
@@ -394,12 +403,12 @@ pub(super) async fn write(
     let mut waiting: Vec<(String, MetadataError)> = Vec::new();
     let mut conflicts = 0;
     loop {
-        let mut client = ctx.pool.get().await.map_err(CatalogError::from)?;
-        let (metadata, version) = catalog::load(&**client, false).await?;
-        let rows = managed::load(&**client).await?;
+        let view = ctx.view.current(&ctx.pool).await?;
+        let (metadata, rows) = (&view.snapshot.metadata, &view.rows);
+        let version = view.snapshot.version;
         let mut plan = match cleanup {
-            Some(removal) => diff::cleanup(resource.owner, &metadata, &rows, removal),
-            None => diff::plan(resource, &metadata, &rows, policy),
+            Some(removal) => diff::cleanup(resource.owner, metadata, rows, removal),
+            None => diff::plan(resource, metadata, rows, policy),
         };
         for (key, _) in &waiting {
             plan.without(key);
@@ -430,6 +439,7 @@ pub(super) async fn write(
                 waiting,
             }));
         }
+        drop(view);
         let requests: Vec<Value> = plan.ops.iter().map(|o| o.request.clone()).collect();
         let op = Op::parse(
             &json!({"type": "bulk", "args": requests}),
@@ -441,6 +451,7 @@ pub(super) async fn write(
             Ok(op) => op,
             Err(e) => return Ok(Err(e)),
         };
+        let mut client = ctx.pool.get().await.map_err(CatalogError::from)?;
         match catalog::execute_with(
             &mut client,
             &op,
@@ -612,9 +623,9 @@ async fn evaluate(ctx: &Context, written: &Written, declared: &[Object]) -> Resu
         }
     }
     // Consistency of what this resource declares, by the engine's own check.
-    let client = ctx.pool.get().await.map_err(CatalogError::from)?;
-    let snapshot = catalog::build(&**client).await?;
-    let inconsistent: Vec<String> = snapshot
+    let view = ctx.view.current(&ctx.pool).await?;
+    let inconsistent: Vec<String> = view
+        .snapshot
         .schema
         .inconsistencies
         .iter()

@@ -400,12 +400,28 @@ impl DbModel {
     }
 }
 
+tokio::task_local! {
+    /// The counter [`introspect`] bumps in the current task, when one is set.
+    static COUNTER: prometheus_client::metrics::counter::Counter;
+}
+
+/// Runs `work` counting every [`introspect`] it makes in `counter`: the controller proves with
+/// it that reconciles share one view of the database instead of reading it each
+/// (`basalt_controller_introspections_total`).
+pub async fn counting<F: std::future::Future>(
+    counter: prometheus_client::metrics::counter::Counter,
+    work: F,
+) -> F::Output {
+    COUNTER.scope(counter, work).await
+}
+
 /// Reads the database model. `enum_tables` names the tables whose rows are needed to check
 /// the enum-table rules; relations that do not exist or lack a single-column key are skipped.
 pub async fn introspect(
     client: &impl tokio_postgres::GenericClient,
     enum_tables: &[RelationName],
 ) -> Result<DbModel, IntrospectError> {
+    let _ = COUNTER.try_with(|counter| counter.inc());
     let row = client
         .query_one(include_str!("introspection.sql"), &[])
         .await?;

@@ -111,6 +111,72 @@ async fn stale_resource_version_gets_409() {
     assert_eq!(s.running.state.snapshot().version, v);
 }
 
+/// `db_url` as the login role `role` (password `plain`), created when missing, with the right
+/// to create schemas in the database and tables in `public`.
+async fn as_plain_role(db_url: &str, role: &str) -> String {
+    let database = url::Url::parse(db_url)
+        .unwrap()
+        .path()
+        .trim_start_matches('/')
+        .to_owned();
+    run_sql(
+        db_url,
+        &format!(
+            "DO $$ BEGIN CREATE ROLE {role} LOGIN PASSWORD 'plain';
+             EXCEPTION WHEN duplicate_object THEN NULL; END $$;
+             GRANT CREATE ON DATABASE \"{database}\" TO {role};
+             GRANT CREATE ON SCHEMA public TO {role};"
+        ),
+    )
+    .await;
+    let mut url = url::Url::parse(db_url).unwrap();
+    url.set_username(role).unwrap();
+    url.set_password(Some("plain")).unwrap();
+    url.to_string()
+}
+
+async fn versions(db_url: &str) -> basalt::catalog::versions::Versions {
+    let (client, conn) = tokio_postgres::connect(db_url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    basalt::catalog::versions::read(&client).await.unwrap()
+}
+
+#[tokio::test]
+async fn ddl_is_counted_for_every_role_and_the_catalog_migrates_without_a_superuser() {
+    let role = format!("basalt_plain_{}", std::process::id());
+    // Migrated by a superuser: the event trigger counts DDL, whoever runs it (the counting
+    // function runs as its owner, so a role without rights on basalt_catalog is not refused).
+    let db = fresh_database().await;
+    let engine = TestServer::on(&db, |_| {}).await;
+    let plain = as_plain_role(&db, &role).await;
+    let before = versions(&db).await;
+    run_sql(&plain, "CREATE TABLE by_plain (id int PRIMARY KEY)").await;
+    let after = versions(&db).await;
+    assert_eq!(
+        after.ddl,
+        before.ddl.map(|n| n + 1),
+        "{before:?} → {after:?}"
+    );
+    engine.running.shutdown().await;
+
+    // Migrated by a role that may not create event triggers: the migration still succeeds,
+    // DDL is reported untracked, and the engine serves as usual.
+    let db = fresh_database().await;
+    let plain = as_plain_role(&db, &role).await;
+    let engine = TestServer::on(&plain, |_| {}).await;
+    assert_eq!(versions(&plain).await.ddl, None);
+    engine.sql("CREATE TABLE shelf (id int PRIMARY KEY)").await;
+    engine
+        .ok(json!({"type": "track_table", "args": {"table": {"name": "shelf"}}}))
+        .await;
+    assert_eq!(
+        engine.gql("{ shelf { id } }").await,
+        json!({"data": {"shelf": []}})
+    );
+}
+
 #[tokio::test]
 async fn migrations_are_idempotent_and_safe_in_parallel() {
     let db = fresh_database().await;

@@ -5,6 +5,7 @@
 
 mod actions;
 mod invalid;
+mod shared_view;
 
 use crate::harness::{query_json, TestServer, BLOG};
 use crate::kube_fake::{context, Call, FakeApi};

@@ -1,0 +1,82 @@
+//! One view of the catalog and the database shared by every reconcile (`docs/kubernetes.md`,
+//! "One view of the catalog"): the metadata, the ownership rows and the schema resolved against
+//! the introspected database, built once per change of the catalog, of the ownership rows or
+//! of the database's DDL ([`catalog::versions`]) instead of once per reconcile. Applying N
+//! resources, each of which re-triggers all the others through the catalog's `NOTIFY`, then
+//! reads the database once per version rather than N² times.
+//!
+//! A reconcile plans against the view and writes with compare-and-swap on its catalog version,
+//! so a view that went stale in between costs a retry, never a wrong write.
+
+use crate::catalog::versions::{self, Versions};
+use crate::catalog::{self, managed, CatalogError, Snapshot};
+use crate::metadata::objects::Managed;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Mutex;
+
+/// How long a view is trusted when DDL is not counted (no superuser to create the event
+/// trigger): direct DDL is then seen within this time.
+pub const UNTRACKED_DDL_REFRESH: Duration = Duration::from_secs(2);
+
+/// What the catalog and the database held at [`View::versions`], read in one transaction.
+#[derive(Debug)]
+pub struct View {
+    /// The counters the view was read at.
+    pub versions: Versions,
+    /// Metadata, its version, and the schema resolved against the database.
+    pub snapshot: Snapshot,
+    /// Every ownership row, in key order.
+    pub rows: Vec<Managed>,
+    /// When it was read.
+    read_at: Instant,
+}
+
+impl View {
+    fn serves(&self, wanted: &Versions) -> bool {
+        self.versions.covers(wanted)
+            && (self.versions.ddl.is_some() || self.read_at.elapsed() < UNTRACKED_DDL_REFRESH)
+    }
+}
+
+/// The current view, rebuilt by one reconcile at a time while the others wait for it.
+#[derive(Debug, Default)]
+pub struct SharedView {
+    current: Mutex<Option<Arc<View>>>,
+}
+
+impl SharedView {
+    /// A view at least as recent as the catalog and the database are now.
+    pub async fn current(&self, pool: &deadpool_postgres::Pool) -> Result<Arc<View>, CatalogError> {
+        let mut client = pool.get().await?;
+        let wanted = versions::read(&**client).await?;
+        let mut current = self.current.lock().await;
+        if let Some(view) = current.as_ref().filter(|v| v.serves(&wanted)) {
+            return Ok(view.clone());
+        }
+        let view = Arc::new(read(&mut client).await?);
+        *current = Some(view.clone());
+        Ok(view)
+    }
+}
+
+/// Reads the counters and everything a reconcile plans against in one `REPEATABLE READ`
+/// snapshot, so the counters describe exactly what was read.
+async fn read(client: &mut tokio_postgres::Client) -> Result<View, CatalogError> {
+    let tx = client
+        .build_transaction()
+        .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .await?;
+    let versions = versions::read(&tx).await?;
+    let snapshot = catalog::build(&tx).await?;
+    let rows = managed::load(&tx).await?;
+    tx.commit().await?;
+    Ok(View {
+        versions,
+        snapshot,
+        rows,
+        read_at: Instant::now(),
+    })
+}
