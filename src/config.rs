@@ -154,7 +154,7 @@ pub struct ControllerConfig {
     #[arg(long, env = "BASALT_RESYNC_SECONDS", default_value_t = 300)]
     pub resync_seconds: u64,
     /// Resources reconciled at once per kind.
-    #[arg(long, env = "BASALT_CONTROLLER_CONCURRENCY", default_value_t = 2)]
+    #[arg(long, env = "BASALT_CONTROLLER_CONCURRENCY", default_value_t = 8)]
     pub concurrency: u16,
     /// Milliseconds between attempts to take the leader lock.
     #[arg(long, env = "BASALT_LEADER_RETRY_MS", default_value_t = 5000)]
@@ -176,7 +176,7 @@ impl Default for ControllerConfig {
             label_selector: None,
             self_heal: false,
             resync_seconds: 300,
-            concurrency: 2,
+            concurrency: 8,
             leader_retry_ms: 5000,
             controller_database_url: None,
             probe_port: 8081,

@@ -12,11 +12,13 @@ use tokio_postgres::GenericClient;
 
 pub mod actions;
 pub mod events;
+mod group;
 pub mod managed;
 pub mod remote;
 mod run_sql;
 pub mod versions;
 use crate::metadata::objects;
+pub use group::{execute_group, GroupItem};
 pub use managed::OwnershipChanges;
 use tracing::Instrument;
 
@@ -268,16 +270,7 @@ pub async fn execute_with(
     annotate(&tx, op, &metadata, &work.db, &mut response).await?;
     let mut new_version = version;
     if wrote {
-        let document = serde_json::to_value(&work.metadata).map_err(CatalogError::Corrupt)?;
-        let row = tx
-            .query_one(
-                "UPDATE basalt_catalog.metadata SET metadata = $1, resource_version = resource_version + 1
-                 WHERE id = 1 RETURNING resource_version",
-                &[&document],
-            )
-            .instrument(tracing::debug_span!("catalog.commit"))
-            .await?;
-        new_version = i64::from(row.try_get::<_, i32>(0)?);
+        new_version = store(&tx, &work.metadata).await?;
     }
     if let Writer::Controller(changes) = writer {
         // Another resource claimed or released one of these objects since the plan was
@@ -307,6 +300,24 @@ pub async fn execute_with(
         wrote,
         notify,
     })
+}
+
+/// Stores `metadata` as the next resource version, in the caller's transaction (which holds
+/// the catalog lock); returns that version.
+async fn store(
+    tx: &tokio_postgres::Transaction<'_>,
+    metadata: &Metadata,
+) -> Result<i64, CatalogError> {
+    let document = serde_json::to_value(metadata).map_err(CatalogError::Corrupt)?;
+    let row = tx
+        .query_one(
+            "UPDATE basalt_catalog.metadata SET metadata = $1, resource_version = resource_version + 1
+             WHERE id = 1 RETURNING resource_version",
+            &[&document],
+        )
+        .instrument(tracing::debug_span!("catalog.commit"))
+        .await?;
+    Ok(i64::from(row.try_get::<_, i32>(0)?))
 }
 
 /// Runs a request exactly as [`execute_with`] would — the same locks, SQL, checks and errors —

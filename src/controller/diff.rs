@@ -71,12 +71,57 @@ pub struct Plan {
     pub ops: Vec<PlannedOp>,
     /// Ownership rows to write in the same transaction.
     pub ownership: OwnershipChanges,
+    /// The catalog's definition of every key the plan touches, as planned against (`None`:
+    /// absent): a group commit checks that none changed since, instead of the whole catalog's
+    /// version.
+    pub base: Vec<(String, Option<Object>)>,
 }
 
 impl Plan {
     /// True when nothing is written.
     pub fn is_noop(&self) -> bool {
         self.ops.is_empty() && self.ownership.is_empty()
+    }
+
+    /// Every key the plan's operations and ownership rows touch.
+    pub fn keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self.ops.iter().map(|op| op.key.clone()).collect();
+        keys.extend(self.ownership.upsert.iter().map(|r| r.key.clone()));
+        keys.extend(self.ownership.remove.iter().cloned());
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+
+    /// Whether the plan may share a catalog transaction with other resources' plans: its
+    /// operations change only the objects they name. Not so for `set_custom_types` (the whole
+    /// custom types document), a cascading untrack (objects of other resources), and remote
+    /// schemas (introspected before the transaction).
+    pub fn shares_commit(&self) -> bool {
+        self.ops.iter().all(|op| {
+            let kind = op.request["type"].as_str().unwrap_or_default();
+            let cascades = kind == "untrack_table" && op.request["args"]["cascade"] == true;
+            !cascades
+                && !matches!(
+                    kind,
+                    "set_custom_types"
+                        | "add_remote_schema"
+                        | "update_remote_schema"
+                        | "remove_remote_schema"
+                )
+        })
+    }
+
+    /// Records what the catalog held for each key the plan touches ([`Plan::base`]).
+    fn record_base(&mut self, catalog: &BTreeMap<String, Object>) {
+        self.base = self
+            .keys()
+            .into_iter()
+            .map(|key| {
+                let found = catalog.get(&key).cloned();
+                (key, found)
+            })
+            .collect();
     }
 
     /// Removes everything planned for `key` (a relationship waiting for its target).
@@ -205,6 +250,7 @@ pub fn plan(
     if let Some(request) = types.request(metadata) {
         plan.ops.push(request);
     }
+    plan.record_base(&catalog);
     plan
 }
 
@@ -249,6 +295,7 @@ pub fn cleanup(owner: &Owner, metadata: &Metadata, rows: &[Managed], removal: Re
     if let Some(request) = types.request(metadata) {
         plan.ops.push(request);
     }
+    plan.record_base(&catalog);
     plan
 }
 

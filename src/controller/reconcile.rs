@@ -3,6 +3,7 @@
 //! transaction, consistency, status by server-side apply, Events on transitions. Idempotent:
 //! with everything in sync it makes no catalog write and no API call.
 
+use super::commit::Reply;
 use super::conditions::{self, Reason, Wanted};
 use super::crd::*;
 use super::diff::{self, Plan, Policy, Step};
@@ -163,6 +164,8 @@ pub struct Context {
     invalid: Mutex<HashMap<String, (i64, String)>>,
     /// The catalog and database as every reconcile plans against them, read once per change.
     view: super::view::SharedView,
+    /// Writes waiting to be committed together.
+    commits: super::commit::GroupCommit,
     /// Reconcile counts and leadership, served on the probe port.
     pub metrics: super::metrics::ControllerMetrics,
 }
@@ -183,6 +186,7 @@ impl Context {
             failures: Mutex::new(HashMap::new()),
             invalid: Mutex::new(HashMap::new()),
             view: super::view::SharedView::default(),
+            commits: super::commit::GroupCommit::default(),
             metrics: super::metrics::ControllerMetrics::default(),
         }
     }
@@ -392,7 +396,13 @@ pub(super) struct Written {
     waiting: Vec<(String, MetadataError)>,
 }
 
-/// Plans and writes, retrying lost compare-and-swap races; a relationship whose target is
+/// Stale plans tolerated per write before the reconcile fails and backs off. Under group
+/// commit a plan goes stale whenever a group commits between planning and committing, and each
+/// such retry means the catalog moved on.
+const MAX_CONFLICTS: u64 = 20;
+
+/// Plans and writes (in a group commit when the plan allows, [`super::commit`]), retrying lost
+/// compare-and-swap races; a relationship whose target is
 /// missing is left out (as if rolled back to its savepoint) so the table still lands.
 pub(super) async fn write(
     ctx: &Context,
@@ -402,6 +412,9 @@ pub(super) async fn write(
 ) -> Result<Result<Written, MetadataError>, Error> {
     let mut waiting: Vec<(String, MetadataError)> = Vec::new();
     let mut conflicts = 0;
+    // Set when a group this write was part of failed as a whole: from then on it commits on
+    // its own, so an error is attributed to it alone.
+    let mut alone = false;
     loop {
         let view = ctx.view.current(&ctx.pool).await?;
         let (metadata, rows) = (&view.snapshot.metadata, &view.rows);
@@ -451,27 +464,43 @@ pub(super) async fn write(
             Ok(op) => op,
             Err(e) => return Ok(Err(e)),
         };
-        let mut client = ctx.pool.get().await.map_err(CatalogError::from)?;
-        match catalog::execute_with(
-            &mut client,
-            &op,
-            Some(version),
-            Writer::Controller(&plan.ownership),
-        )
-        .await
-        {
-            Ok(executed) => {
+        let committed = if alone || !plan.shares_commit() {
+            let mut client = ctx.pool.get().await.map_err(CatalogError::from)?;
+            catalog::execute_with(
+                &mut client,
+                &op,
+                Some(version),
+                Writer::Controller(&plan.ownership),
+            )
+            .await
+            .map(|executed| executed.snapshot.version)
+        } else {
+            match ctx.commits.write(&ctx.pool, op, version, &plan).await? {
+                Reply::Committed(version) => Ok(version),
+                Reply::Refused(refused) => Err(refused),
+                Reply::Alone => {
+                    alone = true;
+                    continue;
+                }
+            }
+        };
+        match committed {
+            Ok(version) => {
                 return Ok(Ok(Written {
                     plan,
-                    version: executed.snapshot.version,
+                    version,
                     wrote: true,
                     waiting,
                 }))
             }
-            Err(CatalogError::Conflict { .. }) if conflicts < 5 => {
+            // A write of the same group or an earlier one moved the catalog since the plan:
+            // plan again on the new view (shared, so this is cheap).
+            Err(CatalogError::Conflict { .. }) if conflicts < MAX_CONFLICTS => {
                 conflicts += 1;
-                let jitter = seed(&resource.owner.name) % 50 + 10 * conflicts;
-                tokio::time::sleep(Duration::from_millis(jitter)).await;
+                if alone {
+                    let jitter = seed(&resource.owner.name) % 50 + 10 * conflicts;
+                    tokio::time::sleep(Duration::from_millis(jitter)).await;
+                }
             }
             Err(CatalogError::Metadata(e)) => {
                 let key = e

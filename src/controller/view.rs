@@ -48,12 +48,12 @@ pub struct SharedView {
 impl SharedView {
     /// A view at least as recent as the catalog and the database are now.
     pub async fn current(&self, pool: &deadpool_postgres::Pool) -> Result<Arc<View>, CatalogError> {
-        let mut client = pool.get().await?;
-        let wanted = versions::read(&**client).await?;
+        let wanted = versions::read(&**pool.get().await?).await?;
         let mut current = self.current.lock().await;
         if let Some(view) = current.as_ref().filter(|v| v.serves(&wanted)) {
             return Ok(view.clone());
         }
+        let mut client = pool.get().await?;
         let view = Arc::new(read(&mut client).await?);
         *current = Some(view.clone());
         Ok(view)

@@ -4,6 +4,7 @@
 //! `controller/invalid.rs`.
 
 mod actions;
+mod group_commit;
 mod invalid;
 mod shared_view;
 
@@ -148,6 +149,17 @@ impl Setup {
         self.reconcile(&article()).await.expect("article again");
         self.fake.take();
         assert_eq!(self.condition(&article(), "Ready").1, "Applied");
+    }
+
+    /// The catalog's resource version.
+    async fn catalog_version(&self) -> i64 {
+        query_json(
+            &self.server.db_url,
+            "SELECT resource_version FROM basalt_catalog.metadata",
+        )
+        .await[0]["resource_version"]
+            .as_i64()
+            .unwrap()
     }
 
     fn status<K: Kind>(&self, obj: &K) -> ResourceStatus {

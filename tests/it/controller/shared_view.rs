@@ -18,16 +18,6 @@ fn chain_table(i: usize) -> TrackedTable {
     tracked(&format!("chain-{i}"), spec)
 }
 
-async fn catalog_version(s: &Setup) -> i64 {
-    query_json(
-        &s.server.db_url,
-        "SELECT resource_version FROM basalt_catalog.metadata",
-    )
-    .await[0]["resource_version"]
-        .as_i64()
-        .unwrap()
-}
-
 #[tokio::test]
 async fn applying_many_resources_reads_the_database_once_per_version() {
     let s = setup(false).await;
@@ -44,7 +34,7 @@ async fn applying_many_resources_reads_the_database_once_per_version() {
         s.create(table);
         s.reconcile(table).await.expect("finalizer");
     }
-    let (introspected, version) = (s.ctx.introspections(), catalog_version(&s).await);
+    let (introspected, version) = (s.ctx.introspections(), s.catalog_version().await);
     for (i, table) in tables.iter().enumerate() {
         s.reconcile(table).await.expect("apply");
         // The write's NOTIFY re-triggers every resource applied so far.
@@ -55,7 +45,7 @@ async fn applying_many_resources_reads_the_database_once_per_version() {
     for table in &tables {
         assert_eq!(s.condition(table, "Ready").1, "Applied", "{table:?}");
     }
-    let versions = (catalog_version(&s).await - version) as u64;
+    let versions = (s.catalog_version().await - version) as u64;
     assert_eq!(versions, CHAIN as u64, "one catalog write per table");
     let spent = s.ctx.introspections() - introspected;
     // Each write reads the database in its transaction, and the view is read again once after
@@ -72,7 +62,7 @@ async fn applying_many_resources_reads_the_database_once_per_version() {
         s.reconcile(table).await.expect("resync");
     }
     assert_eq!(s.ctx.introspections(), before);
-    assert_eq!(catalog_version(&s).await - version, versions as i64);
+    assert_eq!(s.catalog_version().await - version, versions as i64);
     let writes: Vec<String> = s
         .fake
         .take()

@@ -1,0 +1,173 @@
+//! Group commit of controller writes (`docs/kubernetes.md`, "Group commit"; design D5 as
+//! amended): the writes of reconciles that are ready at the same moment run in one catalog
+//! transaction — one lock, one load, one introspection, one consistency check, one version,
+//! one `NOTIFY` — instead of one each. Every write keeps its own outcome: each runs under its
+//! own savepoint, so one that is refused (a metadata error, a stale plan, an ownership race)
+//! is rolled back alone and the others commit.
+
+use super::{
+    introspect, load, managed, notification_payload, relation_names, remote, run, store,
+    CatalogError, Work, NOTIFY_CHANNEL,
+};
+use crate::catalog::OwnershipChanges;
+use crate::metadata::objects::{self, Object};
+use crate::ops::{self, Op};
+use crate::schema;
+use std::collections::BTreeSet;
+use tokio_postgres::Transaction;
+
+/// One controller write joining a group.
+#[derive(Debug)]
+pub struct GroupItem<'a> {
+    /// The resource's operations (a `bulk`).
+    pub op: &'a Op,
+    /// The catalog version the write was planned against.
+    pub expected_version: i64,
+    /// The catalog's definition, at `expected_version`, of every key in `keys` (`None`:
+    /// absent). A write planned against an older version still commits when none of these
+    /// changed since: other resources' writes in between do not make its plan stale.
+    pub base: &'a [(String, Option<Object>)],
+    /// Every object key its operations or ownership rows touch: two writes of one group may not
+    /// share one (the later is refused as a conflict and planned again).
+    pub keys: &'a [String],
+    /// Ownership rows written with it.
+    pub ownership: &'a OwnershipChanges,
+}
+
+/// Runs `items` in one transaction. The outer error fails the whole group (nothing was
+/// stored; the caller runs each write on its own); otherwise each item has its own result:
+/// the committed catalog version, or why it alone was refused ([`CatalogError::Conflict`] for
+/// a plan whose objects changed since it was made or a key taken by an earlier write of the
+/// group, [`CatalogError::Metadata`]
+/// with the path inside the item's `bulk`).
+pub async fn execute_group(
+    client: &mut tokio_postgres::Client,
+    items: &[GroupItem<'_>],
+) -> Result<Vec<Result<i64, CatalogError>>, CatalogError> {
+    let tx = client.transaction().await?;
+    let (metadata, version) = load(&tx, true).await?;
+    let current = items
+        .iter()
+        .any(|item| item.expected_version != version)
+        .then(|| objects::catalog_objects(&metadata));
+    let unchanged = |item: &GroupItem<'_>| match &current {
+        Some(objects) if item.expected_version != version => item
+            .base
+            .iter()
+            .all(|(key, before)| objects.get(key) == before.as_ref()),
+        _ => true,
+    };
+    let mut results: Vec<Option<Result<i64, CatalogError>>> = items
+        .iter()
+        .map(|item| {
+            (item.op.may_introspect() || !unchanged(item)).then_some(Err(CatalogError::Conflict {
+                expected: item.expected_version,
+                current: version,
+            }))
+        })
+        .collect();
+    if results.iter().all(Option::is_some) {
+        // Every plan is stale: nothing to introspect or store.
+        return Ok(results.into_iter().flatten().collect());
+    }
+    let mut enum_candidates = metadata.enum_tables();
+    for item in items {
+        enum_candidates.extend(item.op.enum_candidates());
+    }
+    let enum_candidates = relation_names(&enum_candidates);
+    let db = introspect::introspect(&tx, &enum_candidates).await?;
+    let remotes = remote::world(&tx, &metadata).await?;
+    let mut work = Work {
+        remotes: remotes.clone(),
+        remotes_before: remotes,
+        metadata: metadata.clone(),
+        db: db.clone(),
+        session: serde_json::json!({"x-svc-role": "admin"}),
+        enum_candidates,
+        own_consistency_rules: false,
+        rebuild: false,
+        db_before: db,
+    };
+    let mut taken: BTreeSet<&str> = BTreeSet::new();
+    let mut committed = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        if results[i].is_some() {
+            continue;
+        }
+        if item.keys.iter().any(|k| taken.contains(k.as_str())) {
+            results[i] = Some(Err(CatalogError::Conflict {
+                expected: item.expected_version,
+                current: version,
+            }));
+            continue;
+        }
+        match apply_item(&tx, &mut work, item).await? {
+            Ok(()) => {
+                taken.extend(item.keys.iter().map(String::as_str));
+                committed.push(i);
+            }
+            Err(refused) => results[i] = Some(Err(refused)),
+        }
+    }
+    if committed.is_empty() {
+        return Ok(results.into_iter().flatten().collect());
+    }
+    // Capture triggers follow the group's event-trigger changes, as one write's would.
+    super::events::sync(&tx, &metadata, &mut work).await?;
+    let after = schema::resolve_with(&work.metadata, &work.db, &work.remotes);
+    let before = schema::resolve_with(&metadata, &work.db_before, &work.remotes_before);
+    // Which write left something inconsistent is not known here: the caller finds out by
+    // running each on its own.
+    ops::check_no_new_inconsistency(&before, &after)?;
+    let mut new_version = version;
+    if work.metadata != metadata {
+        new_version = store(&tx, &work.metadata).await?;
+    }
+    for &i in &committed {
+        managed::write(&tx, items[i].ownership, new_version).await?;
+        results[i] = Some(Ok(new_version));
+    }
+    if new_version != version || work.rebuild {
+        let payload = notification_payload(new_version, new_version == version);
+        tx.execute("SELECT pg_notify($1, $2)", &[&NOTIFY_CHANNEL, &payload])
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(results.into_iter().flatten().collect())
+}
+
+/// Runs one write under a savepoint; a refusal rolls it (and its changes to `work`) back.
+/// The outer error is a database failure that ends the group.
+async fn apply_item(
+    tx: &Transaction<'_>,
+    work: &mut Work,
+    item: &GroupItem<'_>,
+) -> Result<Result<(), CatalogError>, CatalogError> {
+    tx.batch_execute("SAVEPOINT basalt_group_item").await?;
+    let saved = work.metadata.clone();
+    let outcome = async {
+        // Ownership claimed or released by another resource since the plan: planned again.
+        if !managed::unchanged(tx, item.ownership).await? {
+            return Err(CatalogError::Conflict {
+                expected: item.expected_version,
+                current: item.expected_version,
+            });
+        }
+        run(tx, work, item.op).await.map(|_| ())
+    }
+    .await;
+    match outcome {
+        Ok(()) => {
+            tx.batch_execute("RELEASE SAVEPOINT basalt_group_item")
+                .await?;
+            Ok(Ok(()))
+        }
+        Err(refused @ (CatalogError::Metadata(_) | CatalogError::Conflict { .. })) => {
+            tx.batch_execute("ROLLBACK TO SAVEPOINT basalt_group_item")
+                .await?;
+            work.metadata = saved;
+            Ok(Err(refused))
+        }
+        Err(failure) => Err(failure),
+    }
+}
