@@ -153,6 +153,10 @@ pub struct ControllerConfig {
     /// Seconds between periodic re-reconciles of every resource (and orphan scans).
     #[arg(long, env = "BASALT_RESYNC_SECONDS", default_value_t = 300)]
     pub resync_seconds: u64,
+    /// Remove managed objects whose resource no longer exists (orphans) from the catalog,
+    /// instead of only reporting them.
+    #[arg(long, env = "BASALT_PRUNE_ORPHANS", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub prune_orphans: bool,
     /// Resources reconciled at once per kind.
     #[arg(long, env = "BASALT_CONTROLLER_CONCURRENCY", default_value_t = 8)]
     pub concurrency: u16,
@@ -176,6 +180,7 @@ impl Default for ControllerConfig {
             label_selector: None,
             self_heal: false,
             resync_seconds: 300,
+            prune_orphans: false,
             concurrency: 8,
             leader_retry_ms: 5000,
             controller_database_url: None,

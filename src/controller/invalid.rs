@@ -113,14 +113,8 @@ async fn delete<K: Kind>(invalid: &InvalidObject, ctx: &Context) -> Result<Actio
         Ok(written) => written,
         Err(e) => return Err(Error::DeletionBlocked(e)),
     };
-    let kept: Vec<&String> = finalizers.iter().filter(|f| *f != FINALIZER).collect();
-    let patch = json!({"metadata": {
-        "finalizers": kept,
-        "resourceVersion": invalid.metadata.resource_version,
-    }});
     let api: Api<DeserializeGuard<K>> = Api::namespaced(ctx.client.clone(), &namespace);
-    api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await?;
+    super::scope::drop_finalizer(&api, &invalid.metadata).await?;
     ctx.forget_invalid(&object_key::<K>(invalid));
     ctx.publish(
         &reference::<K>(invalid),

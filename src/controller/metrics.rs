@@ -23,6 +23,7 @@ pub struct ControllerMetrics {
     running: Gauge,
     leader: Gauge,
     introspections: Counter,
+    orphaned: Gauge,
 }
 
 impl ControllerMetrics {
@@ -39,6 +40,12 @@ impl ControllerMetrics {
     /// Whether this replica leads (reconciles and writes) or stands by.
     pub fn set_leader(&self, leader: bool) {
         self.leader.set(i64::from(leader));
+    }
+
+    /// How many managed objects have lost their resource (the last orphan scan's count).
+    pub fn set_orphaned(&self, objects: usize) {
+        self.orphaned
+            .set(i64::try_from(objects).unwrap_or(i64::MAX));
     }
 
     /// Counts the database introspections of the work it runs ([`crate::introspect::counting`]).
@@ -68,6 +75,11 @@ impl ControllerMetrics {
             "introspections",
             "Reads of the database model by reconciles (one per catalog or database change when they share their view)",
             self.introspections.clone(),
+        );
+        registry.register(
+            "orphaned_objects",
+            "Managed objects whose resource no longer exists, as of the last scan",
+            self.orphaned.clone(),
         );
         registry.register(
             "leader",

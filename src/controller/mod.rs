@@ -16,6 +16,7 @@ pub mod mapping;
 pub mod metrics;
 pub mod reconcile;
 pub mod run;
+pub mod scope;
 mod view;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;

@@ -952,12 +952,20 @@ pub(super) async fn remove_owned(
         cascade,
         tables: false,
     };
-    let outcome = write(ctx, &target, Policy::default(), Some(removal)).await?;
-    if outcome.is_err() {
-        return Ok(outcome);
-    }
+    let first = match write(ctx, &target, Policy::default(), Some(removal)).await? {
+        Ok(written) => written,
+        Err(refused) => return Ok(Err(refused)),
+    };
     removal.tables = true;
-    write(ctx, &target, Policy::default(), Some(removal)).await
+    Ok(write(ctx, &target, Policy::default(), Some(removal))
+        .await?
+        .map(|mut written| {
+            // What both phases removed.
+            let mut steps = first.plan.steps;
+            steps.append(&mut written.plan.steps);
+            written.plan.steps = steps;
+            written
+        }))
 }
 
 /// The note of a `Deleted` Event: what was removed or released.

@@ -6,6 +6,7 @@ use super::crd::*;
 use super::leader;
 use super::metrics::ControllerMetrics;
 use super::reconcile::{self, Context, Kind, Settings};
+use super::scope::{self, ScanReport};
 use crate::catalog;
 use crate::config::ControllerConfig;
 use anyhow::{Context as _, Result};
@@ -16,7 +17,6 @@ use kube::core::DeserializeGuard;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::{predicates, reflector, watcher, Controller, Predicate, WatchStreamExt};
 use kube::Api;
-use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -229,9 +229,10 @@ pub async fn run_with(
     }
     let listener = tokio::spawn(listen_catalog(lock_config.clone(), triggers, retry));
     let orphans = tokio::spawn(scan_orphans(
-        client.clone(),
-        pool.clone(),
+        ctx.clone(),
         scopes.clone(),
+        settings.label_selector.clone(),
+        settings.prune_orphans,
         ctx.settings.resync,
     ));
     tracing::info!(?scopes, "controller running");
@@ -382,56 +383,62 @@ async fn listen_catalog(
     }
 }
 
-/// Periodically marks ownership rows whose resource is gone as orphaned (and clears the mark
-/// when it is back), so `get_inconsistent_metadata` reports them.
+/// Periodically scans ownership against the resources that exist ([`scan`]).
 async fn scan_orphans(
-    client: kube::Client,
-    pool: deadpool_postgres::Pool,
+    ctx: Arc<Context>,
     scopes: Scopes,
+    selector: Option<String>,
+    prune: bool,
     every: Duration,
 ) {
+    let pod = scope::own_pod();
     let mut ticker = tokio::time::interval(every);
     loop {
         ticker.tick().await;
-        let mut live = BTreeSet::new();
-        let mut complete = true;
-        for scope in &scopes {
-            macro_rules! list {
-                ($kind:ty) => {
-                    match api::<$kind>(&client, scope)
-                        .list_metadata(&ListParams::default())
-                        .await
-                    {
-                        Ok(list) => {
-                            for item in list.items {
-                                live.insert((
-                                    stringify!($kind).to_owned(),
-                                    item.metadata.namespace.unwrap_or_default(),
-                                    item.metadata.name.unwrap_or_default(),
-                                ));
-                            }
-                        }
-                        Err(err) => {
-                            tracing::warn!(%err, "orphan scan: cannot list resources");
-                            complete = false;
-                        }
-                    }
-                };
-            }
-            each_kind!(list);
-        }
-        if !complete {
-            continue;
-        }
-        let watched: Vec<Option<String>> = scopes.clone();
-        match reconcile::mark_orphans(&pool, &live, &watched).await {
-            Ok(keys) if !keys.is_empty() => {
-                tracing::warn!(?keys, "managed objects whose resource no longer exists")
-            }
-            Ok(_) => {}
-            Err(err) => tracing::warn!(%err, "orphan scan failed"),
+        if let Err(err) = scan(&ctx, &scopes, selector.as_deref(), prune, pod.as_ref()).await {
+            tracing::warn!(%err, "orphan scan failed");
         }
     }
+}
+
+/// One scan of ownership against the resources that exist (`docs/kubernetes.md`, "Scope and
+/// orphans"): resources outside the label selector or the watched namespaces are released,
+/// rows whose resource is gone are marked orphaned and reported on `pod` (and removed with
+/// `prune`). A listing that fails ends the scan before anything is marked.
+pub async fn scan(
+    ctx: &Context,
+    scopes: &Scopes,
+    selector: Option<&str>,
+    prune: bool,
+    pod: Option<&k8s_openapi::api::core::v1::ObjectReference>,
+) -> Result<ScanReport, reconcile::Error> {
+    let mut live = scope::Live::new();
+    let mut report = ScanReport::default();
+    for watched in scopes {
+        macro_rules! list {
+            ($kind:ty) => {
+                report
+                    .released
+                    .extend(scope::list::<$kind>(ctx, watched, selector, &mut live).await?);
+            };
+        }
+        each_kind!(list);
+    }
+    if !scopes.contains(&None) {
+        let client = ctx.pool.get().await.map_err(catalog::CatalogError::from)?;
+        let rows = catalog::managed::load(&**client).await?;
+        drop(client);
+        macro_rules! unwatched {
+            ($kind:ty) => {
+                report
+                    .released
+                    .extend(scope::release_unwatched::<$kind>(ctx, scopes, &rows).await?);
+            };
+        }
+        each_kind!(unwatched);
+    }
+    scope::settle_orphans(ctx, &live, scopes, prune, pod, &mut report).await?;
+    Ok(report)
 }
 
 #[cfg(test)]

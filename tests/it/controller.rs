@@ -6,6 +6,7 @@
 mod actions;
 mod group_commit;
 mod invalid;
+mod scope;
 mod shared_view;
 
 use crate::harness::{query_json, TestServer, BLOG};

@@ -81,6 +81,12 @@ impl FakeApi {
         serde_json::from_value(value).unwrap()
     }
 
+    /// Removes a resource outright, as if its finalizer had been taken off by hand.
+    pub fn remove<K: serde::Serialize>(&self, obj: &K) {
+        let path = object_path(&serde_json::to_value(obj).unwrap());
+        self.objects.lock().unwrap().remove(&path);
+    }
+
     /// The stored manifest at `manifest`'s path.
     pub fn raw(&self, manifest: &Value) -> Value {
         self.objects.lock().unwrap()[&object_path(manifest)].clone()
@@ -100,13 +106,32 @@ impl FakeApi {
             return respond(StatusCode::OK, &call.body);
         }
         if call.method == "GET" {
+            if let Some(object) = self.objects.lock().unwrap().get(&path) {
+                return respond(StatusCode::OK, object);
+            }
             let prefix = format!("{path}/");
+            // `labelSelector` of the `key=value` form, as the controller's flag is used here.
+            let query = call.uri.split_once('?').map(|(_, q)| q).unwrap_or_default();
+            let wanted: Vec<(String, String)> = url::form_urlencoded::parse(query.as_bytes())
+                .filter(|(k, _)| k == "labelSelector")
+                .flat_map(|(_, v)| {
+                    v.split(',')
+                        .filter_map(|term| term.split_once('='))
+                        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                        .collect::<Vec<_>>()
+                })
+                .collect();
             let items: Vec<Value> = self
                 .objects
                 .lock()
                 .unwrap()
                 .iter()
-                .filter(|(p, _)| p.starts_with(&prefix))
+                .filter(|(p, _)| p.starts_with(&prefix) && !p[prefix.len()..].contains('/'))
+                .filter(|(_, o)| {
+                    wanted
+                        .iter()
+                        .all(|(k, v)| o["metadata"]["labels"][k].as_str() == Some(v.as_str()))
+                })
                 .map(|(_, o)| o.clone())
                 .collect();
             return respond(

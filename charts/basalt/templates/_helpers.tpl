@@ -230,6 +230,12 @@ app.kubernetes.io/instance: {{ .Release.Name }}
   valueFrom:
     fieldRef:
       fieldPath: metadata.name
+- name: POD_UID
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.uid
+- name: BASALT_PRUNE_ORPHANS
+  value: {{ .Values.controller.pruneOrphans | toString | quote }}
 {{- end }}
 
 {{/* Pod annotations that roll the pods when the chart's Secret changes. */}}
