@@ -55,7 +55,19 @@ STATUS_VERBS = {"get", "patch", "update"}
 FINALIZER_VERBS = {"update"}
 EVENT_VERBS = {"create", "patch"}
 # Variables the controller reads besides its BASALT_* flags (injected from the downward API).
-DOWNWARD_ENV = {"POD_NAMESPACE": "metadata.namespace", "POD_NAME": "metadata.name"}
+DOWNWARD_ENV = {
+    "POD_NAMESPACE": "metadata.namespace",
+    "POD_NAME": "metadata.name",
+    "POD_UID": "metadata.uid",
+}
+# The only rule of the Role that lets the controller report orphans as Events on its own Pod
+# when the release namespace is not watched.
+EVENTS_RULES = {("events.k8s.io", "events", "create"), ("events.k8s.io", "events", "patch")}
+
+
+def is_events_role(obj: dict[str, Any]) -> bool:
+    """The controller's Role (or RoleBinding) for Events in the release namespace."""
+    return obj["metadata"]["name"].endswith("-events")
 
 PASSED = 0
 FAILED = 0
@@ -252,7 +264,7 @@ def check_rbac(r: Rendered, plurals: list[str]) -> list[str]:
         name, ns = role["metadata"]["name"], role["metadata"].get("namespace")
         got, extra = rule_triples(role)
         problems.extend(extra)
-        diff = describe_diff(got, want)
+        diff = describe_diff(got, EVENTS_RULES if is_events_role(role) else want)
         if diff:
             problems.append(f"{kind} {ns or ''}/{name}: {diff}")
         matching = [
@@ -279,8 +291,12 @@ def check_rbac(r: Rendered, plurals: list[str]) -> list[str]:
         if croles or cbindings:
             problems.append("ClusterRole(Binding) rendered although not watching all namespaces")
         expected_ns = sorted(set(c["watchNamespaces"])) or [NAMESPACE]
-        role_ns = sorted(role["metadata"].get("namespace") for role in roles)
-        binding_ns = sorted(b["metadata"].get("namespace") for b in bindings)
+        role_ns = sorted(role["metadata"].get("namespace") for role in roles if not is_events_role(role))
+        binding_ns = sorted(b["metadata"].get("namespace") for b in bindings if not is_events_role(b))
+        events_ns = sorted(role["metadata"].get("namespace") for role in roles if is_events_role(role))
+        wanted_events_ns = [] if NAMESPACE in expected_ns else [NAMESPACE]
+        if events_ns != wanted_events_ns:
+            problems.append(f"Events Roles in {events_ns}, expected in {wanted_events_ns}")
         if role_ns != expected_ns:
             problems.append(f"Roles in {role_ns}, expected one in each of {expected_ns}")
         if binding_ns != expected_ns:
@@ -308,7 +324,9 @@ def check_watch_env(r: Rendered) -> list[str]:
         if all_ns not in (None, "false"):
             problems.append(f"BASALT_WATCH_ALL_NAMESPACES={all_ns!r}")
         listed = env.get("BASALT_WATCH_NAMESPACES", {}).get("value")
-        role_ns = sorted(role["metadata"].get("namespace") for role in r.of_kind("Role"))
+        role_ns = sorted(
+            role["metadata"].get("namespace") for role in r.of_kind("Role") if not is_events_role(role)
+        )
         if listed is None:
             if role_ns != [NAMESPACE]:
                 problems.append("BASALT_WATCH_NAMESPACES unset but Roles are not just the release namespace")
