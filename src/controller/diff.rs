@@ -170,6 +170,18 @@ pub fn plan(
     policy: Policy,
 ) -> Plan {
     let catalog = crate::metadata::objects::catalog_objects(metadata);
+    plan_against(resource, metadata, &catalog, rows, policy)
+}
+
+/// [`plan`] with the document's objects by key already at hand (`catalog_objects` of
+/// `metadata`): the controller computes them once per view, not once per reconcile.
+pub fn plan_against(
+    resource: &Resource<'_>,
+    metadata: &Metadata,
+    catalog: &BTreeMap<String, Object>,
+    rows: &[Managed],
+    policy: Policy,
+) -> Plan {
     let rows: BTreeMap<&str, &Managed> = rows.iter().map(|r| (r.key.as_str(), r)).collect();
     let owner = resource.owner;
     let mut plan = Plan::default();
@@ -250,7 +262,7 @@ pub fn plan(
     if let Some(request) = types.request(metadata) {
         plan.ops.push(request);
     }
-    plan.record_base(&catalog);
+    plan.record_base(catalog);
     plan
 }
 
@@ -269,12 +281,23 @@ pub struct Removal {
 /// Plans the cleanup of a deleted resource: drop every object it owns (unless `orphan`), and
 /// forget the ownership rows. Keys another resource owns, or already gone, are left alone.
 pub fn cleanup(owner: &Owner, metadata: &Metadata, rows: &[Managed], removal: Removal) -> Plan {
+    let catalog = crate::metadata::objects::catalog_objects(metadata);
+    cleanup_against(owner, metadata, &catalog, rows, removal)
+}
+
+/// [`cleanup`] with the document's objects by key already at hand.
+pub fn cleanup_against(
+    owner: &Owner,
+    metadata: &Metadata,
+    catalog: &BTreeMap<String, Object>,
+    rows: &[Managed],
+    removal: Removal,
+) -> Plan {
     let Removal {
         orphan,
         cascade,
         tables,
     } = removal;
-    let catalog = crate::metadata::objects::catalog_objects(metadata);
     let mut plan = Plan::default();
     let mut types = TypeEdits::default();
     let mut owned: Vec<&Managed> = rows
@@ -295,7 +318,7 @@ pub fn cleanup(owner: &Owner, metadata: &Metadata, rows: &[Managed], removal: Re
     if let Some(request) = types.request(metadata) {
         plan.ops.push(request);
     }
-    plan.record_base(&catalog);
+    plan.record_base(catalog);
     plan
 }
 

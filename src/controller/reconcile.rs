@@ -419,9 +419,12 @@ pub(super) async fn write(
         let view = ctx.view.current(&ctx.pool).await?;
         let (metadata, rows) = (&view.snapshot.metadata, &view.rows);
         let version = view.snapshot.version;
+        let objects = &view.objects;
         let mut plan = match cleanup {
-            Some(removal) => diff::cleanup(resource.owner, metadata, rows, removal),
-            None => diff::plan(resource, metadata, rows, policy),
+            Some(removal) => {
+                diff::cleanup_against(resource.owner, metadata, objects, rows, removal)
+            }
+            None => diff::plan_against(resource, metadata, objects, rows, policy),
         };
         for (key, _) in &waiting {
             plan.without(key);

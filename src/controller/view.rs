@@ -10,7 +10,8 @@
 
 use crate::catalog::versions::{self, Versions};
 use crate::catalog::{self, managed, CatalogError, Snapshot};
-use crate::metadata::objects::Managed;
+use crate::metadata::objects::{self, Managed, Object};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Mutex;
@@ -28,6 +29,8 @@ pub struct View {
     pub snapshot: Snapshot,
     /// Every ownership row, in key order.
     pub rows: Vec<Managed>,
+    /// The metadata's ownable objects by key, computed once for every plan made on the view.
+    pub objects: BTreeMap<String, Object>,
     /// When it was read.
     read_at: Instant,
 }
@@ -73,10 +76,12 @@ async fn read(client: &mut tokio_postgres::Client) -> Result<View, CatalogError>
     let snapshot = catalog::build(&tx).await?;
     let rows = managed::load(&tx).await?;
     tx.commit().await?;
+    let objects = objects::catalog_objects(&snapshot.metadata);
     Ok(View {
         versions,
         snapshot,
         rows,
+        objects,
         read_at: Instant::now(),
     })
 }
