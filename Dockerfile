@@ -12,6 +12,9 @@ FROM rust:1-bookworm AS builder
 WORKDIR /build
 COPY Cargo.toml Cargo.lock ./
 COPY src ./src
+# The workspace's other member (a test and benchmark tool): Cargo needs its manifest to load
+# the workspace, though the image builds only `basalt`.
+COPY crates ./crates
 # The cache mounts keep the registry and target/ between builds (BuildKit); the binary is
 # copied out of the cached target/ so the next stage can use it.
 RUN --mount=type=cache,target=/usr/local/cargo/registry \

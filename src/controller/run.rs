@@ -1,6 +1,7 @@
-//! The controller process (`docs/kubernetes.md`): leader election, one kube-rs `Controller` per kind
-//! and watched namespace sharing one [`Context`], catalog `NOTIFY` re-triggering every
-//! resource, periodic orphan scans, probes, graceful shutdown.
+//! The controller process (`docs/kubernetes.md`): watches and caches on every replica (warm
+//! standbys), leader election, one kube-rs `Controller` per kind and watched namespace sharing
+//! one [`Context`] on the leader, catalog `NOTIFY` re-triggering every resource, periodic orphan
+//! scans, probes, graceful shutdown.
 
 use super::crd::*;
 use super::leader;
@@ -18,7 +19,7 @@ use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::{predicates, reflector, watcher, Controller, Predicate, WatchStreamExt};
 use kube::Api;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
@@ -116,7 +117,8 @@ pub async fn run(
     result
 }
 
-/// Serves `/healthz` (alive), `/readyz` (watching, leader or standby) and `/metrics`.
+/// Serves `/healthz` (alive), `/readyz` (caches synced, on the leader and on standbys) and
+/// `/metrics`.
 async fn probes(
     port: u16,
     ready: Arc<AtomicBool>,
@@ -171,8 +173,10 @@ async fn probes(
     }))
 }
 
-/// The controller with its parts given: waits for leadership (no Kubernetes call before),
-/// checks the CRDs, then reconciles until shutdown or lost leadership.
+/// The controller with its parts given. Every replica checks the CRDs and starts its watches
+/// and caches at once, and reports ready once they hold their first list (a warm standby);
+/// only the replica holding the leader lock reconciles, so only it writes (catalog, status,
+/// finalizers, Events). Runs until shutdown, or fails when leadership is lost.
 pub async fn run_with(
     client: kube::Client,
     pool: deadpool_postgres::Pool,
@@ -183,8 +187,33 @@ pub async fn run_with(
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<()> {
     let retry = Duration::from_millis(settings.leader_retry_ms.max(10));
-    ready.store(true, Ordering::Relaxed);
     metrics.set_leader(false);
+    let scopes = scopes(&settings, client.default_namespace());
+    check_crds(&client, &scopes).await?;
+    let mut caches = Vec::new();
+    for scope in &scopes {
+        macro_rules! warm {
+            ($kind:ty) => {
+                caches.push(cache::<$kind>(
+                    api::<DeserializeGuard<$kind>>(&client, scope),
+                    &settings,
+                ));
+            };
+        }
+        each_kind!(warm);
+    }
+    // The watches, and the readiness that waits on them, end with this function however it
+    // returns.
+    let mut tasks = Tasks(caches.iter().map(|c| c.driver.abort_handle()).collect());
+    let synced = futures_util::future::join_all(caches.iter_mut().map(Cache::take_synced));
+    tasks.push(tokio::spawn({
+        let ready = ready.clone();
+        async move {
+            synced.await;
+            ready.store(true, Ordering::Relaxed);
+            tracing::info!("caches synced");
+        }
+    }));
     let mut leadership = tokio::select! {
         l = leader::acquire(&lock_config, retry) => l,
         _ = shutdown.wait_for(|s| *s) => return Ok(()),
@@ -192,8 +221,6 @@ pub async fn run_with(
     metrics.set_leader(true);
     // Leadership ends with this function, however it returns.
     let _leading = scopeguard(metrics.clone());
-    let scopes = scopes(&settings, client.default_namespace());
-    check_crds(&client, &scopes).await?;
     let reporter = Reporter {
         controller: "basalt-controller".to_owned(),
         instance: std::env::var("POD_NAME").ok(),
@@ -211,38 +238,45 @@ pub async fn run_with(
     let ctx = Arc::new(context);
     let mut triggers = Vec::new();
     let mut controllers: Vec<BoxFuture<'static, ()>> = Vec::new();
-    for scope in &scopes {
-        macro_rules! add {
-            ($kind:ty) => {{
-                let (tx, rx) = mpsc::unbounded_channel();
-                triggers.push(tx);
-                controllers.push(controller::<$kind>(
-                    api::<DeserializeGuard<$kind>>(&client, scope),
-                    &settings,
-                    ctx.clone(),
-                    rx,
-                    shutdown.clone(),
-                ));
-            }};
-        }
-        each_kind!(add);
+    for cache in caches {
+        let (tx, rx) = mpsc::unbounded_channel();
+        triggers.push(tx);
+        controllers.push((cache.lead)(ctx.clone(), rx, shutdown.clone()));
     }
-    let listener = tokio::spawn(listen_catalog(lock_config.clone(), triggers, retry));
-    let orphans = tokio::spawn(scan_orphans(
+    tasks.push(tokio::spawn(listen_catalog(
+        lock_config.clone(),
+        triggers,
+        retry,
+    )));
+    tasks.push(tokio::spawn(scan_orphans(
         ctx.clone(),
         scopes.clone(),
         settings.label_selector.clone(),
         settings.prune_orphans,
         ctx.settings.resync,
-    ));
+    )));
     tracing::info!(?scopes, "controller running");
-    let result = tokio::select! {
+    tokio::select! {
         _ = futures_util::future::join_all(controllers) => Ok(()),
         _ = leadership.lost() => Err(anyhow::anyhow!("controller leadership lost: the leader lock session ended")),
-    };
-    listener.abort();
-    orphans.abort();
-    result
+    }
+}
+
+/// Background tasks aborted when dropped.
+struct Tasks(Vec<tokio::task::AbortHandle>);
+
+impl Tasks {
+    fn push(&mut self, task: tokio::task::JoinHandle<()>) {
+        self.0.push(task.abort_handle());
+    }
+}
+
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
 }
 
 /// Fails with an install hint when a CRD is missing.
@@ -266,15 +300,52 @@ async fn check_crds(client: &kube::Client, scopes: &Scopes) -> Result<()> {
     Ok(())
 }
 
-/// One kind's controller. Only spec (generation), annotation, finalizer and deletion changes
-/// trigger a reconcile: our own status patches do not loop back.
-fn controller<K: Kind>(
-    api: Api<DeserializeGuard<K>>,
-    settings: &ControllerConfig,
-    ctx: Arc<Context>,
-    trigger: mpsc::UnboundedReceiver<()>,
-    mut shutdown: watch::Receiver<bool>,
-) -> BoxFuture<'static, ()> {
+/// Builds one kind's running controller from the shared context, its channel of catalog
+/// triggers and the shutdown signal.
+type Lead = Box<
+    dyn FnOnce(
+            Arc<Context>,
+            mpsc::UnboundedReceiver<()>,
+            watch::Receiver<bool>,
+        ) -> BoxFuture<'static, ()>
+        + Send,
+>;
+
+/// One kind's watch in one scope, kept warm on every replica from startup.
+///
+/// Construction: a driver task runs `watcher → reflect(store) → predicates` from the start,
+/// whether or not this replica leads, so the store is current and the predicates have seen
+/// every object. The changes it lets through go nowhere until leadership is won; then `lead`
+/// opens a gate (a channel the driver forwards into from then on) and builds the kube
+/// `Controller` with `for_stream` over that channel and the warm store, plus one
+/// reconcile-all trigger that fires when the store holds its first list — at once on a
+/// standby that has been watching. The gate opens before that trigger reads the store, so a
+/// change lands either in the store the trigger reads or in the channel, never in between,
+/// and nothing is listed again on a takeover.
+///
+/// Why not kube's shared streams (`reflect_shared`, `for_shared_stream`): a subscriber that is
+/// not polled (a standby has no controller yet) fills the broadcast buffer and stalls the
+/// watch, and one subscribed later only sees later events, so a reconcile-all at takeover is
+/// needed anyway; the gate gives the same with the stable `for_stream` API.
+struct Cache {
+    /// Resolves once the store holds its first list; taken by the readiness task.
+    synced: BoxFuture<'static, ()>,
+    /// Builds the kind's controller over the warm store; called once leadership is won.
+    lead: Lead,
+    /// The task keeping the store current.
+    driver: tokio::task::JoinHandle<()>,
+}
+
+impl Cache {
+    fn take_synced(&mut self) -> BoxFuture<'static, ()> {
+        std::mem::replace(&mut self.synced, futures_util::future::ready(()).boxed())
+    }
+}
+
+/// Starts one kind's watch and store (see [`Cache`]). Only spec (generation), annotation,
+/// finalizer and deletion changes are let through to reconciles: our own status patches do
+/// not loop back.
+fn cache<K: Kind>(api: Api<DeserializeGuard<K>>, settings: &ControllerConfig) -> Cache {
     let mut config = watcher::Config::default().any_semantic();
     if let Some(selector) = &settings.label_selector {
         config = config.labels(selector);
@@ -284,7 +355,7 @@ fn controller<K: Kind>(
         use kube::Resource;
         o.meta().deletion_timestamp.as_ref().map(|_| 1)
     };
-    let stream = watcher(api, config)
+    let changes = watcher(api, config)
         .default_backoff()
         .reflect(writer)
         .applied_objects()
@@ -295,7 +366,71 @@ fn controller<K: Kind>(
                 .combine(deleting),
             Default::default(),
         );
-    let triggers = futures_util::stream::unfold(trigger, |mut rx| async move {
+    let gate: Arc<OnceLock<mpsc::UnboundedSender<DeserializeGuard<K>>>> = Arc::default();
+    let driver = tokio::spawn({
+        let gate = gate.clone();
+        async move {
+            let mut changes = std::pin::pin!(changes);
+            while let Some(change) = changes.next().await {
+                match change {
+                    Ok(object) => {
+                        if let Some(leader) = gate.get() {
+                            let _ = leader.send(object);
+                        }
+                    }
+                    // The watcher backs off and retries by itself.
+                    Err(err) => tracing::warn!(
+                        kind = <K as kube::Resource>::kind(&()).as_ref(),
+                        %err,
+                        "watch failed"
+                    ),
+                }
+            }
+        }
+    });
+    let synced = {
+        let reader = reader.clone();
+        async move {
+            let _ = reader.wait_until_ready().await;
+        }
+        .boxed()
+    };
+    let concurrency = settings.concurrency;
+    let lead: Lead = Box::new(move |ctx, catalog, shutdown| {
+        controller::<K>(reader, &gate, concurrency, ctx, catalog, shutdown)
+    });
+    Cache {
+        synced,
+        lead,
+        driver,
+    }
+}
+
+/// One kind's controller over its warm store: reconciles what the driver forwards through the
+/// gate it opens here, everything cached once the store is synced, and everything again on
+/// every catalog trigger.
+fn controller<K: Kind>(
+    reader: reflector::Store<DeserializeGuard<K>>,
+    gate: &OnceLock<mpsc::UnboundedSender<DeserializeGuard<K>>>,
+    concurrency: u16,
+    ctx: Arc<Context>,
+    catalog: mpsc::UnboundedReceiver<()>,
+    mut shutdown: watch::Receiver<bool>,
+) -> BoxFuture<'static, ()> {
+    let (forward, forwarded) = mpsc::unbounded_channel();
+    let _ = gate.set(forward);
+    let changes = futures_util::stream::unfold(forwarded, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|object| (Ok::<_, watcher::Error>(object), rx))
+    });
+    let cached = futures_util::stream::once({
+        let reader = reader.clone();
+        async move {
+            let _ = reader.wait_until_ready().await;
+        }
+    });
+    let catalog = futures_util::stream::unfold(catalog, |mut rx| async move {
         rx.recv().await.map(|()| ((), rx))
     });
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -303,13 +438,13 @@ fn controller<K: Kind>(
         let _ = shutdown.wait_for(|s| *s).await;
         let _ = stop_tx.send(());
     });
-    Controller::for_stream(stream, reader)
+    Controller::for_stream(changes, reader)
         .with_config(
             kube::runtime::controller::Config::default()
-                .concurrency(settings.concurrency)
+                .concurrency(concurrency)
                 .debounce(Duration::from_millis(500)),
         )
-        .reconcile_all_on(triggers)
+        .reconcile_all_on(futures_util::stream::select(cached, catalog))
         .graceful_shutdown_on(stop_rx.map(|_| ()))
         .run(counted::<K>, reconcile::error_policy::<K>, ctx)
         .for_each(|result| async move {

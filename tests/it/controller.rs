@@ -1,9 +1,11 @@
 //! The Kubernetes controller against a fake API server (tower-test, every request asserted)
 //! and the real Postgres catalog, next to a running engine (design §9.3, §9.4). The Action
 //! kind's scenarios are in `controller/actions.rs`, objects that no longer match their schema in
-//! `controller/invalid.rs`.
+//! `controller/invalid.rs`, failover between two controller processes over the HTTP fake API
+//! server (`crates/fake-kube`) in `controller/failover.rs`.
 
 mod actions;
+mod failover;
 mod group_commit;
 mod invalid;
 mod scope;
@@ -1393,11 +1395,13 @@ async fn one_leader_and_failover_when_it_dies() {
 }
 
 #[tokio::test]
-async fn standby_makes_no_kubernetes_call() {
+async fn standby_watches_without_writing_and_takes_over_from_its_cache() {
     let db = crate::harness::fresh_database().await;
     let config: tokio_postgres::Config = db.parse().unwrap();
     let held = leader::acquire(&config, Duration::from_millis(50)).await;
     let fake = Arc::new(FakeApi::default());
+    // Already in the API when the standby starts: its cache holds it.
+    fake.put(&tracked("article", json!({"table": {"name": "article"}})));
     let client = crate::kube_fake::client(fake.clone());
     let (pool, _) = basalt::pool::pool_for(&db, 2).unwrap();
     {
@@ -1421,7 +1425,18 @@ async fn standby_makes_no_kubernetes_call() {
         metrics.clone(),
         stopped,
     ));
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    for _ in 0..100 {
+        if ready.load(std::sync::atomic::Ordering::Relaxed) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        ready.load(std::sync::atomic::Ordering::Relaxed),
+        "a standby is ready once its caches are synced"
+    );
+    // Time for a (wrong) reconcile to show up.
+    tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(
         metrics
             .render()
@@ -1429,25 +1444,39 @@ async fn standby_makes_no_kubernetes_call() {
             .contains("basalt_controller_leader 0"),
         "a standby is not the leader"
     );
-    assert!(
-        ready.load(std::sync::atomic::Ordering::Relaxed),
-        "standbys report ready"
+    let standby = fake.take();
+    let writes: Vec<_> = standby.iter().filter(|c| c.method != "GET").collect();
+    assert!(writes.is_empty(), "a standby never writes: {writes:#?}");
+    let table_watches = |calls: &[Call]| {
+        calls
+            .iter()
+            .filter(|c| c.uri.starts_with(&format!("{TABLES}?")) && c.uri.contains("watch=true"))
+            .count()
+    };
+    assert_eq!(
+        table_watches(&standby),
+        1,
+        "a standby watches: {standby:#?}"
     );
-    assert!(fake.take().is_empty(), "a standby makes no API call");
     drop(held);
+    let finalizer_patch =
+        |c: &Call| c.method == "PATCH" && c.uri.starts_with(&format!("{TABLES}/article?"));
     let mut calls = Vec::new();
     for _ in 0..100 {
         tokio::time::sleep(Duration::from_millis(50)).await;
         calls.extend(fake.take());
-        if calls.len() >= 6 {
+        if calls.iter().any(finalizer_patch) {
             break;
         }
     }
     assert!(
-        calls
-            .iter()
-            .any(|c| c.line().starts_with(&format!("GET {TABLES}?"))),
-        "the new leader checks its CRDs and watches: {calls:#?}"
+        calls.iter().any(finalizer_patch),
+        "the new leader reconciles what its cache held: {calls:#?}"
+    );
+    assert_eq!(
+        table_watches(&calls),
+        0,
+        "no new watch (nor its list) on takeover: {calls:#?}"
     );
     assert!(metrics
         .render()

@@ -36,6 +36,30 @@ fn committed_crds_are_up_to_date() {
     }
 }
 
+/// The HTTP fake API server (`crates/fake-kube`) of the failover test and the benchmark
+/// serves every kind under the plural, kind and status subresource its CRD declares.
+#[test]
+fn the_fake_api_server_serves_every_kind_as_its_crd_declares() {
+    let crds = crds();
+    for crd in &crds {
+        let version = &crd.spec.versions[0];
+        let api_version = format!("{}/{}", crd.spec.group, version.name);
+        let served = fake_kube::ResourceType::by_plural(&api_version, &crd.spec.names.plural)
+            .unwrap_or_else(|| panic!("fake-kube does not serve {}", crd.spec.names.plural));
+        assert_eq!(served.kind, crd.spec.names.kind);
+        let status = version
+            .subresources
+            .as_ref()
+            .is_some_and(|s| s.status.is_some());
+        assert_eq!(served.status_subresource, status, "{}", served.kind);
+    }
+    let custom = fake_kube::RESOURCE_TYPES
+        .iter()
+        .filter(|t| t.custom)
+        .count();
+    assert_eq!(custom, crds.len(), "and no kind Basalt does not have");
+}
+
 /// The apiserver's structural-schema rules, checked on every node.
 fn lint(node: &Value, path: &str, in_combinator: bool, problems: &mut Vec<String>) {
     let Value::Object(map) = node else { return };
