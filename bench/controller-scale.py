@@ -320,8 +320,8 @@ def main():
     parser.add_argument("--large", action="store_true", help="add N = 3000")
     parser.add_argument("--resync-seconds", type=int, default=60,
                         help="the controller's --resync-seconds (default 60)")
-    parser.add_argument("--concurrency", type=int, default=2,
-                        help="the controller's --concurrency (default 2, the chart's)")
+    parser.add_argument("--concurrency", type=int, default=8,
+                        help="the controller's --concurrency (default 8, the chart's)")
     parser.add_argument("--timeout", type=float, default=900,
                         help="seconds to wait for every resource to be Ready (default 900)")
     parser.add_argument("--rust-log", default="info", help="the controller's RUST_LOG (default info)")
