@@ -38,8 +38,7 @@ pub struct GroupItem<'a> {
 /// stored; the caller runs each write on its own); otherwise each item has its own result:
 /// the committed catalog version, or why it alone was refused ([`CatalogError::Conflict`] for
 /// a plan whose objects changed since it was made or a key taken by an earlier write of the
-/// group, [`CatalogError::Metadata`]
-/// with the path inside the item's `bulk`).
+/// group, [`CatalogError::Metadata`] with the path inside the item's `bulk`).
 pub async fn execute_group(
     client: &mut tokio_postgres::Client,
     items: &[GroupItem<'_>],
@@ -60,6 +59,8 @@ pub async fn execute_group(
     let mut results: Vec<Option<Result<i64, CatalogError>>> = items
         .iter()
         .map(|item| {
+            // A write that introspects a remote server first never joins a group (the
+            // controller sends those alone); refused here rather than run unprepared.
             (item.op.may_introspect() || !unchanged(item)).then_some(Err(CatalogError::Conflict {
                 expected: item.expected_version,
                 current: version,

@@ -467,7 +467,7 @@ pub(super) async fn write(
             Ok(op) => op,
             Err(e) => return Ok(Err(e)),
         };
-        let committed = if alone || !plan.shares_commit() {
+        let committed = if alone || !plan.shares_commit() || op.may_introspect() {
             let mut client = ctx.pool.get().await.map_err(CatalogError::from)?;
             catalog::execute_with(
                 &mut client,
