@@ -1,15 +1,22 @@
-//! Group commit on the reconcile side (`docs/kubernetes.md`, "Group commit"): a reconcile with
-//! something to write queues it and waits for its turn to commit. Whoever gets the turn
+//! A reconcile's catalog writes (`docs/kubernetes.md`, "How a resource is reconciled"): plan
+//! against the shared view, then commit — alone, or in a group commit ("Group commit"): a
+//! reconcile with something to write queues it and waits for its turn to commit. Whoever gets the turn
 //! commits every write queued by then in one catalog transaction
 //! ([`catalog::execute_group`]) and hands each its own result; a reconcile whose write was
 //! committed by an earlier turn just takes its result. No background task: the work runs in
 //! the reconciles themselves, so it is bounded by their concurrency and counted with them.
 
-use super::diff::Plan;
-use crate::catalog::{self, CatalogError, GroupItem, OwnershipChanges};
-use crate::metadata::objects::Object;
-use crate::ops::Op;
+use super::conditions::{self, Reason};
+use super::diff::{self, Plan, Policy};
+use super::reconcile::{seed, Context, Error};
+use crate::catalog::{self, CatalogError, GroupItem, OwnershipChanges, Writer};
+use crate::metadata::objects::{Object, Owner};
+use crate::metadata::MetadataError;
+use crate::ops::{Limits, Op};
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
 use std::sync::Mutex;
+use std::time::Duration;
 use tokio::sync::oneshot;
 
 /// Most writes committed in one transaction.
@@ -129,5 +136,209 @@ async fn commit(pool: &deadpool_postgres::Pool, group: Vec<Queued>) {
                 let _ = queued.reply.send(Reply::Alone);
             }
         }
+    }
+}
+
+/// What a catalog write did.
+pub(super) struct Written {
+    pub(super) plan: Plan,
+    /// Catalog version after the write (or as read, when nothing was written).
+    pub(super) version: i64,
+    /// Whether anything was committed.
+    pub(super) wrote: bool,
+    /// Relationships left out because their target is not there yet, with the reason.
+    pub(super) waiting: Vec<(String, MetadataError)>,
+}
+
+/// Stale plans tolerated per write before the reconcile fails and backs off. Under group
+/// commit a plan goes stale whenever a group commits between planning and committing, and each
+/// such retry means the catalog moved on.
+const MAX_CONFLICTS: u64 = 20;
+
+/// Plans and writes (in a group commit when the plan allows, [`super::commit`]), retrying lost
+/// compare-and-swap races; a relationship whose target is
+/// missing is left out (as if rolled back to its savepoint) so the table still lands.
+pub(super) async fn write(
+    ctx: &Context,
+    resource: &diff::Resource<'_>,
+    policy: Policy,
+    cleanup: Option<diff::Removal>,
+) -> Result<Result<Written, MetadataError>, Error> {
+    let mut waiting: Vec<(String, MetadataError)> = Vec::new();
+    let mut conflicts = 0;
+    // Set when a group this write was part of failed as a whole: from then on it commits on
+    // its own, so an error is attributed to it alone.
+    let mut alone = false;
+    loop {
+        let view = ctx.view.current(&ctx.pool).await?;
+        let (metadata, rows) = (&view.snapshot.metadata, &view.rows);
+        let version = view.snapshot.version;
+        let objects = &view.objects;
+        let mut plan = match cleanup {
+            Some(removal) => {
+                diff::cleanup_against(resource.owner, metadata, objects, rows, removal)
+            }
+            None => diff::plan_against(resource, metadata, objects, rows, policy),
+        };
+        for (key, _) in &waiting {
+            plan.without(key);
+        }
+        // The owners the plan was made against, checked again under the catalog lock.
+        let touched: Vec<String> = plan
+            .ownership
+            .upsert
+            .iter()
+            .map(|r| r.key.clone())
+            .chain(plan.ownership.remove.iter().cloned())
+            .collect();
+        plan.ownership.seen = touched
+            .into_iter()
+            .map(|key| {
+                let owner = rows
+                    .iter()
+                    .find(|r| r.key == key)
+                    .map(|r| r.owner.uid.clone());
+                (key, owner)
+            })
+            .collect();
+        if plan.is_noop() {
+            return Ok(Ok(Written {
+                plan,
+                version,
+                wrote: false,
+                waiting,
+            }));
+        }
+        drop(view);
+        let requests: Vec<Value> = plan.ops.iter().map(|o| o.request.clone()).collect();
+        let op = Op::parse(
+            &json!({"type": "bulk", "args": requests}),
+            Limits {
+                max_batch_size: usize::MAX,
+            },
+        );
+        let op = match op {
+            Ok(op) => op,
+            Err(e) => return Ok(Err(e)),
+        };
+        let committed = if alone || !plan.shares_commit() || op.may_introspect() {
+            let mut client = ctx.pool.get().await.map_err(CatalogError::from)?;
+            catalog::execute_with(
+                &mut client,
+                &op,
+                Some(version),
+                Writer::Controller(&plan.ownership),
+            )
+            .await
+            .map(|executed| executed.snapshot.version)
+        } else {
+            match ctx.commits.write(&ctx.pool, op, version, &plan).await? {
+                Reply::Committed(version) => Ok(version),
+                Reply::Refused(refused) => Err(refused),
+                Reply::Alone => {
+                    alone = true;
+                    continue;
+                }
+            }
+        };
+        match committed {
+            Ok(version) => {
+                return Ok(Ok(Written {
+                    plan,
+                    version,
+                    wrote: true,
+                    waiting,
+                }))
+            }
+            // A write of the same group or an earlier one moved the catalog since the plan:
+            // plan again on the new view (shared, so this is cheap).
+            Err(CatalogError::Conflict { .. }) if conflicts < MAX_CONFLICTS => {
+                conflicts += 1;
+                if alone {
+                    let jitter = seed(&resource.owner.name) % 50 + 10 * conflicts;
+                    tokio::time::sleep(Duration::from_millis(jitter)).await;
+                }
+            }
+            Err(CatalogError::Metadata(e)) => {
+                let key = e
+                    .path
+                    .bulk_index()
+                    .and_then(|i| plan.ops.get(i))
+                    .map(|o| o.key.clone());
+                let reason = conditions::classify(&e, cleanup.is_some());
+                match key {
+                    Some(key)
+                        if cleanup.is_none()
+                            && key.starts_with("relationship:")
+                            && matches!(
+                                reason,
+                                Reason::DependencyNotReady | Reason::DatabaseObjectMissing
+                            )
+                            && !waiting.iter().any(|(k, _)| *k == key) =>
+                    {
+                        waiting.push((key, e));
+                    }
+                    _ => return Ok(Err(e)),
+                }
+            }
+            Err(other) => return Err(other.into()),
+        }
+    }
+}
+
+/// Removes (or, with `orphan`, releases) everything `owner` owns: the objects on its tables
+/// first, committed on their own, then the tables, so two tables whose relationships point at
+/// each other can be deleted in any order.
+pub(super) async fn remove_owned(
+    ctx: &Context,
+    owner: &Owner,
+    generation: i64,
+    orphan: bool,
+    cascade: bool,
+) -> Result<Result<Written, MetadataError>, Error> {
+    let target = diff::Resource {
+        owner,
+        generation,
+        desired: &[],
+    };
+    let mut removal = diff::Removal {
+        orphan,
+        cascade,
+        tables: false,
+    };
+    let first = match write(ctx, &target, Policy::default(), Some(removal)).await? {
+        Ok(written) => written,
+        Err(refused) => return Ok(Err(refused)),
+    };
+    removal.tables = true;
+    Ok(write(ctx, &target, Policy::default(), Some(removal))
+        .await?
+        .map(|mut written| {
+            // What both phases removed.
+            let mut steps = first.plan.steps;
+            steps.append(&mut written.plan.steps);
+            written.plan.steps = steps;
+            written
+        }))
+}
+
+/// The note of a `Deleted` Event: what was removed or released.
+pub(super) fn deleted_note(written: &Written, orphan: bool) -> String {
+    let keys: BTreeSet<&str> = written.plan.steps.iter().map(|(k, _)| k.as_str()).collect();
+    if orphan {
+        format!(
+            "released ownership of {} (deletion policy orphan)",
+            join(&keys)
+        )
+    } else {
+        format!("removed {} from the catalog", join(&keys))
+    }
+}
+
+fn join(keys: &BTreeSet<&str>) -> String {
+    if keys.is_empty() {
+        "nothing".to_owned()
+    } else {
+        keys.iter().copied().collect::<Vec<_>>().join(", ")
     }
 }
