@@ -114,6 +114,17 @@ def proc_cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def stop_all(processes, timeout):
+    """SIGTERM every process, then wait for each (killing those not gone within `timeout` s)."""
+    for process in processes:
+        process.send_signal(signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
 def proc_peak_rss_mb(pid):
     for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -515,13 +526,7 @@ def main():
               f"Measuring time {summary['measuring_seconds'] / 60:.1f} min.")
         print(f"Raw figures: {results_path.relative_to(ROOT)}")
     finally:
-        for p in processes:
-            p.send_signal(signal.SIGTERM)
-        for p in processes:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop_all(processes, timeout=10)
         cluster.stop()
         shutil.rmtree(work, ignore_errors=True)
 

@@ -234,13 +234,7 @@ def measure(n, args, cluster, binaries, work):
         result["peak_rss_mb"] = round(common.proc_peak_rss_mb(controller.pid), 1)
         return result
     finally:
-        for process in reversed(processes):
-            process.send_signal(signal.SIGTERM)
-        for process in processes:
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        common.stop_all(list(reversed(processes)), timeout=30)
 
 
 def http_ready(url):
