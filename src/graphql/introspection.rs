@@ -1,212 +1,1199 @@
-//! Introspection (`__schema`, `__type`) answered by an async-graphql dynamic schema built from
-//! the role's [`TypeSystem`] at schema-build time. Data fields never run here: the planner
-//! hands over only the introspection part of an operation.
+//! Introspection (`__schema`, `__type`) answered straight from a role's [`TypeSystem`]: no
+//! second copy of the schema is built. The planner hands over the introspection root fields
+//! as a standalone document (fragments inlined, directives applied, variables substituted);
+//! [`answer`] validates it against the introspection types of the GraphQL specification
+//! ([`meta`]) and writes the JSON answer while walking the type system.
+//!
+//! Memory and time are what matter here: at a thousand tables an admin schema has tens of
+//! thousands of types, so nothing is copied per type: the answer is written as bytes, and the
+//! only per-request structure is the set of types reachable from the roots.
 
-use super::types::{TypeDef, TypeRef, TypeSystem, BUILTIN_SCALARS};
-use async_graphql::dynamic::{self as dynamic, FieldFuture};
+use super::types::{
+    EnumValueDef, FieldDef, InputValueDef, TypeDef, TypeRef, TypeSystem, BUILTIN_SCALARS,
+};
+use async_graphql_parser::types::{
+    ExecutableDocument, Field as AstField, OperationType, Selection, SelectionSet,
+};
+use async_graphql_parser::Positioned;
+use async_graphql_value::Value as GqlValue;
+use indexmap::IndexMap;
 use serde_json::Value;
-
-fn type_ref(ty: &TypeRef) -> dynamic::TypeRef {
-    match ty {
-        TypeRef::Named(n) => dynamic::TypeRef::Named(n.clone().into()),
-        TypeRef::List(inner) => dynamic::TypeRef::List(Box::new(type_ref(inner))),
-        TypeRef::NonNull(inner) => dynamic::TypeRef::NonNull(Box::new(type_ref(inner))),
-    }
-}
-
-fn input_value(def: &super::types::InputValueDef) -> dynamic::InputValue {
-    let mut v = dynamic::InputValue::new(def.name.clone(), type_ref(&def.ty));
-    if let Some(d) = &def.description {
-        v = v.description(d.clone());
-    }
-    if let Some(default) = &def.default {
-        if let Ok(value) = async_graphql::Value::from_json(default.clone()) {
-            v = v.default_value(value);
-        }
-    }
-    v
-}
-
-/// An object field that is never resolved here (only its definition is served).
-fn field(f: &super::types::FieldDef) -> dynamic::Field {
-    let mut field = dynamic::Field::new(f.name.clone(), type_ref(&f.ty), |_| {
-        FieldFuture::from_value(None)
-    });
-    if let Some(d) = &f.description {
-        field = field.description(d.clone());
-    }
-    for a in f.args.values() {
-        field = field.argument(input_value(a));
-    }
-    field
-}
+use std::collections::HashSet;
+use std::sync::LazyLock;
 
 /// Failures of introspection.
 #[derive(Debug, thiserror::Error)]
 pub enum IntrospectionError {
-    /// The role's type system could not become a schema (a generation bug: the role then
-    /// answers introspection with an error, and its data fields still work).
-    #[error("invalid type system: {0}")]
-    Schema(#[from] async_graphql::dynamic::SchemaError),
-    /// The schema rejected the introspection fields of the request.
+    /// The document does not parse (the planner printed it: a bug, reported as such).
+    #[error("introspection document: {0}")]
+    Parse(String),
+    /// The introspection fields of the request do not fit the introspection types.
     #[error("{}", .0.join("; "))]
     Rejected(Vec<String>),
-    /// The answer was not JSON.
-    #[error("{0}")]
-    Answer(String),
 }
 
-/// Builds the dynamic schema of a type system.
-pub fn build(types: &TypeSystem) -> Result<dynamic::Schema, IntrospectionError> {
-    let mut builder = dynamic::Schema::build(
-        &types.query_root,
-        types.mutation_root.as_deref(),
-        types.subscription_root.as_deref(),
-    );
-    for def in types.types.values() {
-        builder = match def {
-            TypeDef::Object { name, fields, .. }
-                if types.subscription_root.as_deref() == Some(name.as_str()) =>
-            {
-                builder.register(subscription(name, fields))
-            }
-            TypeDef::Object {
-                name,
-                description,
-                fields,
-                interfaces,
-            } => {
-                let mut object = dynamic::Object::new(name.clone());
-                if let Some(d) = description {
-                    object = object.description(d.clone());
-                }
-                for f in fields.values() {
-                    object = object.field(field(f));
-                }
-                for i in interfaces {
-                    object = object.implement(i.clone());
-                }
-                builder.register(object)
-            }
-            TypeDef::Interface {
-                name,
-                description,
-                fields,
-            } => {
-                let mut interface = dynamic::Interface::new(name.clone());
-                if let Some(d) = description {
-                    interface = interface.description(d.clone());
-                }
-                for f in fields.values() {
-                    let mut field = dynamic::InterfaceField::new(f.name.clone(), type_ref(&f.ty));
-                    if let Some(d) = &f.description {
-                        field = field.description(d.clone());
-                    }
-                    for a in f.args.values() {
-                        field = field.argument(input_value(a));
-                    }
-                    interface = interface.field(field);
-                }
-                builder.register(interface)
-            }
-            TypeDef::Union {
-                name,
-                description,
-                members,
-            } => {
-                let mut union = dynamic::Union::new(name.clone());
-                if let Some(d) = description {
-                    union = union.description(d.clone());
-                }
-                for m in members {
-                    union = union.possible_type(m.clone());
-                }
-                builder.register(union)
-            }
-            TypeDef::Input {
-                name,
-                description,
-                fields,
-            } => {
-                let mut input = dynamic::InputObject::new(name.clone());
-                if let Some(d) = description {
-                    input = input.description(d.clone());
-                }
-                for f in fields.values() {
-                    input = input.field(input_value(f));
-                }
-                builder.register(input)
-            }
-            TypeDef::Enum {
-                name,
-                description,
-                values,
-            } => {
-                let mut e = dynamic::Enum::new(name.clone());
-                if let Some(d) = description {
-                    e = e.description(d.clone());
-                }
-                for v in values {
-                    let mut item = dynamic::EnumItem::new(v.name.clone());
-                    if let Some(d) = &v.description {
-                        item = item.description(d.clone());
-                    }
-                    e = e.item(item);
-                }
-                builder.register(e)
-            }
-            TypeDef::Scalar { name, description } if !BUILTIN_SCALARS.contains(&name.as_str()) => {
-                let mut s = dynamic::Scalar::new(name.clone());
-                if let Some(d) = description {
-                    s = s.description(d.clone());
-                }
-                builder.register(s)
-            }
-            TypeDef::Scalar { .. } => builder,
-        };
+/// The JSON `data` object (as bytes) answering an introspection-only document for one role.
+pub fn answer(types: &TypeSystem, document: &str) -> Result<Vec<u8>, IntrospectionError> {
+    let doc = async_graphql_parser::parse_query(document)
+        .map_err(|e| IntrospectionError::Parse(e.to_string()))?;
+    let set = operation(&doc)?;
+    let meta = meta();
+    let mut root = Selections::default();
+    collect(ROOT, set, &mut root.fields, 0);
+    let mut errors = Vec::new();
+    validate(meta, ROOT, &root, &mut errors);
+    if !errors.is_empty() {
+        return Err(IntrospectionError::Rejected(errors));
     }
-    Ok(builder.finish()?)
+    let mut writer = Writer {
+        types,
+        meta,
+        out: Vec::with_capacity(4096),
+        visible: None,
+    };
+    writer.object(Node::Root, &root);
+    Ok(writer.out)
 }
 
-/// The subscription root as async-graphql models it (a `Subscription`, not an `Object`). Like
-/// every data field here, its fields are never resolved: live queries run in `crate::live`.
-fn subscription(
-    name: &str,
-    fields: &indexmap::IndexMap<String, super::types::FieldDef>,
-) -> dynamic::Subscription {
-    let mut root = dynamic::Subscription::new(name);
-    for f in fields.values() {
-        let mut field = dynamic::SubscriptionField::new(f.name.clone(), type_ref(&f.ty), |_| {
-            dynamic::SubscriptionFieldFuture::new(async {
-                Ok(futures_util::stream::empty::<
-                    async_graphql::Result<dynamic::FieldValue<'static>>,
-                >())
-            })
-        });
-        if let Some(d) = &f.description {
-            field = field.description(d.clone());
+/// The selection set of the document's only operation (the planner prints one `query`).
+fn operation(doc: &ExecutableDocument) -> Result<&SelectionSet, IntrospectionError> {
+    let mut operations = doc.operations.iter();
+    match (operations.next(), operations.next()) {
+        (Some((_, op)), None) if op.node.ty == OperationType::Query => {
+            Ok(&op.node.selection_set.node)
         }
-        for a in f.args.values() {
-            field = field.argument(input_value(a));
-        }
-        root = root.field(field);
+        _ => Err(IntrospectionError::Parse("expected one query".into())),
     }
-    root
 }
 
-/// Runs an introspection-only document; returns its `data` object or the error messages.
-pub async fn execute(
-    schema: &dynamic::Schema,
-    document: &str,
-) -> Result<Value, IntrospectionError> {
-    let response = schema.execute(async_graphql::Request::new(document)).await;
-    if !response.errors.is_empty() {
-        return Err(IntrospectionError::Rejected(
-            response.errors.into_iter().map(|e| e.message).collect(),
+/// A value of the introspection types.
+#[derive(Clone, Copy)]
+enum Node<'a> {
+    /// The root of the introspection document (`__schema`, `__type`).
+    Root,
+    /// `__Schema`.
+    Schema,
+    /// `__Type`.
+    Type(Ty<'a>),
+    /// `__Field`.
+    Field(&'a FieldDef),
+    /// `__InputValue`.
+    Input(&'a InputValueDef),
+    /// `__EnumValue`.
+    EnumValue(&'a EnumValueDef),
+    /// `__Directive`.
+    Directive(&'a Directive),
+}
+
+impl Node<'_> {
+    fn type_name(&self) -> &'static str {
+        match self {
+            Node::Root => ROOT,
+            Node::Schema => "__Schema",
+            Node::Type(_) => "__Type",
+            Node::Field(_) => "__Field",
+            Node::Input(_) => "__InputValue",
+            Node::EnumValue(_) => "__EnumValue",
+            Node::Directive(_) => "__Directive",
+        }
+    }
+}
+
+/// A `__Type`: a named type (of the role or of introspection) or a wrapper.
+#[derive(Clone, Copy)]
+enum Ty<'a> {
+    Named(&'a TypeDef),
+    List(&'a TypeRef),
+    NonNull(&'a TypeRef),
+}
+
+/// The fields asked of one value, merged by response key across repeated fields and inline
+/// fragments (`{ a { x } a { y } }` asks `a { x y }`).
+#[derive(Default)]
+struct Selections<'d> {
+    fields: IndexMap<&'d str, Vec<&'d AstField>>,
+}
+
+impl<'d> Selections<'d> {
+    /// The merged selections of one response key's fields, on type `on`.
+    fn of(on: &str, fields: &[&'d AstField]) -> Self {
+        let mut merged = Selections::default();
+        for field in fields {
+            collect(on, &field.selection_set.node, &mut merged.fields, 0);
+        }
+        merged
+    }
+}
+
+/// The pseudo-type of the introspection document's root (`__schema`, `__type`).
+const ROOT: &str = "__Root";
+
+/// Adds the fields of a selection set that apply to type `on`. The planner printed the
+/// document with every named fragment inlined and checked their nesting: a spread left here
+/// is refused by [`validate`], and the depth bound only guards against a document that was
+/// not printed by the planner.
+fn collect<'d>(
+    on: &str,
+    set: &'d SelectionSet,
+    fields: &mut IndexMap<&'d str, Vec<&'d AstField>>,
+    depth: usize,
+) {
+    if depth > 64 {
+        return;
+    }
+    for item in &set.items {
+        match &item.node {
+            Selection::Field(f) => {
+                let key = f.node.response_key().node.as_str();
+                fields.entry(key).or_default().push(&f.node);
+            }
+            Selection::InlineFragment(i) => {
+                let applies = i
+                    .node
+                    .type_condition
+                    .as_ref()
+                    .is_none_or(|c| c.node.on.node.as_str() == on);
+                if applies {
+                    collect(on, &i.node.selection_set.node, fields, depth + 1);
+                }
+            }
+            Selection::FragmentSpread(_) => {}
+        }
+    }
+}
+
+/// Named fragment spreads anywhere in a selection set.
+fn has_spread(set: &SelectionSet) -> bool {
+    set.items.iter().any(|item| match &item.node {
+        Selection::FragmentSpread(_) => true,
+        Selection::InlineFragment(i) => has_spread(&i.node.selection_set.node),
+        Selection::Field(f) => has_spread(&f.node.selection_set.node),
+    })
+}
+
+/// Checks a selection against the introspection types: known fields and arguments, required
+/// arguments present and of the right kind, sub-selections exactly on object-typed fields.
+fn validate(meta: &TypeSystem, on: &str, selections: &Selections<'_>, errors: &mut Vec<String>) {
+    for fields in selections.fields.values() {
+        for field in fields {
+            validate_field(meta, on, field, errors);
+        }
+        // Fields sharing a response key are merged: their merged selection is checked once.
+        let first = fields.first().map(|f| f.name.node.as_str());
+        if let Some(def) = first.and_then(|name| fields_on(meta, on)?.get(name)) {
+            let target = def.ty.base();
+            if meta.is_composite(target) {
+                validate(meta, target, &Selections::of(target, fields), errors);
+            }
+        }
+    }
+}
+
+/// The fields of an introspection type (or of the root pseudo-type).
+fn fields_on<'m>(meta: &'m TypeSystem, on: &str) -> Option<&'m IndexMap<String, FieldDef>> {
+    if on == ROOT {
+        Some(&ROOT_FIELDS)
+    } else {
+        meta.fields_of(on)
+    }
+}
+
+fn validate_field(meta: &TypeSystem, on: &str, field: &AstField, errors: &mut Vec<String>) {
+    let name = field.name.node.as_str();
+    if has_spread(&field.selection_set.node) {
+        errors.push(format!(
+            "Field \"{name}\": fragment spreads must be inlined."
+        ));
+        return;
+    }
+    if name == "__typename" {
+        if !field.selection_set.node.items.is_empty() {
+            errors.push(format!(
+                "Field \"__typename\" of type \"{on}\" is a String: it takes no selection."
+            ));
+        }
+        return;
+    }
+    let Some(def) = fields_on(meta, on).and_then(|f| f.get(name)) else {
+        errors.push(format!("Unknown field \"{name}\" on type \"{on}\"."));
+        return;
+    };
+    for (arg, value) in &field.arguments {
+        let arg = arg.node.as_str();
+        match def.args.get(arg) {
+            None => errors.push(format!(
+                "Unknown argument \"{arg}\" on field \"{name}\" of type \"{on}\"."
+            )),
+            Some(declared) if !fits(&declared.ty, &value.node) => errors.push(format!(
+                "Invalid value for argument \"{arg}\" of field \"{name}\": expected {}.",
+                declared.ty
+            )),
+            Some(_) => {}
+        }
+    }
+    for declared in def.args.values() {
+        let given = field
+            .arguments
+            .iter()
+            .any(|(a, _)| a.node.as_str() == declared.name);
+        if declared.ty.is_non_null() && declared.default.is_none() && !given {
+            errors.push(format!(
+                "Field \"{name}\" of type \"{on}\" needs its argument \"{}\" ({}).",
+                declared.name, declared.ty
+            ));
+        }
+    }
+    let composite = meta.is_composite(def.ty.base());
+    let selected = !field.selection_set.node.items.is_empty();
+    if composite && !selected {
+        errors.push(format!(
+            "Field \"{name}\" of type \"{on}\" must have a selection of subfields."
+        ));
+    } else if !composite && selected {
+        errors.push(format!(
+            "Field \"{name}\" of type \"{on}\" is a leaf ({}): it takes no selection.",
+            def.ty
         ));
     }
-    response
-        .data
-        .into_json()
-        .map_err(|e| IntrospectionError::Answer(e.to_string()))
+}
+
+/// Whether a literal fits an argument of the introspection types (`Boolean`, `String`).
+fn fits(ty: &TypeRef, value: &GqlValue) -> bool {
+    match (ty.base(), value) {
+        (_, GqlValue::Null) => !ty.is_non_null(),
+        ("Boolean", GqlValue::Boolean(_)) | ("String", GqlValue::String(_)) => true,
+        _ => false,
+    }
+}
+
+/// The JSON writer walking the type system.
+struct Writer<'a> {
+    types: &'a TypeSystem,
+    meta: &'a TypeSystem,
+    out: Vec<u8>,
+    /// Types reachable from the roots (what `__schema.types` and `__type` show), computed
+    /// when first needed.
+    visible: Option<HashSet<&'a str>>,
+}
+
+impl<'a> Writer<'a> {
+    fn raw(&mut self, text: &str) {
+        self.out.extend_from_slice(text.as_bytes());
+    }
+
+    fn string(&mut self, text: &str) {
+        // Writing JSON into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut self.out, text);
+    }
+
+    fn opt_string(&mut self, text: Option<&str>) {
+        match text {
+            Some(t) => self.string(t),
+            None => self.raw("null"),
+        }
+    }
+
+    fn bool(&mut self, value: bool) {
+        self.raw(if value { "true" } else { "false" });
+    }
+
+    /// A named type of the role, of introspection, or a built-in scalar.
+    fn named(&self, name: &str) -> Option<&'a TypeDef> {
+        lookup(self.types, self.meta, name)
+    }
+
+    fn visible(&mut self) -> &HashSet<&'a str> {
+        let (types, meta) = (self.types, self.meta);
+        self.visible.get_or_insert_with(|| reachable(types, meta))
+    }
+
+    fn object(&mut self, node: Node<'a>, selections: &Selections<'_>) {
+        self.out.push(b'{');
+        for (i, (key, fields)) in selections.fields.iter().enumerate() {
+            if i > 0 {
+                self.out.push(b',');
+            }
+            self.string(key);
+            self.out.push(b':');
+            self.field(node, fields);
+        }
+        self.out.push(b'}');
+    }
+
+    fn list<I>(&mut self, items: I, on: &str, fields: &[&AstField])
+    where
+        I: IntoIterator<Item = Node<'a>>,
+    {
+        let sub = Selections::of(on, fields);
+        self.out.push(b'[');
+        for (i, item) in items.into_iter().enumerate() {
+            if i > 0 {
+                self.out.push(b',');
+            }
+            self.object(item, &sub);
+        }
+        self.out.push(b']');
+    }
+
+    fn single(&mut self, item: Option<Node<'a>>, fields: &[&AstField]) {
+        match item {
+            Some(node) => {
+                let sub = Selections::of(node.type_name(), fields);
+                self.object(node, &sub);
+            }
+            None => self.raw("null"),
+        }
+    }
+
+    fn of_ref(&self, ty: &'a TypeRef) -> Node<'a> {
+        Node::Type(match ty {
+            TypeRef::NonNull(_) => Ty::NonNull(ty),
+            TypeRef::List(_) => Ty::List(ty),
+            TypeRef::Named(name) => match self.named(name) {
+                Some(def) => Ty::Named(def),
+                // A dangling reference is a generation bug; answer it as a scalar of that
+                // name rather than failing the whole schema fetch.
+                None => return Node::Type(Ty::NonNull(ty)),
+            },
+        })
+    }
+
+    fn field(&mut self, node: Node<'a>, fields: &[&AstField]) {
+        let Some(field) = fields.first() else {
+            return self.raw("null");
+        };
+        let name = field.name.node.as_str();
+        if name == "__typename" {
+            return self.string(node.type_name());
+        }
+        // `includeDeprecated` changes nothing: no field, argument or value is deprecated.
+        match node {
+            Node::Root => match name {
+                "__schema" => self.single(Some(Node::Schema), fields),
+                "__type" => {
+                    let wanted = string_arg(field, "name").unwrap_or_default();
+                    let found = self
+                        .named(&wanted)
+                        .filter(|def| self.visible().contains(def.name()));
+                    self.single(found.map(|d| Node::Type(Ty::Named(d))), fields)
+                }
+                _ => self.raw("null"),
+            },
+            Node::Schema => self.schema_field(name, fields),
+            Node::Type(ty) => self.type_field(ty, name, fields),
+            Node::Field(def) => match name {
+                "name" => self.string(&def.name),
+                "description" => self.opt_string(def.description.as_deref()),
+                "args" => self.list(def.args.values().map(Node::Input), "__InputValue", fields),
+                "type" => {
+                    let target = self.of_ref(&def.ty);
+                    self.single(Some(target), fields)
+                }
+                "isDeprecated" => self.bool(false),
+                _ => self.raw("null"),
+            },
+            Node::Input(def) => match name {
+                "name" => self.string(&def.name),
+                "description" => self.opt_string(def.description.as_deref()),
+                "type" => {
+                    let target = self.of_ref(&def.ty);
+                    self.single(Some(target), fields)
+                }
+                "defaultValue" => {
+                    let printed = def.default.as_ref().map(graphql_literal);
+                    self.opt_string(printed.as_deref())
+                }
+                "isDeprecated" => self.bool(false),
+                _ => self.raw("null"),
+            },
+            Node::EnumValue(def) => match name {
+                "name" => self.string(&def.name),
+                "description" => self.opt_string(def.description.as_deref()),
+                "isDeprecated" => self.bool(false),
+                _ => self.raw("null"),
+            },
+            Node::Directive(def) => match name {
+                "name" => self.string(def.name),
+                "description" => self.string(def.description),
+                "locations" => {
+                    self.out.push(b'[');
+                    for (i, location) in def.locations.iter().enumerate() {
+                        if i > 0 {
+                            self.out.push(b',');
+                        }
+                        self.string(location);
+                    }
+                    self.out.push(b']');
+                }
+                "args" => self.list(def.args.iter().map(Node::Input), "__InputValue", fields),
+                "isRepeatable" => self.bool(false),
+                _ => self.raw("null"),
+            },
+        }
+    }
+
+    fn schema_field(&mut self, name: &str, fields: &[&AstField]) {
+        let types = self.types;
+        match name {
+            "types" => {
+                let (types, meta) = (self.types, self.meta);
+                let mut shown: Vec<&'a TypeDef> = self
+                    .visible()
+                    .iter()
+                    .filter_map(|n| lookup(types, meta, n))
+                    .collect();
+                shown.sort_unstable_by(|a, b| a.name().cmp(b.name()));
+                self.list(
+                    shown.into_iter().map(|d| Node::Type(Ty::Named(d))),
+                    "__Type",
+                    fields,
+                )
+            }
+            "queryType" => {
+                let root = self.named(&types.query_root);
+                self.single(root.map(|d| Node::Type(Ty::Named(d))), fields)
+            }
+            "mutationType" => {
+                let root = types.mutation_root.as_deref().and_then(|n| self.named(n));
+                self.single(root.map(|d| Node::Type(Ty::Named(d))), fields)
+            }
+            "subscriptionType" => {
+                let root = types
+                    .subscription_root
+                    .as_deref()
+                    .and_then(|n| self.named(n));
+                self.single(root.map(|d| Node::Type(Ty::Named(d))), fields)
+            }
+            "directives" => self.list(
+                DIRECTIVES.iter().map(Node::Directive),
+                "__Directive",
+                fields,
+            ),
+            _ => self.raw("null"),
+        }
+    }
+
+    fn type_field(&mut self, ty: Ty<'a>, name: &str, fields: &[&AstField]) {
+        let def = match ty {
+            Ty::Named(def) => def,
+            Ty::List(wrapper) | Ty::NonNull(wrapper) => {
+                return match name {
+                    "kind" => self.string(match wrapper {
+                        TypeRef::List(_) => "LIST",
+                        TypeRef::NonNull(_) => "NON_NULL",
+                        // A dangling named reference (see `of_ref`).
+                        TypeRef::Named(_) => "SCALAR",
+                    }),
+                    "name" => match wrapper {
+                        TypeRef::Named(n) => self.string(n),
+                        _ => self.raw("null"),
+                    },
+                    "ofType" => match wrapper {
+                        TypeRef::List(inner) | TypeRef::NonNull(inner) => {
+                            let target = self.of_ref(inner);
+                            self.single(Some(target), fields)
+                        }
+                        TypeRef::Named(_) => self.raw("null"),
+                    },
+                    _ => self.raw("null"),
+                };
+            }
+        };
+        match name {
+            "kind" => self.string(kind(def)),
+            "name" => self.string(def.name()),
+            "description" => self.opt_string(description(def)),
+            "fields" => match def {
+                TypeDef::Object {
+                    fields: members, ..
+                }
+                | TypeDef::Interface {
+                    fields: members, ..
+                } => self.list(
+                    members
+                        .values()
+                        .filter(|f| !f.name.starts_with("__"))
+                        .map(Node::Field),
+                    "__Field",
+                    fields,
+                ),
+                _ => self.raw("null"),
+            },
+            "interfaces" => match def {
+                TypeDef::Object { interfaces, .. } => {
+                    let shown: Vec<&'a TypeDef> =
+                        interfaces.iter().filter_map(|n| self.named(n)).collect();
+                    self.list(
+                        shown.into_iter().map(|d| Node::Type(Ty::Named(d))),
+                        "__Type",
+                        fields,
+                    )
+                }
+                _ => self.raw("null"),
+            },
+            "possibleTypes" => match def {
+                TypeDef::Union { members, .. } => {
+                    let shown: Vec<&'a TypeDef> =
+                        members.iter().filter_map(|n| self.named(n)).collect();
+                    self.list(
+                        shown.into_iter().map(|d| Node::Type(Ty::Named(d))),
+                        "__Type",
+                        fields,
+                    )
+                }
+                TypeDef::Interface { name: iface, .. } => {
+                    let shown = implementers(self.types, iface);
+                    self.list(
+                        shown.into_iter().map(|d| Node::Type(Ty::Named(d))),
+                        "__Type",
+                        fields,
+                    )
+                }
+                _ => self.raw("null"),
+            },
+            "enumValues" => match def {
+                TypeDef::Enum { values, .. } => {
+                    self.list(values.iter().map(Node::EnumValue), "__EnumValue", fields)
+                }
+                _ => self.raw("null"),
+            },
+            "inputFields" => match def {
+                TypeDef::Input {
+                    fields: members, ..
+                } => self.list(members.values().map(Node::Input), "__InputValue", fields),
+                _ => self.raw("null"),
+            },
+            "isOneOf" => match def {
+                TypeDef::Input { .. } => self.bool(false),
+                _ => self.raw("null"),
+            },
+            // `ofType` of a named type, `specifiedByURL` (no scalar names a specification).
+            _ => self.raw("null"),
+        }
+    }
+}
+
+fn kind(def: &TypeDef) -> &'static str {
+    match def {
+        TypeDef::Object { .. } => "OBJECT",
+        TypeDef::Interface { .. } => "INTERFACE",
+        TypeDef::Union { .. } => "UNION",
+        TypeDef::Input { .. } => "INPUT_OBJECT",
+        TypeDef::Enum { .. } => "ENUM",
+        TypeDef::Scalar { .. } => "SCALAR",
+    }
+}
+
+fn description(def: &TypeDef) -> Option<&str> {
+    match def {
+        TypeDef::Object { description, .. }
+        | TypeDef::Interface { description, .. }
+        | TypeDef::Union { description, .. }
+        | TypeDef::Input { description, .. }
+        | TypeDef::Enum { description, .. }
+        | TypeDef::Scalar { description, .. } => description.as_deref(),
+    }
+}
+
+/// A named type of the role, of introspection, or a built-in scalar.
+fn lookup<'a>(types: &'a TypeSystem, meta: &'a TypeSystem, name: &str) -> Option<&'a TypeDef> {
+    types.get(name).or_else(|| meta.get(name))
+}
+
+/// Objects implementing an interface, by name.
+fn implementers<'a>(types: &'a TypeSystem, interface: &str) -> Vec<&'a TypeDef> {
+    let mut found: Vec<&TypeDef> = types
+        .types
+        .values()
+        .filter(|t| matches!(t, TypeDef::Object { interfaces, .. } if interfaces.iter().any(|i| i == interface)))
+        .collect();
+    found.sort_unstable_by(|a, b| a.name().cmp(b.name()));
+    found
+}
+
+/// The names of the types a client can reach: from the roots through fields, arguments,
+/// input fields, union members and interfaces (an interface is shown when one of its
+/// implementers is), plus the introspection types and the built-in scalars, always.
+fn reachable<'a>(types: &'a TypeSystem, meta: &'a TypeSystem) -> HashSet<&'a str> {
+    let mut seen: HashSet<&'a str> = meta.types.keys().map(String::as_str).collect();
+    let mut stack: Vec<&'a str> = Vec::new();
+    stack.push(&types.query_root);
+    stack.extend(types.mutation_root.as_deref());
+    stack.extend(types.subscription_root.as_deref());
+    while let Some(name) = stack.pop() {
+        let Some((key, def)) = types.types.get_key_value(name) else {
+            continue;
+        };
+        if !seen.insert(key.as_str()) {
+            continue;
+        }
+        let mut push_ref = |ty: &'a TypeRef| {
+            let base = ty.base();
+            if !seen.contains(base) {
+                stack.push(base);
+            }
+        };
+        match def {
+            TypeDef::Object {
+                fields, interfaces, ..
+            } => {
+                for f in fields.values() {
+                    push_ref(&f.ty);
+                    f.args.values().for_each(|a| push_ref(&a.ty));
+                }
+                stack.extend(interfaces.iter().map(String::as_str));
+            }
+            TypeDef::Interface { fields, .. } => {
+                for f in fields.values() {
+                    push_ref(&f.ty);
+                    f.args.values().for_each(|a| push_ref(&a.ty));
+                }
+            }
+            TypeDef::Union { members, .. } => stack.extend(members.iter().map(String::as_str)),
+            TypeDef::Input { fields, .. } => fields.values().for_each(|a| push_ref(&a.ty)),
+            TypeDef::Enum { .. } | TypeDef::Scalar { .. } => {}
+        }
+    }
+    seen
+}
+
+fn argument<'f>(field: &'f AstField, name: &str) -> Option<&'f Positioned<GqlValue>> {
+    field
+        .arguments
+        .iter()
+        .find(|(n, _)| n.node.as_str() == name)
+        .map(|(_, v)| v)
+}
+
+fn string_arg(field: &AstField, name: &str) -> Option<String> {
+    match argument(field, name).map(|v| &v.node) {
+        Some(GqlValue::String(s)) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+/// A JSON value (a default, a constant) as a GraphQL literal: strings quoted, object keys
+/// bare.
+pub(crate) fn graphql_literal(value: &Value) -> String {
+    match value {
+        Value::Object(map) => format!(
+            "{{{}}}",
+            map.iter()
+                .map(|(k, v)| format!("{k}: {}", graphql_literal(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Value::Array(items) => format!(
+            "[{}]",
+            items
+                .iter()
+                .map(graphql_literal)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// A directive every Basalt schema supports.
+struct Directive {
+    name: &'static str,
+    description: &'static str,
+    locations: &'static [&'static str],
+    args: Vec<InputValueDef>,
+}
+
+/// `@include`, `@skip` (executed), `@deprecated` and `@specifiedBy` (schema annotations a
+/// client may see in remote schemas' SDL), by name.
+static DIRECTIVES: LazyLock<Vec<Directive>> = LazyLock::new(|| {
+    let arg = |name: &str, ty: &str, description: &str, default: Option<Value>| InputValueDef {
+        name: name.into(),
+        description: Some(description.into()),
+        ty: TypeRef::parse(ty).unwrap_or_else(|| TypeRef::named(ty)),
+        default,
+    };
+    vec![
+        Directive {
+            name: "deprecated",
+            description:
+                "Marks a field, argument, input field or enum value as no longer supported.",
+            locations: &[
+                "FIELD_DEFINITION",
+                "ARGUMENT_DEFINITION",
+                "INPUT_FIELD_DEFINITION",
+                "ENUM_VALUE",
+            ],
+            args: vec![arg(
+                "reason",
+                "String",
+                "Why, and what to use instead (Markdown).",
+                Some(Value::String("No longer supported".into())),
+            )],
+        },
+        Directive {
+            name: "include",
+            description: "Keeps a field or fragment only when `if` is true.",
+            locations: &["FIELD", "FRAGMENT_SPREAD", "INLINE_FRAGMENT"],
+            args: vec![arg("if", "Boolean!", "Kept when true.", None)],
+        },
+        Directive {
+            name: "skip",
+            description: "Leaves a field or fragment out when `if` is true.",
+            locations: &["FIELD", "FRAGMENT_SPREAD", "INLINE_FRAGMENT"],
+            args: vec![arg("if", "Boolean!", "Left out when true.", None)],
+        },
+        Directive {
+            name: "specifiedBy",
+            description: "Links a custom scalar to the specification of its behaviour.",
+            locations: &["SCALAR"],
+            args: vec![arg("url", "String!", "Where the specification is.", None)],
+        },
+    ]
+});
+
+/// The introspection types of the GraphQL specification and the built-in scalars, as a
+/// type system (so `__type(name: "__Type")` and `__schema { types }` show them too), plus the
+/// `__Root` pseudo-type the validator starts from.
+pub(crate) fn meta() -> &'static TypeSystem {
+    static META: LazyLock<TypeSystem> = LazyLock::new(build_meta);
+    &META
+}
+
+/// The fields of the root pseudo-type: `__schema` and `__type(name: String!)`.
+static ROOT_FIELDS: LazyLock<IndexMap<String, FieldDef>> = LazyLock::new(|| {
+    let fields = [
+        FieldDef::new("__schema", TypeRef::non_null("__Schema")),
+        FieldDef::new("__type", TypeRef::named("__Type"))
+            .arg(InputValueDef::new("name", TypeRef::non_null("String"))),
+    ];
+    fields.into_iter().map(|f| (f.name.clone(), f)).collect()
+});
+
+fn build_meta() -> TypeSystem {
+    fn object(name: &str, description: &str, fields: Vec<FieldDef>) -> TypeDef {
+        TypeDef::Object {
+            name: name.into(),
+            description: Some(description.into()),
+            fields: fields.into_iter().map(|f| (f.name.clone(), f)).collect(),
+            interfaces: Vec::new(),
+        }
+    }
+    fn field(name: &str, ty: &str, description: &str) -> FieldDef {
+        FieldDef::new(
+            name,
+            TypeRef::parse(ty).unwrap_or_else(|| TypeRef::named(ty)),
+        )
+        .describe(description)
+    }
+    fn deprecated_flag() -> InputValueDef {
+        InputValueDef {
+            name: "includeDeprecated".into(),
+            description: None,
+            ty: TypeRef::non_null("Boolean"),
+            default: Some(Value::Bool(false)),
+        }
+    }
+    fn enumeration(name: &str, description: &str, values: &[&str]) -> TypeDef {
+        TypeDef::Enum {
+            name: name.into(),
+            description: Some(description.into()),
+            values: values
+                .iter()
+                .map(|v| EnumValueDef {
+                    name: (*v).into(),
+                    description: None,
+                })
+                .collect(),
+        }
+    }
+    let mut meta = TypeSystem::default();
+    for (name, description) in [
+        ("Boolean", "`true` or `false`."),
+        ("Float", "A double-precision floating-point number."),
+        ("ID", "A unique identifier, serialized as a string."),
+        ("Int", "A signed 32-bit integer."),
+        ("String", "UTF-8 text."),
+    ] {
+        debug_assert!(BUILTIN_SCALARS.contains(&name));
+        meta.add(TypeDef::Scalar {
+            name: name.into(),
+            description: Some(description.into()),
+        });
+    }
+    let deprecation = || {
+        vec![
+            field("isDeprecated", "Boolean!", "Whether it is deprecated."),
+            field("deprecationReason", "String", "Why it is deprecated."),
+        ]
+    };
+    meta.add(object(
+        "__Schema",
+        "What this server offers the current role: its types, directives and root types.",
+        vec![
+            field("description", "String", "A description of the schema."),
+            field("types", "[__Type!]!", "Every type the role can reach."),
+            field("queryType", "__Type!", "The root type of queries."),
+            field(
+                "mutationType",
+                "__Type",
+                "The root type of mutations, if any.",
+            ),
+            field(
+                "subscriptionType",
+                "__Type",
+                "The root type of subscriptions, if any.",
+            ),
+            field(
+                "directives",
+                "[__Directive!]!",
+                "The directives the server supports.",
+            ),
+        ],
+    ));
+    meta.add(object(
+        "__Type",
+        "A type of the schema: named (scalar, object, interface, union, enum, input object) or a list or non-null wrapper of another.",
+        vec![
+            field("kind", "__TypeKind!", "What kind of type this is."),
+            field("name", "String", "The name, for named types."),
+            field("description", "String", "Free text."),
+            field("fields", "[__Field!]", "Fields of an object or interface.")
+                .arg(deprecated_flag()),
+            field("interfaces", "[__Type!]", "Interfaces an object implements."),
+            field("possibleTypes", "[__Type!]", "Object types of an interface or union."),
+            field("enumValues", "[__EnumValue!]", "Values of an enum.").arg(deprecated_flag()),
+            field("inputFields", "[__InputValue!]", "Fields of an input object.")
+                .arg(deprecated_flag()),
+            field("ofType", "__Type", "The wrapped type of a list or non-null type."),
+            field("specifiedByURL", "String", "The specification of a custom scalar."),
+            field("isOneOf", "Boolean", "Whether an input object takes exactly one field."),
+        ],
+    ));
+    let mut field_fields = vec![
+        field("name", "String!", "The name."),
+        field("description", "String", "Free text."),
+        field("args", "[__InputValue!]!", "Its arguments.").arg(deprecated_flag()),
+        field("type", "__Type!", "The type of its value."),
+    ];
+    field_fields.extend(deprecation());
+    meta.add(object(
+        "__Field",
+        "A field of an object or interface type.",
+        field_fields,
+    ));
+    let mut input_fields = vec![
+        field("name", "String!", "The name."),
+        field("description", "String", "Free text."),
+        field("type", "__Type!", "The type it takes."),
+        field(
+            "defaultValue",
+            "String",
+            "The default, as a GraphQL literal.",
+        ),
+    ];
+    input_fields.extend(deprecation());
+    meta.add(object(
+        "__InputValue",
+        "An argument, or a field of an input object.",
+        input_fields,
+    ));
+    let mut enum_fields = vec![
+        field("name", "String!", "The name."),
+        field("description", "String", "Free text."),
+    ];
+    enum_fields.extend(deprecation());
+    meta.add(object("__EnumValue", "One value of an enum.", enum_fields));
+    meta.add(object(
+        "__Directive",
+        "A directive: where it may be used and the arguments it takes.",
+        vec![
+            field("name", "String!", "The name."),
+            field("description", "String", "Free text."),
+            field(
+                "locations",
+                "[__DirectiveLocation!]!",
+                "Where it may be used.",
+            ),
+            field("args", "[__InputValue!]!", "Its arguments.").arg(deprecated_flag()),
+            field(
+                "isRepeatable",
+                "Boolean!",
+                "Whether it may appear more than once at one place.",
+            ),
+        ],
+    ));
+    meta.add(enumeration(
+        "__TypeKind",
+        "The kinds of types.",
+        &[
+            "SCALAR",
+            "OBJECT",
+            "INTERFACE",
+            "UNION",
+            "ENUM",
+            "INPUT_OBJECT",
+            "LIST",
+            "NON_NULL",
+        ],
+    ));
+    meta.add(enumeration(
+        "__DirectiveLocation",
+        "Where a directive may be used.",
+        &[
+            "QUERY",
+            "MUTATION",
+            "SUBSCRIPTION",
+            "FIELD",
+            "FRAGMENT_DEFINITION",
+            "FRAGMENT_SPREAD",
+            "INLINE_FRAGMENT",
+            "VARIABLE_DEFINITION",
+            "SCHEMA",
+            "SCALAR",
+            "OBJECT",
+            "FIELD_DEFINITION",
+            "ARGUMENT_DEFINITION",
+            "INTERFACE",
+            "UNION",
+            "ENUM",
+            "ENUM_VALUE",
+            "INPUT_OBJECT",
+            "INPUT_FIELD_DEFINITION",
+        ],
+    ));
+    meta
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A query root with one object field, an interface with one implementer, a union, an
+    /// enum and an input object with a default.
+    fn sample() -> TypeSystem {
+        let mut types = TypeSystem {
+            query_root: "query_root".into(),
+            ..TypeSystem::default()
+        };
+        let object = |name: &str, fields: Vec<FieldDef>, interfaces: Vec<String>| TypeDef::Object {
+            name: name.into(),
+            description: None,
+            fields: fields.into_iter().map(|f| (f.name.clone(), f)).collect(),
+            interfaces,
+        };
+        types.add(object(
+            "query_root",
+            vec![FieldDef::new("pets", TypeRef::list_of_non_null("pet"))
+                .arg(InputValueDef {
+                    name: "where".into(),
+                    description: None,
+                    ty: TypeRef::named("pet_filter"),
+                    default: Some(json!({"kind": "CAT", "name": "a\"b"})),
+                })
+                .describe("All pets.")],
+            vec![],
+        ));
+        types.add(object(
+            "pet",
+            vec![FieldDef::new("name", TypeRef::non_null("String"))],
+            vec!["named".into()],
+        ));
+        types.add(TypeDef::Interface {
+            name: "named".into(),
+            description: None,
+            fields: [(
+                "name".to_owned(),
+                FieldDef::new("name", TypeRef::non_null("String")),
+            )]
+            .into_iter()
+            .collect(),
+        });
+        types.add(TypeDef::Union {
+            name: "anything".into(),
+            description: None,
+            members: vec!["pet".into()],
+        });
+        types.add(TypeDef::Input {
+            name: "pet_filter".into(),
+            description: None,
+            fields: [(
+                "kind".to_owned(),
+                InputValueDef::new("kind", TypeRef::named("kind")),
+            )]
+            .into_iter()
+            .collect(),
+        });
+        types.add(TypeDef::Enum {
+            name: "kind".into(),
+            description: Some("Kinds.".into()),
+            values: vec![EnumValueDef {
+                name: "CAT".into(),
+                description: None,
+            }],
+        });
+        types
+    }
+
+    fn run(types: &TypeSystem, document: &str) -> Result<Value, IntrospectionError> {
+        answer(types, document).map(|bytes| serde_json::from_slice(&bytes).expect("JSON"))
+    }
+
+    #[test]
+    fn types_are_the_reachable_ones_sorted_with_introspection_and_builtin_scalars() {
+        let answer = run(&sample(), "query { __schema { types { name kind } } }").expect("ok");
+        let names: Vec<&str> = answer["__schema"]["types"]
+            .as_array()
+            .expect("list")
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        // The union is reachable from nowhere: not shown. The interface is, through `pet`.
+        assert!(!names.contains(&"anything"), "{names:?}");
+        for expected in ["named", "pet", "pet_filter", "kind", "__Type", "Int", "ID"] {
+            assert!(
+                names.contains(&expected),
+                "{expected} missing from {names:?}"
+            );
+        }
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        assert_eq!(names, sorted);
+    }
+
+    #[test]
+    fn named_types_wrappers_defaults_and_members_are_described() {
+        let answer = run(
+            &sample(),
+            r#"query { q: __type(name: "query_root") { kind fields { name description args { name defaultValue type { kind name } } type { kind ofType { kind ofType { kind ofType { name } } } } } }
+                 pet: __type(name: "pet") { interfaces { name } fields { name } enumValues { name } }
+                 named: __type(name: "named") { kind possibleTypes { name } interfaces { name } }
+                 kind: __type(name: "kind") { description enumValues(includeDeprecated: true) { name isDeprecated } }
+                 filter: __type(name: "pet_filter") { isOneOf inputFields { name type { name } } }
+                 meta: __type(name: "__Directive") { fields { name } }
+                 missing: __type(name: "nope") { name }
+                 hidden: __type(name: "anything") { name } }"#,
+        )
+        .expect("ok");
+        assert_eq!(
+            answer["q"],
+            json!({"kind": "OBJECT", "fields": [{"name": "pets", "description": "All pets.",
+                "args": [{"name": "where", "defaultValue": "{kind: \"CAT\", name: \"a\\\"b\"}",
+                          "type": {"kind": "INPUT_OBJECT", "name": "pet_filter"}}],
+                "type": {"kind": "NON_NULL", "ofType": {"kind": "LIST", "ofType": {"kind": "NON_NULL", "ofType": {"name": "pet"}}}}}]})
+        );
+        assert_eq!(
+            answer["pet"],
+            json!({"interfaces": [{"name": "named"}], "fields": [{"name": "name"}], "enumValues": null})
+        );
+        assert_eq!(
+            answer["named"],
+            json!({"kind": "INTERFACE", "possibleTypes": [{"name": "pet"}], "interfaces": null})
+        );
+        assert_eq!(
+            answer["kind"],
+            json!({"description": "Kinds.", "enumValues": [{"name": "CAT", "isDeprecated": false}]})
+        );
+        assert_eq!(
+            answer["filter"],
+            json!({"isOneOf": false, "inputFields": [{"name": "kind", "type": {"name": "kind"}}]})
+        );
+        assert_eq!(
+            answer["meta"]["fields"],
+            json!([{"name": "name"}, {"name": "description"}, {"name": "locations"},
+                   {"name": "args"}, {"name": "isRepeatable"}])
+        );
+        assert_eq!(answer["missing"], Value::Null);
+        assert_eq!(
+            answer["hidden"],
+            Value::Null,
+            "unreachable types are not shown"
+        );
+    }
+
+    #[test]
+    fn repeated_keys_merge_and_typename_names_the_introspection_type() {
+        let answer = run(
+            &sample(),
+            r#"query { __schema { queryType { name } } __schema { queryType { __typename kind } ... on __Root { description } ... on __Schema { __typename } mutationType { name } }
+                 t: __type(name: "kind") { ... on __Type { name } ... on __Field { type { name } } } }"#,
+        )
+        .expect("ok");
+        assert_eq!(
+            answer,
+            json!({"__schema": {"queryType": {"name": "query_root", "__typename": "__Type", "kind": "OBJECT"},
+                                "mutationType": null, "__typename": "__Schema"},
+                   "t": {"name": "kind"}})
+        );
+    }
+
+    #[test]
+    fn selections_that_do_not_fit_the_introspection_types_are_refused() {
+        for (document, expected) in [
+            (
+                "query { __schema { nope } }",
+                "Unknown field \"nope\" on type \"__Schema\".",
+            ),
+            (
+                "query { __schema { types } }",
+                "must have a selection of subfields",
+            ),
+            (
+                "query { __schema { types { name { x } } } }",
+                "it takes no selection",
+            ),
+            ("query { __type { name } }", "needs its argument \"name\""),
+            (
+                "query { __type(name: 3) { name } }",
+                "Invalid value for argument \"name\"",
+            ),
+            (
+                "query { __type(name: \"x\", other: 1) { name } }",
+                "Unknown argument \"other\"",
+            ),
+            (
+                "query { __schema { types { fields(includeDeprecated: null) { name } } } }",
+                "Invalid value for argument \"includeDeprecated\"",
+            ),
+            (
+                "query { __schema { ...F } } fragment F on __Schema { types { name } }",
+                "inlined",
+            ),
+        ] {
+            match run(&sample(), document) {
+                Err(IntrospectionError::Rejected(errors)) => assert!(
+                    errors.iter().any(|e| e.contains(expected)),
+                    "{document}: {errors:?}"
+                ),
+                other => panic!("{document}: expected a refusal, got {other:?}"),
+            }
+        }
+        assert!(matches!(
+            run(&sample(), "query {"),
+            Err(IntrospectionError::Parse(_))
+        ));
+    }
+
+    #[test]
+    fn directives_are_listed_by_name_with_their_arguments() {
+        let answer = run(
+            &sample(),
+            "query { __schema { directives { name locations isRepeatable args { name type { kind } defaultValue } } } }",
+        )
+        .expect("ok");
+        let directives = answer["__schema"]["directives"].as_array().expect("list");
+        let names: Vec<&str> = directives
+            .iter()
+            .filter_map(|d| d["name"].as_str())
+            .collect();
+        assert_eq!(names, ["deprecated", "include", "skip", "specifiedBy"]);
+        assert_eq!(
+            directives[0]["args"],
+            json!([{"name": "reason", "type": {"kind": "SCALAR"}, "defaultValue": "\"No longer supported\""}])
+        );
+        assert_eq!(
+            directives[1]["locations"],
+            json!(["FIELD", "FRAGMENT_SPREAD", "INLINE_FRAGMENT"])
+        );
+    }
 }

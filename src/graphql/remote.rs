@@ -197,7 +197,7 @@ pub fn parse(remote: &str, schema: &Value) -> Result<RemoteTypes, String> {
         }
         all.types.insert(name.clone(), type_def(value, name)?);
     }
-    super::introspection::build(&all).map_err(|e| format!("the remote schema is invalid: {e}"))?;
+    super::checked::check(&all).map_err(|e| format!("the remote schema is invalid: {e}"))?;
     let root_fields = |name: &Option<String>| match name {
         Some(n) => all.object_fields(n).cloned().unwrap_or_default(),
         None => IndexMap::new(),

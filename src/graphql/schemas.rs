@@ -40,10 +40,9 @@ type PlanKey = (String, Option<String>, Option<String>);
 pub struct RoleSchema {
     /// What the role may query and write.
     pub model: RoleModel,
-    /// The role's GraphQL types, which documents are validated against.
+    /// The role's GraphQL types, which documents are validated against and introspection
+    /// answers from.
     pub types: TypeSystem,
-    /// Answers `__schema`/`__type`; `None` if the type system could not be built (logged).
-    pub introspection: Option<async_graphql::dynamic::Schema>,
     plans: Mutex<HashMap<PlanKey, Arc<CachedPlan>>>,
     /// Answers to introspection documents (JSON bytes), by document.
     introspected: Mutex<HashMap<String, bytes::Bytes>>,
@@ -58,24 +57,15 @@ impl std::fmt::Debug for RoleSchema {
 }
 
 impl RoleSchema {
-    /// The schema of a role's model: its types with the remote schemas merged in, and the
-    /// introspection schema built from them.
+    /// The schema of a role's model: its types with the remote schemas merged in.
     pub fn new(model: RoleModel, remotes: &[RemoteTypes]) -> Self {
         let mut types = super::typegen::build(&model);
         for remote in remotes {
             super::remote::merge(&mut types, remote);
         }
-        let introspection = match super::introspection::build(&types) {
-            Ok(schema) => Some(schema),
-            Err(err) => {
-                tracing::error!(role = %model.role, %err, "cannot build the introspection schema");
-                None
-            }
-        };
         RoleSchema {
             model,
             types,
-            introspection,
             plans: Mutex::new(HashMap::new()),
             introspected: Mutex::new(HashMap::new()),
         }

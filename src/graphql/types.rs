@@ -1,6 +1,5 @@
 //! A GraphQL type system as plain data: what a role's schema contains. The validator checks
-//! documents against it and [`super::introspection`] turns it into an async-graphql dynamic
-//! schema that answers `__schema` / `__type`.
+//! documents against it and [`super::introspection`] answers `__schema` / `__type` from it.
 
 use indexmap::IndexMap;
 use serde_json::Value;

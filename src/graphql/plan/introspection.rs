@@ -1,9 +1,9 @@
 //! Introspection root fields (`__schema`, `__type`) printed back as a standalone document, with
-//! fragments inlined and directives applied, for the role's introspection schema to answer.
+//! fragments inlined and directives applied, for [`crate::graphql::introspection`] to answer.
 
 use super::{PlanError, Planner, Result};
+use crate::graphql::introspection::graphql_literal;
 use async_graphql_parser::types::{ExecutableDocument, Field as AstField, Selection, SelectionSet};
-use serde_json::Value;
 
 impl Planner<'_> {
     pub(super) fn print_root_field(&mut self, field: &AstField, path: &str) -> Result<String> {
@@ -97,28 +97,6 @@ impl Planner<'_> {
             }
         }
         Ok(())
-    }
-}
-
-/// A JSON value as a GraphQL literal (strings quoted, object keys bare).
-fn graphql_literal(value: &Value) -> String {
-    match value {
-        Value::Object(map) => format!(
-            "{{{}}}",
-            map.iter()
-                .map(|(k, v)| format!("{k}: {}", graphql_literal(v)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        Value::Array(items) => format!(
-            "[{}]",
-            items
-                .iter()
-                .map(graphql_literal)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        other => other.to_string(),
     }
 }
 

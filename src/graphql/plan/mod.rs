@@ -2,7 +2,7 @@
 //! arguments ([`input`]), collect fields through fragments and directives ([`collect`]), and
 //! build the IR of the query root ([`query`], [`select`], [`filter`]) or the mutation root
 //! ([`mutation`], [`insert`]) with the role's permissions folded in ([`permission`]).
-//! Introspection root fields are set aside for the introspection schema ([`introspection`]).
+//! Introspection root fields are set aside, printed for [`crate::graphql::introspection`].
 //! Pure: no SQL, no IO. See `docs/architecture.md`.
 
 mod action;

@@ -1,5 +1,5 @@
 //! The query root: each root field becomes a selection, a by-key lookup or an aggregate;
-//! introspection fields are set aside for the introspection schema.
+//! introspection fields are set aside for [`crate::graphql::introspection`].
 
 use super::{Input, PlanError, Planned, Planner, Result};
 use crate::graphql::ir::*;
@@ -38,8 +38,11 @@ impl<'a> Planner<'a> {
                 }
                 "__schema" | "__type" if !subscription => {
                     introspection_keys.push(key.clone());
-                    introspection_doc.push_str(&self.print_root_field(field, &path)?);
-                    introspection_doc.push(' ');
+                    // Every field of the key: the answer merges their selections.
+                    for field in fields {
+                        introspection_doc.push_str(&self.print_root_field(field, &path)?);
+                        introspection_doc.push(' ');
+                    }
                 }
                 _ if self.remote_of(name, OperationType::Query).is_some() => {
                     if subscription {
