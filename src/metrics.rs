@@ -159,8 +159,14 @@ pub fn render(state: &AppState, events_pending: Option<i64>) -> Result<String, s
     counter(
         &mut registry,
         "schema_builds",
-        "Builds of the GraphQL schemas",
+        "Metadata versions installed (their role schemas are built on first use)",
         get(&c.schema_builds),
+    );
+    counter(
+        &mut registry,
+        "role_schema_builds",
+        "Builds of a role's GraphQL schema (at most once per role and metadata version)",
+        get(&c.role_schema_builds),
     );
     registry.register(
         "sql_duration_seconds",
@@ -169,7 +175,7 @@ pub fn render(state: &AppState, events_pending: Option<i64>) -> Result<String, s
     );
     registry.register(
         "schema_build_duration_seconds",
-        "Time to build the GraphQL schemas of a metadata version",
+        "Time to build one role's GraphQL schema",
         c.schema_build_seconds.clone(),
     );
     let pool = state.pool.status();

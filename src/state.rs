@@ -27,10 +27,30 @@ pub struct Served {
 }
 
 impl Served {
-    /// Builds the GraphQL schemas of `snapshot`.
+    /// The GraphQL schemas of `snapshot` (each role's built on first use).
     fn new(snapshot: Snapshot) -> Self {
         let graphql = Schemas::build(&snapshot.schema.resolved, &snapshot.metadata);
         Served { snapshot, graphql }
+    }
+
+    /// The schema of a role (see [`Schemas::role`]); a build is counted in
+    /// [`Counters::role_schema_builds`] and timed in [`Counters::schema_build_seconds`].
+    pub fn role(
+        &self,
+        role: &str,
+        backend_flagged: bool,
+        counters: &Counters,
+    ) -> Arc<crate::graphql::schemas::RoleSchema> {
+        let resolved = &self.snapshot.schema.resolved;
+        self.graphql.role(
+            resolved,
+            role,
+            backend_flagged,
+            |took: std::time::Duration| {
+                Counters::bump(&counters.role_schema_builds);
+                counters.schema_build_seconds.observe(took.as_secs_f64());
+            },
+        )
     }
 }
 
@@ -116,13 +136,10 @@ impl AppState {
         if next.version < current || (next.version == current && !force) {
             return;
         }
-        // Build the schemas outside the lock; requests keep using the old ones meanwhile.
-        let started = std::time::Instant::now();
+        // Prepare outside the lock; requests keep using the old version meanwhile. Role
+        // schemas are built by the requests that need them (`Served::role`).
         let next = Served::new(next);
         Counters::bump(&self.counters.schema_builds);
-        self.counters
-            .schema_build_seconds
-            .observe(started.elapsed().as_secs_f64());
         let mut guard = match self.snapshot.write() {
             Ok(g) => g,
             Err(poisoned) => poisoned.into_inner(),

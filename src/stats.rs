@@ -15,8 +15,10 @@ pub struct Counters {
     pub documents_parsed: AtomicU64,
     /// Operations planned and translated to SQL (one per plan-cache miss).
     pub plans_compiled: AtomicU64,
-    /// Per-role GraphQL schemas built (one per installed metadata version).
+    /// Metadata versions installed (each one's role schemas are built on first use).
     pub schema_builds: AtomicU64,
+    /// Role schemas built (at most once per role, backend flag and installed version).
+    pub role_schema_builds: AtomicU64,
     /// Query statements prepared on a connection (not found in its statement cache).
     pub statements_prepared: AtomicU64,
     /// Multiplexed live-query statements run (each answers up to a batch of subscribers).
@@ -25,7 +27,7 @@ pub struct Counters {
     pub introspections_run: AtomicU64,
     /// Seconds each SQL statement of the GraphQL path took (prepare, bind, run, rows).
     pub sql_seconds: Histogram,
-    /// Seconds each build of the GraphQL schemas took.
+    /// Seconds each build of a role's GraphQL schema took.
     pub schema_build_seconds: Histogram,
 }
 
@@ -36,6 +38,7 @@ impl Default for Counters {
             documents_parsed: AtomicU64::new(0),
             plans_compiled: AtomicU64::new(0),
             schema_builds: AtomicU64::new(0),
+            role_schema_builds: AtomicU64::new(0),
             statements_prepared: AtomicU64::new(0),
             live_statements: AtomicU64::new(0),
             introspections_run: AtomicU64::new(0),
@@ -58,6 +61,8 @@ pub struct CountersSnapshot {
     pub plans_compiled: u64,
     /// See [`Counters::schema_builds`].
     pub schema_builds: u64,
+    /// See [`Counters::role_schema_builds`].
+    pub role_schema_builds: u64,
     /// See [`Counters::statements_prepared`].
     pub statements_prepared: u64,
     /// See [`Counters::live_statements`].
@@ -80,6 +85,7 @@ impl Counters {
             documents_parsed: get(&self.documents_parsed),
             plans_compiled: get(&self.plans_compiled),
             schema_builds: get(&self.schema_builds),
+            role_schema_builds: get(&self.role_schema_builds),
             statements_prepared: get(&self.statements_prepared),
             live_statements: get(&self.live_statements),
             introspections_run: get(&self.introspections_run),

@@ -77,9 +77,6 @@ pub enum GraphqlError {
     /// The allow-list is enforced and the document is not on it.
     #[error("query is not allowed")]
     NotAllowListed,
-    /// No schema is being served yet.
-    #[error("schema not ready")]
-    SchemaNotReady,
     /// The introspection fields could not be answered.
     #[error(transparent)]
     Introspection(#[from] crate::graphql::introspection::IntrospectionError),
@@ -315,10 +312,7 @@ fn compiled(
     request: GraphqlRequest,
 ) -> Result<Compiled, GraphqlError> {
     let served = state.snapshot();
-    let role = served
-        .graphql
-        .role(&session.role, session.backend_only)
-        .ok_or(GraphqlError::SchemaNotReady)?;
+    let role = served.role(&session.role, session.backend_only, &state.counters);
     if state.config.enable_allowlist && !session.is_admin() {
         let allowed = crate::graphql::allowlist::normalize(&request.query)
             .is_some_and(|n| served.graphql.allowlist.contains(&n));
@@ -755,10 +749,7 @@ pub async fn explain(state: &AppState, request: ExplainRequest) -> Result<Value,
         .cloned()
         .unwrap_or_else(|| "admin".to_owned());
     let served = state.snapshot();
-    let schema = served
-        .graphql
-        .role(&role, false)
-        .ok_or(GraphqlError::SchemaNotReady)?;
+    let schema = served.role(&role, false, &state.counters);
     let variables = request.query.variables.unwrap_or_default();
     let compiled = compile(
         state,

@@ -49,7 +49,7 @@ pub fn check(types: &TypeSystem) -> Result<(), dynamic::SchemaError> {
         types.subscription_root.as_deref(),
     );
     for def in types.types.values() {
-        builder = match def {
+        builder = match &**def {
             TypeDef::Object { name, fields, .. }
                 if types.subscription_root.as_deref() == Some(name.as_str()) =>
             {

@@ -18,7 +18,8 @@ use async_graphql_parser::Positioned;
 use async_graphql_value::Value as GqlValue;
 use indexmap::IndexMap;
 use serde_json::Value;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 use std::sync::LazyLock;
 
 /// Failures of introspection.
@@ -50,8 +51,11 @@ pub fn answer(types: &TypeSystem, document: &str) -> Result<Vec<u8>, Introspecti
         meta,
         out: Vec::with_capacity(4096),
         visible: None,
+        merged: HashMap::new(),
     };
     writer.object(Node::Root, &root);
+    // The answer may be kept (per role and version): without the doubling's spare capacity.
+    writer.out.shrink_to_fit();
     Ok(writer.out)
 }
 
@@ -267,16 +271,19 @@ fn fits(ty: &TypeRef, value: &GqlValue) -> bool {
 }
 
 /// The JSON writer walking the type system.
-struct Writer<'a> {
+struct Writer<'a, 'd> {
     types: &'a TypeSystem,
     meta: &'a TypeSystem,
     out: Vec<u8>,
     /// Types reachable from the roots (what `__schema.types` and `__type` show), computed
     /// when first needed.
     visible: Option<HashSet<&'a str>>,
+    /// Merged selections by (fields, type): the same few are asked of half a million values
+    /// (every field's `type { … ofType { … } }`), merged once each.
+    merged: HashMap<(usize, usize, &'static str), Rc<Selections<'d>>>,
 }
 
-impl<'a> Writer<'a> {
+impl<'a, 'd> Writer<'a, 'd> {
     fn raw(&mut self, text: &str) {
         self.out.extend_from_slice(text.as_bytes());
     }
@@ -307,7 +314,16 @@ impl<'a> Writer<'a> {
         self.visible.get_or_insert_with(|| reachable(types, meta))
     }
 
-    fn object(&mut self, node: Node<'a>, selections: &Selections<'_>) {
+    /// The merged selections of `fields` on `on`, remembered.
+    fn selections(&mut self, on: &'static str, fields: &[&'d AstField]) -> Rc<Selections<'d>> {
+        let key = (fields.as_ptr() as usize, fields.len(), on);
+        self.merged
+            .entry(key)
+            .or_insert_with(|| Rc::new(Selections::of(on, fields)))
+            .clone()
+    }
+
+    fn object(&mut self, node: Node<'a>, selections: &Selections<'d>) {
         self.out.push(b'{');
         for (i, (key, fields)) in selections.fields.iter().enumerate() {
             if i > 0 {
@@ -320,11 +336,11 @@ impl<'a> Writer<'a> {
         self.out.push(b'}');
     }
 
-    fn list<I>(&mut self, items: I, on: &str, fields: &[&AstField])
+    fn list<I>(&mut self, items: I, on: &'static str, fields: &[&'d AstField])
     where
         I: IntoIterator<Item = Node<'a>>,
     {
-        let sub = Selections::of(on, fields);
+        let sub = self.selections(on, fields);
         self.out.push(b'[');
         for (i, item) in items.into_iter().enumerate() {
             if i > 0 {
@@ -335,10 +351,10 @@ impl<'a> Writer<'a> {
         self.out.push(b']');
     }
 
-    fn single(&mut self, item: Option<Node<'a>>, fields: &[&AstField]) {
+    fn single(&mut self, item: Option<Node<'a>>, fields: &[&'d AstField]) {
         match item {
             Some(node) => {
-                let sub = Selections::of(node.type_name(), fields);
+                let sub = self.selections(node.type_name(), fields);
                 self.object(node, &sub);
             }
             None => self.raw("null"),
@@ -358,7 +374,7 @@ impl<'a> Writer<'a> {
         })
     }
 
-    fn field(&mut self, node: Node<'a>, fields: &[&AstField]) {
+    fn field(&mut self, node: Node<'a>, fields: &[&'d AstField]) {
         let Some(field) = fields.first() else {
             return self.raw("null");
         };
@@ -432,7 +448,7 @@ impl<'a> Writer<'a> {
         }
     }
 
-    fn schema_field(&mut self, name: &str, fields: &[&AstField]) {
+    fn schema_field(&mut self, name: &str, fields: &[&'d AstField]) {
         let types = self.types;
         match name {
             "types" => {
@@ -473,7 +489,7 @@ impl<'a> Writer<'a> {
         }
     }
 
-    fn type_field(&mut self, ty: Ty<'a>, name: &str, fields: &[&AstField]) {
+    fn type_field(&mut self, ty: Ty<'a>, name: &str, fields: &[&'d AstField]) {
         let def = match ty {
             Ty::Named(def) => def,
             Ty::List(wrapper) | Ty::NonNull(wrapper) => {
@@ -605,6 +621,7 @@ fn implementers<'a>(types: &'a TypeSystem, interface: &str) -> Vec<&'a TypeDef> 
     let mut found: Vec<&TypeDef> = types
         .types
         .values()
+        .map(|t| &**t)
         .filter(|t| matches!(t, TypeDef::Object { interfaces, .. } if interfaces.iter().any(|i| i == interface)))
         .collect();
     found.sort_unstable_by(|a, b| a.name().cmp(b.name()));
@@ -633,7 +650,7 @@ fn reachable<'a>(types: &'a TypeSystem, meta: &'a TypeSystem) -> HashSet<&'a str
                 stack.push(base);
             }
         };
-        match def {
+        match &**def {
             TypeDef::Object {
                 fields, interfaces, ..
             } => {

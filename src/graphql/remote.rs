@@ -195,7 +195,8 @@ pub fn parse(remote: &str, schema: &Value) -> Result<RemoteTypes, String> {
         if all.types.contains_key(&name) {
             return Err(format!("type \"{name}\" is defined more than once"));
         }
-        all.types.insert(name.clone(), type_def(value, name)?);
+        all.types
+            .insert(name.clone(), std::sync::Arc::new(type_def(value, name)?));
     }
     super::checked::check(&all).map_err(|e| format!("the remote schema is invalid: {e}"))?;
     let root_fields = |name: &Option<String>| match name {
@@ -208,6 +209,7 @@ pub fn parse(remote: &str, schema: &Value) -> Result<RemoteTypes, String> {
     let types = all
         .types
         .into_values()
+        .map(std::sync::Arc::unwrap_or_clone)
         .filter(|t| !roots.iter().flatten().any(|r| r == t.name()))
         .collect();
     Ok(RemoteTypes {
@@ -320,15 +322,12 @@ pub fn merge(types: &mut TypeSystem, remote: &RemoteTypes) {
         .get_or_insert_with(|| "mutation_root".to_owned())
         .clone();
     if types.get(&root).is_none() {
-        types.types.insert(
-            root.clone(),
-            TypeDef::Object {
-                name: root.clone(),
-                description: Some("mutation root".to_owned()),
-                fields: IndexMap::new(),
-                interfaces: Vec::new(),
-            },
-        );
+        types.insert(TypeDef::Object {
+            name: root.clone(),
+            description: Some("mutation root".to_owned()),
+            fields: IndexMap::new(),
+            interfaces: Vec::new(),
+        });
     }
     add_root_fields(types, &root, &remote.mutation);
     for name in remote.mutation.keys() {
@@ -341,7 +340,7 @@ pub fn merge(types: &mut TypeSystem, remote: &RemoteTypes) {
 }
 
 fn add_root_fields(types: &mut TypeSystem, root: &str, add: &IndexMap<String, FieldDef>) {
-    if let Some(TypeDef::Object { fields, .. }) = types.types.get_mut(root) {
+    if let Some(TypeDef::Object { fields, .. }) = types.get_mut(root) {
         if !add.is_empty() && fields.len() == 1 && fields.contains_key("no_queries_available") {
             fields.clear();
         }
@@ -448,47 +447,38 @@ mod tests {
             query_root: "query_root".to_owned(),
             ..TypeSystem::default()
         };
-        types.types.insert(
-            "query_root".to_owned(),
-            TypeDef::Object {
-                name: "query_root".to_owned(),
-                description: None,
-                fields: [(
-                    "country".to_owned(),
-                    FieldDef::new("country", TypeRef::named("String")),
-                )]
-                .into_iter()
-                .collect(),
-                interfaces: Vec::new(),
-            },
-        );
+        types.insert(TypeDef::Object {
+            name: "query_root".to_owned(),
+            description: None,
+            fields: [(
+                "country".to_owned(),
+                FieldDef::new("country", TypeRef::named("String")),
+            )]
+            .into_iter()
+            .collect(),
+            interfaces: Vec::new(),
+        });
         assert_eq!(
             clash(&types, &parsed).as_deref(),
             Some("top-level nodes: [ country ] already exist in current graphql schema. HINT: Top-level nodes can't be same.")
         );
         types.types.shift_remove("query_root");
-        types.types.insert(
-            "order_by".to_owned(),
-            TypeDef::Enum {
-                name: "order_by".to_owned(),
-                description: None,
-                values: ["desc", "asc"]
-                    .iter()
-                    .map(|v| EnumValueDef {
-                        name: (*v).to_owned(),
-                        description: None,
-                    })
-                    .collect(),
-            },
-        );
+        types.insert(TypeDef::Enum {
+            name: "order_by".to_owned(),
+            description: None,
+            values: ["desc", "asc"]
+                .iter()
+                .map(|v| EnumValueDef {
+                    name: (*v).to_owned(),
+                    description: None,
+                })
+                .collect(),
+        });
         assert_eq!(clash(&types, &parsed), None, "identical types merge");
-        types.types.insert(
-            "Country".to_owned(),
-            TypeDef::Scalar {
-                name: "Country".to_owned(),
-                description: None,
-            },
-        );
+        types.insert(TypeDef::Scalar {
+            name: "Country".to_owned(),
+            description: None,
+        });
         assert_eq!(
             clash(&types, &parsed).as_deref(),
             Some("types: [ Country ] have mismatch with current graphql schema. HINT: Types must be same.")

@@ -4,15 +4,18 @@
 use super::model::{self, RoleModel};
 use super::plan::{Planned, Prepared};
 use super::remote::RemoteTypes;
-use super::types::TypeSystem;
+use super::types::{TypeDef, TypeSystem};
 use crate::schema::Resolved;
 use crate::sql::program::MutationProgram;
 use crate::sql::SqlText;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Largest document (and variables) whose plan is cached, in bytes.
 const MAX_CACHED_DOCUMENT: usize = 64 * 1024;
+
+/// Largest introspection answer remembered, in bytes.
+pub const MAX_CACHED_INTROSPECTION: usize = 4 * 1024 * 1024;
 
 /// Introspection answers kept per role before that cache is emptied.
 const INTROSPECTION_CACHE_SIZE: usize = 16;
@@ -57,12 +60,18 @@ impl std::fmt::Debug for RoleSchema {
 }
 
 impl RoleSchema {
-    /// The schema of a role's model: its types with the remote schemas merged in.
-    pub fn new(model: RoleModel, remotes: &[RemoteTypes]) -> Self {
+    /// The schema of a role's model: its types with the remote schemas merged in, holding
+    /// the definitions of `shared` wherever they are equal (see [`TypeSystem::share`]).
+    pub fn new(
+        model: RoleModel,
+        remotes: &[RemoteTypes],
+        shared: &Mutex<HashMap<String, Arc<TypeDef>>>,
+    ) -> Self {
         let mut types = super::typegen::build(&model);
         for remote in remotes {
             super::remote::merge(&mut types, remote);
         }
+        types.share(&mut shared.lock().unwrap_or_else(|p| p.into_inner()));
         RoleSchema {
             model,
             types,
@@ -97,10 +106,13 @@ impl RoleSchema {
         answers.get(document).cloned()
     }
 
-    /// Remembers the answer to an introspection document (small documents only, a bounded
-    /// number of them: clients send the same few).
+    /// Remembers the answer to an introspection document (small documents and answers only,
+    /// a bounded number of them: clients send the same few). An answer larger than
+    /// [`MAX_CACHED_INTROSPECTION`] (a schema of hundreds of tables) is written again on each
+    /// request instead: memory held for as long as the version is served costs more than
+    /// the rare schema fetch.
     pub fn remember_introspection(&self, document: &str, answer: bytes::Bytes) {
-        if document.len() > MAX_CACHED_DOCUMENT {
+        if document.len() > MAX_CACHED_DOCUMENT || answer.len() > MAX_CACHED_INTROSPECTION {
             return;
         }
         let mut answers = self.introspected.lock().unwrap_or_else(|p| p.into_inner());
@@ -133,60 +145,74 @@ impl RoleSchema {
     }
 }
 
-/// Every role's schema for one metadata version.
+/// Every role's schema for one metadata version, each built when first asked for: installing
+/// a version costs nothing per role, a role no request uses is never built, and a burst of
+/// metadata changes (a GitOps sync, the controller's group commits) builds only the schemas
+/// that requests between them need.
 #[derive(Debug, Default)]
 pub struct Schemas {
-    roles: HashMap<String, Arc<RoleSchema>>,
-    fallback: Option<Arc<RoleSchema>>,
-    /// The metadata, for schemas built on first use (backend-flagged variants).
-    resolved: Arc<Resolved>,
+    /// Admin and every role named by a permission (a role's schema is built once).
+    roles: HashMap<String, OnceLock<Arc<RoleSchema>>>,
+    /// The schema of roles without permissions (nothing to query).
+    fallback: OnceLock<Arc<RoleSchema>>,
     /// The served remote schemas, merged into every role's types.
-    remotes: Arc<Vec<RemoteTypes>>,
+    remotes: Vec<RemoteTypes>,
     /// Schemas of backend-flagged requests, by role, built when first needed.
     flagged: Mutex<HashMap<String, Arc<RoleSchema>>>,
+    /// Every type definition of the role schemas built so far, by name: a role built later
+    /// shares those it has equal.
+    shared: Mutex<HashMap<String, Arc<TypeDef>>>,
     /// Normalized documents of the allow-listed collections.
     pub allowlist: std::collections::HashSet<String>,
 }
 
 impl Schemas {
-    /// Builds the schema of admin and of every role named by a permission.
+    /// The schemas of admin and of every role named by a permission, none built yet.
     pub fn build(resolved: &Resolved, metadata: &crate::metadata::Metadata) -> Self {
-        let remotes = super::remote::parse_all(resolved);
-        let roles = model::build_all(resolved)
-            .into_iter()
-            .map(|(role, m)| (role, Arc::new(RoleSchema::new(m, &remotes))))
+        let mut roles: HashMap<String, OnceLock<Arc<RoleSchema>>> = resolved
+            .roles
+            .iter()
+            .map(|r| (r.clone(), OnceLock::new()))
             .collect();
-        let fallback = Some(Arc::new(RoleSchema::new(
-            model::build(resolved, ""),
-            &remotes,
-        )));
+        roles.insert(model::ADMIN.to_owned(), OnceLock::new());
         Schemas {
             roles,
-            fallback,
-            resolved: Arc::new(resolved.clone()),
-            remotes: Arc::new(remotes),
+            fallback: OnceLock::new(),
+            remotes: super::remote::parse_all(resolved),
             flagged: Mutex::new(HashMap::new()),
+            shared: Mutex::new(HashMap::new()),
             allowlist: super::allowlist::build(metadata),
         }
     }
 
-    /// The schema of a role; roles without permissions get an empty schema. Backend-flagged
-    /// requests of non-admin roles see only backend-only insert permissions.
-    pub fn role(&self, role: &str, backend_flagged: bool) -> Option<Arc<RoleSchema>> {
-        if !backend_flagged || role == model::ADMIN || !self.roles.contains_key(role) {
-            return self
-                .roles
-                .get(role)
-                .cloned()
-                .or_else(|| self.fallback.clone());
+    /// The schema of a role, built from `resolved` (the metadata these schemas were made for)
+    /// on first use; roles without permissions get an empty schema. Backend-flagged requests
+    /// of non-admin roles see only backend-only insert permissions. `built` is told how long
+    /// each schema this call had to build took.
+    pub fn role(
+        &self,
+        resolved: &Resolved,
+        role: &str,
+        backend_flagged: bool,
+        built: impl Fn(std::time::Duration),
+    ) -> Arc<RoleSchema> {
+        let make = |role: &str, flagged: bool| {
+            let started = std::time::Instant::now();
+            let model = model::build_for(resolved, role, flagged);
+            let schema = Arc::new(RoleSchema::new(model, &self.remotes, &self.shared));
+            built(started.elapsed());
+            schema
+        };
+        let Some(cell) = self.roles.get(role) else {
+            return self.fallback.get_or_init(|| make("", false)).clone();
+        };
+        if !backend_flagged || role == model::ADMIN {
+            return cell.get_or_init(|| make(role, false)).clone();
         }
         let mut flagged = self.flagged.lock().unwrap_or_else(|p| p.into_inner());
-        let schema = flagged.entry(role.to_owned()).or_insert_with(|| {
-            Arc::new(RoleSchema::new(
-                model::build_for(&self.resolved, role, true),
-                &self.remotes,
-            ))
-        });
-        Some(schema.clone())
+        flagged
+            .entry(role.to_owned())
+            .or_insert_with(|| make(role, true))
+            .clone()
     }
 }

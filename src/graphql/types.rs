@@ -4,6 +4,7 @@
 use indexmap::IndexMap;
 use serde_json::Value;
 use std::fmt;
+use std::sync::Arc;
 
 /// A type reference: `T`, `[T]`, `T!` and nestings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,7 +101,7 @@ impl fmt::Display for TypeRef {
 }
 
 /// An argument or input-object field.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct InputValueDef {
     /// Name.
     pub name: String,
@@ -125,7 +126,7 @@ impl InputValueDef {
 }
 
 /// An output field.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct FieldDef {
     /// Name.
     pub name: String,
@@ -162,7 +163,7 @@ impl FieldDef {
 }
 
 /// One enum value.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct EnumValueDef {
     /// The GraphQL name.
     pub name: String,
@@ -171,7 +172,7 @@ pub struct EnumValueDef {
 }
 
 /// A named type.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum TypeDef {
     /// Object with fields.
     Object {
@@ -255,7 +256,48 @@ impl TypeDef {
 
 #[cfg(test)]
 mod tests {
-    use super::TypeRef;
+    use super::*;
+
+    fn system(author_fields: &[&str]) -> TypeSystem {
+        let mut types = TypeSystem::default();
+        types.add(TypeDef::Object {
+            name: "author".into(),
+            description: None,
+            fields: author_fields
+                .iter()
+                .map(|f| ((*f).to_owned(), FieldDef::new(*f, TypeRef::named("Int"))))
+                .collect(),
+            interfaces: Vec::new(),
+        });
+        types.add(TypeDef::Scalar {
+            name: "uuid".into(),
+            description: None,
+        });
+        types
+    }
+
+    #[test]
+    fn equal_types_are_shared_and_changed_copies_stay_apart() {
+        let mut shared = std::collections::HashMap::new();
+        let mut admin = system(&["id", "name"]);
+        admin.share(&mut shared);
+        let mut full = system(&["id", "name"]);
+        full.share(&mut shared);
+        let mut narrow = system(&["id"]);
+        narrow.share(&mut shared);
+        assert!(Arc::ptr_eq(&admin.types["author"], &full.types["author"]));
+        assert!(!Arc::ptr_eq(
+            &admin.types["author"],
+            &narrow.types["author"]
+        ));
+        assert!(Arc::ptr_eq(&admin.types["uuid"], &narrow.types["uuid"]));
+        // Changing a shared definition copies it: the other role's type is untouched.
+        if let Some(TypeDef::Object { fields, .. }) = full.get_mut("author") {
+            fields.shift_remove("name");
+        }
+        assert_eq!(admin.object_fields("author").map(|f| f.len()), Some(2));
+        assert_eq!(full.object_fields("author").map(|f| f.len()), Some(1));
+    }
 
     #[test]
     fn type_expressions_read_back_as_written() {
@@ -283,8 +325,9 @@ pub const BUILTIN_SCALARS: [&str; 5] = ["Int", "Float", "String", "Boolean", "ID
 /// A role's whole type system.
 #[derive(Debug, Clone, Default)]
 pub struct TypeSystem {
-    /// Named types (built-in scalars excluded).
-    pub types: IndexMap<String, TypeDef>,
+    /// Named types (built-in scalars excluded). Shared: roles whose view of a table is the
+    /// same hold the same definitions ([`TypeSystem::share`]).
+    pub types: IndexMap<String, Arc<TypeDef>>,
     /// Name of the query root.
     pub query_root: String,
     /// Name of the mutation root, when the role may write.
@@ -298,17 +341,45 @@ pub struct TypeSystem {
 impl TypeSystem {
     /// Adds a type unless one of that name exists.
     pub fn add(&mut self, def: TypeDef) {
-        self.types.entry(def.name().to_owned()).or_insert(def);
+        self.types
+            .entry(def.name().to_owned())
+            .or_insert_with(|| Arc::new(def));
+    }
+
+    /// Adds a type, replacing any of that name.
+    pub fn insert(&mut self, def: TypeDef) {
+        self.types.insert(def.name().to_owned(), Arc::new(def));
     }
 
     /// A type by name.
     pub fn get(&self, name: &str) -> Option<&TypeDef> {
-        self.types.get(name)
+        self.types.get(name).map(|d| &**d)
+    }
+
+    /// A type by name, to change (copied first if another type system shares it).
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut TypeDef> {
+        self.types.get_mut(name).map(Arc::make_mut)
+    }
+
+    /// Makes this type system hold the definitions of `shared` wherever they are equal, and
+    /// adds its other types to `shared`: the types of a table that two roles see alike are
+    /// then stored once (at a thousand tables, most of admin's and a full-access role's).
+    pub fn share(&mut self, shared: &mut std::collections::HashMap<String, Arc<TypeDef>>) {
+        for (name, def) in self.types.iter_mut() {
+            match shared.get(name) {
+                Some(known) if Arc::ptr_eq(known, def) => {}
+                Some(known) if **known == **def => *def = known.clone(),
+                Some(_) => {}
+                None => {
+                    shared.insert(name.clone(), def.clone());
+                }
+            }
+        }
     }
 
     /// Fields of an object type.
     pub fn object_fields(&self, name: &str) -> Option<&IndexMap<String, FieldDef>> {
-        match self.types.get(name) {
+        match self.get(name) {
             Some(TypeDef::Object { fields, .. }) => Some(fields),
             _ => None,
         }
@@ -316,7 +387,7 @@ impl TypeSystem {
 
     /// Fields of an object or interface type (what a selection on it may name).
     pub fn fields_of(&self, name: &str) -> Option<&IndexMap<String, FieldDef>> {
-        match self.types.get(name) {
+        match self.get(name) {
             Some(TypeDef::Object { fields, .. } | TypeDef::Interface { fields, .. }) => {
                 Some(fields)
             }
@@ -327,7 +398,7 @@ impl TypeSystem {
     /// Whether `name` is an object, interface or union (a type with a selection set).
     pub fn is_composite(&self, name: &str) -> bool {
         matches!(
-            self.types.get(name),
+            self.get(name),
             Some(TypeDef::Object { .. } | TypeDef::Interface { .. } | TypeDef::Union { .. })
         )
     }
@@ -336,7 +407,7 @@ impl TypeSystem {
     pub fn is_leaf(&self, name: &str) -> bool {
         BUILTIN_SCALARS.contains(&name)
             || matches!(
-                self.types.get(name),
+                self.get(name),
                 Some(TypeDef::Scalar { .. } | TypeDef::Enum { .. })
             )
     }

@@ -44,8 +44,11 @@ async fn a_plan_cache_hit_neither_parses_nor_plans_nor_prepares() {
     assert_eq!(third.statements_prepared - after.statements_prepared, 1);
 }
 
+/// A metadata version is installed once, and each role's schema is built once per version,
+/// by the first request that needs it: never per request, and never for a role no request
+/// uses.
 #[tokio::test]
-async fn schemas_are_built_per_metadata_version_not_per_request() {
+async fn schemas_are_built_per_metadata_version_and_role_not_per_request() {
     let server = blog_with_pool(2).await;
     let before = counters(&server);
     for _ in 0..20 {
@@ -53,21 +56,34 @@ async fn schemas_are_built_per_metadata_version_not_per_request() {
             .gql_role("{ articles { id } }", "user", &[("X-Svc-User-Id", "1")])
             .await;
     }
+    let used = counters(&server);
+    assert_eq!(used.schema_builds, before.schema_builds);
     assert_eq!(
-        counters(&server).schema_builds,
-        before.schema_builds,
-        "no per-request schema work"
+        used.role_schema_builds,
+        before.role_schema_builds + 1,
+        "role user built once, not per request"
     );
     server
         .ok(json!({"type": "set_table_custom_fields", "version": 2, "args": {"table": "comment", "custom_root_fields": {"select": "remarks"}}}))
         .await;
     // The writer installs the new version once; its own NOTIFY is recognised and skipped.
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    assert_eq!(counters(&server).schema_builds, before.schema_builds + 1);
+    let installed = counters(&server);
+    assert_eq!(installed.schema_builds, before.schema_builds + 1);
+    assert_eq!(
+        installed.role_schema_builds, used.role_schema_builds,
+        "installing a version builds no role schema"
+    );
     for _ in 0..5 {
         server.gql("{ remarks(limit: 1) { id } }").await;
     }
-    assert_eq!(counters(&server).schema_builds, before.schema_builds + 1);
+    let after = counters(&server);
+    assert_eq!(after.schema_builds, before.schema_builds + 1);
+    assert_eq!(
+        after.role_schema_builds,
+        installed.role_schema_builds + 1,
+        "admin's schema of the new version, built once for five requests"
+    );
 }
 
 #[tokio::test]

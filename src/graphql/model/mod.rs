@@ -160,16 +160,6 @@ pub struct RoleModel {
     pub custom_types: ResolvedCustomTypes,
 }
 
-/// Builds the model of every role: admin and each role named by a permission.
-pub fn build_all(resolved: &Resolved) -> IndexMap<String, RoleModel> {
-    let mut roles = vec![ADMIN.to_owned()];
-    roles.extend(resolved.roles.iter().filter(|r| *r != ADMIN).cloned());
-    roles
-        .into_iter()
-        .map(|r| (r.clone(), build(resolved, &r)))
-        .collect()
-}
-
 /// Builds one role's model for ordinary requests.
 pub fn build(resolved: &Resolved, role: &str) -> RoleModel {
     build_for(resolved, role, false)

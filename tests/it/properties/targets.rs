@@ -285,9 +285,12 @@ pub struct Fixture {
 impl Fixture {
     /// The schema requests of `session` are planned against.
     pub fn role(&self, session: Session) -> Arc<RoleSchema> {
-        self.schemas
-            .role(session.role, session.backend_only)
-            .expect("every role has a schema")
+        self.schemas.role(
+            &self.cache.resolved,
+            session.role,
+            session.backend_only,
+            |_| {},
+        )
     }
 
     /// Tracked tables.
@@ -1724,9 +1727,7 @@ fn assert_schemas_build(cache: &SchemaCache, metadata: &Metadata, context: &Valu
     let roles = cache.resolved.roles.iter().map(String::as_str);
     for role in roles.chain(["admin", "nobody"]) {
         for flagged in [false, true] {
-            let schema = schemas
-                .role(role, flagged)
-                .unwrap_or_else(|| panic!("no schema for role {role}\n{context}"));
+            let schema = schemas.role(&cache.resolved, role, flagged, |_| {});
             if let Err(error) = basalt::graphql::checked::check(&schema.types) {
                 panic!(
                     "the schema of role {role} (flagged: {flagged}) is not a valid GraphQL \
@@ -2096,9 +2097,7 @@ pub fn check_permission_case(
     };
     let mut out = Vec::new();
     for flagged in [false, true] {
-        let Some(role) = schemas.role(&case.role, flagged) else {
-            continue;
-        };
+        let role = schemas.role(&after.resolved, &case.role, flagged, |_| {});
         out.extend(
             probes(&role, &after.resolved, 0)
                 .into_iter()
