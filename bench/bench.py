@@ -125,6 +125,34 @@ def stop_all(processes, timeout):
             process.kill()
 
 
+def release_dir():
+    """Where cargo puts release binaries (`CARGO_TARGET_DIR` honoured)."""
+    target = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+    return (target if target.is_absolute() else ROOT / target) / "release"
+
+
+def run_sizes(name, sizes, measure, fmt, log):
+    """Starts a throwaway cluster, then for each size n: `measure(n, cluster, work)`, prints
+    `fmt(result)` and appends the result to bench/results/<name>-<time>.jsonl."""
+    work = tempfile.mkdtemp(prefix=f"basalt-{name}-")
+    os.chmod(work, 0o755)
+    cluster = Cluster(work)
+    results_dir = HERE / "results"
+    results_dir.mkdir(exist_ok=True)
+    results_path = results_dir / time.strftime(f"{name}-%Y%m%d-%H%M%S.jsonl")
+    try:
+        log("starting a throwaway Postgres cluster")
+        cluster.start()
+        for n in sizes:
+            result = measure(n, cluster, work)
+            with open(results_path, "a") as out:
+                out.write(json.dumps(result) + "\n")
+            print(fmt(result), flush=True)
+        log(f"raw figures: {results_path}; logs: {work}")
+    finally:
+        cluster.stop()
+
+
 def proc_peak_rss_mb(pid):
     for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -341,7 +369,7 @@ def main():
     if not args.no_build and not args.binary:
         log("building release basalt (not measured)")
         run(["cargo", "build", "--release", "--locked", "--bin", "basalt"], cwd=ROOT)
-    binary = pathlib.Path(args.binary).resolve() if args.binary else ROOT / "target" / "release" / "basalt"
+    binary = pathlib.Path(args.binary).resolve() if args.binary else release_dir() / "basalt"
 
     work = tempfile.mkdtemp(prefix="basalt-bench-")
     os.chmod(work, 0o755)

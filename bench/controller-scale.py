@@ -19,7 +19,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -326,32 +325,14 @@ def main():
     if args.large and 3000 not in sizes:
         sizes.append(3000)
 
-    target = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
-    if not target.is_absolute():
-        target = ROOT / target
     if not args.no_build:
         log("building release basalt and fake-kube (not measured)")
         common.run(["cargo", "build", "--release", "--locked", "-p", "basalt", "-p", "fake-kube",
                     "--bin", "basalt", "--bin", "fake-kube"], cwd=ROOT)
-    binaries = {name: target / "release" / name for name in ("basalt", "fake-kube")}
+    binaries = {name: common.release_dir() / name for name in ("basalt", "fake-kube")}
 
-    work = tempfile.mkdtemp(prefix="basalt-controller-scale-")
-    os.chmod(work, 0o755)
-    cluster = common.Cluster(work)
-    results_dir = HERE / "results"
-    results_dir.mkdir(exist_ok=True)
-    results_path = results_dir / time.strftime("controller-scale-%Y%m%d-%H%M%S.jsonl")
-    try:
-        log("starting a throwaway Postgres cluster")
-        cluster.start()
-        for n in sizes:
-            result = measure(n, args, cluster, binaries, work)
-            with open(results_path, "a") as out:
-                out.write(json.dumps(result) + "\n")
-            print(fmt(result), flush=True)
-        log(f"raw figures: {results_path}; logs: {work}")
-    finally:
-        cluster.stop()
+    common.run_sizes("controller-scale", sizes,
+                     lambda n, cluster, work: measure(n, args, cluster, binaries, work), fmt, log)
 
 
 if __name__ == "__main__":

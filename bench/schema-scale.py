@@ -18,7 +18,6 @@ import os
 import pathlib
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 
@@ -217,31 +216,12 @@ def main():
     sizes = [int(s) for s in args.sizes.split(",") if s]
     if args.large and 5000 not in sizes:
         sizes.append(5000)
-    target = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
-    if not target.is_absolute():
-        target = ROOT / target
     if not args.no_build:
         log("building release basalt (not measured)")
         common.run(["cargo", "build", "--release", "--locked", "--bin", "basalt"], cwd=ROOT)
-    binary = target / "release" / "basalt"
-
-    work = tempfile.mkdtemp(prefix="basalt-schema-scale-")
-    os.chmod(work, 0o755)
-    cluster = common.Cluster(work)
-    results_dir = HERE / "results"
-    results_dir.mkdir(exist_ok=True)
-    results_path = results_dir / time.strftime("schema-scale-%Y%m%d-%H%M%S.jsonl")
-    try:
-        log("starting a throwaway Postgres cluster")
-        cluster.start()
-        for n in sizes:
-            result = measure(n, args, cluster, binary, work)
-            with open(results_path, "a") as out:
-                out.write(json.dumps(result) + "\n")
-            print(fmt(result), flush=True)
-        log(f"raw figures: {results_path}; logs: {work}")
-    finally:
-        cluster.stop()
+    binary = common.release_dir() / "basalt"
+    common.run_sizes("schema-scale", sizes, lambda n, cluster, work: measure(n, args, cluster, binary, work),
+                     fmt, log)
 
 
 if __name__ == "__main__":
