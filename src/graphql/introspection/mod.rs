@@ -42,6 +42,11 @@ pub fn answer(types: &TypeSystem, document: &str) -> Result<Vec<u8>, Introspecti
     let doc = async_graphql_parser::parse_query(document)
         .map_err(|e| IntrospectionError::Parse(e.to_string()))?;
     let set = operation(&doc)?;
+    if has_spread(set) {
+        return Err(IntrospectionError::Rejected(vec![
+            "fragment spreads must be inlined before introspection".into(),
+        ]));
+    }
     let meta = meta();
     let mut root = Selections::default();
     collect(ROOT, set, &mut root.fields, 0);
@@ -107,12 +112,15 @@ impl Node<'_> {
     }
 }
 
-/// A `__Type`: a named type (of the role or of introspection) or a wrapper.
+/// A `__Type`: a named type (of the role or of introspection), a list or non-null wrapper
+/// (its kind read from the reference), or a name no type answers to.
 #[derive(Clone, Copy)]
 enum Ty<'a> {
     Named(&'a TypeDef),
-    List(&'a TypeRef),
-    NonNull(&'a TypeRef),
+    Wrapped(&'a TypeRef),
+    /// A dangling reference: a generation bug, answered as a scalar of that name rather than
+    /// failing the whole schema fetch.
+    Unknown(&'a str),
 }
 
 /// The fields asked of one value, merged by response key across repeated fields and inline
@@ -138,7 +146,7 @@ const ROOT: &str = "__Root";
 
 /// Adds the fields of a selection set that apply to type `on`. The planner printed the
 /// document with every named fragment inlined and checked their nesting: a spread left here
-/// is refused by [`validate`], and the depth bound only guards against a document that was
+/// is refused by [`answer`], and the depth bound only guards against a document that was
 /// not printed by the planner.
 fn collect<'d>(
     on: &str,
@@ -208,12 +216,6 @@ fn fields_on<'m>(meta: &'m TypeSystem, on: &str) -> Option<&'m IndexMap<String, 
 
 fn validate_field(meta: &TypeSystem, on: &str, field: &AstField, errors: &mut Vec<String>) {
     let name = field.name.node.as_str();
-    if has_spread(&field.selection_set.node) {
-        errors.push(format!(
-            "Field \"{name}\": fragment spreads must be inlined."
-        ));
-        return;
-    }
     if name == "__typename" {
         if !field.selection_set.node.items.is_empty() {
             errors.push(format!(
@@ -367,14 +369,8 @@ impl<'a, 'd> Writer<'a, 'd> {
 
     fn of_ref(&self, ty: &'a TypeRef) -> Node<'a> {
         Node::Type(match ty {
-            TypeRef::NonNull(_) => Ty::NonNull(ty),
-            TypeRef::List(_) => Ty::List(ty),
-            TypeRef::Named(name) => match self.named(name) {
-                Some(def) => Ty::Named(def),
-                // A dangling reference is a generation bug; answer it as a scalar of that
-                // name rather than failing the whole schema fetch.
-                None => return Node::Type(Ty::NonNull(ty)),
-            },
+            TypeRef::NonNull(_) | TypeRef::List(_) => Ty::Wrapped(ty),
+            TypeRef::Named(name) => self.named(name).map_or(Ty::Unknown(name), Ty::Named),
         })
     }
 
@@ -496,25 +492,21 @@ impl<'a, 'd> Writer<'a, 'd> {
     fn type_field(&mut self, ty: Ty<'a>, name: &str, fields: &[&'d AstField]) {
         let def = match ty {
             Ty::Named(def) => def,
-            Ty::List(wrapper) | Ty::NonNull(wrapper) => {
+            Ty::Unknown(missing) => {
                 return match name {
-                    "kind" => self.string(match wrapper {
-                        TypeRef::List(_) => "LIST",
-                        TypeRef::NonNull(_) => "NON_NULL",
-                        // A dangling named reference (see `of_ref`).
-                        TypeRef::Named(_) => "SCALAR",
-                    }),
-                    "name" => match wrapper {
-                        TypeRef::Named(n) => self.string(n),
-                        _ => self.raw("null"),
-                    },
-                    "ofType" => match wrapper {
-                        TypeRef::List(inner) | TypeRef::NonNull(inner) => {
-                            let target = self.of_ref(inner);
-                            self.single(Some(target), fields)
-                        }
-                        TypeRef::Named(_) => self.raw("null"),
-                    },
+                    "kind" => self.string("SCALAR"),
+                    "name" => self.string(missing),
+                    _ => self.raw("null"),
+                };
+            }
+            Ty::Wrapped(wrapper) => {
+                return match (name, wrapper) {
+                    ("kind", TypeRef::List(_)) => self.string("LIST"),
+                    ("kind", _) => self.string("NON_NULL"),
+                    ("ofType", TypeRef::List(inner) | TypeRef::NonNull(inner)) => {
+                        let target = self.of_ref(inner);
+                        self.single(Some(target), fields)
+                    }
                     _ => self.raw("null"),
                 };
             }
