@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Basalt benchmark: Basalt against the raw-SQL floor (pgbench) and, optionally, PostGraphile,
-all on one throwaway Postgres cluster in one run. Run it through bench/run.sh; see
+"""Basalt benchmark: Basalt against the HTTP floor (bench/http-floor), the raw-SQL floor (pgbench)
+and, optionally, PostGraphile, all on one throwaway Postgres cluster in one run. Run it through bench/run.sh; see
 bench/README.md for the method and how to read the table. Standard library only."""
 
 import argparse
@@ -112,6 +112,21 @@ def wait_http(url, what, seconds=60):
 def proc_cpu_seconds(pid):
     fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def postgres_cpu_seconds(cluster):
+    """CPU seconds used so far by the cluster's postmaster and its live backends (a backend that
+    exits takes its figures with it: measure across windows where the pools stay connected)."""
+    postmaster = int((cluster.dir / "data" / "postmaster.pid").read_text().split()[0])
+    total = 0.0
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            fields = pathlib.Path(stat).read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if int(stat.split("/")[2]) == postmaster or int(fields[1]) == postmaster:
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 def stop_all(processes, timeout):
@@ -297,10 +312,18 @@ def same(a, b):
     return a == b
 
 
-def check_answers(query, basalt, postgraphile):
+def check_answers(query, basalt, floor, postgraphile):
     b = normalize_basalt(basalt.get("data"))
     if "errors" in basalt:
         return f"Basalt answered errors: {basalt['errors']}"
+    if not isinstance(floor, dict) or "errors" in floor:
+        return f"the HTTP floor answered {floor}"
+    f = normalize_basalt(floor.get("data"))
+    if query["name"] == "insert_one":
+        if not isinstance(f["insert_comment_one"]["id"], int):
+            return f"the HTTP floor returned no id: {f}"
+    elif not same(b, f):
+        return f"different data:\n  basalt:     {json.dumps(b)[:400]}\n  HTTP floor: {json.dumps(f)[:400]}"
     if postgraphile is None:
         return None
     if "errors" in postgraphile:
@@ -369,6 +392,9 @@ def main():
     if not args.no_build and not args.binary:
         log("building release basalt (not measured)")
         run(["cargo", "build", "--release", "--locked", "--bin", "basalt"], cwd=ROOT)
+    if not args.no_build:
+        log("building the HTTP floor server (not measured)")
+        run(["cargo", "build", "--release", "--locked", "-p", "http-floor"], cwd=ROOT)
     binary = pathlib.Path(args.binary).resolve() if args.binary else release_dir() / "basalt"
 
     work = tempfile.mkdtemp(prefix="basalt-bench-")
@@ -447,6 +473,21 @@ def main():
             print(f"Raw figures: {results_path.relative_to(ROOT)}")
             return
 
+        # The HTTP floor: the hand-written statement of each query behind a minimal server.
+        routes = pathlib.Path(work) / "http-floor-routes.json"
+        routes.write_text(json.dumps([
+            {"query": q["basalt"], "sql": q["handwritten"],
+             "params": [{"header": q["var"]["session"]} if q["var"].get("session") else {"variable": q["var"]["name"]}]}
+            for q in queries]))
+        floor_port = free_port()
+        floor_server = subprocess.Popen(
+            [str(release_dir() / "http-floor"), url, str(floor_port), str(routes), str(args.pool_size)],
+            stdout=open(pathlib.Path(work) / "http-floor.log", "w"), stderr=subprocess.STDOUT)
+        processes.append(floor_server)
+        floor_base = f"http://127.0.0.1:{floor_port}"
+        wait_http(f"{floor_base}/healthz", "http-floor")
+        log("HTTP floor server running")
+
         pg_base = None
         if postgraphile_dir:
             pg_port = free_port()
@@ -491,10 +532,11 @@ def main():
             else:
                 variables[q["var"]["name"]] = mid
             b = post(f"{base}/v1/graphql", {"query": q["basalt"], "variables": variables}, b_headers)
+            f = post(f"{floor_base}/v1/graphql", {"query": q["basalt"], "variables": variables}, b_headers)
             p = None
             if pg_base and q["postgraphile"]:
                 p = post(f"{pg_base}/graphql", {"query": q["postgraphile"], "variables": variables})
-            problem = check_answers(q, b, p)
+            problem = check_answers(q, b, f, p)
             if problem:
                 sys.exit(f"bench: correctness check of {q['name']} failed: {problem}")
         log("correctness: every target returns the same data for every query")
@@ -506,13 +548,17 @@ def main():
             for q in queries:
                 for conc in levels:
                     row = {"query": q["name"], "concurrency": conc}
-                    # Basalt
-                    wrk(f"{base}/v1/graphql", q, conc, warmup, q["headers"])
-                    cpu = proc_cpu_seconds(basalt.pid)
-                    figures = wrk(f"{base}/v1/graphql", q, conc, duration, q["headers"])
-                    figures["cpu_s"] = proc_cpu_seconds(basalt.pid) - cpu
-                    cpu_total += figures["cpu_s"]
-                    row["basalt"] = figures
+                    # Basalt and the HTTP floor: server and Postgres CPU per request
+                    for target, server, where in (("basalt", basalt, base), ("http_floor", floor_server, floor_base)):
+                        wrk(f"{where}/v1/graphql", q, conc, warmup, q["headers"])
+                        cpu, pg_cpu = proc_cpu_seconds(server.pid), postgres_cpu_seconds(cluster)
+                        figures = wrk(f"{where}/v1/graphql", q, conc, duration, q["headers"])
+                        figures["cpu_s"] = proc_cpu_seconds(server.pid) - cpu
+                        figures["pg_cpu_s"] = postgres_cpu_seconds(cluster) - pg_cpu
+                        figures["cpu_us_per_request"] = 1e6 * figures["cpu_s"] / max(1, figures["requests"])
+                        figures["pg_cpu_us_per_request"] = 1e6 * figures["pg_cpu_s"] / max(1, figures["requests"])
+                        row[target] = figures
+                    cpu_total += row["basalt"]["cpu_s"]
                     # The floor
                     pgbench(url, scripts[q["name"]], conc, max(1, round(warmup)))
                     row["floor"] = pgbench(url, scripts[q["name"]], conc, max(1, round(duration)))
@@ -521,13 +567,14 @@ def main():
                         pq = dict(q, text=q["postgraphile"])
                         wrk(f"{pg_base}/graphql", pq, conc, warmup, {})
                         row["postgraphile"] = wrk(f"{pg_base}/graphql", pq, conc, duration, {})
+                    row["basalt_http_floor"] = ratio(row["basalt"]["rps"], row["http_floor"]["rps"])
                     row["basalt_floor"] = ratio(row["basalt"]["rps"], row["floor"]["rps"])
                     row["basalt_postgraphile"] = ratio(row["basalt"]["rps"], row.get("postgraphile", {}).get("rps"))
                     jsonl.write(json.dumps(row) + "\n")
                     rows.append(row)
                     log(f"{q['name']:<15} c={conc:<3} basalt {row['basalt']['rps']:>9,.0f} req/s "
                         f"(p50 {row['basalt']['p50_us'] / 1000:.2f} ms, p99 {row['basalt']['p99_us'] / 1000:.2f} ms)  "
-                        f"floor {row['floor']['rps']:>9,.0f}"
+                        f"HTTP floor {row['http_floor']['rps']:>9,.0f}  SQL floor {row['floor']['rps']:>9,.0f}"
                         + (f"  postgraphile {row['postgraphile']['rps']:>8,.0f}" if "postgraphile" in row else ""))
             summary = {"measuring_seconds": time.time() - measuring, "basalt_cpu_seconds": cpu_total,
                        "basalt_peak_rss_mb": proc_peak_rss_mb(basalt.pid), "duration": duration,
@@ -535,18 +582,26 @@ def main():
             jsonl.write(json.dumps({"summary": summary}) + "\n")
 
         print()
-        print("| query | c | Basalt req/s | p50 ms | p99 ms | errors | CPU s | floor req/s | Basalt/floor | PostGraphile req/s | Basalt/PostGraphile |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        print("| query | c | Basalt req/s | p50 ms | p99 ms | errors | HTTP floor req/s | p50 ms | p99 ms | "
+              "Basalt/HTTP floor | CPU µs/req server + PG (HTTP floor → Basalt) | SQL floor req/s | Basalt/SQL floor | "
+              "PostGraphile req/s | Basalt/PostGraphile |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for r in rows:
-            b = r["basalt"]
+            b, h = r["basalt"], r["http_floor"]
             pgr = r.get("postgraphile")
             print(f"| {r['query']} | {r['concurrency']} | {fmt(b['rps'])} | {fmt(b['p50_us'] / 1000, 2)} | "
-                  f"{fmt(b['p99_us'] / 1000, 2)} | {b['socket_errors'] + b['status_errors']} | {fmt(b['cpu_s'], 1)} | "
+                  f"{fmt(b['p99_us'] / 1000, 2)} | {b['socket_errors'] + b['status_errors']} | "
+                  f"{fmt(h['rps'])} | {fmt(h['p50_us'] / 1000, 2)} | {fmt(h['p99_us'] / 1000, 2)} | "
+                  f"{fmt(r['basalt_http_floor'], 2, '×')} | "
+                  f"{fmt(h['cpu_us_per_request'])} + {fmt(h['pg_cpu_us_per_request'])} → "
+                  f"{fmt(b['cpu_us_per_request'])} + {fmt(b['pg_cpu_us_per_request'])} | "
                   f"{fmt(r['floor']['rps'])} | {fmt(r['basalt_floor'], 2, '×')} | "
                   f"{fmt(pgr['rps']) if pgr else '–'} | {fmt(r['basalt_postgraphile'], 2, '×')} |")
         top = max(levels)
         print()
-        print(f"At concurrency {top}: geometric mean Basalt/floor "
+        print(f"At concurrency {top}: geometric mean Basalt/HTTP floor "
+              f"{fmt(geomean([r['basalt_http_floor'] for r in rows if r['concurrency'] == top]), 2, '×')}, "
+              f"Basalt/SQL floor "
               f"{fmt(geomean([r['basalt_floor'] for r in rows if r['concurrency'] == top]), 2, '×')}, "
               f"Basalt/PostGraphile "
               f"{fmt(geomean([r['basalt_postgraphile'] for r in rows if r['concurrency'] == top]), 2, '×')}. "
