@@ -146,6 +146,12 @@ pub fn render(state: &AppState, events_pending: Option<i64>) -> Result<String, s
     );
     counter(
         &mut registry,
+        "mutation_transactions",
+        "Explicit transactions opened for mutations (one-statement mutations open none)",
+        get(&c.mutation_transactions),
+    );
+    counter(
+        &mut registry,
         "live_query_statements",
         "Multiplexed live-query statements run",
         get(&c.live_statements),

@@ -23,6 +23,11 @@ pub struct Counters {
     pub statements_prepared: AtomicU64,
     /// Multiplexed live-query statements run (each answers up to a batch of subscribers).
     pub live_statements: AtomicU64,
+    /// Statements of the GraphQL path run (each one round trip to Postgres; `BEGIN` and
+    /// `COMMIT` not included, see [`Counters::mutation_transactions`]).
+    pub statements_run: AtomicU64,
+    /// Explicit transactions opened for mutations (a one-statement mutation opens none).
+    pub mutation_transactions: AtomicU64,
     /// Introspection documents answered by running them (not from the role's cache).
     pub introspections_run: AtomicU64,
     /// Seconds each SQL statement of the GraphQL path took (prepare, bind, run, rows).
@@ -41,6 +46,8 @@ impl Default for Counters {
             role_schema_builds: AtomicU64::new(0),
             statements_prepared: AtomicU64::new(0),
             live_statements: AtomicU64::new(0),
+            statements_run: AtomicU64::new(0),
+            mutation_transactions: AtomicU64::new(0),
             introspections_run: AtomicU64::new(0),
             // 100 µs … about 4 s.
             sql_seconds: Histogram::new(exponential_buckets(0.0001, 2.5, 12)),
@@ -67,6 +74,10 @@ pub struct CountersSnapshot {
     pub statements_prepared: u64,
     /// See [`Counters::live_statements`].
     pub live_statements: u64,
+    /// See [`Counters::statements_run`].
+    pub statements_run: u64,
+    /// See [`Counters::mutation_transactions`].
+    pub mutation_transactions: u64,
     /// See [`Counters::introspections_run`].
     pub introspections_run: u64,
 }
@@ -88,6 +99,8 @@ impl Counters {
             role_schema_builds: get(&self.role_schema_builds),
             statements_prepared: get(&self.statements_prepared),
             live_statements: get(&self.live_statements),
+            statements_run: get(&self.statements_run),
+            mutation_transactions: get(&self.mutation_transactions),
             introspections_run: get(&self.introspections_run),
         }
     }

@@ -50,7 +50,21 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (4, remote::MIGRATION),
     (5, actions::MIGRATION),
     (6, versions::MIGRATION),
+    (7, CHECK_FAILED_MIGRATION),
 ];
+
+/// Catalog migration: the function a one-statement mutation calls when the rows it wrote fail
+/// a permission check. It raises SQLSTATE `BS403` ([`crate::execute::CHECK_FAILED`]) with the
+/// kind of check as `DETAIL`, so the statement, and everything it wrote, fails with it.
+const CHECK_FAILED_MIGRATION: &str = r#"
+    CREATE FUNCTION basalt_catalog.check_failed(kind text) RETURNS json LANGUAGE plpgsql
+    VOLATILE AS $$
+    BEGIN
+        RAISE EXCEPTION 'check constraint of an % permission has failed', kind
+            USING ERRCODE = 'BS403', DETAIL = kind;
+    END
+    $$;
+"#;
 
 /// Failures of the catalog layer.
 #[derive(Debug, thiserror::Error)]
@@ -709,6 +723,12 @@ mod tests {
         assert!(needs_rebuild(&notification_payload(5, false), 4));
         assert!(needs_rebuild(&notification_payload(4, true), 4));
         assert!(needs_rebuild("garbage", 4));
+    }
+
+    #[test]
+    fn the_check_failed_function_raises_the_sqlstate_the_engine_maps() {
+        assert!(CHECK_FAILED_MIGRATION
+            .contains(&format!("ERRCODE = '{}'", crate::execute::CHECK_FAILED)));
     }
 
     #[test]

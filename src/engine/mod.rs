@@ -636,6 +636,15 @@ impl Mutation<'_> {
             binding,
             planned,
         } = self;
+        let trace_context = crate::telemetry::current_trace_context();
+        if let (Some(single), [(key, _)], true, None) = (
+            &program.single,
+            program.fields.as_slice(),
+            remotes.is_empty(),
+            &trace_context,
+        ) {
+            return one_statement(state, single, key, &binding).await;
+        }
         let mut written: Map<String, Value> = Map::new();
         let mut body = Vec::from(&b"{\"data\":{"[..]);
         let mut client = None;
@@ -643,14 +652,17 @@ impl Mutation<'_> {
             client = Some(state.pool.get().await.map_err(ExecuteError::from)?);
         }
         let tx = match client.as_mut() {
-            Some(client) => Some(client.transaction().await.map_err(ExecuteError::from)?),
+            Some(client) => {
+                Counters::bump(&state.counters.mutation_transactions);
+                Some(client.transaction().await.map_err(ExecuteError::from)?)
+            }
             None => None,
         };
         if let Some(tx) = &tx {
             let conn = Connection::of_transaction(tx, &state.counters);
             execute::statement(conn, &program.session, &binding).await?;
-            if let Some(context) = crate::telemetry::current_trace_context() {
-                execute::set_trace_context(conn, &context).await?;
+            if let Some(context) = &trace_context {
+                execute::set_trace_context(conn, context).await?;
             }
             for (i, (key, field)) in program.fields.iter().enumerate() {
                 if i > 0 {
@@ -702,6 +714,33 @@ impl Mutation<'_> {
         merge_remote(&mut written, answered, planned, cookies);
         Ok(in_document_order(written, &planned.keys))
     }
+}
+
+/// Runs a mutation compiled to one statement (see [`MutationProgram::single`]) outside an
+/// explicit transaction: its session, write, checks and answer in one round trip.
+async fn one_statement(
+    state: &AppState,
+    single: &crate::sql::SqlText,
+    key: &str,
+    binding: &Binding<'_>,
+) -> Result<Bytes, GraphqlError> {
+    let client = state.pool.get().await.map_err(ExecuteError::from)?;
+    let conn = Connection::of(&client, &state.counters);
+    let answer =
+        execute::run(conn, single, binding)
+            .await
+            .map_err(|error| GraphqlError::Execute {
+                field: (!error.is_request_level()).then(|| key.to_owned()),
+                error: Box::new(error),
+            })?;
+    let key = Value::String(key.to_owned()).to_string();
+    let mut body = Vec::with_capacity(answer.len() + key.len() + 12);
+    body.extend_from_slice(b"{\"data\":{");
+    body.extend_from_slice(key.as_bytes());
+    body.push(b':');
+    body.extend_from_slice(&answer);
+    body.extend_from_slice(b"}}");
+    Ok(Bytes::from(body))
 }
 
 /// The action a synchronous mutation action field at `key` calls.

@@ -97,11 +97,21 @@ impl ExecuteError {
     }
 }
 
+/// SQLSTATE of `basalt_catalog.check_failed(kind)`: rows written by a one-statement mutation
+/// (or a write through a view) failed a permission check; `DETAIL` is the kind of check.
+pub const CHECK_FAILED: &str = "BS403";
+
 impl From<tokio_postgres::Error> for ExecuteError {
     fn from(err: tokio_postgres::Error) -> Self {
         let Some(db) = err.as_db_error() else {
             return ExecuteError::Unexpected(err.to_string());
         };
+        if db.code().code() == CHECK_FAILED {
+            return ExecuteError::CheckFailed(match db.detail() {
+                Some("update") => CheckKind::Update,
+                _ => CheckKind::Insert,
+            });
+        }
         ExecuteError::Database {
             refusal: Refusal::of(db.code().code()),
             message: db.message().to_owned(),

@@ -8,7 +8,7 @@ mod error;
 mod program;
 
 pub use bind::{bind, ActionValues, Binding};
-pub use error::{ExecuteError, Refusal};
+pub use error::{ExecuteError, Refusal, CHECK_FAILED};
 pub use program::run as run_program;
 
 use crate::sql::print::MultiplexedSql;
@@ -116,6 +116,7 @@ async fn rows<C: deadpool_postgres::GenericClient>(
     let statement = prepare(conn, &sql.sql, sql.params.len()).await?;
     let refs: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
     let rows = conn.client.query(&statement, &refs).await;
+    crate::stats::Counters::bump(&conn.counters.statements_run);
     conn.counters
         .sql_seconds
         .observe(started.elapsed().as_secs_f64());
@@ -147,9 +148,9 @@ pub async fn set_trace_context<C: deadpool_postgres::GenericClient>(
     Ok(())
 }
 
-/// Runs a compiled query and returns the `data` JSON bytes.
-pub async fn run(
-    conn: Connection<'_, deadpool_postgres::Client>,
+/// Runs a compiled query (or a one-statement mutation) and returns its answer's JSON bytes.
+pub async fn run<C: deadpool_postgres::GenericClient>(
+    conn: Connection<'_, C>,
     sql: &SqlText,
     binding: &Binding<'_>,
 ) -> Result<Bytes, ExecuteError> {
@@ -158,8 +159,9 @@ pub async fn run(
     let row = rows
         .first()
         .ok_or_else(|| ExecuteError::Unexpected("the query returned no row".into()))?;
-    let RawJson(bytes) = row.try_get(0)?;
-    Ok(bytes)
+    // A one-statement mutation answers SQL NULL when it wrote no row (`_by_pk`, `_one`).
+    let cell: Option<RawJson> = row.try_get(0)?;
+    Ok(cell.map_or(Bytes::from_static(b"null"), |RawJson(bytes)| bytes))
 }
 
 /// Postgres's `EXPLAIN` of a compiled statement with its bound values, one line per row.
@@ -199,6 +201,7 @@ pub async fn run_multiplexed(
     let statement = prepare(conn, &sql.sql, arrays.len()).await?;
     let refs: Vec<&(dyn ToSql + Sync)> = arrays.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
     let rows = conn.client.query(&statement, &refs).await;
+    crate::stats::Counters::bump(&conn.counters.statements_run);
     conn.counters
         .sql_seconds
         .observe(started.elapsed().as_secs_f64());

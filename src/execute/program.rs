@@ -141,16 +141,6 @@ pub async fn run(
                     None => Ok(Bytes::from_static(b"null")),
                 };
             }
-            Output::CheckedAnswer(kind) => {
-                let Some(row) = result.first() else {
-                    return Ok(Bytes::from_static(b"null"));
-                };
-                let passed: bool = row.try_get(0)?;
-                if !passed {
-                    return Err(ExecuteError::CheckFailed(*kind));
-                }
-                return json_cell(row, 1);
-            }
         }
     }
     Err(ExecuteError::Unexpected(

@@ -498,6 +498,11 @@ pub struct Insert {
     pub columns: Vec<Ident>,
     /// One list per row, aligned with `columns`.
     pub rows: Vec<Vec<InsertValue>>,
+    /// When set, the rows are `SELECT * FROM (VALUES …) WHERE gate`: a condition on no row,
+    /// which Postgres evaluates once, before the first row is written (a one-statement
+    /// mutation sets the session there, so triggers and defaults see it). Needs every row to
+    /// give every column (no `DEFAULT`).
+    pub gate: Option<Expr>,
     /// Upsert.
     pub on_conflict: Option<OnConflict>,
     /// `RETURNING` list.

@@ -282,7 +282,11 @@ impl Printer {
         } else {
             self.push(" (");
             self.list(&i.columns, ", ", |p, c| p.display(c));
-            self.push(") VALUES ");
+            self.push(") ");
+            if i.gate.is_some() {
+                self.push("SELECT * FROM (");
+            }
+            self.push("VALUES ");
             self.list(&i.rows, ", ", |p, row| {
                 p.push("(");
                 p.list(row, ", ", |p, v| match v {
@@ -291,6 +295,10 @@ impl Printer {
                 });
                 p.push(")");
             });
+            if let Some(gate) = &i.gate {
+                self.push(") AS _values WHERE ");
+                self.expr(gate);
+            }
         }
         if let Some(oc) = &i.on_conflict {
             self.push(" ON CONFLICT ON CONSTRAINT ");

@@ -64,8 +64,6 @@ pub enum Output {
     Check(CheckKind),
     /// The program's answer: the first cell of the first row as JSON, `null` without rows.
     Answer,
-    /// A write through a view: one row of (check passed, answer).
-    CheckedAnswer(CheckKind),
 }
 
 /// One statement of a program.
@@ -94,6 +92,13 @@ pub struct Program {
 pub struct MutationProgram {
     /// `SELECT set_config('basalt.user', $1, true)`, `$1` the session JSON.
     pub session: SqlText,
+    /// The whole operation as one statement (its one root field's answer), run without an
+    /// explicit transaction: one round trip instead of a transaction around the session, the
+    /// write, its checks and its answer. Set when the operation has a single database root
+    /// field whose write, checks and answer mean the same in one statement (the translator
+    /// decides, see `translate/mutation.rs`); the fields' programs stay, for the other cases
+    /// (remote fields beside it, a trace context to record).
+    pub single: Option<SqlText>,
     /// (response key, what the field does).
     pub fields: Vec<(String, FieldProgram)>,
 }
@@ -137,7 +142,6 @@ impl fmt::Display for Output {
             Output::Updated { record } => write!(f, "updated rows → record {record}"),
             Output::Check(kind) => write!(f, "{} check", kind.as_str()),
             Output::Answer => f.write_str("answer"),
-            Output::CheckedAnswer(kind) => write!(f, "{} check and answer", kind.as_str()),
         }
     }
 }

@@ -250,6 +250,7 @@ pub(super) fn log_call(key: &str, call: &ActionCall) -> Statement {
             part(ActionPart::Document),
             InsertValue::Expr(Expr::Literal(Literal::Str("created".to_owned()))),
         ]],
+        gate: None,
         on_conflict: None,
         returning: vec![SelectItem::new(Expr::call(
             "to_json",

@@ -24,6 +24,7 @@ pub fn mutation(plan: &MutationPlan) -> MutationProgram {
     let session = SqlSelect::expr(set_session(Expr::Param(session_param())));
     MutationProgram {
         session: print(&Statement::Select(Box::new(session))),
+        single: single(plan),
         fields: plan
             .fields
             .iter()
@@ -43,6 +44,109 @@ pub fn mutation(plan: &MutationPlan) -> MutationProgram {
                 (key.clone(), program)
             })
             .collect(),
+    }
+}
+
+/// The whole operation as one statement, when its meaning is the same as its program's: one
+/// root field whose write, checks and answer fit one statement (see [`MutationProgram::single`]).
+/// The session is set by the write's gate, before its first row; a failed check raises.
+/// Inside one statement, reads of other tables see the database as it was before the write,
+/// so rules and answers that read any table but the written rows keep the program.
+fn single(plan: &MutationPlan) -> Option<SqlText> {
+    let [(_, MutationField::Write { action, output })] = plan.fields.as_slice() else {
+        return None;
+    };
+    let gate = Some(session_gate());
+    let mut state = State::default();
+    match action {
+        // Already one statement over the deleted rows: only the session moves in.
+        MutationAction::Delete(plan) => Some(print(&delete(plan, output, gate))),
+        MutationAction::Insert(plan) if fits_one_statement(plan) && own_rows(output) => {
+            let rows: Vec<Vec<(String, Expr)>> = plan
+                .rows
+                .iter()
+                .map(|r| from_parent(&r.values, None))
+                .collect();
+            let insert = insert_statement(
+                &mut state,
+                &plan.table,
+                &rows,
+                plan.on_conflict.as_ref(),
+                Returning::AllColumns,
+                gate,
+            );
+            let check = plan.check.as_ref().map(|c| (c, CheckKind::Insert));
+            Some(through_cte(state, insert, check, output))
+        }
+        MutationAction::Update(plan)
+            if !plan.sets.is_empty()
+                && plan.check.as_ref().is_none_or(row_local)
+                && own_rows(output) =>
+        {
+            let update = update(&mut state, plan, true, gate);
+            let check = plan.check.as_ref().map(|c| (c, CheckKind::Update));
+            Some(through_cte(state, update, check, output))
+        }
+        MutationAction::Insert(_) | MutationAction::Update(_) => None,
+    }
+}
+
+/// `(SELECT set_config('basalt.user', $1, true)) IS NOT NULL`: true, and the session set,
+/// once, before the write's first row.
+fn session_gate() -> Expr {
+    let set = SqlSelect::expr(set_session(Expr::Param(session_param())));
+    Expr::IsNull(Box::new(Expr::Subquery(Box::new(set))), true)
+}
+
+/// An insert whose rows can be one `VALUES` list behind the session gate: no nested rows,
+/// every row giving the same columns (no `DEFAULT`), and checks that read only the row. An
+/// upsert fits only without checks (which rows were inserted and which updated decides which
+/// check applies).
+fn fits_one_statement(plan: &InsertPlan) -> bool {
+    let Some(first) = plan.rows.first() else {
+        return false;
+    };
+    let columns = |r: &InsertRow| r.values.iter().map(|(c, _)| c.clone()).collect::<Vec<_>>();
+    let first_columns = columns(first);
+    !first_columns.is_empty()
+        && plan
+            .rows
+            .iter()
+            .all(|r| r.parents.is_empty() && r.children.is_empty() && columns(r) == first_columns)
+        && match &plan.on_conflict {
+            None => plan.check.as_ref().is_none_or(row_local),
+            Some(_) => plan.check.is_none() && plan.update_check.is_none(),
+        }
+}
+
+/// Whether a rule reads nothing but the row it is applied to.
+fn row_local(rule: &BoolExpr) -> bool {
+    match rule {
+        BoolExpr::And(items) | BoolExpr::Or(items) => items.iter().all(row_local),
+        BoolExpr::Not(inner) | BoolExpr::Permission(inner) => row_local(inner),
+        BoolExpr::Exists { .. } => false,
+        BoolExpr::True
+        | BoolExpr::Compare { .. }
+        | BoolExpr::IsNull { .. }
+        | BoolExpr::CompareColumns { .. } => true,
+    }
+}
+
+/// Whether an answer reads only the written rows' own columns.
+fn own_rows(out: &MutationOutput) -> bool {
+    let own = |s: &Select| {
+        s.fields
+            .iter()
+            .all(|(_, f)| matches!(f, Field::Column { .. } | Field::Constant(_)))
+            && s.args.filter.iter().all(row_local)
+            && s.args.order_by.is_empty()
+    };
+    match out {
+        MutationOutput::Row(s) => own(s),
+        MutationOutput::Response(fields) => fields.iter().all(|(_, f)| match f {
+            ResponseField::Returning(s) => own(s),
+            ResponseField::AffectedRows | ResponseField::Constant(_) => true,
+        }),
     }
 }
 
@@ -78,14 +182,15 @@ fn write(action: &MutationAction, output: &MutationOutput) -> Program {
         MutationAction::Update(plan) if plan.sets.is_empty() => builder.nothing(output),
         MutationAction::Update(plan) if plan.view => {
             let mut state = State::default();
-            let update = update(&mut state, plan, true);
-            let sql = through_view(state, update, plan.check.as_ref(), output);
-            builder.push(sql, Guard::Always, Output::CheckedAnswer(CheckKind::Update));
+            let update = update(&mut state, plan, true, None);
+            let check = plan.check.as_ref().map(|c| (c, CheckKind::Update));
+            let sql = through_cte(state, update, check, output);
+            builder.push(sql, Guard::Always, Output::Answer);
         }
         MutationAction::Update(plan) => {
             let record = builder.record();
             let mut state = State::default();
-            let sql = print(&update(&mut state, plan, false));
+            let sql = print(&update(&mut state, plan, false, None));
             builder.push(sql, Guard::Always, Output::Updated { record });
             if let Some(rule) = &plan.check {
                 builder.check(&plan.table, rule, record, Rows::Updated, CheckKind::Update);
@@ -97,7 +202,7 @@ fn write(action: &MutationAction, output: &MutationOutput) -> Program {
             builder.answer(output, ctids);
         }
         MutationAction::Delete(plan) => {
-            let sql = delete(plan, output);
+            let sql = print(&delete(plan, output, None));
             builder.push(sql, Guard::Always, Output::Answer);
         }
     }
@@ -281,9 +386,17 @@ impl<'p> Builder<'p> {
             return;
         }
         let mut state = State::default();
-        let insert = insert_statement(&mut state, &plan.table, &rows, None, Returning::AllColumns);
-        let sql = through_view(state, insert, plan.check.as_ref(), out);
-        self.push(sql, Guard::Always, Output::CheckedAnswer(CheckKind::Insert));
+        let insert = insert_statement(
+            &mut state,
+            &plan.table,
+            &rows,
+            None,
+            Returning::AllColumns,
+            None,
+        );
+        let check = plan.check.as_ref().map(|c| (c, CheckKind::Insert));
+        let sql = through_cte(state, insert, check, out);
+        self.push(sql, Guard::Always, Output::Answer);
     }
 }
 
@@ -354,6 +467,7 @@ fn insert(
         rows,
         on_conflict,
         Returning::Written { want_row },
+        None,
     );
     print(&statement)
 }
@@ -364,6 +478,7 @@ fn insert_statement(
     rows: &[Vec<(String, Expr)>],
     on_conflict: Option<&OnConflict>,
     returning: Returning,
+    gate: Option<Expr>,
 ) -> Statement {
     let alias = state.alias();
     let mut columns: Vec<&String> = Vec::new();
@@ -434,13 +549,20 @@ fn insert_statement(
             .map(|c| Ident::new(c.as_str()))
             .collect(),
         rows: values,
+        gate,
         on_conflict,
         returning,
     }))
 }
 
-/// `UPDATE … SET … WHERE … RETURNING ctid` (every column for views).
-fn update(state: &mut State, plan: &UpdatePlan, all_columns: bool) -> Statement {
+/// `UPDATE … SET … WHERE … RETURNING ctid` (every column for views); `gate` joins the
+/// conditions (see [`ast::Insert::gate`]).
+fn update(
+    state: &mut State,
+    plan: &UpdatePlan,
+    all_columns: bool,
+    gate: Option<Expr>,
+) -> Statement {
     let alias = state.alias();
     let set = plan
         .sets
@@ -461,7 +583,8 @@ fn update(state: &mut State, plan: &UpdatePlan, all_columns: bool) -> Statement 
             (Ident::new(column.as_str()), value)
         })
         .collect();
-    let where_ = conjunction(state, &plan.filter, &alias);
+    let mut where_ = conjunction(state, &plan.filter, &alias);
+    where_.extend(gate);
     let returning = if all_columns {
         Expr::Star(alias.clone())
     } else {
@@ -492,45 +615,63 @@ fn count_of(cte: &'static str) -> Expr {
     }))
 }
 
-/// Views have no `ctid`: the write, its check and its answer form one statement over the rows
-/// the write returns. Result: one row of (check passed, answer).
-fn through_view(
+/// The write, its permission check and its answer as one statement over the rows the write
+/// returns (`WITH "_written" AS (write RETURNING *) SELECT …`): how views (which have no
+/// `ctid`) are written, and how a one-statement mutation runs. A failed check raises an error
+/// from the statement itself (`basalt_catalog.check_failed`), so nothing it wrote is kept.
+fn through_cte(
     mut state: State,
     write: Statement,
-    check: Option<&BoolExpr>,
+    check: Option<(&BoolExpr, CheckKind)>,
     out: &MutationOutput,
 ) -> SqlText {
-    let passed = match check.and_then(simplified) {
-        Some(rule) => {
+    let answer = output(&mut state, out, count_of(WRITTEN), &Written::Cte(WRITTEN));
+    let answer = match check.and_then(|(rule, kind)| Some((simplified(rule)?, kind))) {
+        Some((rule, kind)) => {
             let alias = state.alias();
             let rule = bool_expr(&mut state, &rule, &alias, &alias);
-            Expr::Subquery(Box::new(SqlSelect {
+            let passed = Expr::Subquery(Box::new(SqlSelect {
                 from: Some(ast::From::Named {
                     name: Ident::new(WRITTEN),
                     alias: Some(alias),
                 }),
                 ..SqlSelect::expr(all_true(rule))
-            }))
+            }));
+            Expr::Case {
+                when: Box::new(passed),
+                then: Box::new(answer),
+                otherwise: Box::new(check_failed(kind)),
+            }
         }
-        None => Expr::Literal(Literal::Bool(true)),
+        None => answer,
     };
-    let answer = output(&mut state, out, count_of(WRITTEN), &Written::Cte(WRITTEN));
     print(&Statement::With(Box::new(ast::With {
         name: Ident::new(WRITTEN),
         statement: write,
-        body: SqlSelect {
-            list: vec![SelectItem::new(passed), SelectItem::new(answer)],
-            ..SqlSelect::default()
-        },
+        body: SqlSelect::expr(answer),
     })))
 }
 
-/// `WITH "_deleted" AS (DELETE … RETURNING *) SELECT <answer>` in one statement.
-fn delete(plan: &DeletePlan, out: &MutationOutput) -> SqlText {
+/// `basalt_catalog.check_failed('<kind>')`: raises the error of a failed permission check
+/// (SQLSTATE [`crate::execute::CHECK_FAILED`]), typed `json` to stand in for an answer.
+fn check_failed(kind: CheckKind) -> Expr {
+    Expr::Call(Box::new(ast::Call {
+        function: ast::Function::Qualified(ast::QualifiedName::new(
+            "basalt_catalog",
+            "check_failed",
+        )),
+        ..ast::Call::builtin("", vec![Expr::string(kind.as_str())])
+    }))
+}
+
+/// `WITH "_deleted" AS (DELETE … RETURNING *) SELECT <answer>` in one statement; `gate` joins
+/// the conditions (see [`ast::Insert::gate`]).
+fn delete(plan: &DeletePlan, out: &MutationOutput, gate: Option<Expr>) -> Statement {
     const DELETED: &str = "_deleted";
     let mut state = State::default();
     let alias = state.alias();
-    let where_ = conjunction(&mut state, &plan.filter, &alias);
+    let mut where_ = conjunction(&mut state, &plan.filter, &alias);
+    where_.extend(gate);
     let delete = Statement::Delete(Box::new(ast::Delete {
         table: name(&plan.table),
         alias: alias.clone(),
@@ -538,9 +679,9 @@ fn delete(plan: &DeletePlan, out: &MutationOutput) -> SqlText {
         returning: vec![SelectItem::new(Expr::Star(alias))],
     }));
     let answer = output(&mut state, out, count_of(DELETED), &Written::Cte(DELETED));
-    print(&Statement::With(Box::new(ast::With {
+    Statement::With(Box::new(ast::With {
         name: Ident::new(DELETED),
         statement: delete,
         body: SqlSelect::expr(answer),
-    })))
+    }))
 }

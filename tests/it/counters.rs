@@ -1,6 +1,6 @@
 //! The request path's performance properties, proven by counting work (never by timing).
 
-use crate::harness::{fresh_database, run_sql, TestServer, BLOG, BLOG_METADATA};
+use crate::harness::{fresh_database, query_json, run_sql, TestServer, BLOG, BLOG_METADATA};
 use basalt::stats::CountersSnapshot;
 use serde_json::{json, Value};
 
@@ -156,4 +156,121 @@ async fn introspection_answers_are_remembered_per_role_and_metadata_version() {
         .filter_map(|f| f["name"].as_str())
         .collect();
     assert!(fields.contains(&"writers"), "{fields:?}");
+}
+
+/// A mutation of one root field whose write, checks and answer mean the same in one statement
+/// is one round trip: no transaction, one statement carrying the session (which defaults and
+/// triggers see), the permission check (a failure keeps nothing) and the answer. One whose
+/// rule or answer reads other tables keeps its transaction and steps.
+#[tokio::test]
+async fn a_simple_mutation_is_one_statement_without_a_transaction() {
+    let server = blog_with_pool(1).await;
+    // A default that reads the session: set before the row is written, or NULL.
+    server
+        .sql("ALTER TABLE article ADD COLUMN created_by text DEFAULT current_setting('basalt.user', true)::json ->> 'x-svc-user-id'")
+        .await;
+    let user = |q: &'static str, id: &'static str| {
+        let server = &server;
+        async move { server.gql_role(q, "user", &[("X-Svc-User-Id", id)]).await }
+    };
+    let writes = |before: CountersSnapshot, after: CountersSnapshot| {
+        (
+            after.statements_run - before.statements_run,
+            after.mutation_transactions - before.mutation_transactions,
+        )
+    };
+
+    let before = counters(&server);
+    let r = server
+        .gql(r#"mutation { insert_article_one(object: {id: 70, title: "one", author_id: 1, status: draft}) { id title } }"#)
+        .await;
+    assert_eq!(
+        r,
+        json!({"data": {"insert_article_one": {"id": 70, "title": "one"}}})
+    );
+    assert_eq!(writes(before, counters(&server)), (1, 0), "admin insert");
+
+    let before = counters(&server);
+    let r = user(r#"mutation { insert_article_one(object: {id: 71, title: "mine", author_id: 2}) { id status } }"#, "2").await;
+    assert_eq!(
+        r,
+        json!({"data": {"insert_article_one": {"id": 71, "status": "draft"}}})
+    );
+    assert_eq!(
+        writes(before, counters(&server)),
+        (1, 0),
+        "insert with a row-local check"
+    );
+    let created_by = query_json(
+        &server.db_url,
+        "SELECT created_by FROM article WHERE id = 71",
+    )
+    .await;
+    assert_eq!(
+        created_by,
+        json!([{"created_by": "2"}]),
+        "the default saw the request's session"
+    );
+
+    let before = counters(&server);
+    let r = user(r#"mutation { insert_article_one(object: {id: 72, title: "not mine", author_id: 1}) { id } }"#, "2").await;
+    assert_eq!(
+        r["errors"][0],
+        json!({"message": "check constraint of an insert permission has failed", "extensions": {"path": "$", "code": "permission-error"}})
+    );
+    assert_eq!(
+        writes(before, counters(&server)),
+        (1, 0),
+        "a failing check is raised by the statement"
+    );
+    let kept = query_json(
+        &server.db_url,
+        "SELECT count(*)::int AS n FROM article WHERE id = 72",
+    )
+    .await;
+    assert_eq!(
+        kept,
+        json!([{"n": 0}]),
+        "nothing of the failed insert is kept"
+    );
+
+    let before = counters(&server);
+    let r = user(r#"mutation { update_article_by_pk(pk_columns: {id: 2}, _set: {title: "forbidden words"}) { id } }"#, "1").await;
+    assert_eq!(
+        r["errors"][0]["message"],
+        "check constraint of an update permission has failed"
+    );
+    assert_eq!(
+        writes(before, counters(&server)),
+        (1, 0),
+        "update with a failing check"
+    );
+
+    let before = counters(&server);
+    let r = server
+        .gql(r#"mutation { delete_article_by_pk(id: 70) { id } }"#)
+        .await;
+    assert_eq!(r, json!({"data": {"delete_article_by_pk": {"id": 70}}}));
+    assert_eq!(writes(before, counters(&server)), (1, 0), "delete");
+
+    // The answer reads a relationship: the program, in a transaction, sees the new row.
+    let before = counters(&server);
+    let r = server
+        .gql(r#"mutation { insert_article_one(object: {id: 73, title: "t", author_id: 1, status: draft}) { id author { articles(where: {id: {_eq: 73}}) { id } } } }"#)
+        .await;
+    assert_eq!(
+        r,
+        json!({"data": {"insert_article_one": {"id": 73, "author": {"articles": [{"id": 73}]}}}})
+    );
+    let (statements, transactions) = writes(before, counters(&server));
+    assert_eq!(transactions, 1);
+    assert!(statements >= 3, "session, insert, answer: {statements}");
+
+    // Two root fields: one transaction around both.
+    let before = counters(&server);
+    let r = server
+        .gql(r#"mutation { a: delete_article_by_pk(id: 73) { id } b: delete_article_by_pk(id: 71) { id } }"#)
+        .await;
+    assert_eq!(r, json!({"data": {"a": {"id": 73}, "b": {"id": 71}}}));
+    assert_eq!(writes(before, counters(&server)).1, 1);
 }

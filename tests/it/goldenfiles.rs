@@ -288,6 +288,7 @@ async fn goldenfile_sql_runs_on_postgres() {
                 basalt::execute::statement(conn, &program.session, &binding)
                     .await
                     .unwrap();
+                let mut answers = Vec::new();
                 for (key, field) in &program.fields {
                     let FieldProgram::Write(write) = field else {
                         continue;
@@ -295,7 +296,18 @@ async fn goldenfile_sql_runs_on_postgres() {
                     let bytes = basalt::execute::run_program(conn, write, &binding)
                         .await
                         .unwrap_or_else(|e| panic!("{} {key}: {e:?}", case.name));
-                    serde_json::from_slice::<Value>(&bytes).unwrap();
+                    answers.push(serde_json::from_slice::<Value>(&bytes).unwrap());
+                }
+                drop(tx);
+                // The one-statement form answers exactly what the program does.
+                if let Some(single) = &program.single {
+                    let tx = client.transaction().await.unwrap();
+                    let conn = basalt::execute::Connection::of_transaction(&tx, &counters);
+                    let bytes = basalt::execute::run(conn, single, &binding)
+                        .await
+                        .unwrap_or_else(|e| panic!("{} as one statement: {e:?}", case.name));
+                    let answer: Value = serde_json::from_slice(&bytes).unwrap();
+                    assert_eq!(answers, [answer], "{}", case.name);
                 }
             }
         }

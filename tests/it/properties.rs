@@ -131,14 +131,16 @@ fn generators_reach_accepted_inputs() {
 
 // ---- Postgres -----------------------------------------------------------------------------
 
-/// A client on a fresh database holding the blog fixture.
+/// A client on a fresh database holding the blog fixture and the catalog (whose
+/// `check_failed` function one-statement mutations call).
 async fn blog_database() -> tokio_postgres::Client {
     let db = harness::fresh_database().await;
     harness::run_sql(&db, harness::BLOG).await;
-    let (client, conn) = tokio_postgres::connect(&db, tokio_postgres::NoTls)
+    let (mut client, conn) = tokio_postgres::connect(&db, tokio_postgres::NoTls)
         .await
         .unwrap();
     tokio::spawn(conn);
+    basalt::catalog::migrate(&mut client).await.unwrap();
     client
 }
 

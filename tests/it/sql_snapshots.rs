@@ -50,7 +50,8 @@ pub fn pretty(sql: &basalt::sql::SqlText) -> (String, String) {
     (pretty, params.join("\n"))
 }
 
-/// Every step of a mutation program: its guard, what its rows mean, its SQL and parameters.
+/// Every step of a mutation program: its guard, what its rows mean, its SQL and parameters;
+/// then the operation as one statement, when it has that form.
 pub fn program_text(program: &basalt::sql::program::MutationProgram) -> String {
     use basalt::sql::program::FieldProgram;
     let mut parts = Vec::new();
@@ -65,6 +66,10 @@ pub fn program_text(program: &basalt::sql::program::MutationProgram) -> String {
                 step.guard, step.output
             ));
         }
+    }
+    if let Some(single) = &program.single {
+        let (sql, params) = pretty(single);
+        parts.push(format!("-- as one statement\n{sql}\n-- params\n{params}"));
     }
     parts.join("\n\n")
 }

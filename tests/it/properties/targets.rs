@@ -431,6 +431,7 @@ impl Compiled {
                         out.extend(write.steps.iter().map(|step| one(&step.sql)));
                     }
                 }
+                out.extend(program.single.iter().map(one));
                 out
             }
             // `$1` holds the cohort ids, then one array per parameter (`run_multiplexed`).
