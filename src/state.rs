@@ -62,9 +62,21 @@ impl std::ops::Deref for Served {
     }
 }
 
-/// Shared state of a running server. Cheap to clone.
+/// Shared state of a running server: one reference-counted handle, so the clones every
+/// request makes (router, middleware, handlers) cost one atomic increment each.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<SharedState>);
+
+impl std::ops::Deref for AppState {
+    type Target = SharedState;
+
+    fn deref(&self) -> &SharedState {
+        &self.0
+    }
+}
+
+/// What an [`AppState`] handle points to.
+pub struct SharedState {
     /// Database pool (catalog and, later, GraphQL).
     pub pool: Pool,
     /// Configuration.
@@ -97,7 +109,7 @@ impl AppState {
     /// State serving nothing yet (version -1, so the first [`AppState::reload`] installs).
     pub fn new(pool: Pool, config: ServeConfig, auth: Authenticator) -> Self {
         let live = crate::live::LiveQueries::new(config.live.max_connections);
-        AppState {
+        AppState(Arc::new(SharedState {
             pool,
             config: Arc::new(config),
             snapshot: Arc::new(RwLock::new(Arc::new(Served::new(Snapshot {
@@ -110,7 +122,7 @@ impl AppState {
             live: Arc::new(live),
             metrics: crate::metrics::Metrics::default(),
             events: Arc::default(),
-        }
+        }))
     }
 
     /// The snapshot being served, with its GraphQL schemas.

@@ -73,7 +73,12 @@ impl Webhook {
         let forwarded = Self::headers_of(headers);
         let key = {
             let mut h = std::collections::hash_map::DefaultHasher::new();
-            forwarded.hash(&mut h);
+            // Every request has its own id (the client's or one Basalt made): forwarded, so the
+            // hook can log it, but never a reason to ask the hook again.
+            forwarded
+                .iter()
+                .filter(|(k, _)| k != "x-request-id")
+                .for_each(|header| header.hash(&mut h));
             if self.mode == HookMode::Post {
                 request.map(|r| r.to_string()).hash(&mut h);
             }

@@ -321,9 +321,9 @@ fn compiled(
         }
     }
     let variables = request.variables.unwrap_or_default();
-    let variables_key = Value::Object(variables.clone()).to_string();
+    let variables_key = || Value::Object(variables.clone()).to_string();
     let operation = request.operation_name.as_deref();
-    let compiled = match role.cached(&request.query, operation, &variables_key) {
+    let compiled = match role.cached(&request.query, operation, variables_key) {
         Some(plan) => {
             Counters::bump(&state.counters.plan_cache_hits);
             plan::check_variables(
@@ -344,7 +344,7 @@ fn compiled(
                 operation,
                 &variables,
             )?;
-            role.remember(&request.query, operation, &variables_key, plan.clone());
+            role.remember(&request.query, operation, variables_key, plan.clone());
             plan
         }
     };

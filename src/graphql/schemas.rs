@@ -37,7 +37,21 @@ pub struct CachedPlan {
 }
 
 /// (query text, operation name, variables when they shape the plan).
-type PlanKey = (String, Option<String>, Option<String>);
+/// Plans by document text; per document, by operation name and, for plans whose shape depends
+/// on the variables, by the variables. Looked up with the request's `&str`: no key is built on
+/// a hit.
+#[derive(Default)]
+struct PlanCache {
+    by_document: HashMap<String, Vec<PlanEntry>>,
+    entries: usize,
+}
+
+struct PlanEntry {
+    operation: Option<String>,
+    /// The variables (serialized) a shape-dependent plan was made for; `None`: any.
+    variables: Option<String>,
+    plan: Arc<CachedPlan>,
+}
 
 /// One role's schema.
 pub struct RoleSchema {
@@ -46,7 +60,7 @@ pub struct RoleSchema {
     /// The role's GraphQL types, which documents are validated against and introspection
     /// answers from.
     pub types: TypeSystem,
-    plans: Mutex<HashMap<PlanKey, Arc<CachedPlan>>>,
+    plans: Mutex<PlanCache>,
     /// Answers to introspection documents (JSON bytes), by document.
     introspected: Mutex<HashMap<String, bytes::Bytes>>,
 }
@@ -75,29 +89,33 @@ impl RoleSchema {
         RoleSchema {
             model,
             types,
-            plans: Mutex::new(HashMap::new()),
+            plans: Mutex::new(PlanCache::default()),
             introspected: Mutex::new(HashMap::new()),
         }
     }
 
-    fn key(query: &str, operation: Option<&str>, variables: Option<String>) -> PlanKey {
-        (query.to_owned(), operation.map(str::to_owned), variables)
-    }
-
-    /// A cached plan: first one valid for any variables, then one for exactly these.
+    /// A cached plan: first one valid for any variables, then one for exactly these
+    /// (`variables` serializes them, called only when a shape-dependent plan is looked for).
     pub fn cached(
         &self,
         query: &str,
         operation: Option<&str>,
-        variables: &str,
+        variables: impl FnOnce() -> String,
     ) -> Option<Arc<CachedPlan>> {
         let plans = self.plans.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(plan) = plans.get(&Self::key(query, operation, None)) {
-            return Some(plan.clone());
+        let entries = plans.by_document.get(query)?;
+        let mut for_operation = entries
+            .iter()
+            .filter(|e| e.operation.as_deref() == operation);
+        if let Some(any) = for_operation.clone().find(|e| e.variables.is_none()) {
+            return Some(any.plan.clone());
         }
-        plans
-            .get(&Self::key(query, operation, Some(variables.to_owned())))
-            .cloned()
+        let first = for_operation.next()?;
+        let variables = variables();
+        std::iter::once(first)
+            .chain(for_operation)
+            .find(|e| e.variables.as_deref() == Some(variables.as_str()))
+            .map(|e| e.plan.clone())
     }
 
     /// The remembered answer to an introspection document.
@@ -122,26 +140,39 @@ impl RoleSchema {
         answers.insert(document.to_owned(), answer);
     }
 
-    /// Remembers a plan.
+    /// Remembers a plan (`variables` serializes the request's variables, called only for a
+    /// shape-dependent plan).
     pub fn remember(
         &self,
         query: &str,
         operation: Option<&str>,
-        variables: &str,
+        variables: impl FnOnce() -> String,
         plan: Arc<CachedPlan>,
     ) {
+        let variables = plan.planned.shape_dependent.then(variables);
         // Very large documents (or variables, for shape-dependent plans) are not worth keeping.
         if query.len() > MAX_CACHED_DOCUMENT
-            || (plan.planned.shape_dependent && variables.len() > MAX_CACHED_DOCUMENT)
+            || variables
+                .as_ref()
+                .is_some_and(|v| v.len() > MAX_CACHED_DOCUMENT)
         {
             return;
         }
         let mut plans = self.plans.lock().unwrap_or_else(|p| p.into_inner());
-        if plans.len() >= PLAN_CACHE_SIZE {
-            plans.clear();
+        if plans.entries >= PLAN_CACHE_SIZE {
+            *plans = PlanCache::default();
         }
-        let vars = plan.planned.shape_dependent.then(|| variables.to_owned());
-        plans.insert(Self::key(query, operation, vars), plan);
+        let cache = &mut *plans;
+        let operation = operation.map(str::to_owned);
+        let entries = cache.by_document.entry(query.to_owned()).or_default();
+        let before = entries.len();
+        entries.retain(|e| !(e.operation == operation && e.variables == variables));
+        entries.push(PlanEntry {
+            operation,
+            variables,
+            plan,
+        });
+        cache.entries = cache.entries + entries.len() - before;
     }
 }
 

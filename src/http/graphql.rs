@@ -11,7 +11,6 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::Value;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 const GRAPHQL_RESPONSE: &str = "application/graphql-response+json";
 
@@ -170,21 +169,6 @@ fn is_query(request: &GraphqlRequest) -> bool {
     }
 }
 
-static REQUEST_IDS: AtomicU64 = AtomicU64::new(0);
-
-fn request_id(headers: &HeaderMap) -> HeaderValue {
-    if let Some(v) = headers.get("x-request-id") {
-        return v.clone();
-    }
-    let n = REQUEST_IDS.fetch_add(1, Ordering::Relaxed);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let id = format!("{:016x}-{:08x}-{:08x}", nanos as u64, std::process::id(), n);
-    HeaderValue::from_str(&id).unwrap_or(HeaderValue::from_static("unknown"))
-}
-
 fn respond(headers: &HeaderMap, done: Done) -> Response {
     let Done {
         body,
@@ -205,11 +189,6 @@ fn respond(headers: &HeaderMap, done: Done) -> Response {
     response
         .headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    let id = request_id(headers);
-    if let Ok(text) = id.to_str() {
-        tracing::Span::current().record("request_id", text);
-    }
-    response.headers_mut().insert("x-request-id", id);
     for cookie in cookies {
         response.headers_mut().append(header::SET_COOKIE, cookie);
     }

@@ -15,10 +15,35 @@ use axum::Router;
 use error::ApiError;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+use tower_http::request_id::{
+    MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer,
+};
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
 static REQUEST_IDS: AtomicU64 = AtomicU64::new(1);
+
+/// Request ids: a client's `X-Request-Id` is kept; otherwise one is made of the time, the
+/// process and a counter. Set on the request before its span is made (so the span carries it
+/// from the start) and copied to the response.
+#[derive(Debug, Clone, Copy, Default)]
+struct RequestIds;
+
+impl MakeRequestId for RequestIds {
+    fn make_request_id<B>(&mut self, _: &axum::http::Request<B>) -> Option<RequestId> {
+        static PROCESS: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+        let process = *PROCESS.get_or_init(std::process::id);
+        let n = REQUEST_IDS.fetch_add(1, Ordering::Relaxed);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let id = format!("{:016x}-{process:08x}-{n:08x}", nanos as u64);
+        axum::http::HeaderValue::from_str(&id)
+            .ok()
+            .map(RequestId::new)
+    }
+}
 
 /// The application's routes.
 pub fn router(state: AppState) -> Router {
@@ -46,8 +71,12 @@ pub fn router(state: AppState) -> Router {
         .layer(TimeoutLayer::with_status_code(axum::http::StatusCode::REQUEST_TIMEOUT, Duration::from_secs(120)))
         .layer(TraceLayer::new_for_http()
             .on_response(DefaultOnResponse::new().level(tracing::Level::INFO)).make_span_with(|request: &Request| {
-            let id = REQUEST_IDS.fetch_add(1, Ordering::Relaxed);
-            let span = tracing::info_span!("request", id, method = %request.method(), path = %request.uri().path(), role = tracing::field::Empty, operation = tracing::field::Empty, request_id = tracing::field::Empty, "otel.name" = tracing::field::Empty, "otel.kind" = tracing::field::Empty);
+            let request_id = request
+                .headers()
+                .get("x-request-id")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default();
+            let span = tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id, role = tracing::field::Empty, operation = tracing::field::Empty, "otel.name" = tracing::field::Empty, "otel.kind" = tracing::field::Empty);
             if crate::telemetry::tracing_enabled() {
                 span.record("otel.name", format!("{} {}", request.method(), request.uri().path()));
                 span.record("otel.kind", "server");
@@ -55,5 +84,7 @@ pub fn router(state: AppState) -> Router {
             }
             span
         }))
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(SetRequestIdLayer::x_request_id(RequestIds))
         .with_state(state)
 }

@@ -1,12 +1,14 @@
-//! Logs and traces. Logs: JSON or pretty, filtered by `RUST_LOG` (default `info`), written to
-//! stdout by a background thread through a buffer, so a request's log line costs a copy into a
-//! channel rather than a write syscall on the request path (nothing is dropped: a full channel
-//! makes the logger wait). Traces:
+//! Logs and traces. Logs: JSON or pretty, filtered by `RUST_LOG` (default `info`), gathered in
+//! a buffer that a background thread writes to stdout in batches ([`lines`]), so a request's
+//! log line costs a copy, not a syscall or a wake-up (nothing is dropped: past a bound the
+//! logger waits). Traces:
 //! OpenTelemetry spans exported over OTLP/HTTP when `BASALT_OTLP_ENDPOINT` is set — the
 //! request, GraphQL parse and plan, SQL, catalog work, webhook calls and controller
 //! reconciles — with the W3C `traceparent` of a client request taken as the parent and passed
 //! on to the webhooks Basalt calls. Without an endpoint nothing of this is installed: the
 //! finer spans are `debug` and cost nothing under the default filter.
+
+mod lines;
 
 use crate::config::{LogFormat, OtlpConfig, OtlpProtocol};
 use opentelemetry::propagation::TextMapPropagator;
@@ -31,7 +33,7 @@ static PROPAGATOR: OnceLock<TraceContextPropagator> = OnceLock::new();
 pub struct Telemetry {
     provider: Option<SdkTracerProvider>,
     /// Flushes the log lines still buffered when dropped.
-    logs: Option<tracing_appender::non_blocking::WorkerGuard>,
+    logs: Option<lines::LinesGuard>,
 }
 
 impl Telemetry {
@@ -52,20 +54,22 @@ impl Telemetry {
 /// it never stops the process.
 pub fn init(format: LogFormat, otlp: &OtlpConfig, default_service: &str) -> Telemetry {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    // Lines go through a channel to a thread that writes them in batches (one syscall per
-    // batch); `lossy(false)`: a full channel makes the caller wait rather than lose a line.
-    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
-        .lossy(false)
-        .thread_name("basalt-log")
-        .finish(std::io::BufWriter::with_capacity(
-            64 * 1024,
-            std::io::stdout(),
-        ));
+    let (writer, guard) = match lines::buffered(std::io::stdout()) {
+        Ok((writer, guard)) => (writer, Some(guard)),
+        Err(e) => {
+            // No thread for the writer: lines are written by the thread that logs them.
+            eprintln!("basalt: logging without a writer thread: {e}");
+            (lines::unbuffered(), None)
+        }
+    };
     let logs = match format {
         LogFormat::Json => tracing_subscriber::fmt::layer()
             .json()
             .flatten_event(true)
             .with_current_span(true)
+            // The request span is the only one an event usually sits in: the list would repeat
+            // it (and each span's fields are parsed again for every line that shows them).
+            .with_span_list(false)
             .with_writer(writer)
             .boxed(),
         LogFormat::Pretty => tracing_subscriber::fmt::layer()
@@ -98,7 +102,7 @@ pub fn init(format: LogFormat, otlp: &OtlpConfig, default_service: &str) -> Tele
     }
     Telemetry {
         provider,
-        logs: installed.then_some(guard),
+        logs: guard.filter(|_| installed),
     }
 }
 

@@ -732,6 +732,10 @@ async fn webhook_get_mode() {
     let seen = hook.last.lock().unwrap().clone().unwrap();
     assert_eq!(seen["authorization"], "Bearer good");
     assert!(seen.get("content-type").is_none(), "not forwarded");
+    assert!(
+        seen.get("x-request-id").is_some(),
+        "the request id reaches the hook (and, differing per request, does not defeat its cache)"
+    );
     let r = raw_gql(
         &s,
         QUERY,

@@ -247,3 +247,103 @@ async fn protobuf_is_the_default_wire_format() {
     let (trace, _) = hook_parent(&s.hook);
     assert_eq!(trace, TRACE);
 }
+
+/// The request log line: one JSON line per request, carrying its span (method, path, the
+/// request id set before the span was made, role and operation) and its status, written by
+/// the batching log writer and all of it flushed when the process stops on SIGTERM.
+#[tokio::test]
+async fn every_request_is_one_json_log_line_with_its_request_span() {
+    let db = crate::harness::fresh_database().await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_basalt"))
+        .arg("serve")
+        .env("BASALT_HOST", "127.0.0.1")
+        .env("BASALT_PORT", port.to_string())
+        .env("BASALT_DATABASE_URL", &db)
+        .env("BASALT_ADMIN_SECRET", "log-secret")
+        .env("BASALT_LOG_FORMAT", "json")
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::new();
+    let mut ready = false;
+    for _ in 0..300 {
+        if let Ok(r) = http.get(format!("{base}/readyz")).send().await {
+            if r.status() == 200 {
+                ready = true;
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(ready, "basalt serve did not become ready");
+    let given = http
+        .post(format!("{base}/v1/graphql"))
+        .header("X-Svc-Admin-Secret", "log-secret")
+        .header("x-request-id", "log-test-1")
+        .json(&json!({"query": "{ __typename }"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(given.headers()["x-request-id"], "log-test-1");
+    let made = http
+        .post(format!("{base}/v1/query"))
+        .header("X-Svc-Admin-Secret", "log-secret")
+        .json(&json!({"type": "export_metadata", "args": {}}))
+        .send()
+        .await
+        .unwrap();
+    let made_id = made.headers()["x-request-id"].to_str().unwrap().to_owned();
+    assert!(!made_id.is_empty());
+
+    let pid = child.id().unwrap().to_string();
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut out = String::new();
+    use tokio::io::AsyncReadExt;
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .await
+        .unwrap();
+    child.wait().await.unwrap();
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let finished = |id: &str| -> Vec<&Value> {
+        lines
+            .iter()
+            .filter(|l| {
+                l["span"]["request_id"] == id && l["message"] == "finished processing request"
+            })
+            .collect()
+    };
+    let graphql = finished("log-test-1");
+    assert_eq!(graphql.len(), 1, "{out}");
+    let line = graphql[0];
+    assert_eq!(line["span"]["method"], "POST");
+    assert_eq!(line["span"]["path"], "/v1/graphql");
+    assert_eq!(line["span"]["role"], "admin");
+    assert_eq!(line["span"]["operation"], "query");
+    assert_eq!(line["status"], 200);
+    assert!(
+        line.get("spans").is_none(),
+        "the span is not repeated: {line}"
+    );
+    let metadata = finished(&made_id);
+    assert_eq!(metadata.len(), 1, "{out}");
+    assert_eq!(metadata[0]["span"]["operation"], "export_metadata");
+}
