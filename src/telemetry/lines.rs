@@ -6,7 +6,7 @@
 //! Why not `tracing-appender`'s non-blocking writer: it sends each line through a channel to
 //! its thread, waking that thread (a futex call and a context switch) and writing once per line
 //! whenever the thread keeps up — about a tenth of the engine's CPU on a cheap query under
-//! load (see `bench/README.md`, "Per-request cost"). Nothing is dropped: past [`MAX_PENDING`]
+//! load (see the README's Performance section). Nothing is dropped: past [`MAX_PENDING`]
 //! bytes (the output is blocked), a logging thread waits for the writer to catch up.
 
 use std::io::Write;
