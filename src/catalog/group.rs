@@ -6,8 +6,8 @@
 //! is rolled back alone and the others commit.
 
 use super::{
-    introspect, load, managed, notification_payload, relation_names, remote, run, store,
-    CatalogError, Work, NOTIFY_CHANNEL,
+    introspect, load, managed, notification_payload, relation_names, remote, run, store, versions,
+    CatalogError, Snapshot, Work, NOTIFY_CHANNEL,
 };
 use crate::catalog::OwnershipChanges;
 use crate::metadata::objects::{self, Object};
@@ -34,6 +34,39 @@ pub struct GroupItem<'a> {
     pub ownership: &'a OwnershipChanges,
 }
 
+/// What the catalog and the database hold once a group committed, read as a controller's
+/// view of them would be, inside the group's transaction: handed back so the controller does
+/// not read (and introspect) everything again for the version it just made.
+#[derive(Debug)]
+pub struct CommittedView {
+    /// The counters this describes (read before `rows`, so the rows are at least as recent).
+    pub versions: versions::Versions,
+    /// The committed metadata, its version and its schema.
+    pub snapshot: Snapshot,
+    /// Every ownership row.
+    pub rows: Vec<crate::metadata::objects::Managed>,
+}
+
+/// What [`execute_group`] did.
+#[derive(Debug)]
+pub struct GroupOutcome {
+    /// Each item's result, in order.
+    pub results: Vec<Result<i64, CatalogError>>,
+    /// The state after the commit, when something was committed and no DDL ran meanwhile
+    /// (the group's own capture triggers, or anyone's): then it is exactly what reading again
+    /// would find, until the next change.
+    pub view: Option<CommittedView>,
+}
+
+impl GroupOutcome {
+    fn only(results: Vec<Option<Result<i64, CatalogError>>>) -> Self {
+        GroupOutcome {
+            results: results.into_iter().flatten().collect(),
+            view: None,
+        }
+    }
+}
+
 /// Runs `items` in one transaction. The outer error fails the whole group (nothing was
 /// stored; the caller runs each write on its own); otherwise each item has its own result:
 /// the committed catalog version, or why it alone was refused ([`CatalogError::Conflict`] for
@@ -42,9 +75,11 @@ pub struct GroupItem<'a> {
 pub async fn execute_group(
     client: &mut tokio_postgres::Client,
     items: &[GroupItem<'_>],
-) -> Result<Vec<Result<i64, CatalogError>>, CatalogError> {
+) -> Result<GroupOutcome, CatalogError> {
     let tx = client.transaction().await?;
     let (metadata, version) = load(&tx, true).await?;
+    // Before the introspection: DDL committed after it shows as a later count.
+    let started = versions::read(&tx).await?;
     let current = items
         .iter()
         .any(|item| item.expected_version != version)
@@ -69,7 +104,7 @@ pub async fn execute_group(
         .collect();
     if results.iter().all(Option::is_some) {
         // Every plan is stale: nothing to introspect or store.
-        return Ok(results.into_iter().flatten().collect());
+        return Ok(GroupOutcome::only(results));
     }
     let mut enum_candidates = metadata.enum_tables();
     for item in items {
@@ -111,15 +146,17 @@ pub async fn execute_group(
         }
     }
     if committed.is_empty() {
-        return Ok(results.into_iter().flatten().collect());
+        return Ok(GroupOutcome::only(results));
     }
     // Capture triggers follow the group's event-trigger changes, as one write's would.
     super::events::sync(&tx, &metadata, &mut work).await?;
     let after = schema::resolve_with(&work.metadata, &work.db, &work.remotes);
-    let before = schema::resolve_with(&metadata, &work.db_before, &work.remotes_before);
     // Which write left something inconsistent is not known here: the caller finds out by
-    // running each on its own.
-    ops::check_no_new_inconsistency(&before, &after)?;
+    // running each on its own. Nothing inconsistent after: nothing to compare with before.
+    if !after.inconsistencies.is_empty() {
+        let before = schema::resolve_with(&metadata, &work.db_before, &work.remotes_before);
+        ops::check_no_new_inconsistency(&before, &after)?;
+    }
     let mut new_version = version;
     if work.metadata != metadata {
         new_version = store(&tx, &work.metadata).await?;
@@ -128,13 +165,37 @@ pub async fn execute_group(
         managed::write(&tx, items[i].ownership, new_version).await?;
         results[i] = Some(Ok(new_version));
     }
+    // The counters first, then the rows: rows written meanwhile make the view look older
+    // than it is (read again sooner), never newer.
+    let ended = versions::read(&tx).await?;
+    let view = if ended.ddl == started.ddl {
+        let rows = managed::load(&tx).await?;
+        let mut schema = after;
+        schema
+            .inconsistencies
+            .extend(schema::events::capture_drift(&work.metadata, &work.db));
+        Some(CommittedView {
+            versions: ended,
+            snapshot: Snapshot {
+                version: new_version,
+                metadata: work.metadata,
+                schema,
+            },
+            rows,
+        })
+    } else {
+        None
+    };
     if new_version != version || work.rebuild {
         let payload = notification_payload(new_version, new_version == version);
         tx.execute("SELECT pg_notify($1, $2)", &[&NOTIFY_CHANNEL, &payload])
             .await?;
     }
     tx.commit().await?;
-    Ok(results.into_iter().flatten().collect())
+    Ok(GroupOutcome {
+        results: results.into_iter().flatten().collect(),
+        view,
+    })
 }
 
 /// Runs one write under a savepoint; a refusal rolls it (and its changes to `work`) back.

@@ -64,6 +64,7 @@ impl GroupCommit {
     pub(super) async fn write(
         &self,
         pool: &deadpool_postgres::Pool,
+        view: &super::view::SharedView,
         op: Op,
         expected_version: i64,
         plan: &Plan,
@@ -90,7 +91,7 @@ impl GroupCommit {
                 let n = queue.len().min(MAX_GROUP);
                 queue.drain(..n).collect()
             };
-            commit(pool, group).await;
+            commit(pool, view, group).await;
         }
     }
 
@@ -102,8 +103,13 @@ impl GroupCommit {
     }
 }
 
-/// Commits `group` and answers every write in it.
-async fn commit(pool: &deadpool_postgres::Pool, group: Vec<Queued>) {
+/// Commits `group` and answers every write in it; the state it committed becomes the shared
+/// view (no other reconcile reads the catalog and the database again for it).
+async fn commit(
+    pool: &deadpool_postgres::Pool,
+    view: &super::view::SharedView,
+    group: Vec<Queued>,
+) {
     let outcome = match pool.get().await {
         Ok(mut client) => {
             let items: Vec<GroupItem<'_>> = group
@@ -121,9 +127,12 @@ async fn commit(pool: &deadpool_postgres::Pool, group: Vec<Queued>) {
         Err(err) => Err(CatalogError::from(err)),
     };
     match outcome {
-        Ok(results) => {
+        Ok(outcome) => {
             tracing::debug!(writes = group.len(), "group committed");
-            for (queued, result) in group.into_iter().zip(results) {
+            if let Some(committed) = outcome.view {
+                view.offer(committed).await;
+            }
+            for (queued, result) in group.into_iter().zip(outcome.results) {
                 let _ = queued.reply.send(match result {
                     Ok(version) => Reply::Committed(version),
                     Err(refused) => Reply::Refused(refused),
@@ -232,7 +241,11 @@ pub(super) async fn write(
             .await
             .map(|executed| executed.snapshot.version)
         } else {
-            match ctx.commits.write(&ctx.pool, op, version, &plan).await? {
+            match ctx
+                .commits
+                .write(&ctx.pool, &ctx.view, op, version, &plan)
+                .await?
+            {
                 Reply::Committed(version) => Ok(version),
                 Reply::Refused(refused) => Err(refused),
                 Reply::Alone => {

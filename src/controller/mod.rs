@@ -5,6 +5,7 @@
 //! writes go through the metadata API's operations and transaction; the controller never runs
 //! SQL of its own on user tables.
 
+pub mod cel;
 mod commit;
 pub mod conditions;
 pub mod crd;

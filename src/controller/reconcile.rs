@@ -101,7 +101,7 @@ macro_rules! kind {
                 $objects(&self.spec)
             }
             fn check_cel(&self) -> Result<(), SpecError> {
-                self.validate_cel().map_err(SpecError::Cel)
+                super::cel::validate(self).map_err(SpecError::Cel)
             }
         }
     };
@@ -122,7 +122,7 @@ impl Kind for RemoteSchema {
         super::mapping::remote_schema_objects(&self.spec)
     }
     fn check_cel(&self) -> Result<(), SpecError> {
-        self.validate_cel().map_err(SpecError::Cel)
+        super::cel::validate(self).map_err(SpecError::Cel)
     }
     /// `status.remote`: whether the last introspection of the definition succeeded, and when
     /// the server was last introspected or last failed (`basalt_catalog.remote_schemas`).

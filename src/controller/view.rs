@@ -61,6 +61,26 @@ impl SharedView {
         *current = Some(view.clone());
         Ok(view)
     }
+
+    /// Takes what a group commit read in its transaction as the current view, unless the
+    /// current one is more recent.
+    pub async fn offer(&self, committed: catalog::CommittedView) {
+        let objects = objects::catalog_objects(&committed.snapshot.metadata);
+        let view = View {
+            versions: committed.versions,
+            snapshot: committed.snapshot,
+            rows: committed.rows,
+            objects,
+            read_at: Instant::now(),
+        };
+        let mut current = self.current.lock().await;
+        if current
+            .as_ref()
+            .is_none_or(|c| view.versions.covers(&c.versions))
+        {
+            *current = Some(Arc::new(view));
+        }
+    }
 }
 
 /// Reads the counters and everything a reconcile plans against in one `REPEATABLE READ`

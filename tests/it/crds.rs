@@ -283,11 +283,18 @@ fn permission_cel_rules() {
             "backendOnly is for insert only",
         ),
     ];
+    // The controller's check (each kind's rules compiled once) says what kube's does.
+    basalt::controller::cel::validate(&ok).expect("valid");
     for (spec, message) in cases {
         let err = permission(spec.clone())
             .validate_cel()
             .expect_err("must fail");
         assert!(format!("{err:?}").contains(message), "{spec}: {err:?}");
+        for _ in 0..2 {
+            let cached = basalt::controller::cel::validate(&permission(spec.clone()))
+                .expect_err("must fail");
+            assert_eq!(format!("{cached:?}"), format!("{err:?}"), "{spec}");
+        }
     }
     let moved = permission(
         json!({"table": {"name": "article"}, "role": "editor", "operation": "select", "permission": {"columns": "*", "filter": {}}}),
