@@ -201,15 +201,12 @@ async fn a_simple_mutation_is_one_statement_without_a_transaction() {
         (1, 0),
         "insert with a row-local check"
     );
-    let created_by = query_json(
-        &server.db_url,
-        "SELECT created_by FROM article WHERE id = 71",
-    )
-    .await;
+    let rows = |sql: &'static str| query_json(&server.db_url, sql);
+    let created_by = rows("SELECT created_by FROM article WHERE id = 71").await;
     assert_eq!(
         created_by,
         json!([{"created_by": "2"}]),
-        "the default saw the request's session"
+        "the default saw the session"
     );
 
     let before = counters(&server);
@@ -223,11 +220,7 @@ async fn a_simple_mutation_is_one_statement_without_a_transaction() {
         (1, 0),
         "a failing check is raised by the statement"
     );
-    let kept = query_json(
-        &server.db_url,
-        "SELECT count(*)::int AS n FROM article WHERE id = 72",
-    )
-    .await;
+    let kept = rows("SELECT count(*)::int AS n FROM article WHERE id = 72").await;
     assert_eq!(
         kept,
         json!([{"n": 0}]),
