@@ -9,6 +9,7 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
+use std::sync::Arc;
 
 /// A schema-qualified name of a relation or function, as the database model keys them.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -55,7 +56,7 @@ pub enum IntrospectError {
 #[derive(Debug, Clone, Default)]
 pub struct DbModel {
     /// Relations by name.
-    pub tables: IndexMap<RelationName, DbTable>,
+    pub tables: IndexMap<RelationName, Arc<DbTable>>,
     /// Functions by name; several entries mean the function is overloaded.
     pub functions: IndexMap<RelationName, Vec<DbFunction>>,
     /// Names of base, enum, domain and range types.
@@ -85,6 +86,12 @@ pub struct CaptureTrigger {
 impl DbModel {
     /// A relation by schema and name.
     pub fn table(&self, schema: &str, name: &str) -> Option<&DbTable> {
+        self.shared_table(schema, name).map(|t| &**t)
+    }
+
+    /// A relation, shared: what a resolved schema keeps of it (a reference, not a copy, so
+    /// resolving the metadata again copies no column lists).
+    pub fn shared_table(&self, schema: &str, name: &str) -> Option<&Arc<DbTable>> {
         self.tables.get(&RelationName::new(schema, name))
     }
 }
@@ -326,7 +333,7 @@ impl DbFunction {
 /// goldenfiles describe a database without one.
 #[derive(Serialize, Deserialize)]
 struct ModelDocument {
-    tables: Vec<DbTable>,
+    tables: Vec<Arc<DbTable>>,
     functions: Vec<DbFunction>,
     scalar_types: BTreeSet<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

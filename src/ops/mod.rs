@@ -444,7 +444,7 @@ mod tests {
         .unwrap();
         let mut db = DbModel::default();
         db.tables
-            .insert(RelationName::new("public", "author"), table);
+            .insert(RelationName::new("public", "author"), table.into());
         db
     }
 

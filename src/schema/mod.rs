@@ -134,7 +134,7 @@ pub struct ResolvedTable {
     /// Name.
     pub name: QualifiedTable,
     /// The database's view of it.
-    pub db: DbTable,
+    pub db: std::sync::Arc<DbTable>,
     /// Enum table values (value, description) when `is_enum`.
     pub enum_values: Option<Vec<(String, Option<String>)>>,
     /// Custom names.
@@ -388,7 +388,7 @@ fn resolve_table(
     root_fields: &mut HashMap<String, QualifiedTable>,
 ) -> Result<ResolvedTable, MetadataError> {
     let name = &entry.table;
-    let table = db.table(&name.schema, &name.name).ok_or_else(|| {
+    let table = db.shared_table(&name.schema, &name.name).ok_or_else(|| {
         not_exists_in_database(
             JsonPath::root(),
             format!("no such table/view exists in postgres: \"{name}\""),

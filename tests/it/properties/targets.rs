@@ -299,7 +299,7 @@ impl Fixture {
     }
 
     fn db_table(&self, table: &QualifiedTable) -> Option<&DbTable> {
-        self.cache.resolved.tables.get(table).map(|t| &t.db)
+        self.cache.resolved.tables.get(table).map(|t| &*t.db)
     }
 }
 
