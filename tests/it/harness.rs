@@ -316,16 +316,22 @@ pub async fn spawn_serve(db_url: &str, secret: &str, env: &[(&str, &str)]) -> Sp
     }
     let child = command.spawn().expect("spawn basalt serve");
     let base = format!("http://127.0.0.1:{port}");
+    wait_ready(&base).await;
+    Spawned { base, child }
+}
+
+/// Waits (up to 30 s) until a spawned server at `base` answers `/readyz` with 200.
+pub async fn wait_ready(base: &str) {
     let http = reqwest::Client::new();
     for _ in 0..300 {
         if let Ok(r) = http.get(format!("{base}/readyz")).send().await {
             if r.status() == 200 {
-                return Spawned { base, child };
+                return;
             }
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-    panic!("basalt serve did not become ready");
+    panic!("basalt serve did not become ready at {base}");
 }
 
 /// A metadata request to a spawned server; panics unless it answers 200.

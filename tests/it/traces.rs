@@ -272,18 +272,8 @@ async fn every_request_is_one_json_log_line_with_its_request_span() {
         .spawn()
         .unwrap();
     let base = format!("http://127.0.0.1:{port}");
+    crate::harness::wait_ready(&base).await;
     let http = reqwest::Client::new();
-    let mut ready = false;
-    for _ in 0..300 {
-        if let Ok(r) = http.get(format!("{base}/readyz")).send().await {
-            if r.status() == 200 {
-                ready = true;
-                break;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(ready, "basalt serve did not become ready");
     let given = http
         .post(format!("{base}/v1/graphql"))
         .header("X-Svc-Admin-Secret", "log-secret")
