@@ -143,11 +143,7 @@ async fn watch_catalog(state: AppState, pg_config: tokio_postgres::Config) {
                         message = listener.payloads.recv() => {
                             let Some(payload) = message else { break };
                             tracing::debug!(%payload, "catalog change notified");
-                            if !catalog::needs_rebuild(&payload, state.snapshot().version) {
-                                continue;
-                            }
-                            let force = payload.starts_with("reload:");
-                            if let Err(err) = state.reload(force).await {
+                            if let Err(err) = state.notified(&payload).await {
                                 tracing::warn!(%err, "reload after notification failed");
                             }
                         }

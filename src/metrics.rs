@@ -170,6 +170,12 @@ pub fn render(state: &AppState, events_pending: Option<i64>) -> Result<String, s
     );
     counter(
         &mut registry,
+        "catalog_reads",
+        "Snapshots read from the catalog and resolved (a peer's change, a poll, a reconnect)",
+        get(&c.catalog_reads),
+    );
+    counter(
+        &mut registry,
         "role_schema_builds",
         "Builds of a role's GraphQL schema (at most once per role and metadata version)",
         get(&c.role_schema_builds),

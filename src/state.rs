@@ -1,6 +1,6 @@
 //! The state a server shares between requests and its background tasks: the pool, the
 //! configuration, the authenticator, the work counters and the [`Served`] snapshot, swapped
-//! whole on every rebuild ([`AppState::install`], [`AppState::reload`]). Rebuilds are
+//! whole on every rebuild ([`Writing::install`], [`AppState::reload`]). Rebuilds are
 //! serialized, and an older snapshot never replaces a newer one (see `docs/architecture.md`,
 //! "Keeping replicas in sync").
 //!
@@ -83,8 +83,10 @@ pub struct SharedState {
     pub config: Arc<ServeConfig>,
     /// What is served, swapped whole on every rebuild.
     snapshot: Arc<RwLock<Arc<Served>>>,
-    /// Serializes rebuilds so an older one never overwrites a newer one.
-    rebuild: Arc<Mutex<()>>,
+    /// Serializes rebuilds so an older one never overwrites a newer one. Holds the `NOTIFY`
+    /// payloads of this process's own commits whose snapshots it installed itself, so the
+    /// watcher does not rebuild them a second time (see [`AppState::writing`]).
+    rebuild: Arc<Mutex<OwnCommits>>,
     /// Authentication (admin secret, JWT, webhook, unauthorized role).
     pub auth: Arc<Authenticator>,
     /// Work counters (plan cache, schema builds, prepares).
@@ -116,7 +118,7 @@ impl AppState {
                 version: -1,
                 ..Snapshot::default()
             })))),
-            rebuild: Arc::new(Mutex::new(())),
+            rebuild: Arc::new(Mutex::new(OwnCommits::default())),
             auth: Arc::new(auth),
             counters: Arc::new(Counters::default()),
             live: Arc::new(live),
@@ -133,12 +135,26 @@ impl AppState {
         }
     }
 
-    /// Installs `next` (a snapshot this process just committed) unless the same or a newer
-    /// version is already served; `force` rebuilds an unchanged version whose database model
-    /// changed (`reload_metadata`, `run_sql`).
-    pub async fn install(&self, next: Snapshot, force: bool) {
-        let _guard = self.rebuild.lock().await;
-        self.install_locked(next, force);
+    /// Holds off rebuilds while this process writes the catalog: taken before a write's
+    /// transaction and given its snapshot with [`Writing::install`]. The write's own `NOTIFY`
+    /// reaches the catalog watcher as soon as it commits, before the writer can install what
+    /// it already resolved; without this the watcher would load, introspect and resolve the
+    /// same version again (at 1,000 tables, about as much work as the write itself).
+    pub async fn writing(&self) -> Writing<'_> {
+        Writing {
+            state: self,
+            guard: self.rebuild.lock().await,
+        }
+    }
+
+    /// Rebuilds after the catalog notification `payload` unless it is one of this process's
+    /// own commits (installed by their writer) or a version already served.
+    pub async fn notified(&self, payload: &str) -> Result<(), CatalogError> {
+        let mut guard = self.rebuild.lock().await;
+        if guard.take(payload) || !catalog::needs_rebuild(payload, self.snapshot().version) {
+            return Ok(());
+        }
+        self.reload_locked(payload.starts_with("reload:")).await
     }
 
     /// Builds the GraphQL schemas of `next` and swaps them in; the caller holds `rebuild`,
@@ -162,14 +178,25 @@ impl AppState {
     }
 
     /// Rebuilds from the catalog (after a peer's NOTIFY, a poll, or at start). Without
-    /// `force`, nothing is built when the catalog version is the one already served.
+    /// `force`, nothing is built when the catalog version is the one already served. A forced
+    /// rebuild (at start, after the watcher reconnects) also forgets the own commits not yet
+    /// notified: their notifications may have been lost with the connection.
     pub async fn reload(&self, force: bool) -> Result<(), CatalogError> {
-        let _guard = self.rebuild.lock().await;
+        let mut guard = self.rebuild.lock().await;
+        if force {
+            guard.pending.clear();
+        }
+        self.reload_locked(force).await
+    }
+
+    /// [`AppState::reload`] with the rebuild lock held.
+    async fn reload_locked(&self, force: bool) -> Result<(), CatalogError> {
         let client = self.pool.get().await?;
         if !force && catalog::current_version(&**client).await? <= self.snapshot().version {
             return Ok(());
         }
         let snapshot = catalog::build(&**client).await?;
+        Counters::bump(&self.counters.catalog_reads);
         tracing::info!(
             version = snapshot.version,
             inconsistent = snapshot.schema.inconsistencies.len(),
@@ -177,5 +204,53 @@ impl AppState {
         );
         self.install_locked(snapshot, force);
         Ok(())
+    }
+}
+
+/// The notifications of this process's own commits, each to be skipped once by the watcher.
+#[derive(Debug, Default)]
+struct OwnCommits {
+    /// Payloads, oldest first; at most [`OwnCommits::LIMIT`] (older ones were lost).
+    pending: std::collections::VecDeque<String>,
+}
+
+impl OwnCommits {
+    /// Enough for every write in flight; a payload whose notification never came (the
+    /// listener was reconnecting) is dropped once this many newer ones wait.
+    const LIMIT: usize = 64;
+
+    fn push(&mut self, payload: String) {
+        if self.pending.len() == Self::LIMIT {
+            self.pending.pop_front();
+        }
+        self.pending.push_back(payload);
+    }
+
+    /// Whether `payload` is an own commit (forgotten once taken).
+    fn take(&mut self, payload: &str) -> bool {
+        match self.pending.iter().position(|p| p == payload) {
+            Some(at) => {
+                self.pending.remove(at);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// A catalog write in progress in this process (see [`AppState::writing`]): rebuilds wait
+/// until it installs its result or is dropped.
+pub struct Writing<'a> {
+    state: &'a AppState,
+    guard: tokio::sync::MutexGuard<'a, OwnCommits>,
+}
+
+impl Writing<'_> {
+    /// Installs the snapshot of the write that committed with `notification` (see
+    /// [`catalog::Executed`]), and marks that notification as already handled.
+    pub fn install(mut self, next: Snapshot, notification: String) {
+        let force = notification.starts_with("reload:");
+        self.guard.push(notification);
+        self.state.install_locked(next, force);
     }
 }

@@ -19,6 +19,10 @@ pub struct Counters {
     pub schema_builds: AtomicU64,
     /// Role schemas built (at most once per role, backend flag and installed version).
     pub role_schema_builds: AtomicU64,
+    /// Snapshots read from the catalog and resolved against the database (at start, after a
+    /// peer's change, a poll or a reconnect; never after this process's own writes, whose
+    /// snapshot the writer installs).
+    pub catalog_reads: AtomicU64,
     /// Query statements prepared on a connection (not found in its statement cache).
     pub statements_prepared: AtomicU64,
     /// Multiplexed live-query statements run (each answers up to a batch of subscribers).
@@ -44,6 +48,7 @@ impl Default for Counters {
             plans_compiled: AtomicU64::new(0),
             schema_builds: AtomicU64::new(0),
             role_schema_builds: AtomicU64::new(0),
+            catalog_reads: AtomicU64::new(0),
             statements_prepared: AtomicU64::new(0),
             live_statements: AtomicU64::new(0),
             statements_run: AtomicU64::new(0),
@@ -70,6 +75,8 @@ pub struct CountersSnapshot {
     pub schema_builds: u64,
     /// See [`Counters::role_schema_builds`].
     pub role_schema_builds: u64,
+    /// See [`Counters::catalog_reads`].
+    pub catalog_reads: u64,
     /// See [`Counters::statements_prepared`].
     pub statements_prepared: u64,
     /// See [`Counters::live_statements`].
@@ -97,6 +104,7 @@ impl Counters {
             plans_compiled: get(&self.plans_compiled),
             schema_builds: get(&self.schema_builds),
             role_schema_builds: get(&self.role_schema_builds),
+            catalog_reads: get(&self.catalog_reads),
             statements_prepared: get(&self.statements_prepared),
             live_statements: get(&self.live_statements),
             statements_run: get(&self.statements_run),

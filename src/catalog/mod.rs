@@ -199,8 +199,9 @@ pub struct Executed {
     pub snapshot: Snapshot,
     /// Whether the catalog row was written.
     pub wrote: bool,
-    /// Whether peers should rebuild (a write, or a reload of the database model).
-    pub notify: bool,
+    /// The `NOTIFY` payload sent so that peers rebuild (a write, or a reload of the database
+    /// model); `None` when nothing changed.
+    pub notification: Option<String>,
 }
 
 /// What a request accumulates while its operations run in one transaction.
@@ -297,10 +298,9 @@ pub async fn execute_with(
         }
         managed::write(&tx, changes, new_version).await?;
     }
-    let notify = wrote || work.rebuild;
-    if notify {
-        let payload = notification_payload(new_version, !wrote);
-        tx.execute("SELECT pg_notify($1, $2)", &[&NOTIFY_CHANNEL, &payload])
+    let notification = (wrote || work.rebuild).then(|| notification_payload(new_version, !wrote));
+    if let Some(payload) = &notification {
+        tx.execute("SELECT pg_notify($1, $2)", &[&NOTIFY_CHANNEL, payload])
             .await?;
     }
     tx.commit().await?;
@@ -312,7 +312,7 @@ pub async fn execute_with(
             schema,
         },
         wrote,
-        notify,
+        notification,
     })
 }
 

@@ -93,12 +93,17 @@ async fn run(state: AppState, headers: HeaderMap, body: Body) -> Result<Response
             .insert(crate::metrics::Operation(operation.into()));
         return Ok(response);
     }
+    // A write keeps the watcher from rebuilding what it is about to install itself.
+    let writing = match op.is_read_only() {
+        true => None,
+        false => Some(state.writing().await),
+    };
     let executed = catalog::execute_with(&mut client, &op, expected, writer).await?;
     drop(client);
     let version = executed.snapshot.version;
-    if executed.wrote || executed.notify {
+    if let (Some(writing), Some(notification)) = (writing, executed.notification) {
         tracing::info!(version, wrote = executed.wrote, "metadata applied");
-        state.install(executed.snapshot, !executed.wrote).await;
+        writing.install(executed.snapshot, notification);
     }
     let mut response = Json(executed.response).into_response();
     response

@@ -66,10 +66,15 @@ async fn schemas_are_built_per_metadata_version_and_role_not_per_request() {
     server
         .ok(json!({"type": "set_table_custom_fields", "version": 2, "args": {"table": "comment", "custom_root_fields": {"select": "remarks"}}}))
         .await;
-    // The writer installs the new version once; its own NOTIFY is recognised and skipped.
+    // The writer installs the new version once; its own NOTIFY is recognised and skipped,
+    // without reading the catalog again.
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let installed = counters(&server);
     assert_eq!(installed.schema_builds, before.schema_builds + 1);
+    assert_eq!(
+        installed.catalog_reads, before.catalog_reads,
+        "the write's own notification rebuilt nothing"
+    );
     assert_eq!(
         installed.role_schema_builds, used.role_schema_builds,
         "installing a version builds no role schema"
@@ -77,8 +82,16 @@ async fn schemas_are_built_per_metadata_version_and_role_not_per_request() {
     for _ in 0..5 {
         server.gql("{ remarks(limit: 1) { id } }").await;
     }
+    // DDL through run_sql: the database model changed, the version did not; the writer
+    // installs the rebuilt model and its `reload:` notification is skipped too.
+    let reads = counters(&server).catalog_reads;
+    server
+        .ok(json!({"type": "run_sql", "args": {"sql": "ALTER TABLE comment ADD COLUMN note text"}}))
+        .await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(counters(&server).catalog_reads, reads);
     let after = counters(&server);
-    assert_eq!(after.schema_builds, before.schema_builds + 1);
+    assert_eq!(after.schema_builds, before.schema_builds + 2);
     assert_eq!(
         after.role_schema_builds,
         installed.role_schema_builds + 1,
