@@ -141,9 +141,10 @@ pub async fn load(
         "SELECT metadata, resource_version FROM basalt_catalog.metadata WHERE id = 1"
     };
     let row = client.query_one(sql, &[]).await?;
-    let value: Value = row.try_get(0)?;
+    let text: crate::sql::types::JsonText<'_> = row.try_get(0)?;
     let version: i32 = row.try_get(1)?;
-    let metadata = serde_json::from_value(value).map_err(CatalogError::Corrupt)?;
+    // Parsed from the row's bytes: no `serde_json::Value` of the whole document first.
+    let metadata = serde_json::from_slice(text.0).map_err(CatalogError::Corrupt)?;
     Ok((metadata, i64::from(version)))
 }
 
@@ -322,10 +323,12 @@ async fn store(
     tx: &tokio_postgres::Transaction<'_>,
     metadata: &Metadata,
 ) -> Result<i64, CatalogError> {
-    let document = serde_json::to_value(metadata).map_err(CatalogError::Corrupt)?;
+    // Serialized straight to text (no `serde_json::Value` of the whole document first).
+    let document = serde_json::to_string(metadata).map_err(CatalogError::Corrupt)?;
     let row = tx
         .query_one(
-            "UPDATE basalt_catalog.metadata SET metadata = $1, resource_version = resource_version + 1
+            "UPDATE basalt_catalog.metadata SET metadata = $1::text::jsonb,
+                 resource_version = resource_version + 1
              WHERE id = 1 RETURNING resource_version",
             &[&document],
         )

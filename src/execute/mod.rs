@@ -25,17 +25,12 @@ impl<'a> FromSql<'a> for RawJson {
         ty: &Type,
         raw: &'a [u8],
     ) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
-        // jsonb's binary form starts with a version byte.
-        let body = if *ty == Type::JSONB {
-            raw.get(1..).unwrap_or_default()
-        } else {
-            raw
-        };
-        Ok(RawJson(Bytes::copy_from_slice(body)))
+        let text = crate::sql::types::JsonText::from_sql(ty, raw)?;
+        Ok(RawJson(Bytes::copy_from_slice(text.0)))
     }
 
     fn accepts(ty: &Type) -> bool {
-        *ty == Type::JSON || *ty == Type::JSONB
+        <crate::sql::types::JsonText<'_> as FromSql<'_>>::accepts(ty)
     }
 }
 

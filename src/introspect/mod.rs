@@ -355,7 +355,15 @@ struct EnumRows {
 impl DbModel {
     /// A model from its JSON document (see [`DbModel::to_json`]); OIDs may be left out.
     pub fn from_json(value: serde_json::Value) -> Result<DbModel, serde_json::Error> {
-        let document: ModelDocument = serde_json::from_value(value)?;
+        Ok(DbModel::from_document(serde_json::from_value(value)?))
+    }
+
+    /// [`DbModel::from_json`] from the document's text, as introspection reads it.
+    pub fn from_slice(text: &[u8]) -> Result<DbModel, serde_json::Error> {
+        Ok(DbModel::from_document(serde_json::from_slice(text)?))
+    }
+
+    fn from_document(document: ModelDocument) -> DbModel {
         let mut model = DbModel {
             tables: document
                 .tables
@@ -379,7 +387,7 @@ impl DbModel {
                 .or_default()
                 .push(f);
         }
-        Ok(model)
+        model
     }
 
     /// The model as a JSON document: tables and functions in model order, enum rows sorted by
@@ -432,7 +440,8 @@ pub async fn introspect(
     let row = client
         .query_one(include_str!("introspection.sql"), &[])
         .await?;
-    let mut model = DbModel::from_json(row.try_get(0)?)?;
+    let text: crate::sql::types::JsonText<'_> = row.try_get(0)?;
+    let mut model = DbModel::from_slice(text.0)?;
     load_enum_rows(client, &mut model, enum_tables).await?;
     Ok(model)
 }

@@ -120,3 +120,25 @@ mod tests {
         assert_eq!(row.to_string(), "\"my schema\".\"t\"");
     }
 }
+
+/// The JSON text of a `json` or `jsonb` result cell, borrowed from the row: for parsing
+/// straight into a typed value (no `serde_json::Value` in between) or passing on untouched.
+#[derive(Debug, Clone, Copy)]
+pub struct JsonText<'a>(pub &'a [u8]);
+
+impl<'a> tokio_postgres::types::FromSql<'a> for JsonText<'a> {
+    fn from_sql(
+        ty: &tokio_postgres::types::Type,
+        raw: &'a [u8],
+    ) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        // jsonb's binary form starts with a version byte.
+        if *ty == tokio_postgres::types::Type::JSONB {
+            return Ok(JsonText(raw.get(1..).unwrap_or_default()));
+        }
+        Ok(JsonText(raw))
+    }
+
+    fn accepts(ty: &tokio_postgres::types::Type) -> bool {
+        *ty == tokio_postgres::types::Type::JSON || *ty == tokio_postgres::types::Type::JSONB
+    }
+}
