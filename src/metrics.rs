@@ -176,6 +176,12 @@ pub fn render(state: &AppState, events_pending: Option<i64>) -> Result<String, s
     );
     counter(
         &mut registry,
+        "metadata_introspections",
+        "Database introspections run by /v1/query requests (none when a write starts from the previous one's state)",
+        get(&c.metadata_introspections),
+    );
+    counter(
+        &mut registry,
         "role_schema_builds",
         "Builds of a role's GraphQL schema (at most once per role and metadata version)",
         get(&c.role_schema_builds),

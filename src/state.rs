@@ -20,15 +20,15 @@ use tokio::sync::Mutex;
 /// schemas built from it.
 #[derive(Debug)]
 pub struct Served {
-    /// Metadata, version and schema cache.
-    pub snapshot: Snapshot,
+    /// Metadata, version and schema cache (shared with the writer's [`catalog::Basis`]).
+    pub snapshot: Arc<Snapshot>,
     /// Per-role GraphQL schemas.
     pub graphql: Schemas,
 }
 
 impl Served {
     /// The GraphQL schemas of `snapshot` (each role's built on first use).
-    fn new(snapshot: Snapshot) -> Self {
+    fn new(snapshot: Arc<Snapshot>) -> Self {
         let graphql = Schemas::build(&snapshot.schema.resolved, &snapshot.metadata);
         Served { snapshot, graphql }
     }
@@ -91,6 +91,8 @@ pub struct SharedState {
     pub auth: Arc<Authenticator>,
     /// Work counters (plan cache, schema builds, prepares).
     pub counters: Arc<Counters>,
+    /// The state this process's last metadata write committed, for its next one.
+    pub basis: catalog::BasisCache,
     /// The subscriptions of every socket, grouped into multiplexed live queries.
     pub live: Arc<crate::live::LiveQueries>,
     /// Request counts and latencies (`/metrics`).
@@ -114,13 +116,14 @@ impl AppState {
         AppState(Arc::new(SharedState {
             pool,
             config: Arc::new(config),
-            snapshot: Arc::new(RwLock::new(Arc::new(Served::new(Snapshot {
+            snapshot: Arc::new(RwLock::new(Arc::new(Served::new(Arc::new(Snapshot {
                 version: -1,
                 ..Snapshot::default()
-            })))),
+            }))))),
             rebuild: Arc::new(Mutex::new(OwnCommits::default())),
             auth: Arc::new(auth),
             counters: Arc::new(Counters::default()),
+            basis: catalog::BasisCache::default(),
             live: Arc::new(live),
             metrics: crate::metrics::Metrics::default(),
             events: Arc::default(),
@@ -159,7 +162,7 @@ impl AppState {
 
     /// Builds the GraphQL schemas of `next` and swaps them in; the caller holds `rebuild`,
     /// so one version is never built twice (the writer's install and its own NOTIFY race).
-    fn install_locked(&self, next: Snapshot, force: bool) {
+    fn install_locked(&self, next: Arc<Snapshot>, force: bool) {
         let current = self.snapshot().version;
         if next.version < current || (next.version == current && !force) {
             return;
@@ -202,7 +205,7 @@ impl AppState {
             inconsistent = snapshot.schema.inconsistencies.len(),
             "schema cache rebuilt"
         );
-        self.install_locked(snapshot, force);
+        self.install_locked(Arc::new(snapshot), force);
         Ok(())
     }
 }
@@ -248,7 +251,7 @@ pub struct Writing<'a> {
 impl Writing<'_> {
     /// Installs the snapshot of the write that committed with `notification` (see
     /// [`catalog::Executed`]), and marks that notification as already handled.
-    pub fn install(mut self, next: Snapshot, notification: String) {
+    pub fn install(mut self, next: Arc<Snapshot>, notification: String) {
         let force = notification.starts_with("reload:");
         self.guard.push(notification);
         self.state.install_locked(next, force);

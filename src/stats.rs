@@ -23,6 +23,9 @@ pub struct Counters {
     /// peer's change, a poll or a reconnect; never after this process's own writes, whose
     /// snapshot the writer installs).
     pub catalog_reads: AtomicU64,
+    /// Database introspections run by `/v1/query` requests (a write starting from the state
+    /// this process's previous write left, see [`crate::catalog::Basis`], makes none).
+    pub metadata_introspections: AtomicU64,
     /// Query statements prepared on a connection (not found in its statement cache).
     pub statements_prepared: AtomicU64,
     /// Multiplexed live-query statements run (each answers up to a batch of subscribers).
@@ -49,6 +52,7 @@ impl Default for Counters {
             schema_builds: AtomicU64::new(0),
             role_schema_builds: AtomicU64::new(0),
             catalog_reads: AtomicU64::new(0),
+            metadata_introspections: AtomicU64::new(0),
             statements_prepared: AtomicU64::new(0),
             live_statements: AtomicU64::new(0),
             statements_run: AtomicU64::new(0),
@@ -77,6 +81,8 @@ pub struct CountersSnapshot {
     pub role_schema_builds: u64,
     /// See [`Counters::catalog_reads`].
     pub catalog_reads: u64,
+    /// See [`Counters::metadata_introspections`].
+    pub metadata_introspections: u64,
     /// See [`Counters::statements_prepared`].
     pub statements_prepared: u64,
     /// See [`Counters::live_statements`].
@@ -105,6 +111,7 @@ impl Counters {
             schema_builds: get(&self.schema_builds),
             role_schema_builds: get(&self.role_schema_builds),
             catalog_reads: get(&self.catalog_reads),
+            metadata_introspections: get(&self.metadata_introspections),
             statements_prepared: get(&self.statements_prepared),
             live_statements: get(&self.live_statements),
             statements_run: get(&self.statements_run),

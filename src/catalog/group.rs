@@ -6,8 +6,8 @@
 //! is rolled back alone and the others commit.
 
 use super::{
-    introspect, load, managed, notification_payload, relation_names, remote, run, store, versions,
-    CatalogError, Snapshot, Work, NOTIFY_CHANNEL,
+    introspect, load, lock, managed, notification_payload, relation_names, remote, run, store,
+    versions, Basis, BasisCache, CatalogError, Snapshot, Work, NOTIFY_CHANNEL,
 };
 use crate::catalog::OwnershipChanges;
 use crate::metadata::objects::{self, Object};
@@ -72,14 +72,25 @@ impl GroupOutcome {
 /// the committed catalog version, or why it alone was refused ([`CatalogError::Conflict`] for
 /// a plan whose objects changed since it was made or a key taken by an earlier write of the
 /// group, [`CatalogError::Metadata`] with the path inside the item's `bulk`).
+///
+/// With `basis`, the group starts from the state the previous group left when nothing changed
+/// since (see [`Basis`]), and leaves its own for the next.
 pub async fn execute_group(
     client: &mut tokio_postgres::Client,
     items: &[GroupItem<'_>],
+    basis: Option<&BasisCache>,
 ) -> Result<GroupOutcome, CatalogError> {
+    let cache = basis;
     let tx = client.transaction().await?;
-    let (metadata, version) = load(&tx, true).await?;
-    // Before the introspection: DDL committed after it shows as a later count.
+    lock(&tx).await?;
+    // Before the load and the introspection: changes committed after them show as later
+    // counts.
     let started = versions::read(&tx).await?;
+    let basis = cache.and_then(|c| c.take_for(items.iter().map(|item| item.op), &started));
+    let (metadata, version) = match &basis {
+        Some(basis) => (basis.snapshot.metadata.clone(), basis.snapshot.version),
+        None => load(&tx, true).await?,
+    };
     let current = items
         .iter()
         .any(|item| item.expected_version != version)
@@ -111,7 +122,10 @@ pub async fn execute_group(
         enum_candidates.extend(item.op.enum_candidates());
     }
     let enum_candidates = relation_names(&enum_candidates);
-    let db = introspect::introspect(&tx, &enum_candidates).await?;
+    let db = match &basis {
+        Some(basis) => basis.db.clone(),
+        None => introspect::introspect(&tx, &enum_candidates).await?,
+    };
     let remotes = remote::world(&tx, &metadata).await?;
     let mut work = Work {
         remotes: remotes.clone(),
@@ -123,6 +137,7 @@ pub async fn execute_group(
         own_consistency_rules: false,
         rebuild: false,
         db_before: db,
+        resolved: basis.clone(),
     };
     let mut taken: BTreeSet<&str> = BTreeSet::new();
     let mut committed = Vec::new();
@@ -154,8 +169,13 @@ pub async fn execute_group(
     // Which write left something inconsistent is not known here: the caller finds out by
     // running each on its own. Nothing inconsistent after: nothing to compare with before.
     if !after.inconsistencies.is_empty() {
-        let before = schema::resolve_with(&metadata, &work.db_before, &work.remotes_before);
-        ops::check_no_new_inconsistency(&before, &after)?;
+        match &basis {
+            Some(basis) => ops::check_no_new_inconsistency(&basis.snapshot.schema, &after)?,
+            None => {
+                let before = schema::resolve_with(&metadata, &work.db_before, &work.remotes_before);
+                ops::check_no_new_inconsistency(&before, &after)?;
+            }
+        }
     }
     let mut new_version = version;
     if work.metadata != metadata {
@@ -168,6 +188,17 @@ pub async fn execute_group(
     // The counters first, then the rows: rows written meanwhile make the view look older
     // than it is (read again sooner), never newer.
     let ended = versions::read(&tx).await?;
+    let next_basis = match cache {
+        Some(_) if ended.ddl == started.ddl && Basis::cacheable(&work.metadata) => {
+            let snapshot = std::sync::Arc::new(Snapshot {
+                version: new_version,
+                metadata: work.metadata.clone(),
+                schema: after.clone(),
+            });
+            Basis::after(&started, ended, work.db.clone(), &snapshot)
+        }
+        _ => None,
+    };
     let view = if ended.ddl == started.ddl {
         let rows = managed::load(&tx).await?;
         let mut schema = after;
@@ -192,6 +223,9 @@ pub async fn execute_group(
             .await?;
     }
     tx.commit().await?;
+    if let (Some(cache), Some(basis)) = (cache, next_basis) {
+        cache.set(basis);
+    }
     Ok(GroupOutcome {
         results: results.into_iter().flatten().collect(),
         view,

@@ -11,6 +11,7 @@ use serde_json::Value;
 use tokio_postgres::GenericClient;
 
 pub mod actions;
+mod basis;
 pub mod events;
 mod group;
 pub mod managed;
@@ -18,6 +19,7 @@ pub mod remote;
 mod run_sql;
 pub mod versions;
 use crate::metadata::objects;
+pub use basis::{Basis, BasisCache};
 pub use group::{execute_group, CommittedView, GroupItem, GroupOutcome};
 pub use managed::OwnershipChanges;
 use tracing::Instrument;
@@ -148,6 +150,18 @@ pub async fn load(
     Ok((metadata, i64::from(version)))
 }
 
+/// Takes the catalog row lock without reading the document (a write starting from a
+/// [`Basis`] reads only the counters).
+async fn lock(client: &impl GenericClient) -> Result<(), CatalogError> {
+    client
+        .execute(
+            "SELECT 1 FROM basalt_catalog.metadata WHERE id = 1 FOR UPDATE",
+            &[],
+        )
+        .await?;
+    Ok(())
+}
+
 /// The current resource version alone (cheap poll).
 pub async fn current_version(client: &impl GenericClient) -> Result<i64, CatalogError> {
     let row = client
@@ -197,7 +211,7 @@ pub struct Executed {
     /// Response body.
     pub response: Value,
     /// The state after the operation.
-    pub snapshot: Snapshot,
+    pub snapshot: std::sync::Arc<Snapshot>,
     /// Whether the catalog row was written.
     pub wrote: bool,
     /// The `NOTIFY` payload sent so that peers rebuild (a write, or a reload of the database
@@ -225,6 +239,9 @@ struct Work {
     remotes: schema::remote::Remotes,
     /// Remote schemas' stored state as the request found it.
     remotes_before: schema::remote::Remotes,
+    /// `metadata` already resolved against `db`: the basis the request started from, until
+    /// its first operation changes either.
+    resolved: Option<std::sync::Arc<Basis>>,
 }
 
 /// Who writes, and what that means for objects owned by Kubernetes resources.
@@ -238,6 +255,9 @@ pub enum Writer<'a> {
         /// The caller's session ([`crate::session::Session::to_json`]); the admin's when
         /// `None`.
         session: Option<&'a Value>,
+        /// The process's last committed state, to start from when it is still current and
+        /// to update after a commit; `None` reads everything again.
+        basis: Option<&'a BasisCache>,
     },
     /// The Kubernetes controller, recording ownership in the same transaction.
     Controller(&'a OwnershipChanges),
@@ -256,9 +276,20 @@ pub async fn execute(
         Writer::Api {
             reject_managed: false,
             session: None,
+            basis: None,
         },
     )
     .await
+}
+
+impl Writer<'_> {
+    /// See `basis` in [`Writer::Api`].
+    fn basis(&self) -> Option<&BasisCache> {
+        match self {
+            Writer::Api { basis, .. } => *basis,
+            Writer::Controller(_) => None,
+        }
+    }
 }
 
 /// Runs a request: lock, load, introspect, run each operation, check, store (with ownership
@@ -278,6 +309,7 @@ pub async fn execute_with(
         mut work,
         schema,
         mut response,
+        started,
     } = apply(&tx, op, expected_version, writer, &fetched).await?;
     if !op.is_read_only() {
         work.rebuild |= remote::store(&tx, &metadata, &work.metadata, &fetched).await?;
@@ -304,14 +336,25 @@ pub async fn execute_with(
         tx.execute("SELECT pg_notify($1, $2)", &[&NOTIFY_CHANNEL, payload])
             .await?;
     }
+    // The counters again, for the basis the next write may start from.
+    let ended = match started {
+        Some(_) if Basis::cacheable(&work.metadata) => Some(versions::read(&tx).await?),
+        _ => None,
+    };
     tx.commit().await?;
+    let snapshot = std::sync::Arc::new(Snapshot {
+        version: new_version,
+        metadata: work.metadata,
+        schema,
+    });
+    if let (Some(cache), Some(started), Some(ended)) = (writer.basis(), started, ended) {
+        if let Some(basis) = Basis::after(&started, ended, work.db, &snapshot) {
+            cache.set(basis);
+        }
+    }
     Ok(Executed {
         response,
-        snapshot: Snapshot {
-            version: new_version,
-            metadata: work.metadata,
-            schema,
-        },
+        snapshot,
         wrote,
         notification,
     })
@@ -327,7 +370,7 @@ async fn store(
     let document = serde_json::to_string(metadata).map_err(CatalogError::Corrupt)?;
     let row = tx
         .query_one(
-            "UPDATE basalt_catalog.metadata SET metadata = $1::text::jsonb,
+            "UPDATE basalt_catalog.metadata SET metadata = $1::text::json,
                  resource_version = resource_version + 1
              WHERE id = 1 RETURNING resource_version",
             &[&document],
@@ -389,6 +432,9 @@ struct Applied {
     schema: SchemaCache,
     /// The operation's answer.
     response: Value,
+    /// The change counters read once the catalog row was locked, when the writer keeps a
+    /// [`BasisCache`].
+    started: Option<versions::Versions>,
 }
 
 /// Lock, load, introspect, run each operation, check.
@@ -402,9 +448,27 @@ async fn apply(
     // A controller write that changes only ownership still takes the catalog lock: ownership
     // rows are claimed in the catalog's order, like metadata.
     let read_only = op.is_read_only() && !matches!(writer, Writer::Controller(c) if !c.is_empty());
-    let (metadata, version) = load(tx, !read_only)
-        .instrument(tracing::debug_span!("catalog.load"))
-        .await?;
+    // With a basis cache: lock, then read the counters; a basis recorded at exactly these
+    // counters is what loading and introspecting would read.
+    let (started, basis) = match writer.basis() {
+        Some(cache) => {
+            if !read_only {
+                lock(tx).await?;
+            }
+            let now = versions::read(tx).await?;
+            let basis = cache.take_for(std::iter::once(op), &now);
+            (Some(now), basis)
+        }
+        None => (None, None),
+    };
+    let (metadata, version) = match &basis {
+        Some(basis) => (basis.snapshot.metadata.clone(), basis.snapshot.version),
+        None => {
+            load(tx, !read_only)
+                .instrument(tracing::debug_span!("catalog.load"))
+                .await?
+        }
+    };
     if let Some(expected) = expected_version.filter(|_| !read_only) {
         if expected != version {
             return Err(CatalogError::Conflict {
@@ -416,7 +480,10 @@ async fn apply(
     let mut enum_candidates = metadata.enum_tables();
     enum_candidates.extend(op.enum_candidates());
     let enum_candidates = relation_names(&enum_candidates);
-    let db: DbModel = introspect::introspect(tx, &enum_candidates).await?;
+    let db: DbModel = match &basis {
+        Some(basis) => basis.db.clone(),
+        None => introspect::introspect(tx, &enum_candidates).await?,
+    };
     let session = match writer {
         Writer::Api {
             session: Some(session),
@@ -437,6 +504,7 @@ async fn apply(
         own_consistency_rules: false,
         rebuild: false,
         db_before: db,
+        resolved: basis.clone(),
     };
     let response = run(tx, &mut work, op).await?;
     if !read_only {
@@ -449,8 +517,13 @@ async fn apply(
     // Nothing inconsistent after: nothing new either, and the state before need not be
     // resolved (the whole schema again, at 1,000 tables a good part of an operation's time).
     if !work.own_consistency_rules && !schema.inconsistencies.is_empty() {
-        let before = schema::resolve_with(&metadata, &work.db_before, &work.remotes_before);
-        ops::check_no_new_inconsistency(&before, &schema)?;
+        match &basis {
+            Some(basis) => ops::check_no_new_inconsistency(&basis.snapshot.schema, &schema)?,
+            None => {
+                let before = schema::resolve_with(&metadata, &work.db_before, &work.remotes_before);
+                ops::check_no_new_inconsistency(&before, &schema)?;
+            }
+        }
     }
     if let Writer::Api {
         reject_managed: true,
@@ -467,6 +540,7 @@ async fn apply(
         work,
         schema,
         response,
+        started,
     })
 }
 
@@ -584,11 +658,18 @@ fn run<'a>(
     op: &'a Op,
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value, CatalogError>> + Send + 'a>> {
     Box::pin(async move {
+        // The resolved starting state serves the request's first operation only (a bulk's
+        // first element): any operation may change the metadata or the database.
+        let resolved = match op {
+            Op::Bulk(_) => None,
+            _ => work.resolved.take(),
+        };
         match op {
             Op::Metadata(op) => {
                 let ctx = Context {
                     db: &work.db,
                     remotes: &work.remotes,
+                    resolved: resolved.as_deref().map(|basis| &basis.snapshot.schema),
                 };
                 let outcome = ops::apply(&work.metadata, op, ctx)?;
                 if let ops::MetadataOp::Action(action) = op.as_ref() {

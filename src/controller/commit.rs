@@ -50,6 +50,8 @@ struct Queued {
 pub(super) struct GroupCommit {
     queue: Mutex<Vec<Queued>>,
     turn: tokio::sync::Mutex<()>,
+    /// The state the last group committed, for the next one.
+    basis: catalog::BasisCache,
 }
 
 impl std::fmt::Debug for GroupCommit {
@@ -91,7 +93,7 @@ impl GroupCommit {
                 let n = queue.len().min(MAX_GROUP);
                 queue.drain(..n).collect()
             };
-            commit(pool, view, group).await;
+            commit(pool, view, &self.basis, group).await;
         }
     }
 
@@ -108,6 +110,7 @@ impl GroupCommit {
 async fn commit(
     pool: &deadpool_postgres::Pool,
     view: &super::view::SharedView,
+    basis: &catalog::BasisCache,
     group: Vec<Queued>,
 ) {
     let outcome = match pool.get().await {
@@ -122,7 +125,7 @@ async fn commit(
                     ownership: &q.ownership,
                 })
                 .collect();
-            catalog::execute_group(&mut client, &items).await
+            catalog::execute_group(&mut client, &items, Some(basis)).await
         }
         Err(err) => Err(CatalogError::from(err)),
     };

@@ -83,6 +83,7 @@ async fn run(state: AppState, headers: HeaderMap, body: Body) -> Result<Response
     let writer = catalog::Writer::Api {
         reject_managed: state.config.managed_metadata == crate::config::ManagedMetadata::Reject,
         session: Some(&caller),
+        basis: Some(&state.basis),
     };
     if dry_run {
         // Runs and rolls back: nothing stored, nothing installed, no NOTIFY.
@@ -98,7 +99,17 @@ async fn run(state: AppState, headers: HeaderMap, body: Body) -> Result<Response
         true => None,
         false => Some(state.writing().await),
     };
-    let executed = catalog::execute_with(&mut client, &op, expected, writer).await?;
+    let introspections = prometheus_client::metrics::counter::Counter::<u64>::default();
+    let executed = crate::introspect::counting(
+        introspections.clone(),
+        catalog::execute_with(&mut client, &op, expected, writer),
+    )
+    .await;
+    state
+        .counters
+        .metadata_introspections
+        .fetch_add(introspections.get(), std::sync::atomic::Ordering::Relaxed);
+    let executed = executed?;
     drop(client);
     let version = executed.snapshot.version;
     if let (Some(writing), Some(notification)) = (writing, executed.notification) {

@@ -239,6 +239,16 @@ impl Op {
         }
     }
 
+    /// Whether the request asks for the database to be read again (`reload_metadata`): it
+    /// never starts from a kept state ([`crate::catalog::Basis`]).
+    pub fn rereads_database(&self) -> bool {
+        match self {
+            Op::Metadata(op) => matches!(op.as_ref(), MetadataOp::Manage(ManageOp::Reload { .. })),
+            Op::RunSql(_) | Op::EventLog(_) => false,
+            Op::Bulk(ops) => ops.iter().any(Op::rereads_database),
+        }
+    }
+
     /// Whether [`Op::introspects`] can name anything: most requests never call a remote, and
     /// need not read the document for it.
     pub fn may_introspect(&self) -> bool {
@@ -281,12 +291,23 @@ pub struct Context<'a> {
     pub db: &'a DbModel,
     /// Remote schemas' stored and fresh introspection results.
     pub remotes: &'a Remotes,
+    /// The metadata an operation is applied to, already resolved against `db` and `remotes`
+    /// (the state a request started from, when the catalog kept it); `None`: resolve it.
+    pub resolved: Option<&'a SchemaCache>,
 }
 
-impl Context<'_> {
+impl<'a> Context<'a> {
     /// The metadata resolved against this context.
     pub fn resolve(&self, metadata: &Metadata) -> SchemaCache {
         schema::resolve_with(metadata, self.db, self.remotes)
+    }
+
+    /// The metadata an operation is applied to, resolved: [`Context::resolved`] when given.
+    fn current(&self, metadata: &Metadata) -> std::borrow::Cow<'a, SchemaCache> {
+        match self.resolved {
+            Some(resolved) => std::borrow::Cow::Borrowed(resolved),
+            None => std::borrow::Cow::Owned(self.resolve(metadata)),
+        }
     }
 }
 
@@ -308,7 +329,7 @@ fn success() -> Value {
 
 /// Applies `op` to `metadata`. Pure: reads only its arguments.
 pub fn apply(metadata: &Metadata, op: &MetadataOp, ctx: Context<'_>) -> Result<Outcome> {
-    let cache = || ctx.resolve(metadata);
+    let cache = || ctx.current(metadata);
     let done = |metadata: Metadata| Outcome {
         metadata,
         response: success(),
@@ -425,6 +446,7 @@ mod tests {
             Context {
                 db,
                 remotes: &Default::default(),
+                resolved: None,
             },
         )
         .unwrap_err()

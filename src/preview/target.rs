@@ -122,6 +122,7 @@ impl Target {
                 let writer = Writer::Api {
                     reject_managed: false,
                     session: None,
+                    basis: None,
                 };
                 match catalog::dry_run(&mut client, &op, None, writer).await {
                     Ok(answer) => Ok(DryRun::Answer(answer)),

@@ -254,3 +254,61 @@ async fn two_controllers_claiming_the_same_object_at_once_cannot_both_win() {
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].owner.uid, "a", "the first claim stands");
 }
+
+/// A write starts from the state this replica's previous write committed (no load, no
+/// introspection) only while that is exactly what reading again would find: DDL run outside
+/// Basalt, a peer's write and the replica's own `run_sql` each send the next request back to
+/// the database, and nothing is lost or read stale.
+#[tokio::test]
+async fn a_write_starts_from_the_previous_one_only_while_nothing_changed() {
+    let db = fresh_database().await;
+    run_sql(&db, LIBRARY).await;
+    let a = TestServer::on(&db, |c| c.metadata_poll_seconds = 3600).await;
+    let b = TestServer::on(&db, |c| c.metadata_poll_seconds = 3600).await;
+    let introspections = || a.running.state.counters.snapshot().metadata_introspections;
+    let permission = |role: &str, columns: Vec<&str>| {
+        json!({"type": "create_select_permission", "args": {"table": "author", "role": role,
+            "permission": {"columns": columns, "filter": {}}}})
+    };
+    a.ok(json!({"type": "track_table", "args": {"table": "author"}}))
+        .await;
+    // Nothing changed since: neither this write nor a read introspects.
+    let start = introspections();
+    a.ok(permission("reader", vec!["id", "name"])).await;
+    a.ok(json!({"type": "export_metadata", "args": {}})).await;
+    assert_eq!(introspections(), start, "started from the previous write");
+
+    // DDL outside Basalt: the new column is seen.
+    run_sql(&db, "ALTER TABLE author ADD COLUMN nickname text").await;
+    a.ok(permission("writer", vec!["id", "nickname"])).await;
+    assert_eq!(introspections(), start + 1);
+
+    // A peer's write is neither lost nor overwritten.
+    b.ok(permission("peer", vec!["id"])).await;
+    a.ok(permission("late", vec!["name"])).await;
+    let roles: Vec<String> = a.export().await["tables"][0]["select_permissions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["role"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(roles, ["reader", "writer", "peer", "late"]);
+    assert_eq!(introspections(), start + 2);
+
+    // The replica's own DDL (run_sql) is seen by its next write too.
+    a.ok(json!({"type": "run_sql", "args": {"sql": "ALTER TABLE author ADD COLUMN motto text"}}))
+        .await;
+    a.ok(permission("motto", vec!["motto"])).await;
+    assert_eq!(
+        a.gql_role("{ author { motto } }", "motto", &[]).await,
+        json!({"data": {"author": []}})
+    );
+    // The write after that starts from it again.
+    let settled = introspections();
+    a.ok(json!({"type": "drop_select_permission", "args": {"table": "author", "role": "motto"}}))
+        .await;
+    assert_eq!(introspections(), settled);
+    // reload_metadata always reads the database again.
+    a.ok(json!({"type": "reload_metadata", "args": {}})).await;
+    assert_eq!(introspections(), settled + 1);
+}

@@ -777,6 +777,7 @@ fn collection_edits_end_in_the_resources_order() {
             let ctx = crate::ops::Context {
                 db: &db,
                 remotes: &remotes,
+                resolved: None,
             };
             m = crate::ops::apply(&m, &op, ctx).unwrap().metadata;
         }

@@ -1686,6 +1686,7 @@ fn run(
                 ops::Context {
                     db: &fx.db,
                     remotes: &Default::default(),
+                    resolved: None,
                 },
             )?;
             *metadata = outcome.metadata;
