@@ -42,7 +42,7 @@ pub struct CommittedView {
     /// The counters this describes (read before `rows`, so the rows are at least as recent).
     pub versions: versions::Versions,
     /// The committed metadata, its version and its schema.
-    pub snapshot: Snapshot,
+    pub snapshot: std::sync::Arc<Snapshot>,
     /// Every ownership row.
     pub rows: Vec<crate::metadata::objects::Managed>,
 }
@@ -188,30 +188,30 @@ pub async fn execute_group(
     // The counters first, then the rows: rows written meanwhile make the view look older
     // than it is (read again sooner), never newer.
     let ended = versions::read(&tx).await?;
+    let drift = schema::events::capture_drift(&work.metadata, &work.db);
+    let committed = std::sync::Arc::new(Snapshot {
+        version: new_version,
+        metadata: work.metadata,
+        schema: after,
+    });
     let next_basis = match cache {
-        Some(_) if ended.ddl == started.ddl && Basis::cacheable(&work.metadata) => {
-            let snapshot = std::sync::Arc::new(Snapshot {
-                version: new_version,
-                metadata: work.metadata.clone(),
-                schema: after.clone(),
-            });
-            Basis::after(&started, ended, work.db.clone(), &snapshot)
-        }
-        _ => None,
+        Some(_) => Basis::after(&started, ended, work.db, &committed),
+        None => None,
     };
     let view = if ended.ddl == started.ddl {
         let rows = managed::load(&tx).await?;
-        let mut schema = after;
-        schema
-            .inconsistencies
-            .extend(schema::events::capture_drift(&work.metadata, &work.db));
+        // The view reports capture-trigger drift too; the basis (the pure resolution, as a
+        // request resolves it) shares the snapshot when there is none, as there usually is.
+        let snapshot = if drift.is_empty() {
+            committed
+        } else {
+            let mut snapshot = Snapshot::clone(&committed);
+            snapshot.schema.inconsistencies.extend(drift);
+            std::sync::Arc::new(snapshot)
+        };
         Some(CommittedView {
             versions: ended,
-            snapshot: Snapshot {
-                version: new_version,
-                metadata: work.metadata,
-                schema,
-            },
+            snapshot,
             rows,
         })
     } else {

@@ -25,8 +25,9 @@ pub const UNTRACKED_DDL_REFRESH: Duration = Duration::from_secs(2);
 pub struct View {
     /// The counters the view was read at.
     pub versions: Versions,
-    /// Metadata, its version, and the schema resolved against the database.
-    pub snapshot: Snapshot,
+    /// Metadata, its version, and the schema resolved against the database (shared with the
+    /// group commit's [`catalog::Basis`] when the view came from a commit).
+    pub snapshot: Arc<Snapshot>,
     /// Every ownership row, in key order.
     pub rows: Vec<Managed>,
     /// The metadata's ownable objects by key, computed once for every plan made on the view.
@@ -93,7 +94,7 @@ async fn read(client: &mut tokio_postgres::Client) -> Result<View, CatalogError>
         .start()
         .await?;
     let versions = versions::read(&tx).await?;
-    let snapshot = catalog::build(&tx).await?;
+    let snapshot = Arc::new(catalog::build(&tx).await?);
     let rows = managed::load(&tx).await?;
     tx.commit().await?;
     let objects = objects::catalog_objects(&snapshot.metadata);
