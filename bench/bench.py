@@ -115,8 +115,9 @@ def proc_cpu_seconds(pid):
 
 
 def postgres_cpu_seconds(cluster):
-    """CPU seconds used so far by the cluster's postmaster and its live backends (a backend that
-    exits takes its figures with it: measure across windows where the pools stay connected)."""
+    """CPU seconds used so far by the cluster: the postmaster, its live backends, and the
+    backends that exited (the postmaster reaps them, so their time is in its cutime and
+    cstime; without it a pool reconnecting during a window made the figure negative)."""
     postmaster = int((cluster.dir / "data" / "postmaster.pid").read_text().split()[0])
     total = 0.0
     for stat in glob.glob("/proc/[0-9]*/stat"):
@@ -124,8 +125,12 @@ def postgres_cpu_seconds(cluster):
             fields = pathlib.Path(stat).read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue  # gone meanwhile
-        if int(stat.split("/")[2]) == postmaster or int(fields[1]) == postmaster:
-            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        pid = int(stat.split("/")[2])
+        if pid == postmaster or int(fields[1]) == postmaster:
+            ticks = int(fields[11]) + int(fields[12])
+            if pid == postmaster:
+                ticks += int(fields[13]) + int(fields[14])
+            total += ticks / os.sysconf("SC_CLK_TCK")
     return total
 
 
