@@ -253,7 +253,10 @@ async fn serve_with_the_controller_drains_on_sigterm_and_hands_over_at_once() {
     let drained_in = signalled.elapsed();
     let log = logs_of(dir.path(), &["serve"]);
     assert!(status.success(), "exit {status:?}\n{log}");
-    assert!(drained_in < Duration::from_secs(20), "{drained_in:?}\n{log}");
+    assert!(
+        drained_in < Duration::from_secs(20),
+        "{drained_in:?}\n{log}"
+    );
     let full_log = std::fs::read_to_string(dir.path().join("serve.log")).unwrap();
     assert!(
         !full_log.contains("did not drain in time"),
