@@ -89,7 +89,8 @@ pub async fn execute_group(
     let basis = cache.and_then(|c| c.take_for(items.iter().map(|item| item.op), &started));
     let (metadata, version) = match &basis {
         Some(basis) => (basis.snapshot.metadata.clone(), basis.snapshot.version),
-        None => load(&tx, true).await?,
+        // The row is locked already.
+        None => load(&tx, false).await?,
     };
     let current = items
         .iter()

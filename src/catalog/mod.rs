@@ -464,7 +464,8 @@ async fn apply(
     let (metadata, version) = match &basis {
         Some(basis) => (basis.snapshot.metadata.clone(), basis.snapshot.version),
         None => {
-            load(tx, !read_only)
+            // Locked here unless the basis path locked it already.
+            load(tx, !read_only && started.is_none())
                 .instrument(tracing::debug_span!("catalog.load"))
                 .await?
         }
