@@ -276,6 +276,14 @@ pub struct ServeConfig {
     /// Connections in the database pool.
     #[arg(long, env = "BASALT_POOL_SIZE", default_value_t = 16)]
     pub pool_size: usize,
+    /// Statements of one query plan that run at once before further requests for the plan
+    /// wait and share one statement (`0`: every request runs its own).
+    #[arg(long, env = "BASALT_SHARED_STATEMENTS_IN_FLIGHT", default_value_t = 2)]
+    pub shared_statements_in_flight: usize,
+    /// Milliseconds per request (a moving average of the plan's recent statements) above
+    /// which a plan's requests stop sharing statements and keep Postgres's parallelism.
+    #[arg(long, env = "BASALT_SHARED_STATEMENTS_BELOW_MS", default_value_t = 2)]
+    pub shared_statements_below_ms: u64,
     /// Changes to objects owned by Kubernetes resources through `/v1/query`: `allow` (shown
     /// as drift) or `reject`.
     #[arg(long, env = "BASALT_MANAGED_METADATA", value_enum, default_value_t = ManagedMetadata::Allow)]
@@ -537,6 +545,8 @@ impl ServeConfig {
             data_dir: PathBuf::from(".basalt"),
             metadata_poll_seconds: 5,
             pool_size: 8,
+            shared_statements_in_flight: 2,
+            shared_statements_below_ms: 2,
             managed_metadata: ManagedMetadata::Allow,
             controller: false,
             controller_settings: ControllerConfig::default(),

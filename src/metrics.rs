@@ -158,6 +158,24 @@ pub fn render(state: &AppState, events_pending: Option<i64>) -> Result<String, s
     );
     counter(
         &mut registry,
+        "shared_statements",
+        "Statements that answered concurrent requests of one query plan together",
+        get(&c.shared_statements),
+    );
+    counter(
+        &mut registry,
+        "shared_requests",
+        "Requests answered by a statement shared with other requests",
+        get(&c.shared_requests),
+    );
+    counter(
+        &mut registry,
+        "shared_waits",
+        "Requests that waited for a statement shared with other requests",
+        get(&c.shared_waits),
+    );
+    counter(
+        &mut registry,
         "graphql_introspections_run",
         "Introspection documents answered by running them (the rest come from each role's cache)",
         get(&c.introspections_run),

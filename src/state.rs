@@ -99,6 +99,8 @@ pub struct SharedState {
     pub metrics: crate::metrics::Metrics,
     /// Event delivery counters (`/metrics`).
     pub events: Arc<crate::events::EventCounters>,
+    /// How concurrent requests of one query plan share statements.
+    pub sharing: crate::execute::Sharing,
 }
 
 impl std::fmt::Debug for AppState {
@@ -113,6 +115,13 @@ impl AppState {
     /// State serving nothing yet (version -1, so the first [`AppState::reload`] installs).
     pub fn new(pool: Pool, config: ServeConfig, auth: Authenticator) -> Self {
         let live = crate::live::LiveQueries::new(config.live.max_connections);
+        let counters = Arc::new(Counters::default());
+        let sharing = crate::execute::Sharing {
+            pool: pool.clone(),
+            counters: counters.clone(),
+            in_flight: config.shared_statements_in_flight,
+            below: std::time::Duration::from_millis(config.shared_statements_below_ms),
+        };
         AppState(Arc::new(SharedState {
             pool,
             config: Arc::new(config),
@@ -122,11 +131,12 @@ impl AppState {
             }))))),
             rebuild: Arc::new(Mutex::new(OwnCommits::default())),
             auth: Arc::new(auth),
-            counters: Arc::new(Counters::default()),
+            counters,
             basis: catalog::BasisCache::default(),
             live: Arc::new(live),
             metrics: crate::metrics::Metrics::default(),
             events: Arc::default(),
+            sharing,
         }))
     }
 

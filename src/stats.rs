@@ -30,6 +30,14 @@ pub struct Counters {
     pub statements_prepared: AtomicU64,
     /// Multiplexed live-query statements run (each answers up to a batch of subscribers).
     pub live_statements: AtomicU64,
+    /// Multiplexed statements that answered concurrent requests of one query plan together
+    /// (see [`crate::execute::SharedStatement`]).
+    pub shared_statements: AtomicU64,
+    /// Requests answered by [`Counters::shared_statements`].
+    pub shared_requests: AtomicU64,
+    /// Requests that waited for a shared statement (those a failed one did not answer ran
+    /// alone after it).
+    pub shared_waits: AtomicU64,
     /// Statements of the GraphQL path run (each one round trip to Postgres; `BEGIN` and
     /// `COMMIT` not included, see [`Counters::mutation_transactions`]).
     pub statements_run: AtomicU64,
@@ -55,6 +63,9 @@ impl Default for Counters {
             metadata_introspections: AtomicU64::new(0),
             statements_prepared: AtomicU64::new(0),
             live_statements: AtomicU64::new(0),
+            shared_statements: AtomicU64::new(0),
+            shared_requests: AtomicU64::new(0),
+            shared_waits: AtomicU64::new(0),
             statements_run: AtomicU64::new(0),
             mutation_transactions: AtomicU64::new(0),
             introspections_run: AtomicU64::new(0),
@@ -87,6 +98,12 @@ pub struct CountersSnapshot {
     pub statements_prepared: u64,
     /// See [`Counters::live_statements`].
     pub live_statements: u64,
+    /// See [`Counters::shared_statements`].
+    pub shared_statements: u64,
+    /// See [`Counters::shared_requests`].
+    pub shared_requests: u64,
+    /// See [`Counters::shared_waits`].
+    pub shared_waits: u64,
     /// See [`Counters::statements_run`].
     pub statements_run: u64,
     /// See [`Counters::mutation_transactions`].
@@ -114,6 +131,9 @@ impl Counters {
             metadata_introspections: get(&self.metadata_introspections),
             statements_prepared: get(&self.statements_prepared),
             live_statements: get(&self.live_statements),
+            shared_statements: get(&self.shared_statements),
+            shared_requests: get(&self.shared_requests),
+            shared_waits: get(&self.shared_waits),
             statements_run: get(&self.statements_run),
             mutation_transactions: get(&self.mutation_transactions),
             introspections_run: get(&self.introspections_run),

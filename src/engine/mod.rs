@@ -397,8 +397,18 @@ async fn execute_compiled(
             actions: (!calls.is_empty()).then_some(&calls),
             ..binding
         };
-        match &compiled.sql {
-            Some(sql) => {
+        match (&compiled.sql, &compiled.shared) {
+            (Some(sql), Some(shared)) if state.sharing.in_flight > 0 => {
+                let values = execute::bind(&sql.params, &binding, None)?;
+                let span = tracing::debug_span!("sql", "db.system" = "postgresql", kind = "query");
+                Ok::<_, GraphqlError>(Some(
+                    shared
+                        .run(&state.sharing, sql, values)
+                        .instrument(span)
+                        .await?,
+                ))
+            }
+            (Some(sql), _) => {
                 let client = state.pool.get().await.map_err(ExecuteError::from)?;
                 let conn = Connection::of(&client, &state.counters);
                 let span = tracing::debug_span!("sql", "db.system" = "postgresql", kind = "query");
@@ -406,7 +416,7 @@ async fn execute_compiled(
                     execute::run(conn, sql, &binding).instrument(span).await?,
                 ))
             }
-            None => Ok(constants_only(&compiled.planned.data)),
+            (None, _) => Ok(constants_only(&compiled.planned.data)),
         }
     };
     let (data, answered) = futures_util::future::join(database, forward_all(remotes)).await;
@@ -585,6 +595,21 @@ fn compile(
     // cohort's session, and their parameters are bound in that statement's order.
     let sets_session = planned.subscription || observes_session(&planned.data, resolved);
     let sql = reads.then(|| translate::query_for(&planned.data, sets_session));
+    // Concurrent requests may share a statement only where none can observe another's
+    // session, and where no action handler's output is bound.
+    let shareable = reads
+        && !sets_session
+        && planned.data.fields.iter().all(|(_, f)| {
+            matches!(
+                f,
+                RootField::Select(_) | RootField::Aggregate(_) | RootField::Constant(_)
+            )
+        });
+    let shared = shareable.then(|| {
+        Arc::new(execute::SharedStatement::new(translate::shared_query(
+            &planned.data,
+        )))
+    });
     let program = planned.mutation.as_ref().map(translate::mutation);
     Counters::bump(&state.counters.plans_compiled);
     Ok(Arc::new(CachedPlan {
@@ -592,6 +617,7 @@ fn compile(
         planned,
         sql,
         program,
+        shared,
     }))
 }
 

@@ -6,10 +6,12 @@
 mod bind;
 mod error;
 mod program;
+mod shared;
 
 pub use bind::{bind, ActionValues, Binding};
 pub use error::{ExecuteError, Refusal, CHECK_FAILED};
 pub use program::run as run_program;
+pub use shared::{SharedStatement, Sharing, MAX_SHARED_REQUESTS};
 
 use crate::sql::print::MultiplexedSql;
 use crate::sql::SqlText;
@@ -150,7 +152,16 @@ pub async fn run<C: deadpool_postgres::GenericClient>(
     binding: &Binding<'_>,
 ) -> Result<Bytes, ExecuteError> {
     let values = bind(&sql.params, binding, None)?;
-    let rows = rows(conn, sql, &values).await?;
+    run_values(conn, sql, &values).await
+}
+
+/// [`run`] with the parameter values already bound.
+pub async fn run_values<C: deadpool_postgres::GenericClient>(
+    conn: Connection<'_, C>,
+    sql: &SqlText,
+    values: &[Option<String>],
+) -> Result<Bytes, ExecuteError> {
+    let rows = rows(conn, sql, values).await?;
     let row = rows
         .first()
         .ok_or_else(|| ExecuteError::Unexpected("the query returned no row".into()))?;

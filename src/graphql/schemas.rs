@@ -5,6 +5,7 @@ use super::model::{self, RoleModel};
 use super::plan::{Planned, Prepared};
 use super::remote::RemoteTypes;
 use super::types::{TypeDef, TypeSystem};
+use crate::execute::SharedStatement;
 use crate::schema::Resolved;
 use crate::sql::program::MutationProgram;
 use crate::sql::SqlText;
@@ -34,6 +35,9 @@ pub struct CachedPlan {
     pub sql: Option<SqlText>,
     /// The program, when the operation is a mutation.
     pub program: Option<MutationProgram>,
+    /// The statement concurrent requests of this plan may share, when `sql` cannot observe
+    /// the session and reads no action's output.
+    pub shared: Option<Arc<SharedStatement>>,
 }
 
 /// (query text, operation name, variables when they shape the plan).

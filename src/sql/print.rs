@@ -37,7 +37,7 @@ pub fn print_with(leading: Vec<Param>, statement: &Statement) -> SqlText {
 /// subscriber binds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MultiplexedSql {
-    /// `SELECT _c."cohort", _r.data FROM unnest($1::int[], $2::text[], …) AS _c("cohort", "p1",
+    /// `SELECT _c."cohort", _r.data FROM unnest((SELECT $1::int[]), (SELECT $2::text[]), …) AS _c("cohort", "p1",
     /// …) LEFT JOIN LATERAL (<query>) AS _r ON true`: `$1` holds the cohort ids, `$i + 1` the
     /// values of the query's parameter `i` for each cohort, aligned with `$1`.
     pub sql: String,
@@ -60,9 +60,12 @@ pub fn print_multiplexed(leading: Vec<Param>, query: &Select) -> MultiplexedSql 
     };
     inner.select(query);
     let count = inner.params.len();
-    let mut sql = format!("SELECT {COHORT}.\"cohort\", _r.data FROM unnest($1::int[]");
+    // Each array is read through a scalar subquery, so that the planner sees no array
+    // constant in a custom plan: custom and generic plans then cost the same and Postgres
+    // keeps the generic one, instead of planning the statement again for every batch size.
+    let mut sql = format!("SELECT {COHORT}.\"cohort\", _r.data FROM unnest((SELECT $1::int[])");
     for i in 1..=count {
-        sql.push_str(&format!(", ${}::text[]", i + 1));
+        sql.push_str(&format!(", (SELECT ${}::text[])", i + 1));
     }
     sql.push_str(&format!(") AS {COHORT}(\"cohort\""));
     for i in 1..=count {

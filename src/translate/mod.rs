@@ -77,6 +77,16 @@ pub fn query_for(plan: &QueryPlan, sets_session: bool) -> SqlText {
     print_with(vec![session_param()], &Statement::Select(Box::new(select)))
 }
 
+/// Compiles a read that does not set the session (see [`query_for`]) into one statement
+/// that answers many requests at once: the statement of `query_for(plan, false)`, its
+/// parameters (the same, in the same order) read from each request's row of the arrays (see
+/// [`MultiplexedSql`] and [`crate::execute::SharedStatement`]).
+pub fn shared_query(plan: &QueryPlan) -> MultiplexedSql {
+    let mut select = query_select(plan);
+    select.from = None;
+    print_multiplexed(Vec::new(), &select)
+}
+
 /// Compiles a live query (a subscription) into one statement that answers many subscribers
 /// at once: the same statement as [`query`], with each parameter read from the subscriber's
 /// row of the cohort arrays (see [`MultiplexedSql`]).

@@ -6,7 +6,9 @@
 //! from the case folder or its nearest parent that has them, so a set of cases shares one
 //! database. The case is resolved, planned and translated in memory and the result (SQL
 //! pretty-printed with its parameters; for a mutation, every step of its program) is compared
-//! with `expected.snap` in the folder (`cargo insta review` to accept a change).
+//! with `expected.snap` in the folder (`cargo insta review` to accept a change). A query case
+//! in a folder named `shared` is compiled to the statement concurrent requests share
+//! (`translate::shared_query`), as a subscription is to its live query.
 //!
 //! Adding a case is adding a folder. The other tests here keep the set honest: `db.json` must
 //! be what introspecting the blog fixture gives, and every case must run on that database in
@@ -154,6 +156,9 @@ fn compile(case: &Case) -> Compiled {
         Some(mutation) => Compiled::Mutation(basalt::translate::mutation(mutation)),
         None if planned.subscription => {
             Compiled::Live(basalt::translate::live_query(&planned.data))
+        }
+        None if case.name.split('/').any(|part| part == "shared") => {
+            Compiled::Live(basalt::translate::shared_query(&planned.data))
         }
         None => Compiled::Query(basalt::translate::query(&planned.data)),
     }

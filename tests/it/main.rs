@@ -28,6 +28,7 @@ mod relationships;
 mod remote_schemas;
 mod remote_server;
 mod run_sql;
+mod shared_statements;
 mod soak;
 mod sql_snapshots;
 mod subscriptions;

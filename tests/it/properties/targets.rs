@@ -398,8 +398,9 @@ impl GraphqlRequest {
 /// What a request compiles to, as `engine.rs` would run it.
 #[derive(Debug)]
 pub enum Compiled {
-    /// A query; no statement when it reads no data (`__typename` only).
-    Query(Option<SqlText>),
+    /// A query (no statement when it reads no data, `__typename` only), and the statement
+    /// concurrent requests for it may share.
+    Query(Option<(SqlText, MultiplexedSql)>),
     /// A mutation's programs.
     Mutation(MutationProgram),
     /// A subscription's multiplexed statement; none when it reads no data.
@@ -423,7 +424,10 @@ impl Compiled {
             params: sql.params.len(),
         };
         match self {
-            Compiled::Query(sql) => sql.iter().map(one).collect(),
+            Compiled::Query(sql) => sql
+                .iter()
+                .flat_map(|(alone, shared)| [one(alone), multiplexed(shared)])
+                .collect(),
             Compiled::Mutation(program) => {
                 let mut out = vec![one(&program.session)];
                 for (_, field) in &program.fields {
@@ -434,15 +438,17 @@ impl Compiled {
                 out.extend(program.single.iter().map(one));
                 out
             }
-            // `$1` holds the cohort ids, then one array per parameter (`run_multiplexed`).
-            Compiled::Live(live) => live
-                .iter()
-                .map(|live| Statement {
-                    sql: live.sql.clone(),
-                    params: live.params.len() + 1,
-                })
-                .collect(),
+            Compiled::Live(live) => live.iter().map(multiplexed).collect(),
         }
+    }
+}
+
+/// A multiplexed statement: `$1` holds the cohort ids, then one array per parameter
+/// (`run_multiplexed`).
+fn multiplexed(sql: &MultiplexedSql) -> Statement {
+    Statement {
+        sql: sql.sql.clone(),
+        params: sql.params.len() + 1,
     }
 }
 
@@ -490,9 +496,12 @@ fn compile_for(
             reads.then(|| basalt::translate::live_query(&planned.data)),
         ));
     }
-    Ok(Compiled::Query(
-        reads.then(|| basalt::translate::query(&planned.data)),
-    ))
+    Ok(Compiled::Query(reads.then(|| {
+        (
+            basalt::translate::query(&planned.data),
+            basalt::translate::shared_query(&planned.data),
+        )
+    })))
 }
 
 /// A request from fuzzer bytes: a JSON request when they are one, else generated.

@@ -1,0 +1,258 @@
+//! Shared statements: concurrent requests for one query plan answered by one statement, each
+//! with its own answer, never across sessions where the session could be observed. Proven by
+//! counting statements while a lock held by the test keeps the plan's first statements
+//! waiting, so that the requests after them queue deterministically.
+
+use crate::harness::{fresh_database, query_json, run_sql, TestServer, BLOG, BLOG_METADATA};
+use basalt::stats::CountersSnapshot;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// Statements of one plan running before requests queue (the default).
+const IN_FLIGHT: usize = 2;
+
+async fn blog() -> TestServer {
+    let db = fresh_database().await;
+    run_sql(&db, BLOG).await;
+    let server = TestServer::on(&db, |c| {
+        c.pool_size = 8;
+        c.shared_statements_in_flight = IN_FLIGHT;
+        // The first statements wait for the test's lock: they must not make the plan look
+        // too slow to share.
+        c.shared_statements_below_ms = 600_000;
+    })
+    .await;
+    let metadata: Value = serde_json::from_str(BLOG_METADATA).unwrap();
+    server
+        .ok(json!({"type": "replace_metadata", "args": metadata}))
+        .await;
+    server
+}
+
+fn counters(server: &TestServer) -> CountersSnapshot {
+    server.running.state.counters.snapshot()
+}
+
+/// A session holding `ACCESS EXCLUSIVE` on `article` until it is dropped.
+struct TableLock {
+    client: tokio_postgres::Client,
+}
+
+impl TableLock {
+    async fn take(db_url: &str) -> Self {
+        let (client, conn) = tokio_postgres::connect(db_url, tokio_postgres::NoTls)
+            .await
+            .expect("connect");
+        tokio::spawn(conn);
+        client
+            .batch_execute("BEGIN; LOCK TABLE article IN ACCESS EXCLUSIVE MODE")
+            .await
+            .expect("lock");
+        TableLock { client }
+    }
+
+    async fn release(self) {
+        self.client.batch_execute("COMMIT").await.expect("unlock");
+    }
+}
+
+/// Waits until `n` backends of the server's database wait for a lock.
+async fn until_blocked(server: &TestServer, n: usize) {
+    let sql = "SELECT count(*) AS n FROM pg_stat_activity \
+               WHERE datname = current_database() AND wait_event_type = 'Lock'";
+    for _ in 0..500 {
+        let rows = query_json(&server.db_url, sql).await;
+        if rows[0]["n"].as_u64() == Some(n as u64) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("{n} statements never waited for the lock");
+}
+
+/// Waits until `n` more requests than `before` queued for a shared statement.
+async fn until_queued(server: &TestServer, before: &CountersSnapshot, n: u64) {
+    for _ in 0..500 {
+        if counters(server).shared_waits - before.shared_waits == n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!(
+        "{n} requests never queued: {} did",
+        counters(server).shared_waits - before.shared_waits
+    );
+}
+
+/// Sends `query` with `headers` in a task of its own.
+fn send(
+    server: &TestServer,
+    query: &'static str,
+    headers: Vec<(&'static str, &'static str)>,
+) -> tokio::task::JoinHandle<Value> {
+    let http = server.http.clone();
+    let url = format!("{}/v1/graphql", server.base);
+    let secret = server.admin_secret.clone();
+    tokio::spawn(async move {
+        let mut request = http.post(url).json(&json!({"query": query}));
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        if let Some(secret) = secret {
+            request = request.header("X-Svc-Admin-Secret", secret);
+        }
+        let response = request.send().await.expect("request");
+        assert_eq!(response.status().as_u16(), 200);
+        response.json().await.expect("json")
+    })
+}
+
+/// [`send`] as role `user` with `X-Svc-User-Id: user`.
+fn send_as(
+    server: &TestServer,
+    query: &'static str,
+    user: &'static str,
+) -> tokio::task::JoinHandle<Value> {
+    send(
+        server,
+        query,
+        vec![("X-Svc-Role", "user"), ("X-Svc-User-Id", user)],
+    )
+}
+
+/// The article ids role `user` sees as `user`: published ones and their own drafts.
+fn visible_to(user: &str) -> Value {
+    match user {
+        "1" => json!([1, 2, 3, 5]),
+        "2" => json!([1, 3, 4, 5]),
+        _ => json!([1, 3, 5]),
+    }
+}
+
+fn ids(answer: &Value) -> Value {
+    let rows = answer["data"]["articles"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{answer}"));
+    Value::Array(rows.iter().map(|r| r["id"].clone()).collect())
+}
+
+/// Runs `query` for the first two users until both statements wait for the lock, then for
+/// `queued` users, which queue; releases the lock and returns every answer with its user.
+async fn blocked_then_queued(
+    server: &TestServer,
+    query: &'static str,
+    queued: &[&'static str],
+) -> Vec<(&'static str, Value)> {
+    let lock = TableLock::take(&server.db_url).await;
+    let before = counters(server);
+    let mut sent = Vec::new();
+    for user in ["1", "2"] {
+        sent.push((user, send_as(server, query, user)));
+    }
+    until_blocked(server, IN_FLIGHT).await;
+    for user in queued {
+        sent.push((*user, send_as(server, query, user)));
+    }
+    until_queued(server, &before, queued.len() as u64).await;
+    lock.release().await;
+    let mut answers = Vec::new();
+    for (user, task) in sent {
+        answers.push((user, task.await.expect("request task")));
+    }
+    answers
+}
+
+const ARTICLES: &str = "{ articles(order_by: {id: asc}) { id } }";
+
+/// Requests queued behind the plan's running statements are answered by one statement, each
+/// with the rows its own session may see (the session user is a parameter of that statement,
+/// one value per request).
+#[tokio::test]
+async fn queued_requests_share_one_statement_and_each_gets_its_own_rows() {
+    let server = blog().await;
+    // Compiles the plan (and prepares its statement on one connection).
+    assert_eq!(
+        ids(&server
+            .gql_role(ARTICLES, "user", &[("X-Svc-User-Id", "1")])
+            .await),
+        visible_to("1")
+    );
+    let before = counters(&server);
+    let queued = ["3", "1", "2", "3", "2", "1"];
+    let answers = blocked_then_queued(&server, ARTICLES, &queued).await;
+    for (user, answer) in &answers {
+        assert_eq!(ids(answer), visible_to(user), "user {user}: {answer}");
+    }
+    let after = counters(&server);
+    assert_eq!(
+        after.statements_run - before.statements_run,
+        3,
+        "two statements alone, then one for the six queued requests"
+    );
+    assert_eq!(after.shared_statements - before.shared_statements, 1);
+    assert_eq!(after.shared_requests - before.shared_requests, 6);
+    assert_eq!(after.shared_waits - before.shared_waits, 6);
+}
+
+/// A shared statement that Postgres refuses (one request's session value is not an integer)
+/// answers nobody: each queued request runs alone, the bad one gets its error and the others
+/// their rows.
+#[tokio::test]
+async fn a_failed_shared_statement_runs_each_request_alone() {
+    let server = blog().await;
+    const QUERY: &str = "query Mine { articles(order_by: {id: asc}) { id } }";
+    assert_eq!(
+        ids(&server
+            .gql_role(QUERY, "user", &[("X-Svc-User-Id", "2")])
+            .await),
+        visible_to("2")
+    );
+    let before = counters(&server);
+    let queued = ["1", "not-a-number", "2"];
+    let answers = blocked_then_queued(&server, QUERY, &queued).await;
+    for (user, answer) in &answers {
+        if *user == "not-a-number" {
+            let message = answer["errors"][0]["message"].as_str().unwrap_or_default();
+            assert!(answer.get("data").is_none(), "{answer}");
+            assert!(!message.is_empty(), "{answer}");
+        } else {
+            assert_eq!(ids(answer), visible_to(user), "user {user}: {answer}");
+        }
+    }
+    let after = counters(&server);
+    assert_eq!(after.shared_statements - before.shared_statements, 1);
+    assert_eq!(after.shared_requests - before.shared_requests, 0);
+    assert_eq!(
+        after.statements_run - before.statements_run,
+        2 + 1 + 3,
+        "two alone, the failed shared one, then the three queued requests alone"
+    );
+}
+
+/// A plan that can observe the session (here a view) is never shared: every request runs its
+/// own statement with its own session setting, even while others of the plan wait.
+#[tokio::test]
+async fn a_plan_that_can_observe_the_session_is_never_shared() {
+    let server = blog().await;
+    const VIEW: &str = "{ popular_article(order_by: {id: asc}) { id } }";
+    let first = server.gql(VIEW).await;
+    assert_eq!(
+        first["data"]["popular_article"].as_array().map(Vec::len),
+        Some(3),
+        "{first}"
+    );
+    let before = counters(&server);
+    let lock = TableLock::take(&server.db_url).await;
+    let sent: Vec<_> = (0..5).map(|_| send(&server, VIEW, Vec::new())).collect();
+    // All five statements reach Postgres at once, none queued in the engine.
+    until_blocked(&server, 5).await;
+    lock.release().await;
+    for task in sent {
+        let answer = task.await.expect("request task");
+        assert_eq!(answer, first);
+    }
+    let after = counters(&server);
+    assert_eq!(after.statements_run - before.statements_run, 5);
+    assert_eq!(after.shared_waits, before.shared_waits);
+    assert_eq!(after.shared_statements, before.shared_statements);
+}
