@@ -280,10 +280,14 @@ pub struct ServeConfig {
     /// wait and share one statement (`0`: every request runs its own).
     #[arg(long, env = "BASALT_SHARED_STATEMENTS_IN_FLIGHT", default_value_t = 2)]
     pub shared_statements_in_flight: usize,
-    /// Milliseconds per request (a moving average of the plan's recent statements) above
-    /// which a plan's requests stop sharing statements and keep Postgres's parallelism.
-    #[arg(long, env = "BASALT_SHARED_STATEMENTS_BELOW_MS", default_value_t = 2)]
-    pub shared_statements_below_ms: u64,
+    /// Microseconds a plan's statement takes alone (a moving average) above which its
+    /// requests stop sharing statements and keep Postgres's parallelism.
+    #[arg(
+        long,
+        env = "BASALT_SHARED_STATEMENTS_BELOW_US",
+        default_value_t = 1000
+    )]
+    pub shared_statements_below_us: u64,
     /// Changes to objects owned by Kubernetes resources through `/v1/query`: `allow` (shown
     /// as drift) or `reject`.
     #[arg(long, env = "BASALT_MANAGED_METADATA", value_enum, default_value_t = ManagedMetadata::Allow)]
@@ -546,7 +550,7 @@ impl ServeConfig {
             metadata_poll_seconds: 5,
             pool_size: 8,
             shared_statements_in_flight: 2,
-            shared_statements_below_ms: 2,
+            shared_statements_below_us: 1000,
             managed_metadata: ManagedMetadata::Allow,
             controller: false,
             controller_settings: ControllerConfig::default(),

@@ -120,7 +120,7 @@ impl AppState {
             pool: pool.clone(),
             counters: counters.clone(),
             in_flight: config.shared_statements_in_flight,
-            below: std::time::Duration::from_millis(config.shared_statements_below_ms),
+            below: std::time::Duration::from_micros(config.shared_statements_below_us),
         };
         AppState(Arc::new(SharedState {
             pool,

@@ -7,11 +7,14 @@
 //! with its row). Nothing waits for a batch to fill: with no statement of the plan running, a
 //! request starts at once, so a lone client pays nothing. Under load, Postgres parses, plans
 //! and answers one statement for many requests, and the engine makes one round trip for them.
+//! A batch that fills up ([`MAX_SHARED_REQUESTS`]) starts at once beside the running ones, so
+//! more load means more statements, not longer waits.
 //!
 //! Sharing pays where a statement's fixed cost (a round trip, parsing, planning, starting
 //! the executor) is a large part of it; a batch runs its requests one after another in one
-//! backend, so a plan whose requests take long ([`Sharing::below`] each, a moving average
-//! over its recent statements) keeps one statement per request and Postgres's parallelism.
+//! backend, so a plan whose statement takes long ([`Sharing::below`], a moving average of its
+//! statements that ran while nothing else of the plan did: under load, waiting for a CPU would
+//! make any statement look slow) keeps one statement per request and Postgres's parallelism.
 //!
 //! Only plans whose statement cannot observe the session setting are shared (the caller
 //! decides: see `graphql-api.md` §7); their session values, if any, are parameters like any
@@ -31,7 +34,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 /// Most requests one multiplexed statement answers.
-pub const MAX_SHARED_REQUESTS: usize = 128;
+pub const MAX_SHARED_REQUESTS: usize = 32;
 
 /// A query plan's shareable form: its multiplexed statement and its queue.
 #[derive(Debug)]
@@ -39,7 +42,8 @@ pub struct SharedStatement {
     /// The statement that answers many requests of the plan at once.
     pub sql: MultiplexedSql,
     queue: Mutex<Queue>,
-    /// Moving average of the time one request's share of a statement took, in µs.
+    /// Moving average of the time the plan's statement took, run alone while nothing else of
+    /// the plan ran, in µs (0: not measured yet).
     cost_micros: AtomicU64,
 }
 
@@ -81,9 +85,9 @@ impl SharedStatement {
         }
     }
 
-    /// Folds the time a statement took for `requests` requests into the moving average.
-    fn record(&self, took: Duration, requests: usize) {
-        let sample = u64::try_from(took.as_micros() / requests.max(1) as u128).unwrap_or(u64::MAX);
+    /// Folds the time a statement took into the moving average.
+    fn record(&self, took: Duration) {
+        let sample = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
         let old = self.cost_micros.load(Ordering::Relaxed);
         // Races between concurrent updates lose a sample, which an average can afford.
         let new = if old == 0 {
@@ -112,57 +116,82 @@ impl SharedStatement {
         alone: &SqlText,
         values: Vec<Option<String>>,
     ) -> Result<Bytes, ExecuteError> {
-        if sharing.in_flight == 0 || !self.cheap(sharing.below) {
-            return self.run_alone(sharing, alone, &values).await;
+        if sharing.in_flight == 0 {
+            return self.run_alone(sharing, alone, &values, false).await;
         }
-        let queued = {
+        let cheap = self.cheap(sharing.below);
+        let (next, full) = {
             let mut queue = self.queue();
-            if queue.running < sharing.in_flight {
+            if !cheap || queue.running < sharing.in_flight {
+                let timed = queue.running == 0;
                 queue.running += 1;
-                Err(values)
+                (Next::Alone { values, timed }, None)
             } else {
                 let (answer, answered) = oneshot::channel();
                 queue.waiting.push(Waiter { values, answer });
                 Counters::bump(&sharing.counters.shared_waits);
-                Ok(answered)
+                // A full batch starts at once, beside the running statements: a load that
+                // fills batches gets more statements rather than longer queues.
+                let full = (queue.waiting.len() >= MAX_SHARED_REQUESTS).then(|| {
+                    queue.running += 1;
+                    std::mem::take(&mut queue.waiting)
+                });
+                (Next::Wait(answered), full)
             }
         };
-        let answered = match queued {
-            Ok(answered) => answered,
-            Err(values) => {
+        if let Some(batch) = full {
+            tokio::spawn(drain(self.clone(), sharing.clone(), batch));
+        }
+        let answered = match next {
+            Next::Wait(answered) => answered,
+            Next::Alone { values, timed } => {
                 // Hands the queue on when this statement ends, even if the request is dropped.
                 let _turn = Turn {
                     shared: self.clone(),
                     sharing,
                 };
-                return self.run_alone(sharing, alone, &values).await;
+                return self.run_alone(sharing, alone, &values, timed).await;
             }
         };
         match answered.await {
             Ok(Ok(bytes)) => Ok(bytes),
-            Ok(Err(values)) => self.run_alone(sharing, alone, &values).await,
+            Ok(Err(values)) => self.run_alone(sharing, alone, &values, false).await,
             Err(_) => Err(ExecuteError::Unexpected(
                 "a shared statement was abandoned".into(),
             )),
         }
     }
-}
 
-impl SharedStatement {
-    /// Runs one request's statement on its own.
+    /// Runs one request's statement on its own; `timed`: its time goes into the plan's
+    /// moving average.
     async fn run_alone(
         &self,
         sharing: &Sharing,
         sql: &SqlText,
         values: &[Option<String>],
+        timed: bool,
     ) -> Result<Bytes, ExecuteError> {
         let client = sharing.pool.get().await?;
         let conn = Connection::of(&client, &sharing.counters);
+        // Prepared first (usually found in the connection's cache), so that the time taken
+        // is the statement's, not its preparation's.
+        super::prepare(conn, &sql.sql, sql.params.len()).await?;
         let started = Instant::now();
         let answer = super::run_values(conn, sql, values).await;
-        self.record(started.elapsed(), 1);
+        if timed {
+            self.record(started.elapsed());
+        }
         answer
     }
+}
+
+/// What a request does next: run its own statement, or wait for a shared one.
+enum Next {
+    Alone {
+        values: Vec<Option<String>>,
+        timed: bool,
+    },
+    Wait(oneshot::Receiver<Result<Bytes, Vec<Option<String>>>>),
 }
 
 /// One statement of a plan running; when it ends, the requests queued meanwhile get a shared
@@ -235,9 +264,7 @@ async fn run_shared(
     let client = sharing.pool.get().await?;
     let conn = Connection::of(&client, &sharing.counters);
     let values: Vec<&[Option<String>]> = batch.iter().map(|w| w.values.as_slice()).collect();
-    let started = Instant::now();
     let rows = super::run_multiplexed(conn, &shared.sql, &values).await;
-    shared.record(started.elapsed(), batch.len());
     Counters::bump(&sharing.counters.shared_statements);
     rows
 }

@@ -11,15 +11,14 @@ use std::time::Duration;
 /// Statements of one plan running before requests queue (the default).
 const IN_FLIGHT: usize = 2;
 
-async fn blog() -> TestServer {
+/// The blog, served with sharing on; plans slower than `below_us` per request are not shared.
+async fn blog_sharing_below(below_us: u64) -> TestServer {
     let db = fresh_database().await;
     run_sql(&db, BLOG).await;
     let server = TestServer::on(&db, |c| {
         c.pool_size = 8;
         c.shared_statements_in_flight = IN_FLIGHT;
-        // The first statements wait for the test's lock: they must not make the plan look
-        // too slow to share.
-        c.shared_statements_below_ms = 600_000;
+        c.shared_statements_below_us = below_us;
     })
     .await;
     let metadata: Value = serde_json::from_str(BLOG_METADATA).unwrap();
@@ -27,6 +26,12 @@ async fn blog() -> TestServer {
         .ok(json!({"type": "replace_metadata", "args": metadata}))
         .await;
     server
+}
+
+/// The blog, served with sharing on. The first statements wait for the test's lock: they
+/// must not make the plan look too slow to share.
+async fn blog() -> TestServer {
+    blog_sharing_below(600_000_000).await
 }
 
 fn counters(server: &TestServer) -> CountersSnapshot {
@@ -129,6 +134,15 @@ fn visible_to(user: &str) -> Value {
     }
 }
 
+/// Runs `query` once as `user` (compiling its plan and timing its statement) and checks the
+/// answer.
+async fn warm(server: &TestServer, query: &str, user: &str) {
+    let answer = server
+        .gql_role(query, "user", &[("X-Svc-User-Id", user)])
+        .await;
+    assert_eq!(ids(&answer), visible_to(user), "{answer}");
+}
+
 fn ids(answer: &Value) -> Value {
     let rows = answer["data"]["articles"]
         .as_array()
@@ -171,12 +185,7 @@ const ARTICLES: &str = "{ articles(order_by: {id: asc}) { id } }";
 async fn queued_requests_share_one_statement_and_each_gets_its_own_rows() {
     let server = blog().await;
     // Compiles the plan (and prepares its statement on one connection).
-    assert_eq!(
-        ids(&server
-            .gql_role(ARTICLES, "user", &[("X-Svc-User-Id", "1")])
-            .await),
-        visible_to("1")
-    );
+    warm(&server, ARTICLES, "1").await;
     let before = counters(&server);
     let queued = ["3", "1", "2", "3", "2", "1"];
     let answers = blocked_then_queued(&server, ARTICLES, &queued).await;
@@ -194,6 +203,51 @@ async fn queued_requests_share_one_statement_and_each_gets_its_own_rows() {
     assert_eq!(after.shared_waits - before.shared_waits, 6);
 }
 
+/// A batch that fills up starts at once, beside the plan's running statements, instead of
+/// waiting for one of them to end.
+#[tokio::test]
+async fn a_full_batch_starts_at_once() {
+    let server = blog().await;
+    const QUERY: &str = "query Full { articles(order_by: {id: asc}) { id } }";
+    warm(&server, QUERY, "3").await;
+    let full = basalt::execute::MAX_SHARED_REQUESTS;
+    let lock = TableLock::take(&server.db_url).await;
+    let before = counters(&server);
+    let users = ["1", "2", "3"];
+    let mut sent = Vec::new();
+    for user in ["1", "2"] {
+        sent.push((user, send_as(&server, QUERY, user)));
+    }
+    until_blocked(&server, IN_FLIGHT).await;
+    for i in 0..full {
+        let user = users[i % users.len()];
+        sent.push((user, send_as(&server, QUERY, user)));
+    }
+    until_queued(&server, &before, full as u64).await;
+    // The full batch reached Postgres while the first two statements still wait.
+    until_blocked(&server, IN_FLIGHT + 1).await;
+    for user in users {
+        sent.push((user, send_as(&server, QUERY, user)));
+    }
+    until_queued(&server, &before, full as u64 + 3).await;
+    lock.release().await;
+    for (user, task) in sent {
+        let answer = task.await.expect("request task");
+        assert_eq!(ids(&answer), visible_to(user), "user {user}: {answer}");
+    }
+    let after = counters(&server);
+    assert_eq!(after.shared_statements - before.shared_statements, 2);
+    assert_eq!(
+        after.shared_requests - before.shared_requests,
+        full as u64 + 3
+    );
+    assert_eq!(
+        after.statements_run - before.statements_run,
+        4,
+        "two alone, the full batch, then one for the last three"
+    );
+}
+
 /// A shared statement that Postgres refuses (one request's session value is not an integer)
 /// answers nobody: each queued request runs alone, the bad one gets its error and the others
 /// their rows.
@@ -201,12 +255,7 @@ async fn queued_requests_share_one_statement_and_each_gets_its_own_rows() {
 async fn a_failed_shared_statement_runs_each_request_alone() {
     let server = blog().await;
     const QUERY: &str = "query Mine { articles(order_by: {id: asc}) { id } }";
-    assert_eq!(
-        ids(&server
-            .gql_role(QUERY, "user", &[("X-Svc-User-Id", "2")])
-            .await),
-        visible_to("2")
-    );
+    warm(&server, QUERY, "2").await;
     let before = counters(&server);
     let queued = ["1", "not-a-number", "2"];
     let answers = blocked_then_queued(&server, QUERY, &queued).await;
@@ -229,6 +278,23 @@ async fn a_failed_shared_statement_runs_each_request_alone() {
     );
 }
 
+/// Sends `query` five times while `article` is locked and checks that every request reached
+/// Postgres on its own (none queued) and got `expected`.
+async fn five_run_alone(server: &TestServer, query: &'static str, expected: &Value) {
+    let before = counters(server);
+    let lock = TableLock::take(&server.db_url).await;
+    let sent: Vec<_> = (0..5).map(|_| send(server, query, Vec::new())).collect();
+    until_blocked(server, 5).await;
+    lock.release().await;
+    for task in sent {
+        assert_eq!(&task.await.expect("request task"), expected);
+    }
+    let after = counters(server);
+    assert_eq!(after.statements_run - before.statements_run, 5);
+    assert_eq!(after.shared_waits, before.shared_waits);
+    assert_eq!(after.shared_statements, before.shared_statements);
+}
+
 /// A plan that can observe the session (here a view) is never shared: every request runs its
 /// own statement with its own session setting, even while others of the plan wait.
 #[tokio::test]
@@ -241,18 +307,21 @@ async fn a_plan_that_can_observe_the_session_is_never_shared() {
         Some(3),
         "{first}"
     );
-    let before = counters(&server);
-    let lock = TableLock::take(&server.db_url).await;
-    let sent: Vec<_> = (0..5).map(|_| send(&server, VIEW, Vec::new())).collect();
-    // All five statements reach Postgres at once, none queued in the engine.
-    until_blocked(&server, 5).await;
-    lock.release().await;
-    for task in sent {
-        let answer = task.await.expect("request task");
-        assert_eq!(answer, first);
-    }
-    let after = counters(&server);
-    assert_eq!(after.statements_run - before.statements_run, 5);
-    assert_eq!(after.shared_waits, before.shared_waits);
-    assert_eq!(after.shared_statements, before.shared_statements);
+    five_run_alone(&server, VIEW, &first).await;
+}
+
+/// A plan whose statements take longer per request than the setting keeps one statement per
+/// request (and Postgres's parallelism): here every plan is too slow for a 1 µs bound once its
+/// first statement, run while nothing else of the plan ran, has been timed.
+#[tokio::test]
+async fn a_plan_slower_than_the_bound_is_not_shared() {
+    let server = blog_sharing_below(1).await;
+    const QUERY: &str = "query Slow { articles(order_by: {id: asc}) { id } }";
+    let first = server.gql(QUERY).await;
+    assert_eq!(
+        first["data"]["articles"].as_array().map(Vec::len),
+        Some(5),
+        "{first}"
+    );
+    five_run_alone(&server, QUERY, &first).await;
 }
