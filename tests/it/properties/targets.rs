@@ -497,10 +497,15 @@ fn compile_for(
         ));
     }
     Ok(Compiled::Query(reads.then(|| {
-        (
-            basalt::translate::query(&planned.data),
-            basalt::translate::shared_query(&planned.data),
-        )
+        let shared = basalt::translate::shared_query(&planned.data);
+        // A request's values are bound for the statement it runs alone and handed to the
+        // shared one as they are: both must number the same parameters alike.
+        assert_eq!(
+            basalt::translate::query_for(&planned.data, false).params,
+            shared.params,
+            "a shared statement's parameters differ from the statement's alone"
+        );
+        (basalt::translate::query(&planned.data), shared)
     })))
 }
 
