@@ -173,9 +173,11 @@ impl SharedStatement {
     ) -> Result<Bytes, ExecuteError> {
         let client = sharing.pool.get().await?;
         let conn = Connection::of(&client, &sharing.counters);
-        // Prepared first (usually found in the connection's cache), so that the time taken
-        // is the statement's, not its preparation's.
-        super::prepare(conn, &sql.sql, sql.params.len()).await?;
+        if timed {
+            // Prepared first (usually found in the connection's cache), so that the time
+            // taken is the statement's, not its preparation's.
+            super::prepare(conn, &sql.sql, sql.params.len()).await?;
+        }
         let started = Instant::now();
         let answer = super::run_values(conn, sql, values).await;
         if timed {
