@@ -3,7 +3,7 @@
 key to the previous one, an object relationship along it, an array relationship back, and select
 permissions for two roles. Measures, per size: the engine's RSS once the schema is built, the
 time of `replace_metadata` (every table at once), `reload_metadata`, a full introspection query
-per role (first answer and cached), and one metadata operation on top of the N tables
+per role (first answer, cached with and without gzip), and one metadata operation on top of the N tables
 (`track_table`, `create_select_permission`, `untrack_table`). Runs release `basalt` on a
 throwaway Postgres cluster. Standard library only; see bench/README.md ("Schema scale").
 
@@ -13,6 +13,7 @@ throwaway Postgres cluster. Standard library only; see bench/README.md ("Schema 
 """
 
 import argparse
+import gzip as gzip_module
 import json
 import os
 import pathlib
@@ -114,8 +115,13 @@ class Engine:
             sys.exit(f"schema-scale: {body['type']} failed: {answer}")
         return seconds
 
-    def introspect(self, role):
+    def introspect(self, role, gzip=True):
+        """One schema fetch; answers (seconds, types, answer bytes, bytes on the wire). Sent
+        with `Accept-Encoding: gzip` as browsers, Apollo and code generators send it unless
+        `gzip` is false."""
         headers = {"X-Svc-Admin-Secret": SECRET}
+        if gzip:
+            headers["Accept-Encoding"] = "gzip"
         if role != "admin":
             headers["X-Svc-Role"] = role
             headers["X-Svc-User-Id"] = "u1"
@@ -125,12 +131,14 @@ class Engine:
         # Timed until the last byte of the answer: the client's JSON parsing is not the engine's.
         started = time.perf_counter()
         with urllib.request.urlopen(request, timeout=600) as response:
-            body = response.read()
+            wire = response.read()
+            encoding = response.headers.get("Content-Encoding")
         seconds = time.perf_counter() - started
+        body = gzip_module.decompress(wire) if encoding == "gzip" else wire
         answer = json.loads(body)
         if "errors" in answer:
             sys.exit(f"schema-scale: introspection as {role} failed: {answer['errors']}")
-        return seconds, len(answer["data"]["__schema"]["types"]), len(body)
+        return seconds, len(answer["data"]["__schema"]["types"]), len(body), len(wire)
 
 
 def rss_mb(pid):
@@ -168,10 +176,12 @@ def measure(n, args, cluster, binary, work):
         result["rss_built_mb"] = round(rss_mb(process.pid), 1)
         intro = {}
         for role in ("admin",) + ROLES:
-            first, types, size = engine.introspect(role)
-            again, _, _ = engine.introspect(role)
-            intro[role] = {"first_s": round(first, 3), "cached_s": round(again, 3), "types": types,
-                           "answer_mb": round(size / 1e6, 1)}
+            first, types, size, wire = engine.introspect(role)
+            again, _, _, _ = engine.introspect(role)
+            plain, _, _, _ = engine.introspect(role, gzip=False)
+            intro[role] = {"first_s": round(first, 3), "cached_s": round(again, 3),
+                           "cached_plain_s": round(plain, 3), "types": types,
+                           "answer_mb": round(size / 1e6, 1), "wire_mb": round(wire / 1e6, 2)}
         result["introspection"] = intro
         result["rss_introspected_mb"] = round(rss_mb(process.pid), 1)
         spare = {"schema": "public", "name": table_name(n)}
@@ -198,7 +208,8 @@ def fmt(r):
         f"(peak {r['rss_peak_mb']} MB)",
         f"  replace_metadata: {r['replace_metadata_s']} s; reload_metadata: {r['reload_metadata_s']} s",
         "  introspection:    " + "; ".join(
-            f"{role} {v['first_s']} s first, {v['cached_s']} s again ({v['types']} types, {v['answer_mb']} MB)"
+            f"{role} {v['first_s']} s first, {v['cached_s']} s again, {v['cached_plain_s']} s without gzip "
+            f"({v['types']} types, {v['answer_mb']} MB, {v['wire_mb']} MB sent)"
             for role, v in intro.items()),
         "  one operation:    " + "; ".join(f"{k} {v} s" for k, v in ops.items()),
     ])

@@ -9,7 +9,7 @@ use crate::execute::{self, Binding, Connection, ExecuteError};
 use crate::graphql::introspection;
 use crate::graphql::ir::{QueryPlan, RootField};
 use crate::graphql::plan::{self, Limits, PlanError};
-use crate::graphql::schemas::{CachedPlan, RoleSchema};
+use crate::graphql::schemas::{CachedPlan, Introspected, RoleSchema};
 use crate::remote::forward;
 use crate::session::Session;
 use crate::sql::program::{FieldProgram, MutationProgram};
@@ -83,6 +83,9 @@ pub enum GraphqlError {
     /// Postgres's data could not be merged with introspection answers.
     #[error("{0}")]
     Merge(String),
+    /// A remembered (compressed) introspection answer could not be read back.
+    #[error("a remembered introspection answer could not be read: {0}")]
+    Remembered(#[source] std::io::Error),
     /// `explain` was asked for a mutation.
     #[error("only queries can be explained")]
     ExplainMutation,
@@ -113,6 +116,28 @@ impl From<ExecuteError> for GraphqlError {
     }
 }
 
+/// A response body as the engine has it.
+#[derive(Debug)]
+pub enum Body {
+    /// JSON.
+    Json(Bytes),
+    /// JSON, gzip-compressed: a large introspection answer, remembered so
+    /// ([`Introspected::Gzip`]).
+    Gzip(Bytes),
+}
+
+impl Body {
+    /// The JSON, decompressed when it is held compressed.
+    pub fn json(self) -> Result<Bytes, GraphqlError> {
+        match self {
+            Body::Json(json) => Ok(json),
+            Body::Gzip(gzip) => Introspected::Gzip(gzip)
+                .body()
+                .map_err(GraphqlError::Remembered),
+        }
+    }
+}
+
 /// The answer to one request, and the kind of operation it was (`query`, `mutation`,
 /// `subscription`, or `unknown` when the document did not get that far), for the metrics.
 #[derive(Debug)]
@@ -120,7 +145,7 @@ pub struct Answer {
     /// The operation's kind.
     pub kind: &'static str,
     /// The response body, or why there is none.
-    pub body: Result<Bytes, GraphqlError>,
+    pub body: Result<Body, GraphqlError>,
     /// `Set-Cookie` headers of remote schemas' responses, for the HTTP response.
     pub cookies: Vec<http::HeaderValue>,
 }
@@ -218,7 +243,8 @@ pub async fn run_socket(
     let compiled = compiled(state, caller.session, request)?;
     if !compiled.plan.planned.subscription {
         return execute_compiled(state, caller, &compiled, &mut Vec::new())
-            .await
+            .await?
+            .json()
             .map(SocketOperation::Once);
     }
     live(compiled, caller.session).map(SocketOperation::Live)
@@ -364,7 +390,7 @@ async fn execute_compiled(
     caller: Caller<'_>,
     compiled: &Compiled,
     cookies: &mut Vec<http::HeaderValue>,
-) -> Result<Bytes, GraphqlError> {
+) -> Result<Body, GraphqlError> {
     let Compiled {
         role,
         plan: compiled,
@@ -389,7 +415,11 @@ async fn execute_compiled(
             binding,
             planned: &compiled.planned,
         };
-        return run.run(&mut calls, remotes, cookies).instrument(span).await;
+        return run
+            .run(&mut calls, remotes, cookies)
+            .instrument(span)
+            .await
+            .map(Body::Json);
     }
     let database = async {
         actions::call_queries(served, caller, &compiled.planned, &mut calls).await?;
@@ -423,7 +453,7 @@ async fn execute_compiled(
     let data = data?;
     let answered = answered?;
     if compiled.planned.introspection.is_none() && answered.is_empty() {
-        return Ok(data_body(data.as_deref().unwrap_or(b"{}")));
+        return Ok(Body::Json(data_body(data.as_deref().unwrap_or(b"{}"))));
     }
     let introspected = match &compiled.planned.introspection {
         Some((_, document)) => Some(introspect(state, role, document).await?),
@@ -433,7 +463,10 @@ async fn execute_compiled(
     // keys already in document order.
     let only_introspection = compiled.planned.data.fields.is_empty() && answered.is_empty();
     if let (true, Some(answer)) = (only_introspection, &introspected) {
-        return Ok(data_body(answer));
+        return Ok(match answer {
+            Introspected::Json(answer) => Body::Json(data_body(answer)),
+            Introspected::Gzip(body) => Body::Gzip(body.clone()),
+        });
     }
     let mut parts: Map<String, Value> = match &data {
         Some(bytes) => {
@@ -442,8 +475,9 @@ async fn execute_compiled(
         None => Map::new(),
     };
     if let (Some((keys, _)), Some(answer)) = (&compiled.planned.introspection, &introspected) {
+        let answer = answer.answer().map_err(GraphqlError::Remembered)?;
         let answers: Map<String, Value> =
-            serde_json::from_slice(answer).map_err(|e| GraphqlError::Merge(e.to_string()))?;
+            serde_json::from_slice(&answer).map_err(|e| GraphqlError::Merge(e.to_string()))?;
         for key in keys {
             if let Some(v) = answers.get(key) {
                 parts.insert(key.clone(), v.clone());
@@ -451,21 +485,22 @@ async fn execute_compiled(
         }
     }
     merge_remote(&mut parts, answered, &compiled.planned, cookies);
-    Ok(in_document_order(parts, &compiled.planned.keys))
+    Ok(Body::Json(in_document_order(parts, &compiled.planned.keys)))
 }
 
-/// The answer to an introspection document as JSON bytes: remembered per role schema (one
-/// metadata version), so a client fetching the schema again costs a lookup, not a run.
+/// The answer to an introspection document: remembered per role schema (one metadata
+/// version), so a client fetching the schema again costs a lookup, not a run.
 async fn introspect(
     state: &AppState,
     role: &RoleSchema,
     document: &str,
-) -> Result<Bytes, GraphqlError> {
+) -> Result<Introspected, GraphqlError> {
     if let Some(answer) = role.introspected(document) {
         return Ok(answer);
     }
     Counters::bump(&state.counters.introspections_run);
-    let answer = Bytes::from(introspection::answer(&role.types, document)?);
+    let answer = Introspected::new(introspection::answer(&role.types, document)?)
+        .map_err(GraphqlError::Remembered)?;
     role.remember_introspection(document, answer.clone());
     Ok(answer)
 }

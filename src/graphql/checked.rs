@@ -3,12 +3,12 @@
 //! Used for what Basalt does not generate itself (remote schemas' introspection results);
 //! its own schemas are answered by [`super::introspection`] without this second copy.
 
-use super::types::{TypeDef, TypeRef, TypeSystem, BUILTIN_SCALARS};
+use super::types::{Name, TypeDef, TypeRef, TypeSystem, BUILTIN_SCALARS};
 use async_graphql::dynamic::{self as dynamic, FieldFuture};
 
 fn type_ref(ty: &TypeRef) -> dynamic::TypeRef {
     match ty {
-        TypeRef::Named(n) => dynamic::TypeRef::Named(n.clone().into()),
+        TypeRef::Named(n) => dynamic::TypeRef::Named(n.to_string().into()),
         TypeRef::List(inner) => dynamic::TypeRef::List(Box::new(type_ref(inner))),
         TypeRef::NonNull(inner) => dynamic::TypeRef::NonNull(Box::new(type_ref(inner))),
     }
@@ -20,7 +20,7 @@ fn input_value(def: &super::types::InputValueDef) -> dynamic::InputValue {
         v = v.description(d.clone());
     }
     if let Some(default) = &def.default {
-        if let Ok(value) = async_graphql::Value::from_json(default.clone()) {
+        if let Ok(value) = async_graphql::Value::from_json((**default).clone()) {
             v = v.default_value(value);
         }
     }
@@ -35,7 +35,7 @@ fn field(f: &super::types::FieldDef) -> dynamic::Field {
     if let Some(d) = &f.description {
         field = field.description(d.clone());
     }
-    for a in f.args.values() {
+    for a in f.args.iter() {
         field = field.argument(input_value(a));
     }
     field
@@ -87,7 +87,7 @@ pub fn check(types: &TypeSystem) -> Result<(), dynamic::SchemaError> {
                     if let Some(d) = &f.description {
                         field = field.description(d.clone());
                     }
-                    for a in f.args.values() {
+                    for a in f.args.iter() {
                         field = field.argument(input_value(a));
                     }
                     interface = interface.field(field);
@@ -157,7 +157,7 @@ pub fn check(types: &TypeSystem) -> Result<(), dynamic::SchemaError> {
 /// every data field here, its fields are never resolved: live queries run in `crate::live`.
 fn subscription(
     name: &str,
-    fields: &indexmap::IndexMap<String, super::types::FieldDef>,
+    fields: &indexmap::IndexMap<Name, super::types::FieldDef>,
 ) -> dynamic::Subscription {
     let mut root = dynamic::Subscription::new(name);
     for f in fields.values() {
@@ -171,7 +171,7 @@ fn subscription(
         if let Some(d) = &f.description {
             field = field.description(d.clone());
         }
-        for a in f.args.values() {
+        for a in f.args.iter() {
             field = field.argument(input_value(a));
         }
         root = root.field(field);

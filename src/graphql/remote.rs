@@ -6,7 +6,7 @@
 
 use super::model;
 use super::types::{
-    EnumValueDef, FieldDef, InputValueDef, TypeDef, TypeRef, TypeSystem, BUILTIN_SCALARS,
+    EnumValueDef, FieldDef, InputValueDef, Name, TypeDef, TypeRef, TypeSystem, BUILTIN_SCALARS,
 };
 use crate::schema::remote::ResolvedRemote;
 use crate::schema::Resolved;
@@ -19,9 +19,9 @@ pub struct RemoteTypes {
     /// The remote schema's name in the metadata.
     pub remote: String,
     /// Fields of its query root.
-    pub query: IndexMap<String, FieldDef>,
+    pub query: IndexMap<Name, FieldDef>,
     /// Fields of its mutation root.
-    pub mutation: IndexMap<String, FieldDef>,
+    pub mutation: IndexMap<Name, FieldDef>,
     /// Its other types (root types, introspection types and built-in scalars left out).
     pub types: Vec<TypeDef>,
 }
@@ -29,8 +29,8 @@ pub struct RemoteTypes {
 /// Deepest `ofType` nesting read from an introspection result.
 const MAX_TYPE_DEPTH: usize = 16;
 
-fn text(value: &Value, key: &str) -> Option<String> {
-    value.get(key).and_then(Value::as_str).map(str::to_owned)
+fn text(value: &Value, key: &str) -> Option<Name> {
+    value.get(key).and_then(Value::as_str).map(Name::from)
 }
 
 fn items<'v>(value: &'v Value, key: &str) -> &'v [Value] {
@@ -83,7 +83,7 @@ fn literal(text: &str) -> Result<Value, String> {
 fn input_value(value: &Value) -> Result<InputValueDef, String> {
     let name = text(value, "name").ok_or("an input value has no name")?;
     let default = match value.get("defaultValue").and_then(Value::as_str) {
-        Some(d) => Some(literal(d)?),
+        Some(d) => Some(Box::new(literal(d)?)),
         None => None,
     };
     Ok(InputValueDef {
@@ -96,34 +96,32 @@ fn input_value(value: &Value) -> Result<InputValueDef, String> {
 
 fn field(value: &Value) -> Result<FieldDef, String> {
     let name = text(value, "name").ok_or("a field has no name")?;
-    let mut args = IndexMap::new();
-    for arg in items(value, "args") {
-        let arg = input_value(arg)?;
-        args.insert(arg.name.clone(), arg);
-    }
-    Ok(FieldDef {
+    let mut def = FieldDef::new(
         name,
-        description: text(value, "description"),
-        args,
-        ty: type_ref(value.get("type").unwrap_or(&Value::Null), 0)?,
-    })
+        type_ref(value.get("type").unwrap_or(&Value::Null), 0)?,
+    );
+    def.description = text(value, "description");
+    for arg in items(value, "args") {
+        def = def.arg(input_value(arg)?);
+    }
+    Ok(def)
 }
 
-fn fields(value: &Value) -> Result<IndexMap<String, FieldDef>, String> {
+fn fields(value: &Value) -> Result<IndexMap<Name, FieldDef>, String> {
     items(value, "fields")
         .iter()
         .map(|f| field(f).map(|f| (f.name.clone(), f)))
         .collect()
 }
 
-fn names(value: &Value, key: &str) -> Vec<String> {
+fn names(value: &Value, key: &str) -> Vec<Name> {
     items(value, key)
         .iter()
         .filter_map(|t| text(t, "name"))
         .collect()
 }
 
-fn type_def(value: &Value, name: String) -> Result<TypeDef, String> {
+fn type_def(value: &Value, name: Name) -> Result<TypeDef, String> {
     let description = text(value, "description");
     Ok(match value.get("kind").and_then(Value::as_str) {
         Some("OBJECT") => TypeDef::Object {
@@ -183,8 +181,8 @@ pub fn parse(remote: &str, schema: &Value) -> Result<RemoteTypes, String> {
     let (mutation_root, subscription_root) =
         (root_name("mutationType"), root_name("subscriptionType"));
     let mut all = TypeSystem {
-        query_root: query_root.clone(),
-        mutation_root: mutation_root.clone(),
+        query_root: query_root.to_string(),
+        mutation_root: mutation_root.as_ref().map(Name::to_string),
         ..TypeSystem::default()
     };
     for value in items(schema, "types") {
@@ -199,7 +197,7 @@ pub fn parse(remote: &str, schema: &Value) -> Result<RemoteTypes, String> {
             .insert(name.clone(), std::sync::Arc::new(type_def(value, name)?));
     }
     super::checked::check(&all).map_err(|e| format!("the remote schema is invalid: {e}"))?;
-    let root_fields = |name: &Option<String>| match name {
+    let root_fields = |name: &Option<Name>| match name {
         Some(n) => all.object_fields(n).cloned().unwrap_or_default(),
         None => IndexMap::new(),
     };
@@ -231,11 +229,11 @@ fn input_shape(v: &InputValueDef) -> String {
 /// A type's members as sorted text (`field(args): Type`, enum values, union members,
 /// interfaces), so two definitions compare by shape, descriptions and order aside.
 fn shape(def: &TypeDef) -> (&'static str, Vec<String>) {
-    let outputs = |fields: &IndexMap<String, FieldDef>| -> Vec<String> {
+    let outputs = |fields: &IndexMap<Name, FieldDef>| -> Vec<String> {
         fields
             .values()
             .map(|f| {
-                let mut args: Vec<String> = f.args.values().map(input_shape).collect();
+                let mut args: Vec<String> = f.args.iter().map(input_shape).collect();
                 args.sort();
                 format!("{}({}): {}", f.name, args.join(", "), f.ty)
             })
@@ -250,8 +248,10 @@ fn shape(def: &TypeDef) -> (&'static str, Vec<String>) {
             ("object", m)
         }
         TypeDef::Interface { fields, .. } => ("interface", outputs(fields)),
-        TypeDef::Union { members, .. } => ("union", members.clone()),
-        TypeDef::Enum { values, .. } => ("enum", values.iter().map(|v| v.name.clone()).collect()),
+        TypeDef::Union { members, .. } => ("union", members.iter().map(Name::to_string).collect()),
+        TypeDef::Enum { values, .. } => {
+            ("enum", values.iter().map(|v| v.name.to_string()).collect())
+        }
         TypeDef::Input { fields, .. } => ("input", fields.values().map(input_shape).collect()),
         TypeDef::Scalar { .. } => ("scalar", Vec::new()),
     };
@@ -272,7 +272,7 @@ pub fn clash(types: &TypeSystem, remote: &RemoteTypes) -> Option<String> {
                 remote_fields
                     .keys()
                     .filter(|n| fields.contains_key(*n) && n.as_str() != "no_queries_available")
-                    .map(String::as_str),
+                    .map(Name::as_str),
             );
         }
     }
@@ -290,7 +290,7 @@ pub fn clash(types: &TypeSystem, remote: &RemoteTypes) -> Option<String> {
                 .get(t.name())
                 .is_some_and(|mine| shape(mine) != shape(t))
         })
-        .map(TypeDef::name)
+        .map(|t| t.name().as_str())
         .collect();
     (!mismatched.is_empty()).then(|| {
         format!(
@@ -311,7 +311,7 @@ pub fn merge(types: &mut TypeSystem, remote: &RemoteTypes) {
         types
             .remote
             .query
-            .entry(name.clone())
+            .entry(name.to_string())
             .or_insert_with(|| remote.remote.clone());
     }
     if remote.mutation.is_empty() {
@@ -323,8 +323,8 @@ pub fn merge(types: &mut TypeSystem, remote: &RemoteTypes) {
         .clone();
     if types.get(&root).is_none() {
         types.insert(TypeDef::Object {
-            name: root.clone(),
-            description: Some("mutation root".to_owned()),
+            name: root.as_str().into(),
+            description: Some(Name::new_static("mutation root")),
             fields: IndexMap::new(),
             interfaces: Vec::new(),
         });
@@ -334,12 +334,12 @@ pub fn merge(types: &mut TypeSystem, remote: &RemoteTypes) {
         types
             .remote
             .mutation
-            .entry(name.clone())
+            .entry(name.to_string())
             .or_insert_with(|| remote.remote.clone());
     }
 }
 
-fn add_root_fields(types: &mut TypeSystem, root: &str, add: &IndexMap<String, FieldDef>) {
+fn add_root_fields(types: &mut TypeSystem, root: &str, add: &IndexMap<Name, FieldDef>) {
     if let Some(TypeDef::Object { fields, .. }) = types.get_mut(root) {
         if !add.is_empty() && fields.len() == 1 && fields.contains_key("no_queries_available") {
             fields.clear();
@@ -422,8 +422,14 @@ mod tests {
     fn introspection_results_read_into_types() {
         let parsed = parse("geo", &schema()).unwrap();
         assert_eq!(parsed.query.keys().collect::<Vec<_>>(), ["country"]);
-        assert_eq!(parsed.query["country"].args["code"].ty.to_string(), "ID!");
-        let names: Vec<&str> = parsed.types.iter().map(TypeDef::name).collect();
+        assert_eq!(
+            parsed.query["country"]
+                .argument("code")
+                .map(|a| a.ty.to_string())
+                .unwrap_or_default(),
+            "ID!"
+        );
+        let names: Vec<&str> = parsed.types.iter().map(|t| t.name().as_str()).collect();
         assert_eq!(names, ["Country", "Node", "order_by"]);
     }
 
@@ -448,10 +454,10 @@ mod tests {
             ..TypeSystem::default()
         };
         types.insert(TypeDef::Object {
-            name: "query_root".to_owned(),
+            name: "query_root".into(),
             description: None,
             fields: [(
-                "country".to_owned(),
+                "country".into(),
                 FieldDef::new("country", TypeRef::named("String")),
             )]
             .into_iter()
@@ -464,19 +470,19 @@ mod tests {
         );
         types.types.shift_remove("query_root");
         types.insert(TypeDef::Enum {
-            name: "order_by".to_owned(),
+            name: "order_by".into(),
             description: None,
             values: ["desc", "asc"]
                 .iter()
                 .map(|v| EnumValueDef {
-                    name: (*v).to_owned(),
+                    name: (*v).into(),
                     description: None,
                 })
                 .collect(),
         });
         assert_eq!(clash(&types, &parsed), None, "identical types merge");
         types.insert(TypeDef::Scalar {
-            name: "Country".to_owned(),
+            name: "Country".into(),
             description: None,
         });
         assert_eq!(

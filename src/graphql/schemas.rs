@@ -4,19 +4,20 @@
 use super::model::{self, RoleModel};
 use super::plan::{Planned, Prepared};
 use super::remote::RemoteTypes;
-use super::types::{TypeDef, TypeSystem};
+use super::types::{Name, TypeDef, TypeSystem};
 use crate::execute::SharedStatement;
 use crate::schema::Resolved;
 use crate::sql::program::MutationProgram;
 use crate::sql::SqlText;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 /// Largest document (and variables) whose plan is cached, in bytes.
 const MAX_CACHED_DOCUMENT: usize = 64 * 1024;
 
-/// Largest introspection answer remembered, in bytes.
-pub const MAX_CACHED_INTROSPECTION: usize = 4 * 1024 * 1024;
+/// Largest introspection answer remembered as it is, in bytes; larger ones are remembered
+/// gzip-compressed ([`Introspected::Gzip`]).
+pub const MAX_PLAIN_INTROSPECTION: usize = 1024 * 1024;
 
 /// Introspection answers kept per role before that cache is emptied.
 const INTROSPECTION_CACHE_SIZE: usize = 16;
@@ -65,9 +66,73 @@ pub struct RoleSchema {
     /// answers from.
     pub types: TypeSystem,
     plans: Mutex<PlanCache>,
-    /// Answers to introspection documents (JSON bytes), by document.
-    introspected: Mutex<HashMap<String, bytes::Bytes>>,
+    /// Answers to introspection documents, by document.
+    introspected: Mutex<HashMap<String, Introspected>>,
 }
+
+/// A remembered answer to an introspection document.
+#[derive(Debug, Clone)]
+pub enum Introspected {
+    /// The answer's JSON (the `data` object).
+    Json(bytes::Bytes),
+    /// A whole response body, `{"data": answer}`, gzip-compressed: a large answer (tens of MB
+    /// for a schema of a thousand tables) is kept at a twentieth of its size or less, sent as
+    /// it is to a client that accepts gzip and decompressed, faster than it is written, for
+    /// one that does not.
+    Gzip(bytes::Bytes),
+}
+
+impl Introspected {
+    /// Remembers an answer: as it is when it is small, compressed when it is large.
+    pub fn new(answer: Vec<u8>) -> std::io::Result<Self> {
+        if answer.len() <= MAX_PLAIN_INTROSPECTION {
+            return Ok(Introspected::Json(answer.into()));
+        }
+        use std::io::Write;
+        let mut encoder = flate2::write::GzEncoder::new(
+            Vec::with_capacity(answer.len() / 16),
+            flate2::Compression::default(),
+        );
+        encoder.write_all(DATA_PREFIX)?;
+        encoder.write_all(&answer)?;
+        encoder.write_all(DATA_SUFFIX)?;
+        Ok(Introspected::Gzip(encoder.finish()?.into()))
+    }
+
+    /// The answer's JSON (the `data` object).
+    pub fn answer(&self) -> std::io::Result<bytes::Bytes> {
+        match self {
+            Introspected::Json(answer) => Ok(answer.clone()),
+            Introspected::Gzip(_) => {
+                let body = self.body()?;
+                Ok(body.slice(DATA_PREFIX.len()..body.len() - DATA_SUFFIX.len()))
+            }
+        }
+    }
+
+    /// The whole response body, `{"data": answer}`.
+    pub fn body(&self) -> std::io::Result<bytes::Bytes> {
+        match self {
+            Introspected::Json(answer) => {
+                let mut body = Vec::with_capacity(answer.len() + 9);
+                body.extend_from_slice(DATA_PREFIX);
+                body.extend_from_slice(answer);
+                body.extend_from_slice(DATA_SUFFIX);
+                Ok(body.into())
+            }
+            Introspected::Gzip(gzip) => {
+                use std::io::Read;
+                let mut body = Vec::with_capacity(gzip.len() * 32);
+                flate2::read::GzDecoder::new(&gzip[..]).read_to_end(&mut body)?;
+                Ok(body.into())
+            }
+        }
+    }
+}
+
+/// What a response body holds before and after its `data` object.
+const DATA_PREFIX: &[u8] = b"{\"data\":";
+const DATA_SUFFIX: &[u8] = b"}";
 
 impl std::fmt::Debug for RoleSchema {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -83,13 +148,16 @@ impl RoleSchema {
     pub fn new(
         model: RoleModel,
         remotes: &[RemoteTypes],
-        shared: &Mutex<HashMap<String, Arc<TypeDef>>>,
+        shared: &RwLock<HashMap<Name, Arc<TypeDef>>>,
     ) -> Self {
-        let mut types = super::typegen::build(&model);
+        let mut types = {
+            let known = shared.read().unwrap_or_else(|p| p.into_inner());
+            super::typegen::build_sharing(&model, &known)
+        };
         for remote in remotes {
             super::remote::merge(&mut types, remote);
         }
-        types.share(&mut shared.lock().unwrap_or_else(|p| p.into_inner()));
+        types.share(&mut shared.write().unwrap_or_else(|p| p.into_inner()));
         RoleSchema {
             model,
             types,
@@ -123,18 +191,15 @@ impl RoleSchema {
     }
 
     /// The remembered answer to an introspection document.
-    pub fn introspected(&self, document: &str) -> Option<bytes::Bytes> {
+    pub fn introspected(&self, document: &str) -> Option<Introspected> {
         let answers = self.introspected.lock().unwrap_or_else(|p| p.into_inner());
         answers.get(document).cloned()
     }
 
-    /// Remembers the answer to an introspection document (small documents and answers only,
-    /// a bounded number of them: clients send the same few). An answer larger than
-    /// [`MAX_CACHED_INTROSPECTION`] (a schema of hundreds of tables) is written again on each
-    /// request instead: memory held for as long as the version is served costs more than
-    /// the rare schema fetch.
-    pub fn remember_introspection(&self, document: &str, answer: bytes::Bytes) {
-        if document.len() > MAX_CACHED_DOCUMENT || answer.len() > MAX_CACHED_INTROSPECTION {
+    /// Remembers the answer to an introspection document (documents up to
+    /// `MAX_CACHED_DOCUMENT`, a bounded number of them: clients send the same few).
+    pub fn remember_introspection(&self, document: &str, answer: Introspected) {
+        if document.len() > MAX_CACHED_DOCUMENT {
             return;
         }
         let mut answers = self.introspected.lock().unwrap_or_else(|p| p.into_inner());
@@ -196,7 +261,7 @@ pub struct Schemas {
     flagged: Mutex<HashMap<String, Arc<RoleSchema>>>,
     /// Every type definition of the role schemas built so far, by name: a role built later
     /// shares those it has equal.
-    shared: Mutex<HashMap<String, Arc<TypeDef>>>,
+    shared: RwLock<HashMap<Name, Arc<TypeDef>>>,
     /// Normalized documents of the allow-listed collections.
     pub allowlist: std::collections::HashSet<String>,
 }
@@ -215,7 +280,7 @@ impl Schemas {
             fallback: OnceLock::new(),
             remotes: super::remote::parse_all(resolved),
             flagged: Mutex::new(HashMap::new()),
-            shared: Mutex::new(HashMap::new()),
+            shared: RwLock::new(HashMap::new()),
             allowlist: super::allowlist::build(metadata),
         }
     }

@@ -6,11 +6,21 @@ use serde_json::Value;
 use std::fmt;
 use std::sync::Arc;
 
+/// A name or description in a type system. At a thousand tables a role's schema holds hundreds
+/// of thousands of them: short ones (most field and argument names) are stored inline, longer
+/// ones are shared on clone, and fixed texts take no allocation at all.
+pub type Name = smol_str::SmolStr;
+
+/// A description taken from metadata (`comment`, `description`) into a type system.
+pub fn text(description: &Option<String>) -> Option<Name> {
+    description.as_deref().map(Name::from)
+}
+
 /// A type reference: `T`, `[T]`, `T!` and nestings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TypeRef {
     /// A named type.
-    Named(String),
+    Named(Name),
     /// A list of the inner type.
     List(Box<TypeRef>),
     /// The inner type, not null.
@@ -19,22 +29,22 @@ pub enum TypeRef {
 
 impl TypeRef {
     /// `T`.
-    pub fn named(name: impl Into<String>) -> Self {
+    pub fn named(name: impl Into<Name>) -> Self {
         TypeRef::Named(name.into())
     }
 
     /// `T!`.
-    pub fn non_null(name: impl Into<String>) -> Self {
+    pub fn non_null(name: impl Into<Name>) -> Self {
         TypeRef::NonNull(Box::new(TypeRef::named(name)))
     }
 
     /// `[T!]!`.
-    pub fn list_of_non_null(name: impl Into<String>) -> Self {
+    pub fn list_of_non_null(name: impl Into<Name>) -> Self {
         TypeRef::NonNull(Box::new(TypeRef::List(Box::new(TypeRef::non_null(name)))))
     }
 
     /// `[T!]`.
-    pub fn nullable_list_of_non_null(name: impl Into<String>) -> Self {
+    pub fn nullable_list_of_non_null(name: impl Into<Name>) -> Self {
         TypeRef::List(Box::new(TypeRef::non_null(name)))
     }
 
@@ -104,18 +114,19 @@ impl fmt::Display for TypeRef {
 #[derive(Debug, Clone, PartialEq)]
 pub struct InputValueDef {
     /// Name.
-    pub name: String,
+    pub name: Name,
     /// Free text.
-    pub description: Option<String>,
+    pub description: Option<Name>,
     /// Type.
     pub ty: TypeRef,
-    /// Default value (JSON form of a GraphQL constant).
-    pub default: Option<Value>,
+    /// Default value (JSON form of a GraphQL constant). Boxed: few inputs have one, and a
+    /// schema holds a hundred thousand inputs.
+    pub default: Option<Box<Value>>,
 }
 
 impl InputValueDef {
     /// An input value without description or default.
-    pub fn new(name: impl Into<String>, ty: TypeRef) -> Self {
+    pub fn new(name: impl Into<Name>, ty: TypeRef) -> Self {
         InputValueDef {
             name: name.into(),
             description: None,
@@ -125,38 +136,79 @@ impl InputValueDef {
     }
 }
 
+/// A field, argument or input field: stored in its type under its own name.
+pub trait Member {
+    /// The member's name, its key in the type.
+    fn key(&self) -> &Name;
+}
+
+impl Member for InputValueDef {
+    fn key(&self) -> &Name {
+        &self.name
+    }
+}
+
+impl Member for FieldDef {
+    fn key(&self) -> &Name {
+        &self.name
+    }
+}
+
+/// Adding members to a type's ordered map under their own names (the key shares the name's
+/// storage).
+pub trait Members<T> {
+    /// Adds or replaces the member of that name.
+    fn put(&mut self, member: T);
+}
+
+impl<T: Member> Members<T> for IndexMap<Name, T> {
+    fn put(&mut self, member: T) {
+        self.insert(member.key().clone(), member);
+    }
+}
+
 /// An output field.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FieldDef {
     /// Name.
-    pub name: String,
+    pub name: Name,
     /// Free text.
-    pub description: Option<String>,
-    /// Arguments.
-    pub args: IndexMap<String, InputValueDef>,
+    pub description: Option<Name>,
+    /// Arguments in order: a handful per field at most, so a list (looked up by
+    /// [`FieldDef::argument`]) rather than a map with its hash table and second copy of
+    /// each name.
+    pub args: Vec<InputValueDef>,
     /// Type.
     pub ty: TypeRef,
 }
 
 impl FieldDef {
     /// A field without arguments.
-    pub fn new(name: impl Into<String>, ty: TypeRef) -> Self {
+    pub fn new(name: impl Into<Name>, ty: TypeRef) -> Self {
         FieldDef {
             name: name.into(),
             description: None,
-            args: IndexMap::new(),
+            args: Vec::new(),
             ty,
         }
     }
 
-    /// Adds an argument.
+    /// Adds an argument, replacing one of the same name.
     pub fn arg(mut self, arg: InputValueDef) -> Self {
-        self.args.insert(arg.name.clone(), arg);
+        match self.args.iter_mut().find(|a| a.name == arg.name) {
+            Some(known) => *known = arg,
+            None => self.args.push(arg),
+        }
         self
     }
 
+    /// The argument of that name.
+    pub fn argument(&self, name: &str) -> Option<&InputValueDef> {
+        self.args.iter().find(|a| a.name == name)
+    }
+
     /// Sets the description.
-    pub fn describe(mut self, text: impl Into<String>) -> Self {
+    pub fn describe(mut self, text: impl Into<Name>) -> Self {
         self.description = Some(text.into());
         self
     }
@@ -166,9 +218,9 @@ impl FieldDef {
 #[derive(Debug, Clone, PartialEq)]
 pub struct EnumValueDef {
     /// The GraphQL name.
-    pub name: String,
+    pub name: Name,
     /// Free text.
-    pub description: Option<String>,
+    pub description: Option<Name>,
 }
 
 /// A named type.
@@ -177,56 +229,56 @@ pub enum TypeDef {
     /// Object with fields.
     Object {
         /// Name.
-        name: String,
+        name: Name,
         /// Free text.
-        description: Option<String>,
+        description: Option<Name>,
         /// Fields in order.
-        fields: IndexMap<String, FieldDef>,
+        fields: IndexMap<Name, FieldDef>,
         /// Interfaces it implements (only remote schemas declare any).
-        interfaces: Vec<String>,
+        interfaces: Vec<Name>,
     },
     /// Interface (from remote schemas).
     Interface {
         /// Name.
-        name: String,
+        name: Name,
         /// Free text.
-        description: Option<String>,
+        description: Option<Name>,
         /// Fields in order.
-        fields: IndexMap<String, FieldDef>,
+        fields: IndexMap<Name, FieldDef>,
     },
     /// Union of object types (from remote schemas).
     Union {
         /// Name.
-        name: String,
+        name: Name,
         /// Free text.
-        description: Option<String>,
+        description: Option<Name>,
         /// Member object types.
-        members: Vec<String>,
+        members: Vec<Name>,
     },
     /// Input object.
     Input {
         /// Name.
-        name: String,
+        name: Name,
         /// Free text.
-        description: Option<String>,
+        description: Option<Name>,
         /// Fields in order.
-        fields: IndexMap<String, InputValueDef>,
+        fields: IndexMap<Name, InputValueDef>,
     },
     /// Enum.
     Enum {
         /// Name.
-        name: String,
+        name: Name,
         /// Free text.
-        description: Option<String>,
+        description: Option<Name>,
         /// Values in order.
         values: Vec<EnumValueDef>,
     },
     /// Custom scalar (built-ins are implicit).
     Scalar {
         /// Name.
-        name: String,
+        name: Name,
         /// Free text.
-        description: Option<String>,
+        description: Option<Name>,
     },
 }
 
@@ -242,7 +294,7 @@ pub struct RemoteRoots {
 
 impl TypeDef {
     /// The type's name.
-    pub fn name(&self) -> &str {
+    pub fn name(&self) -> &Name {
         match self {
             TypeDef::Object { name, .. }
             | TypeDef::Interface { name, .. }
@@ -265,7 +317,7 @@ mod tests {
             description: None,
             fields: author_fields
                 .iter()
-                .map(|f| ((*f).to_owned(), FieldDef::new(*f, TypeRef::named("Int"))))
+                .map(|f| (Name::from(*f), FieldDef::new(*f, TypeRef::named("Int"))))
                 .collect(),
             interfaces: Vec::new(),
         });
@@ -327,7 +379,7 @@ pub const BUILTIN_SCALARS: [&str; 5] = ["Int", "Float", "String", "Boolean", "ID
 pub struct TypeSystem {
     /// Named types (built-in scalars excluded). Shared: roles whose view of a table is the
     /// same hold the same definitions ([`TypeSystem::share`]).
-    pub types: IndexMap<String, Arc<TypeDef>>,
+    pub types: IndexMap<Name, Arc<TypeDef>>,
     /// Name of the query root.
     pub query_root: String,
     /// Name of the mutation root, when the role may write.
@@ -342,13 +394,13 @@ impl TypeSystem {
     /// Adds a type unless one of that name exists.
     pub fn add(&mut self, def: TypeDef) {
         self.types
-            .entry(def.name().to_owned())
+            .entry(def.name().clone())
             .or_insert_with(|| Arc::new(def));
     }
 
     /// Adds a type, replacing any of that name.
     pub fn insert(&mut self, def: TypeDef) {
-        self.types.insert(def.name().to_owned(), Arc::new(def));
+        self.types.insert(def.name().clone(), Arc::new(def));
     }
 
     /// A type by name.
@@ -364,7 +416,7 @@ impl TypeSystem {
     /// Makes this type system hold the definitions of `shared` wherever they are equal, and
     /// adds its other types to `shared`: the types of a table that two roles see alike are
     /// then stored once (at a thousand tables, most of admin's and a full-access role's).
-    pub fn share(&mut self, shared: &mut std::collections::HashMap<String, Arc<TypeDef>>) {
+    pub fn share(&mut self, shared: &mut std::collections::HashMap<Name, Arc<TypeDef>>) {
         for (name, def) in self.types.iter_mut() {
             match shared.get(name) {
                 Some(known) if Arc::ptr_eq(known, def) => {}
@@ -378,7 +430,7 @@ impl TypeSystem {
     }
 
     /// Fields of an object type.
-    pub fn object_fields(&self, name: &str) -> Option<&IndexMap<String, FieldDef>> {
+    pub fn object_fields(&self, name: &str) -> Option<&IndexMap<Name, FieldDef>> {
         match self.get(name) {
             Some(TypeDef::Object { fields, .. }) => Some(fields),
             _ => None,
@@ -386,7 +438,7 @@ impl TypeSystem {
     }
 
     /// Fields of an object or interface type (what a selection on it may name).
-    pub fn fields_of(&self, name: &str) -> Option<&IndexMap<String, FieldDef>> {
+    pub fn fields_of(&self, name: &str) -> Option<&IndexMap<Name, FieldDef>> {
         match self.get(name) {
             Some(TypeDef::Object { fields, .. } | TypeDef::Interface { fields, .. }) => {
                 Some(fields)

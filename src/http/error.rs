@@ -246,7 +246,9 @@ fn graphql_wire(err: &GraphqlError) -> GraphqlWire {
             internal: Some(json!({"message": "query is not in any of the allowlists"})),
             ..GraphqlWire::at_root("validation-failed", message)
         },
-        GraphqlError::Merge(_) => GraphqlWire::at_root("unexpected", message),
+        GraphqlError::Merge(_) | GraphqlError::Remembered(_) => {
+            GraphqlWire::at_root("unexpected", message)
+        }
         GraphqlError::Remote(ForwardError::Remote(e)) => GraphqlWire {
             internal: e.internal(),
             ..GraphqlWire::at_root("remote-schema-error", message)

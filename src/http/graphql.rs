@@ -30,18 +30,38 @@ pub async fn post(
             false,
         )),
         Ok(Value::Array(items)) => batch(&state, &headers, items).await,
-        Ok(single) => one(&state, &headers, single, false).await,
+        Ok(single) => one(&state, &headers, single, false, accepts_gzip(&headers)).await,
     };
     Ok(respond(&headers, done))
+}
+
+/// Whether the client takes a gzip-encoded response (`Accept-Encoding: gzip`, not `q=0`).
+fn accepts_gzip(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|coding| {
+            let mut pieces = coding.split(';').map(str::trim);
+            let name = pieces.next().unwrap_or_default();
+            let refused = pieces.any(|p| {
+                p.strip_prefix("q=")
+                    .and_then(|q| q.parse::<f32>().ok())
+                    .is_some_and(|q| q <= 0.0)
+            });
+            (name.eq_ignore_ascii_case("gzip") || name == "*") && !refused
+        })
 }
 
 /// The operation label of a request that did not get as far as a parsed operation.
 const UNKNOWN: &str = "unknown";
 
-/// A handled request: its body, its operation's kind for the metrics, and the cookies remote
-/// schemas set.
+/// A handled request: its body (gzip-encoded when `gzip`), its operation's kind for the
+/// metrics, and the cookies remote schemas set.
 struct Done {
     body: Bytes,
+    gzip: bool,
     kind: &'static str,
     cookies: Vec<HeaderValue>,
 }
@@ -50,6 +70,7 @@ impl Done {
     fn failed(body: Bytes) -> Self {
         Done {
             body,
+            gzip: false,
             kind: UNKNOWN,
             cookies: Vec::new(),
         }
@@ -76,6 +97,7 @@ pub async fn get(State(state): State<AppState>, request: Request) -> Response {
         Err(rejection) => return rejection.into_response(),
     };
     let headers = parts.headers;
+    let gzip = accepts_gzip(&headers);
     let mut request = serde_json::Map::new();
     request.insert(
         "query".into(),
@@ -91,9 +113,9 @@ pub async fn get(State(state): State<AppState>, request: Request) -> Response {
         )),
         Some(Ok(vars)) => {
             request.insert("variables".into(), vars);
-            one(&state, &headers, Value::Object(request), true).await
+            one(&state, &headers, Value::Object(request), true, gzip).await
         }
-        None => one(&state, &headers, Value::Object(request), true).await,
+        None => one(&state, &headers, Value::Object(request), true, gzip).await,
     };
     respond(&headers, done)
 }
@@ -112,20 +134,28 @@ async fn batch(state: &AppState, headers: &HeaderMap, items: Vec<Value>) -> Done
         if i > 0 {
             out.push(b',');
         }
-        let mut done = one(state, headers, item, false).await;
+        let mut done = one(state, headers, item, false, false).await;
         out.extend_from_slice(&done.body);
         cookies.append(&mut done.cookies);
     }
     out.push(b']');
     Done {
         body: Bytes::from(out),
+        gzip: false,
         kind: "batch",
         cookies,
     }
 }
 
-/// One request: its body, and its operation's kind for the metrics.
-async fn one(state: &AppState, headers: &HeaderMap, value: Value, via_get: bool) -> Done {
+/// One request: its body, and its operation's kind for the metrics. A body the engine holds
+/// gzip-encoded is sent so when `gzip` (the client takes it), decoded otherwise.
+async fn one(
+    state: &AppState,
+    headers: &HeaderMap,
+    value: Value,
+    via_get: bool,
+    gzip: bool,
+) -> Done {
     let session = match state.auth.authenticate(headers, Some(&value)).await {
         Ok(s) => s,
         Err(e) => return Done::failed(graphql_body(&GraphqlError::Auth(e), false)),
@@ -148,11 +178,14 @@ async fn one(state: &AppState, headers: &HeaderMap, value: Value, via_get: bool)
     };
     let answer = engine::run(state, caller, request).await;
     tracing::Span::current().record("operation", answer.kind);
+    let (body, gzip) = match answer.body {
+        Ok(engine::Body::Gzip(body)) if gzip => (Ok(body), true),
+        Ok(body) => (body.json(), false),
+        Err(err) => (Err(err), false),
+    };
     Done {
-        body: match answer.body {
-            Ok(body) => body,
-            Err(err) => graphql_body(&err, expose),
-        },
+        body: body.unwrap_or_else(|err| graphql_body(&err, expose)),
+        gzip,
         kind: answer.kind,
         cookies: answer.cookies,
     }
@@ -172,6 +205,7 @@ fn is_query(request: &GraphqlRequest) -> bool {
 fn respond(headers: &HeaderMap, done: Done) -> Response {
     let Done {
         body,
+        gzip,
         kind,
         cookies,
     } = done;
@@ -189,6 +223,14 @@ fn respond(headers: &HeaderMap, done: Done) -> Response {
     response
         .headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    if gzip {
+        response
+            .headers_mut()
+            .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+        response
+            .headers_mut()
+            .insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    }
     for cookie in cookies {
         response.headers_mut().append(header::SET_COOKIE, cookie);
     }

@@ -280,3 +280,51 @@ async fn a_simple_mutation_is_one_statement_without_a_transaction() {
     assert_eq!(r, json!({"data": {"a": {"id": 73}, "b": {"id": 71}}}));
     assert_eq!(writes(before, counters(&server)).1, 1);
 }
+
+/// Roles that see a table alike hold one definition of its types, whichever role's schema is
+/// built first: the later build keeps the earlier one's definitions of the types that come out
+/// equal, and builds its own only where the roles differ.
+#[tokio::test]
+async fn role_schemas_hold_one_definition_of_the_types_they_see_alike() {
+    let server = blog_with_pool(1).await;
+    let state = &server.running.state;
+    let served = state.snapshot();
+    // The user's schema first, then admin's: the user sees every column of `comment`.
+    let user = served.role("user", false, &state.counters);
+    let admin = served.role("admin", false, &state.counters);
+    let same = |name: &str| {
+        let (Some(a), Some(u)) = (admin.types.types.get(name), user.types.types.get(name)) else {
+            panic!("{name} missing from a schema");
+        };
+        std::sync::Arc::ptr_eq(a, u)
+    };
+    for shared in ["comment_select_column", "comment_order_by", "order_by"] {
+        assert!(same(shared), "{shared} is held once");
+    }
+    // The user sees fewer columns of `author`: its own definitions.
+    for apart in ["author", "author_select_column", "query_root"] {
+        assert!(!same(apart), "{apart} differs between the roles");
+        assert_ne!(admin.types.get(apart), user.types.get(apart), "{apart}");
+    }
+    let held_once = admin
+        .types
+        .types
+        .iter()
+        .filter(|(name, def)| {
+            user.types
+                .types
+                .get(*name)
+                .is_some_and(|u| std::sync::Arc::ptr_eq(u, def))
+        })
+        .count();
+    let equal = admin
+        .types
+        .types
+        .iter()
+        .filter(|(name, def)| user.types.types.get(*name) == Some(def))
+        .count();
+    assert_eq!(
+        held_once, equal,
+        "every type equal in both schemas is held once"
+    );
+}

@@ -251,3 +251,126 @@ async fn introspection_is_sorted_and_independent_of_metadata_order() {
         .unwrap();
     assert_eq!(author["fields"][0]["name"], "aaa_first", "{author}");
 }
+
+/// The selection of a schema fetch, without the graphql-js fragments.
+const SCHEMA_FETCH: &str = "__schema { queryType { name } types { kind name description \
+    fields { name description args { name description type { kind name ofType { kind name } } } \
+    type { kind name ofType { kind name ofType { kind name } } } } \
+    inputFields { name description type { kind name ofType { kind name } } } \
+    enumValues { name description } } }";
+
+/// POSTs a body as admin with these extra headers; answers the status, the response's
+/// `Content-Encoding` and its raw bytes.
+async fn post_raw(
+    server: &TestServer,
+    body: &Value,
+    headers: &[(&str, &str)],
+) -> (u16, Option<String>, Vec<u8>) {
+    let mut request = server
+        .http
+        .post(format!("{}/v1/graphql", server.base))
+        .json(body);
+    for (k, v) in headers {
+        request = request.header(*k, *v);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let encoding = response
+        .headers()
+        .get("content-encoding")
+        .map(|v| v.to_str().unwrap().to_owned());
+    (status, encoding, response.bytes().await.unwrap().to_vec())
+}
+
+fn gunzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(bytes)
+        .read_to_end(&mut out)
+        .expect("a gzip body");
+    out
+}
+
+/// A large introspection answer (a schema of over a hundred tables) is remembered compressed:
+/// sent gzip-encoded to a client that takes it, the same bytes decoded to one that does not,
+/// to a batch and inside an answer mixed with data — and written only once.
+#[tokio::test]
+async fn large_introspection_answers_are_remembered_gzipped_and_sent_to_any_client() {
+    let db = crate::harness::fresh_database().await;
+    let ddl: String = (0..120)
+        .map(|i| format!("CREATE TABLE t{i:03} (id int PRIMARY KEY, name text, note text, n int);"))
+        .collect();
+    crate::harness::run_sql(&db, &ddl).await;
+    let server = TestServer::on(&db, |_| {}).await;
+    let tables: Vec<Value> = (0..120)
+        .map(|i| json!({"table": {"schema": "public", "name": format!("t{i:03}")}}))
+        .collect();
+    server
+        .ok(json!({"type": "replace_metadata", "args": {"version": 2, "tables": tables}}))
+        .await;
+    let counters = || server.running.state.counters.snapshot().introspections_run;
+    let fetch = json!({"query": format!("{{ {SCHEMA_FETCH} }}")});
+
+    let before = counters();
+    let (status, encoding, plain) = post_raw(&server, &fetch, &[]).await;
+    assert_eq!((status, encoding), (200, None));
+    assert!(
+        plain.len() > basalt::graphql::schemas::MAX_PLAIN_INTROSPECTION,
+        "a large answer: {} bytes",
+        plain.len()
+    );
+    let parsed: Value = serde_json::from_slice(&plain).unwrap();
+    assert_eq!(
+        parsed["data"]["__schema"]["queryType"]["name"],
+        "query_root"
+    );
+    assert!(
+        parsed["data"]["__schema"]["types"]
+            .as_array()
+            .unwrap()
+            .len()
+            > 120 * 5
+    );
+
+    let (status, encoding, gzipped) =
+        post_raw(&server, &fetch, &[("Accept-Encoding", "br, gzip;q=0.8")]).await;
+    assert_eq!((status, encoding.as_deref()), (200, Some("gzip")));
+    assert!(gzipped.len() * 10 < plain.len(), "{} bytes", gzipped.len());
+    assert_eq!(gunzip(&gzipped), plain, "the same answer, encoded");
+    // gzip refused (`q=0`), or another coding only: plain JSON.
+    for refused in ["gzip;q=0", "br", "identity"] {
+        let (_, encoding, body) = post_raw(&server, &fetch, &[("Accept-Encoding", refused)]).await;
+        assert_eq!((encoding, body == plain), (None, true), "{refused}");
+    }
+    // A batch is one JSON array: its items are never encoded on their own.
+    let (_, encoding, batch) = post_raw(
+        &server,
+        &json!([fetch.clone(), {"query": "{ t000 { id } }"}]),
+        &[("Accept-Encoding", "gzip")],
+    )
+    .await;
+    assert_eq!(encoding, None);
+    let batch: Value = serde_json::from_slice(&batch).unwrap();
+    assert_eq!(batch[0], parsed);
+    assert_eq!(batch[1], json!({"data": {"t000": []}}));
+    assert_eq!(counters() - before, 1, "written once, then remembered");
+
+    // Mixed with data: the same introspection selection's remembered answer is read back
+    // (decompressed) and merged in.
+    let mixed = json!({"query": format!("{{ t001 {{ id }} {SCHEMA_FETCH} }}")});
+    let (_, _, first) = post_raw(&server, &mixed, &[("Accept-Encoding", "gzip")]).await;
+    let (_, encoding, again) = post_raw(&server, &mixed, &[("Accept-Encoding", "gzip")]).await;
+    assert_eq!(
+        encoding, None,
+        "data and introspection together are written per request"
+    );
+    assert_eq!(first, again);
+    let again: Value = serde_json::from_slice(&again).unwrap();
+    assert_eq!(again["data"]["t001"], json!([]));
+    assert_eq!(again["data"]["__schema"], parsed["data"]["__schema"]);
+    assert_eq!(
+        counters() - before,
+        1,
+        "the remembered answer served the mixed document"
+    );
+}

@@ -3,7 +3,7 @@
 //! root pseudo-type's fields and the directives every Basalt schema has.
 
 use crate::graphql::types::{
-    EnumValueDef, FieldDef, InputValueDef, TypeDef, TypeRef, TypeSystem, BUILTIN_SCALARS,
+    EnumValueDef, FieldDef, InputValueDef, Name, TypeDef, TypeRef, TypeSystem, BUILTIN_SCALARS,
 };
 use indexmap::IndexMap;
 use serde_json::Value;
@@ -24,7 +24,7 @@ pub(super) static DIRECTIVES: LazyLock<Vec<Directive>> = LazyLock::new(|| {
         name: name.into(),
         description: Some(description.into()),
         ty: TypeRef::parse(ty).unwrap_or_else(|| TypeRef::named(ty)),
-        default,
+        default: default.map(Box::new),
     };
     vec![
         Directive {
@@ -73,7 +73,7 @@ pub(crate) fn meta() -> &'static TypeSystem {
 }
 
 /// The fields of the root pseudo-type: `__schema` and `__type(name: String!)`.
-pub(super) static ROOT_FIELDS: LazyLock<IndexMap<String, FieldDef>> = LazyLock::new(|| {
+pub(super) static ROOT_FIELDS: LazyLock<IndexMap<Name, FieldDef>> = LazyLock::new(|| {
     let fields = [
         FieldDef::new("__schema", TypeRef::non_null("__Schema")),
         FieldDef::new("__type", TypeRef::named("__Type"))
@@ -103,7 +103,7 @@ fn build_meta() -> TypeSystem {
             name: "includeDeprecated".into(),
             description: None,
             ty: TypeRef::non_null("Boolean"),
-            default: Some(Value::Bool(false)),
+            default: Some(Box::new(Value::Bool(false))),
         }
     }
     fn enumeration(name: &str, description: &str, values: &[&str]) -> TypeDef {

@@ -8,7 +8,7 @@
 //! thousands of types, so nothing is copied per type: the answer is written as bytes, and the
 //! only per-request structure is the set of types reachable from the roots.
 
-use super::types::{EnumValueDef, FieldDef, InputValueDef, TypeDef, TypeRef, TypeSystem};
+use super::types::{EnumValueDef, FieldDef, InputValueDef, Name, TypeDef, TypeRef, TypeSystem};
 use async_graphql_parser::types::{
     ExecutableDocument, Field as AstField, OperationType, Selection, SelectionSet,
 };
@@ -206,7 +206,7 @@ fn validate(meta: &TypeSystem, on: &str, selections: &Selections<'_>, errors: &m
 }
 
 /// The fields of an introspection type (or of the root pseudo-type).
-fn fields_on<'m>(meta: &'m TypeSystem, on: &str) -> Option<&'m IndexMap<String, FieldDef>> {
+fn fields_on<'m>(meta: &'m TypeSystem, on: &str) -> Option<&'m IndexMap<Name, FieldDef>> {
     if on == ROOT {
         Some(&ROOT_FIELDS)
     } else {
@@ -230,7 +230,7 @@ fn validate_field(meta: &TypeSystem, on: &str, field: &AstField, errors: &mut Ve
     };
     for (arg, value) in &field.arguments {
         let arg = arg.node.as_str();
-        match def.args.get(arg) {
+        match def.argument(arg) {
             None => errors.push(format!(
                 "Unknown argument \"{arg}\" on field \"{name}\" of type \"{on}\"."
             )),
@@ -241,7 +241,7 @@ fn validate_field(meta: &TypeSystem, on: &str, field: &AstField, errors: &mut Ve
             Some(_) => {}
         }
     }
-    for declared in def.args.values() {
+    for declared in def.args.iter() {
         let given = field
             .arguments
             .iter()
@@ -390,7 +390,7 @@ impl<'a, 'd> Writer<'a, 'd> {
                     let wanted = string_arg(field, "name").unwrap_or_default();
                     let found = self
                         .named(&wanted)
-                        .filter(|def| self.visible().contains(def.name()));
+                        .filter(|def| self.visible().contains(def.name().as_str()));
                     self.single(found.map(|d| Node::Type(Ty::Named(d))), fields)
                 }
                 _ => self.raw("null"),
@@ -400,7 +400,7 @@ impl<'a, 'd> Writer<'a, 'd> {
             Node::Field(def) => match name {
                 "name" => self.string(&def.name),
                 "description" => self.opt_string(def.description.as_deref()),
-                "args" => self.list(def.args.values().map(Node::Input), "__InputValue", fields),
+                "args" => self.list(def.args.iter().map(Node::Input), "__InputValue", fields),
                 "type" => {
                     let target = self.of_ref(&def.ty);
                     self.single(Some(target), fields)
@@ -416,7 +416,7 @@ impl<'a, 'd> Writer<'a, 'd> {
                     self.single(Some(target), fields)
                 }
                 "defaultValue" => {
-                    let printed = def.default.as_ref().map(graphql_literal);
+                    let printed = def.default.as_deref().map(graphql_literal);
                     self.opt_string(printed.as_deref())
                 }
                 "isDeprecated" => self.bool(false),
@@ -628,7 +628,7 @@ fn implementers<'a>(types: &'a TypeSystem, interface: &str) -> Vec<&'a TypeDef> 
 /// input fields, union members and interfaces (an interface is shown when one of its
 /// implementers is), plus the introspection types and the built-in scalars, always.
 fn reachable<'a>(types: &'a TypeSystem, meta: &'a TypeSystem) -> HashSet<&'a str> {
-    let mut seen: HashSet<&'a str> = meta.types.keys().map(String::as_str).collect();
+    let mut seen: HashSet<&'a str> = meta.types.keys().map(Name::as_str).collect();
     let mut stack: Vec<&'a str> = Vec::new();
     stack.push(&types.query_root);
     stack.extend(types.mutation_root.as_deref());
@@ -652,17 +652,17 @@ fn reachable<'a>(types: &'a TypeSystem, meta: &'a TypeSystem) -> HashSet<&'a str
             } => {
                 for f in fields.values() {
                     push_ref(&f.ty);
-                    f.args.values().for_each(|a| push_ref(&a.ty));
+                    f.args.iter().for_each(|a| push_ref(&a.ty));
                 }
-                stack.extend(interfaces.iter().map(String::as_str));
+                stack.extend(interfaces.iter().map(Name::as_str));
             }
             TypeDef::Interface { fields, .. } => {
                 for f in fields.values() {
                     push_ref(&f.ty);
-                    f.args.values().for_each(|a| push_ref(&a.ty));
+                    f.args.iter().for_each(|a| push_ref(&a.ty));
                 }
             }
-            TypeDef::Union { members, .. } => stack.extend(members.iter().map(String::as_str)),
+            TypeDef::Union { members, .. } => stack.extend(members.iter().map(Name::as_str)),
             TypeDef::Input { fields, .. } => fields.values().for_each(|a| push_ref(&a.ty)),
             TypeDef::Enum { .. } | TypeDef::Scalar { .. } => {}
         }

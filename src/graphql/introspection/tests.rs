@@ -2,7 +2,7 @@
 //! what is refused.
 
 use super::*;
-use crate::graphql::types::{EnumValueDef, FieldDef, InputValueDef, TypeDef, TypeRef};
+use crate::graphql::types::{EnumValueDef, FieldDef, InputValueDef, Name, TypeDef, TypeRef};
 use serde_json::json;
 
 /// A query root with one object field, an interface with one implementer, a union, an
@@ -12,7 +12,7 @@ fn sample() -> TypeSystem {
         query_root: "query_root".into(),
         ..TypeSystem::default()
     };
-    let object = |name: &str, fields: Vec<FieldDef>, interfaces: Vec<String>| TypeDef::Object {
+    let object = |name: &str, fields: Vec<FieldDef>, interfaces: Vec<Name>| TypeDef::Object {
         name: name.into(),
         description: None,
         fields: fields.into_iter().map(|f| (f.name.clone(), f)).collect(),
@@ -25,7 +25,7 @@ fn sample() -> TypeSystem {
                 name: "where".into(),
                 description: None,
                 ty: TypeRef::named("pet_filter"),
-                default: Some(json!({"kind": "CAT", "name": "a\"b"})),
+                default: Some(Box::new(json!({"kind": "CAT", "name": "a\"b"}))),
             })
             .describe("All pets.")],
         vec![],
@@ -39,7 +39,7 @@ fn sample() -> TypeSystem {
         name: "named".into(),
         description: None,
         fields: [(
-            "name".to_owned(),
+            "name".into(),
             FieldDef::new("name", TypeRef::non_null("String")),
         )]
         .into_iter()
@@ -54,7 +54,7 @@ fn sample() -> TypeSystem {
         name: "pet_filter".into(),
         description: None,
         fields: [(
-            "kind".to_owned(),
+            "kind".into(),
             InputValueDef::new("kind", TypeRef::named("kind")),
         )]
         .into_iter()

@@ -3,7 +3,7 @@
 
 use super::{PlanError, Planner, Result};
 use crate::graphql::ir::Param;
-use crate::graphql::types::{FieldDef, InputValueDef, TypeDef, TypeRef, BUILTIN_SCALARS};
+use crate::graphql::types::{FieldDef, InputValueDef, Name, TypeDef, TypeRef, BUILTIN_SCALARS};
 use async_graphql_parser::types::{BaseType, Field as AstField, OperationDefinition, Type};
 use async_graphql_value::Value as GqlValue;
 use indexmap::IndexMap;
@@ -70,7 +70,7 @@ fn null_input(ty: &TypeRef, path: &str) -> Result<Input> {
 
 fn to_type_ref(t: &Type) -> TypeRef {
     let base = match &t.base {
-        BaseType::Named(n) => TypeRef::Named(n.to_string()),
+        BaseType::Named(n) => TypeRef::Named(n.as_str().into()),
         BaseType::List(inner) => TypeRef::List(Box::new(to_type_ref(inner))),
     };
     if t.nullable {
@@ -213,7 +213,7 @@ impl Planner<'_> {
                 let mut out = IndexMap::new();
                 for (key, v) in map {
                     let key = key.to_string();
-                    let def = fields.get(&key).ok_or_else(|| {
+                    let def = fields.get(key.as_str()).ok_or_else(|| {
                         PlanError::unknown_field(&format!("{path}.{key}"), &key, name)
                     })?;
                     out.insert(
@@ -242,12 +242,12 @@ impl Planner<'_> {
 
     pub(super) fn check_required(
         &self,
-        fields: &IndexMap<String, InputValueDef>,
+        fields: &IndexMap<Name, InputValueDef>,
         given: &IndexMap<String, Input>,
         path: &str,
     ) -> Result<()> {
         for (name, def) in fields {
-            if def.ty.is_non_null() && def.default.is_none() && !given.contains_key(name) {
+            if def.ty.is_non_null() && def.default.is_none() && !given.contains_key(name.as_str()) {
                 return Err(PlanError::validation(
                     path,
                     format!("missing required field '{name}'"),
@@ -341,7 +341,7 @@ impl Planner<'_> {
                     };
                     let mut out = IndexMap::new();
                     for (key, v) in map {
-                        let def = fields.get(key).ok_or_else(|| {
+                        let def = fields.get(key.as_str()).ok_or_else(|| {
                             PlanError::unknown_field(&format!("{path}.{key}"), key, name)
                         })?;
                         out.insert(
@@ -375,7 +375,7 @@ impl Planner<'_> {
         for (name, value) in &field.arguments {
             let name = name.node.to_string();
             let arg_path = format!("{path}.args.{name}");
-            let arg = def.args.get(&name).ok_or_else(|| {
+            let arg = def.argument(&name).ok_or_else(|| {
                 PlanError::validation(
                     &arg_path,
                     format!("'{}' has no argument named '{name}'", def.name),
@@ -384,8 +384,9 @@ impl Planner<'_> {
             let ty = arg.ty.clone();
             out.insert(name, self.coerce_ast(&value.node, &ty, &arg_path)?);
         }
-        for (name, arg) in &def.args {
-            if arg.ty.is_non_null() && arg.default.is_none() && !out.contains_key(name) {
+        for arg in &def.args {
+            let name = &arg.name;
+            if arg.ty.is_non_null() && arg.default.is_none() && !out.contains_key(name.as_str()) {
                 return Err(PlanError::validation(
                     path,
                     format!("missing required field '{name}'"),

@@ -16,21 +16,24 @@ use std::collections::BTreeSet;
 #[derive(Debug, Default)]
 pub(super) struct ActionRoots {
     /// `query_root`: query actions, and asynchronous results by id.
-    pub query: IndexMap<String, FieldDef>,
+    pub query: IndexMap<Name, FieldDef>,
     /// `mutation_root`: mutation actions.
-    pub mutation: IndexMap<String, FieldDef>,
+    pub mutation: IndexMap<Name, FieldDef>,
     /// `subscription_root`: asynchronous results by id.
-    pub subscription: IndexMap<String, FieldDef>,
+    pub subscription: IndexMap<Name, FieldDef>,
 }
 
 /// The fields of an asynchronous action's result object, `output` typed as the action's
 /// output (nullable: it is null until the handler answered).
-pub fn async_result_fields(output: &TypeRef) -> IndexMap<String, FieldDef> {
+pub fn async_result_fields(output: &TypeRef) -> IndexMap<Name, FieldDef> {
     [
-        FieldDef::new("id", TypeRef::non_null("uuid")),
-        FieldDef::new("created_at", TypeRef::non_null("timestamptz")),
-        FieldDef::new("errors", TypeRef::named("json")),
-        FieldDef::new("output", output.nullable().clone()),
+        FieldDef::new(Name::new_static("id"), TypeRef::non_null("uuid")),
+        FieldDef::new(
+            Name::new_static("created_at"),
+            TypeRef::non_null("timestamptz"),
+        ),
+        FieldDef::new(Name::new_static("errors"), TypeRef::named("json")),
+        FieldDef::new(Name::new_static("output"), output.nullable().clone()),
     ]
     .into_iter()
     .map(|f| (f.name.clone(), f))
@@ -122,35 +125,40 @@ impl TypeBuilder<'_> {
                     continue;
                 };
                 self.custom_input(ty.base(), custom);
-                let mut arg = InputValueDef::new(argument.name.0.clone(), ty);
-                arg.description = argument.description.clone();
+                let mut arg = InputValueDef::new(argument.name.0.as_str(), ty);
+                arg.description = text(&argument.description);
                 args.push(arg);
             }
             self.custom_object(output.base(), custom);
-            let name = action.name();
-            let mut field = with_args(FieldDef::new(name, output.clone()), args);
-            field.description = action.entry.comment.clone();
+            let name = Name::from(action.name());
+            let mut field = with_args(FieldDef::new(name.clone(), output.clone()), args);
+            field.description = text(&action.entry.comment);
             if action.is_async() {
                 field.ty = TypeRef::non_null("uuid");
                 self.scalar("uuid");
                 self.scalar("timestamptz");
                 self.scalar("json");
-                self.types.add(TypeDef::Object {
-                    name: name.to_owned(),
-                    description: Some(format!("the result of the asynchronous action \"{name}\"")),
+                let description =
+                    Name::from(format!("the result of the asynchronous action \"{name}\""));
+                self.add(TypeDef::Object {
+                    name: name.clone(),
+                    description: Some(description.clone()),
                     fields: async_result_fields(&output),
                     interfaces: Vec::new(),
                 });
-                let result = FieldDef::new(name, TypeRef::named(name))
-                    .arg(InputValueDef::new("id", TypeRef::non_null("uuid")))
-                    .describe(format!("the result of the asynchronous action \"{name}\""));
-                roots.query.insert(name.to_owned(), result.clone());
-                roots.subscription.insert(name.to_owned(), result);
-                roots.mutation.insert(name.to_owned(), field);
+                let result = FieldDef::new(name.clone(), TypeRef::named(name.clone()))
+                    .arg(InputValueDef::new(
+                        Name::new_static("id"),
+                        TypeRef::non_null("uuid"),
+                    ))
+                    .describe(description);
+                roots.query.insert(name.clone(), result.clone());
+                roots.subscription.insert(name.clone(), result);
+                roots.mutation.insert(name, field);
             } else if definition.action_type == ActionType::Query {
-                roots.query.insert(name.to_owned(), field);
+                roots.query.insert(name, field);
             } else {
-                roots.mutation.insert(name.to_owned(), field);
+                roots.mutation.insert(name, field);
             }
         }
         roots
@@ -163,20 +171,20 @@ impl TypeBuilder<'_> {
             return;
         }
         if let Some(input) = custom.input_object(name) {
-            let fields: IndexMap<String, InputValueDef> = input
+            let fields: IndexMap<Name, InputValueDef> = input
                 .fields
                 .iter()
                 .filter_map(|f| {
                     let ty = TypeRef::parse(&f.field_type)?;
-                    let mut def = InputValueDef::new(f.name.0.clone(), ty);
-                    def.description = f.description.clone();
-                    Some((f.name.0.clone(), def))
+                    let mut def = InputValueDef::new(f.name.0.as_str(), ty);
+                    def.description = text(&f.description);
+                    Some((def.name.clone(), def))
                 })
                 .collect();
             let bases: Vec<String> = fields.values().map(|f| f.ty.base().to_owned()).collect();
-            self.types.add(TypeDef::Input {
-                name: name.to_owned(),
-                description: input.description.clone(),
+            self.add(TypeDef::Input {
+                name: name.into(),
+                description: text(&input.description),
                 fields,
             });
             for base in bases {
@@ -197,14 +205,14 @@ impl TypeBuilder<'_> {
             self.custom_leaf(name, custom);
             return;
         };
-        let mut fields: IndexMap<String, FieldDef> = object
+        let mut fields: IndexMap<Name, FieldDef> = object
             .fields
             .iter()
             .filter_map(|f| {
                 let ty = TypeRef::parse(&f.field_type)?;
-                let mut def = FieldDef::new(f.name.0.clone(), ty);
-                def.description = f.description.clone();
-                Some((f.name.0.clone(), def))
+                let mut def = FieldDef::new(f.name.0.as_str(), ty);
+                def.description = text(&f.description);
+                Some((def.name.clone(), def))
             })
             .collect();
         let bases: Vec<String> = fields.values().map(|f| f.ty.base().to_owned()).collect();
@@ -214,17 +222,19 @@ impl TypeBuilder<'_> {
             };
             let t = &table.type_name;
             let def = match rel.kind {
-                RelationshipKind::Object => FieldDef::new(&rel.name, TypeRef::named(t)),
+                RelationshipKind::Object => {
+                    FieldDef::new(rel.name.as_str(), TypeRef::named(t.as_str()))
+                }
                 RelationshipKind::Array => with_args(
-                    FieldDef::new(&rel.name, TypeRef::list_of_non_null(t)),
+                    FieldDef::new(rel.name.as_str(), TypeRef::list_of_non_null(t.as_str())),
                     list_args(t),
                 ),
             };
-            fields.insert(rel.name.clone(), def);
+            fields.insert(def.name.clone(), def);
         }
-        self.types.add(TypeDef::Object {
-            name: name.to_owned(),
-            description: object.description.clone(),
+        self.add(TypeDef::Object {
+            name: name.into(),
+            description: text(&object.description),
             fields,
             interfaces: Vec::new(),
         });
@@ -236,24 +246,24 @@ impl TypeBuilder<'_> {
     /// Registers a custom enum or a scalar (built-in, Postgres or custom).
     fn custom_leaf(&mut self, name: &str, custom: &ResolvedCustomTypes) {
         if let Some(e) = custom.enumeration(name) {
-            self.types.add(TypeDef::Enum {
-                name: name.to_owned(),
-                description: e.description.clone(),
+            self.add(TypeDef::Enum {
+                name: name.into(),
+                description: text(&e.description),
                 values: e
                     .values
                     .iter()
                     .map(|v| EnumValueDef {
-                        name: v.value.0.clone(),
-                        description: v.description.clone(),
+                        name: v.value.0.as_str().into(),
+                        description: text(&v.description),
                     })
                     .collect(),
             });
             return;
         }
         if let Some(s) = custom.scalar(name) {
-            self.types.add(TypeDef::Scalar {
-                name: name.to_owned(),
-                description: s.description.clone(),
+            self.add(TypeDef::Scalar {
+                name: name.into(),
+                description: text(&s.description),
             });
             return;
         }

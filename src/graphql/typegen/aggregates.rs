@@ -18,21 +18,22 @@ impl TypeBuilder<'_> {
             t.columns.iter().filter(|(_, c)| c.numeric).collect();
         let orderable: Vec<(&String, &RoleColumn)> =
             t.columns.iter().filter(|(_, c)| c.orderable).collect();
+        let order_by = Name::new_static("order_by");
+        let count = Name::new_static("count");
         let mut fields = IndexMap::new();
-        fields.insert(
-            "count".to_owned(),
-            FieldDef::new("count", TypeRef::non_null("Int"))
+        fields.put(
+            FieldDef::new(count.clone(), TypeRef::non_null(Name::new_static("Int")))
                 .arg(InputValueDef::new(
-                    "columns",
+                    Name::new_static("columns"),
                     TypeRef::nullable_list_of_non_null(format!("{tn}_select_column")),
                 ))
-                .arg(InputValueDef::new("distinct", TypeRef::named("Boolean"))),
+                .arg(InputValueDef::new(
+                    Name::new_static("distinct"),
+                    TypeRef::named(Name::new_static("Boolean")),
+                )),
         );
         let mut order_fields = IndexMap::new();
-        order_fields.insert(
-            "count".to_owned(),
-            InputValueDef::new("count", TypeRef::named("order_by")),
-        );
+        order_fields.put(InputValueDef::new(count, TypeRef::named(order_by.clone())));
         for function in AggregateFunction::ALL {
             let columns = if function.numeric_only() {
                 &numeric
@@ -42,69 +43,60 @@ impl TypeBuilder<'_> {
             if columns.is_empty() {
                 continue;
             }
-            let op = function.name();
-            let type_name = format!("{tn}_{op}_fields");
+            let op = Name::new_static(function.name());
+            let type_name = Name::from(format!("{tn}_{op}_fields"));
+            let order_name = Name::from(format!("{tn}_{op}_order_by"));
             let mut op_fields = IndexMap::new();
             let mut op_order = IndexMap::new();
             for (name, c) in columns {
+                let name = Name::from(name.as_str());
                 let scalar = if function.keeps_type() {
-                    c.scalar.clone()
+                    Name::from(c.scalar.as_str())
                 } else {
-                    "Float".to_owned()
+                    Name::new_static("Float")
                 };
-                op_fields.insert(
-                    (*name).clone(),
-                    FieldDef::new(*name, TypeRef::named(scalar)),
-                );
-                op_order.insert(
-                    (*name).clone(),
-                    InputValueDef::new(*name, TypeRef::named("order_by")),
-                );
+                op_fields.put(FieldDef::new(name.clone(), TypeRef::named(scalar)));
+                op_order.put(InputValueDef::new(name, TypeRef::named(order_by.clone())));
             }
-            self.types.add(TypeDef::Object {
+            self.add(TypeDef::Object {
                 name: type_name.clone(),
                 description: None,
                 fields: op_fields,
                 interfaces: Vec::new(),
             });
-            self.types.add(TypeDef::Input {
-                name: format!("{tn}_{op}_order_by"),
+            self.add(TypeDef::Input {
+                name: order_name.clone(),
                 description: None,
                 fields: op_order,
             });
-            fields.insert(op.to_owned(), FieldDef::new(op, TypeRef::named(type_name)));
-            order_fields.insert(
-                op.to_owned(),
-                InputValueDef::new(op, TypeRef::named(format!("{tn}_{op}_order_by"))),
-            );
+            fields.put(FieldDef::new(op.clone(), TypeRef::named(type_name)));
+            order_fields.put(InputValueDef::new(op, TypeRef::named(order_name)));
         }
-        self.types.add(TypeDef::Object {
-            name: format!("{tn}_aggregate_fields"),
-            description: Some(format!("aggregate fields of \"{}\"", t.name)),
+        let fields_name = Name::from(format!("{tn}_aggregate_fields"));
+        self.add(TypeDef::Object {
+            name: fields_name.clone(),
+            description: Some(format!("aggregate fields of \"{}\"", t.name).into()),
             fields,
             interfaces: Vec::new(),
         });
         let mut aggregate = IndexMap::new();
-        aggregate.insert(
-            "aggregate".to_owned(),
-            FieldDef::new(
-                "aggregate",
-                TypeRef::named(format!("{tn}_aggregate_fields")),
-            ),
-        );
-        aggregate.insert(
-            "nodes".to_owned(),
-            FieldDef::new("nodes", TypeRef::list_of_non_null(tn)),
-        );
-        self.types.add(TypeDef::Object {
-            name: format!("{tn}_aggregate"),
-            description: Some(format!("aggregated selection of \"{}\"", t.name)),
+        aggregate.put(FieldDef::new(
+            Name::new_static("aggregate"),
+            TypeRef::named(fields_name),
+        ));
+        aggregate.put(FieldDef::new(
+            Name::new_static("nodes"),
+            TypeRef::list_of_non_null(tn.as_str()),
+        ));
+        self.add(TypeDef::Object {
+            name: format!("{tn}_aggregate").into(),
+            description: Some(format!("aggregated selection of \"{}\"", t.name).into()),
             fields: aggregate,
             interfaces: Vec::new(),
         });
-        self.types.add(TypeDef::Input {
-            name: format!("{tn}_aggregate_order_by"),
-            description: Some(format!("order by aggregate values of table \"{}\"", t.name)),
+        self.add(TypeDef::Input {
+            name: format!("{tn}_aggregate_order_by").into(),
+            description: Some(format!("order by aggregate values of table \"{}\"", t.name).into()),
             fields: order_fields,
         });
     }

@@ -10,12 +10,13 @@ use indexmap::IndexMap;
 
 impl TypeBuilder<'_> {
     /// `<S>_comparison_exp` for a column's scalar.
-    pub(super) fn comparison(&mut self, column: &RoleColumn) -> String {
-        let s = column.scalar.clone();
+    pub(super) fn comparison(&mut self, column: &RoleColumn) -> Name {
+        let s = Name::from(column.scalar.as_str());
         let name = format!("{s}_comparison_exp");
-        if self.types.get(&name).is_some() {
-            return name;
+        if let Some(known) = self.types.types.get_key_value(name.as_str()) {
+            return known.0.clone();
         }
+        let name = Name::from(name);
         self.scalar(&s);
         let mut fields = IndexMap::new();
         let array = matches!(column.pg_type, PgType::Array(_));
@@ -26,8 +27,8 @@ impl TypeBuilder<'_> {
                 continue;
             }
             let ty = match operator.operand {
-                Operand::Same => TypeRef::named(&s),
-                Operand::ListOfSame => TypeRef::nullable_list_of_non_null(&s),
+                Operand::Same => TypeRef::named(s.clone()),
+                Operand::ListOfSame => TypeRef::nullable_list_of_non_null(s.clone()),
                 Operand::Text => TypeRef::named("String"),
                 Operand::ListOfText => TypeRef::nullable_list_of_non_null("String"),
                 Operand::Jsonb => TypeRef::named("jsonb"),
@@ -38,12 +39,11 @@ impl TypeBuilder<'_> {
                 }
                 Operand::Column => continue,
             };
-            let field = format!("_{}", operator.name);
-            fields.insert(field.clone(), InputValueDef::new(field, ty));
+            fields.put(InputValueDef::new(format!("_{}", operator.name), ty));
         }
-        self.types.add(TypeDef::Input {
+        self.add(TypeDef::Input {
             name: name.clone(),
-            description: Some(format!("Boolean expression to compare columns of type \"{s}\". All fields are combined with logical 'AND'.")),
+            description: Some(format!("Boolean expression to compare columns of type \"{s}\". All fields are combined with logical 'AND'.").into()),
             fields,
         });
         name
@@ -64,12 +64,12 @@ impl TypeBuilder<'_> {
         };
         self.comparison(&string);
         let mut fields = IndexMap::new();
-        fields.insert(
-            "String".to_owned(),
-            InputValueDef::new("String", TypeRef::named("String_comparison_exp")),
-        );
-        self.types.add(TypeDef::Input {
-            name: "jsonb_cast_exp".to_owned(),
+        fields.put(InputValueDef::new(
+            Name::new_static("String"),
+            TypeRef::named(Name::new_static("String_comparison_exp")),
+        ));
+        self.add(TypeDef::Input {
+            name: Name::new_static("jsonb_cast_exp"),
             description: None,
             fields,
         });

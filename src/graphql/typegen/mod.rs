@@ -13,12 +13,16 @@ use super::model::{EnumTables, RoleModel, RoleTable, RootField, RootKind};
 use super::types::*;
 use crate::metadata::types::QualifiedTable;
 use indexmap::IndexMap;
+use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Generates the GraphQL types of one role.
 struct TypeBuilder<'a> {
     tables: &'a IndexMap<QualifiedTable, RoleTable>,
     enums: &'a EnumTables,
     types: TypeSystem,
+    /// Finished definitions of the roles built before, by name.
+    known: &'a HashMap<Name, Arc<TypeDef>>,
 }
 
 pub use actions::{action_type_clashes, async_result_fields};
@@ -26,10 +30,19 @@ pub use actions::{action_type_clashes, async_result_fields};
 /// The type system of a role: its query root first, then every type its fields use (the
 /// mutation and subscription roots among them when the role has fields there).
 pub fn build(model: &RoleModel) -> TypeSystem {
+    build_sharing(model, &HashMap::new())
+}
+
+/// [`build`], holding the definition in `known` (the finished types of roles built before)
+/// of every type that comes out equal to it. Each type is compared as soon as it is complete
+/// and a duplicate dropped at once, so a role whose view of most tables equals another's
+/// costs little more than its differences, whichever role was built first.
+pub fn build_sharing(model: &RoleModel, known: &HashMap<Name, Arc<TypeDef>>) -> TypeSystem {
     let mut builder = TypeBuilder {
         tables: &model.tables,
         enums: &model.enums,
         types: TypeSystem::default(),
+        known,
     };
     builder.types.query_root = "query_root".to_owned();
     builder.order_by_enum();
@@ -44,8 +57,8 @@ pub fn build(model: &RoleModel) -> TypeSystem {
     let mut subscription_fields = root_fields.clone();
     subscription_fields.extend(actions.subscription);
     if !subscription_fields.is_empty() {
-        builder.types.add(TypeDef::Object {
-            name: "subscription_root".to_owned(),
+        builder.add(TypeDef::Object {
+            name: Name::new_static("subscription_root"),
             description: None,
             fields: subscription_fields,
             interfaces: Vec::new(),
@@ -54,20 +67,21 @@ pub fn build(model: &RoleModel) -> TypeSystem {
     }
     root_fields.extend(actions.query);
     if root_fields.is_empty() {
+        let name = Name::new_static("no_queries_available");
         root_fields.insert(
-            "no_queries_available".to_owned(),
-            FieldDef::new("no_queries_available", TypeRef::non_null("String")),
+            name.clone(),
+            FieldDef::new(name, TypeRef::non_null(Name::new_static("String"))),
         );
     }
-    builder.types.add(TypeDef::Object {
-        name: "query_root".to_owned(),
+    builder.add(TypeDef::Object {
+        name: Name::new_static("query_root"),
         description: None,
         fields: root_fields,
         interfaces: Vec::new(),
     });
     if !actions.mutation.is_empty() {
-        builder.types.add(TypeDef::Object {
-            name: "mutation_root".to_owned(),
+        builder.add(TypeDef::Object {
+            name: Name::new_static("mutation_root"),
             description: None,
             fields: IndexMap::new(),
             interfaces: Vec::new(),
@@ -89,14 +103,18 @@ pub fn build(model: &RoleModel) -> TypeSystem {
         remote: Default::default(),
     };
     if let Some(root) = builder.types.types.shift_remove("query_root") {
-        ordered.types.insert("query_root".to_owned(), root);
+        ordered.types.insert(Name::new_static("query_root"), root);
     }
     builder.types.types.sort_unstable_keys();
     for (name, mut def) in builder.types.types {
-        sort_members(std::sync::Arc::make_mut(&mut def));
+        // Types changed after they were added (a root given the actions' fields) are sorted
+        // again; a shared definition is sorted already.
+        if let Some(def) = Arc::get_mut(&mut def) {
+            sort_members(def);
+        }
         ordered.types.entry(name).or_insert(def);
     }
-    if let Some(root) = ordered.get_mut("query_root") {
+    if let Some(root) = ordered.types.get_mut("query_root").and_then(Arc::get_mut) {
         sort_members(root);
     }
     ordered
@@ -130,20 +148,26 @@ fn sort_members(def: &mut TypeDef) {
     }
 }
 
+/// The name of the built-in `Int` scalar.
+const INT: Name = Name::new_static("Int");
+
 /// Arguments of list fields: `distinct_on`, `limit`, `offset`, `order_by`, `where`.
 fn list_args(t: &str) -> Vec<InputValueDef> {
     vec![
         InputValueDef::new(
-            "distinct_on",
+            Name::new_static("distinct_on"),
             TypeRef::nullable_list_of_non_null(format!("{t}_select_column")),
         ),
-        InputValueDef::new("limit", TypeRef::named("Int")),
-        InputValueDef::new("offset", TypeRef::named("Int")),
+        InputValueDef::new(Name::new_static("limit"), TypeRef::named(INT)),
+        InputValueDef::new(Name::new_static("offset"), TypeRef::named(INT)),
         InputValueDef::new(
-            "order_by",
+            Name::new_static("order_by"),
             TypeRef::nullable_list_of_non_null(format!("{t}_order_by")),
         ),
-        InputValueDef::new("where", TypeRef::named(format!("{t}_bool_exp"))),
+        InputValueDef::new(
+            Name::new_static("where"),
+            TypeRef::named(format!("{t}_bool_exp")),
+        ),
     ]
 }
 
@@ -155,26 +179,42 @@ fn with_args(mut field: FieldDef, args: Vec<InputValueDef>) -> FieldDef {
 }
 
 impl TypeBuilder<'_> {
+    /// Adds a complete type, its members in their final order, unless one of that name
+    /// exists; an equal known definition is held instead of this one.
+    fn add(&mut self, mut def: TypeDef) {
+        if self.types.get(def.name()).is_some() {
+            return;
+        }
+        sort_members(&mut def);
+        match self.known.get(def.name()) {
+            Some(known) if **known == def => {
+                self.types.types.insert(def.name().clone(), known.clone());
+            }
+            _ => self.types.add(def),
+        }
+    }
+
     /// The table fields of `query_root` (the caller adds a placeholder when the root would
     /// have no field at all).
     pub(super) fn query_root_fields(
         &self,
         roots: &IndexMap<String, RootField>,
-    ) -> IndexMap<String, FieldDef> {
+    ) -> IndexMap<Name, FieldDef> {
         let mut root_fields = IndexMap::new();
         for (field, root) in roots {
+            let field = Name::from(field.as_str());
             let Some(t) = self.tables.get(&root.table) else {
                 continue;
             };
             let tn = &t.type_name;
             let def = match root.kind {
                 RootKind::Select => with_args(
-                    FieldDef::new(field, TypeRef::list_of_non_null(tn)),
+                    FieldDef::new(field.clone(), TypeRef::list_of_non_null(tn.as_str())),
                     list_args(tn),
                 )
                 .describe(format!("fetch data from the table: \"{}\"", root.table)),
                 RootKind::Aggregate => with_args(
-                    FieldDef::new(field, TypeRef::non_null(format!("{tn}_aggregate"))),
+                    FieldDef::new(field.clone(), TypeRef::non_null(format!("{tn}_aggregate"))),
                     list_args(tn),
                 )
                 .describe(format!(
@@ -182,19 +222,23 @@ impl TypeBuilder<'_> {
                     root.table
                 )),
                 RootKind::SelectByPk => {
-                    let mut def = FieldDef::new(field, TypeRef::named(tn)).describe(format!(
-                        "fetch data from the table: \"{}\" using primary key columns",
-                        root.table
-                    ));
+                    let mut def = FieldDef::new(field.clone(), TypeRef::named(tn.as_str()))
+                        .describe(format!(
+                            "fetch data from the table: \"{}\" using primary key columns",
+                            root.table
+                        ));
                     for column in t.primary_key.iter().flatten() {
                         if let Some(c) = t.columns.get(column) {
-                            def = def.arg(InputValueDef::new(column, TypeRef::non_null(&c.scalar)));
+                            def = def.arg(InputValueDef::new(
+                                column.as_str(),
+                                TypeRef::non_null(c.scalar.as_str()),
+                            ));
                         }
                     }
                     def
                 }
             };
-            root_fields.insert(field.clone(), def);
+            root_fields.insert(field, def);
         }
         root_fields
     }
@@ -208,14 +252,14 @@ impl TypeBuilder<'_> {
             ("desc_nulls_first", "in descending order, nulls first"),
             ("desc_nulls_last", "in descending order, nulls last"),
         ];
-        self.types.add(TypeDef::Enum {
-            name: "order_by".to_owned(),
-            description: Some("column ordering options".to_owned()),
+        self.add(TypeDef::Enum {
+            name: Name::new_static("order_by"),
+            description: Some(Name::new_static("column ordering options")),
             values: values
                 .iter()
                 .map(|(n, d)| EnumValueDef {
-                    name: (*n).to_owned(),
-                    description: Some((*d).to_owned()),
+                    name: Name::new_static(n),
+                    description: Some(Name::new_static(d)),
                 })
                 .collect(),
         });
@@ -233,15 +277,15 @@ impl TypeBuilder<'_> {
         // An enum column's type, wherever the column appears: a role may write a table it
         // cannot select, and its insert and update inputs name the enum all the same.
         if let Some((name, values)) = self.enums.values().find(|(n, _)| n == scalar) {
-            self.types.add(TypeDef::Enum {
-                name: name.clone(),
+            self.add(TypeDef::Enum {
+                name: name.into(),
                 description: None,
                 values: tables::enum_values(values),
             });
             return;
         }
-        self.types.add(TypeDef::Scalar {
-            name: scalar.to_owned(),
+        self.add(TypeDef::Scalar {
+            name: scalar.into(),
             description: None,
         });
     }
@@ -249,8 +293,8 @@ impl TypeBuilder<'_> {
     /// An input object type with these fields.
     pub(super) fn input(&mut self, name: String, fields: Vec<InputValueDef>) {
         let fields = fields.into_iter().map(|f| (f.name.clone(), f)).collect();
-        self.types.add(TypeDef::Input {
-            name,
+        self.add(TypeDef::Input {
+            name: name.into(),
             description: None,
             fields,
         });

@@ -96,11 +96,11 @@ impl TypeBuilder<'_> {
                     def
                 }
             };
-            fields.insert(field.clone(), def);
+            fields.put(def);
         }
-        self.types.add(TypeDef::Object {
-            name: "mutation_root".to_owned(),
-            description: Some("mutation root".to_owned()),
+        self.add(TypeDef::Object {
+            name: Name::new_static("mutation_root"),
+            description: Some(Name::new_static("mutation root")),
             fields,
             interfaces: Vec::new(),
         });
@@ -145,24 +145,29 @@ impl TypeBuilder<'_> {
     fn response_type(&mut self, w: &RoleWrite) {
         let t = w.type_name.clone();
         let mut response = IndexMap::new();
-        response.insert(
-            "affected_rows".to_owned(),
-            FieldDef::new("affected_rows", TypeRef::non_null("Int"))
-                .describe("number of rows affected by the mutation"),
+        response.put(
+            FieldDef::new(
+                Name::new_static("affected_rows"),
+                TypeRef::non_null(Name::new_static("Int")),
+            )
+            .describe(Name::new_static("number of rows affected by the mutation")),
         );
         if w.selectable {
-            response.insert(
-                "returning".to_owned(),
-                FieldDef::new("returning", TypeRef::list_of_non_null(&t))
-                    .describe("data from the rows affected by the mutation"),
+            response.put(
+                FieldDef::new(
+                    Name::new_static("returning"),
+                    TypeRef::list_of_non_null(t.as_str()),
+                )
+                .describe(Name::new_static(
+                    "data from the rows affected by the mutation",
+                )),
             );
         }
-        self.types.add(TypeDef::Object {
-            name: format!("{t}_mutation_response"),
-            description: Some(format!(
-                "response of any mutation on the table \"{}\"",
-                w.name
-            )),
+        self.add(TypeDef::Object {
+            name: format!("{t}_mutation_response").into(),
+            description: Some(
+                format!("response of any mutation on the table \"{}\"", w.name).into(),
+            ),
             fields: response,
             interfaces: Vec::new(),
         });
@@ -233,17 +238,16 @@ impl TypeBuilder<'_> {
         let t = w.type_name.clone();
         let on_conflict = w.update.is_some() && !w.constraints.is_empty();
         if on_conflict {
-            self.types.add(TypeDef::Enum {
-                name: format!("{t}_constraint"),
-                description: Some(format!(
-                    "unique or primary key constraints on table \"{}\"",
-                    w.name
-                )),
+            self.add(TypeDef::Enum {
+                name: format!("{t}_constraint").into(),
+                description: Some(
+                    format!("unique or primary key constraints on table \"{}\"", w.name).into(),
+                ),
                 values: w
                     .constraints
                     .iter()
                     .map(|c| EnumValueDef {
-                        name: c.clone(),
+                        name: c.into(),
                         description: None,
                     })
                     .collect(),
@@ -258,13 +262,13 @@ impl TypeBuilder<'_> {
             } else {
                 columns
             };
-            self.types.add(TypeDef::Enum {
-                name: format!("{t}_update_column"),
-                description: Some(format!("update columns of table \"{}\"", w.name)),
+            self.add(TypeDef::Enum {
+                name: format!("{t}_update_column").into(),
+                description: Some(format!("update columns of table \"{}\"", w.name).into()),
                 values: values
                     .into_iter()
                     .map(|c| EnumValueDef {
-                        name: c,
+                        name: c.into(),
                         description: None,
                     })
                     .collect(),
@@ -273,7 +277,7 @@ impl TypeBuilder<'_> {
                 "update_columns",
                 TypeRef::list_of_non_null(format!("{t}_update_column")),
             );
-            update_columns.default = Some(Value::Array(Vec::new()));
+            update_columns.default = Some(Box::new(Value::Array(Vec::new())));
             self.input(
                 format!("{t}_on_conflict"),
                 vec![

@@ -11,27 +11,28 @@ use indexmap::IndexMap;
 
 /// The fields of a table's object, filter and ordering types, gathered field by field.
 struct TableTypes {
-    object: IndexMap<String, FieldDef>,
-    bool_exp: IndexMap<String, InputValueDef>,
-    order_by: IndexMap<String, InputValueDef>,
+    object: IndexMap<Name, FieldDef>,
+    bool_exp: IndexMap<Name, InputValueDef>,
+    order_by: IndexMap<Name, InputValueDef>,
 }
 
 impl TableTypes {
     /// The connectives every `<t>_bool_exp` has.
     fn new(tn: &str) -> Self {
         let mut bool_exp = IndexMap::new();
+        let own = Name::from(format!("{tn}_bool_exp"));
         for name in ["_and", "_or"] {
             bool_exp.insert(
-                name.to_owned(),
+                Name::new_static(name),
                 InputValueDef::new(
-                    name,
-                    TypeRef::nullable_list_of_non_null(format!("{tn}_bool_exp")),
+                    Name::new_static(name),
+                    TypeRef::nullable_list_of_non_null(own.clone()),
                 ),
             );
         }
         bool_exp.insert(
-            "_not".to_owned(),
-            InputValueDef::new("_not", TypeRef::named(format!("{tn}_bool_exp"))),
+            Name::new_static("_not"),
+            InputValueDef::new(Name::new_static("_not"), TypeRef::named(own)),
         );
         TableTypes {
             object: IndexMap::new(),
@@ -46,8 +47,8 @@ pub(super) fn enum_values(values: &[(String, Option<String>)]) -> Vec<EnumValueD
     values
         .iter()
         .map(|(v, d)| EnumValueDef {
-            name: v.clone(),
-            description: d.clone(),
+            name: v.into(),
+            description: d.as_deref().map(Name::from),
         })
         .collect()
 }
@@ -71,34 +72,33 @@ impl TypeBuilder<'_> {
                 TableField::Computed(cf) => self.computed_field(field, cf, &mut types),
             }
         }
-        self.types.add(TypeDef::Object {
-            name: tn.clone(),
-            description: Some(format!("columns and relationships of \"{}\"", t.name)),
+        self.add(TypeDef::Object {
+            name: tn.as_str().into(),
+            description: Some(format!("columns and relationships of \"{}\"", t.name).into()),
             fields: types.object,
             interfaces: Vec::new(),
         });
-        self.types.add(TypeDef::Input {
-            name: format!("{tn}_bool_exp"),
-            description: Some(format!("Boolean expression to filter rows from the table \"{}\". All fields are combined with a logical 'AND'.", t.name)),
+        self.add(TypeDef::Input {
+            name: format!("{tn}_bool_exp").into(),
+            description: Some(format!("Boolean expression to filter rows from the table \"{}\". All fields are combined with a logical 'AND'.", t.name).into()),
             fields: types.bool_exp,
         });
-        self.types.add(TypeDef::Input {
-            name: format!("{tn}_order_by"),
-            description: Some(format!(
-                "Ordering options when selecting data from \"{}\".",
-                t.name
-            )),
+        self.add(TypeDef::Input {
+            name: format!("{tn}_order_by").into(),
+            description: Some(
+                format!("Ordering options when selecting data from \"{}\".", t.name).into(),
+            ),
             fields: types.order_by,
         });
-        self.types.add(TypeDef::Enum {
-            name: format!("{tn}_select_column"),
-            description: Some(format!("select columns of table \"{}\"", t.name)),
+        self.add(TypeDef::Enum {
+            name: format!("{tn}_select_column").into(),
+            description: Some(format!("select columns of table \"{}\"", t.name).into()),
             values: t
                 .columns
                 .keys()
                 .map(|c| EnumValueDef {
-                    name: c.clone(),
-                    description: Some("column name".to_owned()),
+                    name: c.into(),
+                    description: Some(Name::new_static("column name")),
                 })
                 .collect(),
         });
@@ -109,8 +109,8 @@ impl TypeBuilder<'_> {
     /// The enum type of an enum table, and those of the enum tables its columns refer to.
     fn enum_types(&mut self, t: &RoleTable) {
         if let Some((name, values)) = self.enums.get(&t.name) {
-            self.types.add(TypeDef::Enum {
-                name: name.clone(),
+            self.add(TypeDef::Enum {
+                name: name.into(),
                 description: None,
                 values: enum_values(values),
             });
@@ -118,8 +118,8 @@ impl TypeBuilder<'_> {
         for (enum_table, (name, values)) in self.enums.iter() {
             let used = t.columns.values().any(|c| &c.scalar == name);
             if used && enum_table != &t.name {
-                self.types.add(TypeDef::Enum {
-                    name: name.clone(),
+                self.add(TypeDef::Enum {
+                    name: name.into(),
                     description: None,
                     values: enum_values(values),
                 });
@@ -127,19 +127,20 @@ impl TypeBuilder<'_> {
         }
     }
 
-    fn column_field(&mut self, field: &String, c: &RoleColumn, types: &mut TableTypes) {
+    fn column_field(&mut self, field: &str, c: &RoleColumn, types: &mut TableTypes) {
+        let field = Name::from(field);
         self.scalar(&c.scalar);
         let ty = if c.nullable {
             TypeRef::named(&c.scalar)
         } else {
             TypeRef::non_null(&c.scalar)
         };
-        let mut def = FieldDef::new(field, ty);
+        let mut def = FieldDef::new(field.clone(), ty);
         if matches!(c.family, TypeFamily::Json | TypeFamily::Jsonb) {
             def = def.arg(InputValueDef {
-                name: "path".to_owned(),
-                description: Some("JSON select path".to_owned()),
-                ty: TypeRef::named("String"),
+                name: Name::new_static("path"),
+                description: Some(Name::new_static("JSON select path")),
+                ty: TypeRef::named(Name::new_static("String")),
                 default: None,
             });
         }
@@ -147,15 +148,16 @@ impl TypeBuilder<'_> {
         let cmp = self.comparison(c);
         types.bool_exp.insert(
             field.clone(),
-            InputValueDef::new(field, TypeRef::named(cmp)),
+            InputValueDef::new(field.clone(), TypeRef::named(cmp)),
         );
         types.order_by.insert(
             field.clone(),
-            InputValueDef::new(field, TypeRef::named("order_by")),
+            InputValueDef::new(field, TypeRef::named(Name::new_static("order_by"))),
         );
     }
 
-    fn relationship_field(&mut self, field: &String, r: &RoleRelationship, types: &mut TableTypes) {
+    fn relationship_field(&mut self, field: &str, r: &RoleRelationship, types: &mut TableTypes) {
+        let field = Name::from(field);
         let Some(target) = self.target(&r.target) else {
             return;
         };
@@ -164,15 +166,16 @@ impl TypeBuilder<'_> {
             RelationshipKind::Object => {
                 types.order_by.insert(
                     field.clone(),
-                    InputValueDef::new(field, TypeRef::named(format!("{rn}_order_by"))),
+                    InputValueDef::new(field.clone(), TypeRef::named(format!("{rn}_order_by"))),
                 );
-                FieldDef::new(field, TypeRef::named(&rn)).describe("An object relationship")
+                FieldDef::new(field.clone(), TypeRef::named(rn.as_str()))
+                    .describe(Name::new_static("An object relationship"))
             }
             RelationshipKind::Array => with_args(
-                FieldDef::new(field, TypeRef::list_of_non_null(&rn)),
+                FieldDef::new(field.clone(), TypeRef::list_of_non_null(rn.as_str())),
                 list_args(&rn),
             )
-            .describe("An array relationship"),
+            .describe(Name::new_static("An array relationship")),
         };
         types.object.insert(field.clone(), def);
         types.bool_exp.insert(
@@ -183,10 +186,11 @@ impl TypeBuilder<'_> {
 
     fn relationship_aggregate_field(
         &mut self,
-        field: &String,
+        field: &str,
         r: &RoleRelationship,
         types: &mut TableTypes,
     ) {
+        let field = Name::from(field);
         let Some(target) = self.target(&r.target) else {
             return;
         };
@@ -194,10 +198,10 @@ impl TypeBuilder<'_> {
         types.object.insert(
             field.clone(),
             with_args(
-                FieldDef::new(field, TypeRef::non_null(format!("{rn}_aggregate"))),
+                FieldDef::new(field.clone(), TypeRef::non_null(format!("{rn}_aggregate"))),
                 list_args(&rn),
             )
-            .describe("An aggregate relationship"),
+            .describe(Name::new_static("An aggregate relationship")),
         );
         types.order_by.insert(
             field.clone(),
@@ -205,17 +209,21 @@ impl TypeBuilder<'_> {
         );
     }
 
-    fn computed_field(&mut self, field: &String, cf: &RoleComputed, types: &mut TableTypes) {
+    fn computed_field(&mut self, field: &str, cf: &RoleComputed, types: &mut TableTypes) {
+        let field = Name::from(field);
         let mut args = Vec::new();
         if let Some(args_type) = &cf.args_type {
             self.function_args(cf, args_type);
-            args.push(InputValueDef::new("args", TypeRef::named(args_type)));
+            args.push(InputValueDef::new(
+                Name::new_static("args"),
+                TypeRef::named(args_type.as_str()),
+            ));
         }
         let def = match &cf.returns {
             ComputedReturn::Scalar(pg) => {
                 let scalar = scalar_for_type(pg);
                 self.scalar(&scalar);
-                with_args(FieldDef::new(field, TypeRef::named(scalar)), args)
+                with_args(FieldDef::new(field.clone(), TypeRef::named(scalar)), args)
             }
             ComputedReturn::Table { table, set } => {
                 let Some(target) = self.target(table) else {
@@ -224,15 +232,21 @@ impl TypeBuilder<'_> {
                 let rn = target.type_name.clone();
                 if *set {
                     args.extend(list_args(&rn));
-                    with_args(FieldDef::new(field, TypeRef::list_of_non_null(&rn)), args)
+                    with_args(
+                        FieldDef::new(field.clone(), TypeRef::list_of_non_null(rn.as_str())),
+                        args,
+                    )
                 } else {
-                    with_args(FieldDef::new(field, TypeRef::named(&rn)), args)
+                    with_args(
+                        FieldDef::new(field.clone(), TypeRef::named(rn.as_str())),
+                        args,
+                    )
                 }
             }
         };
         types
             .object
-            .insert(field.clone(), def.describe("A computed field"));
+            .insert(field, def.describe(Name::new_static("A computed field")));
     }
 
     /// `<f>_args`: the arguments of a computed field's function the caller passes.
@@ -245,13 +259,14 @@ impl TypeBuilder<'_> {
             }
             let scalar = scalar_for_type(pg_type);
             self.scalar(&scalar);
+            let name = Name::from(name.as_str());
             fields.insert(
                 name.clone(),
                 InputValueDef::new(name, TypeRef::named(scalar)),
             );
         }
-        self.types.add(TypeDef::Input {
-            name: args_type.to_owned(),
+        self.add(TypeDef::Input {
+            name: args_type.into(),
             description: None,
             fields,
         });

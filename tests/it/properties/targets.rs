@@ -754,11 +754,11 @@ impl<'g, 't> DocumentGen<'g, 't> {
         if self.tape.chance(10) {
             return "Nope".to_owned();
         }
-        let names: Vec<&String> = self.types.types.keys().collect();
+        let names: Vec<&basalt::graphql::types::Name> = self.types.types.keys().collect();
         if names.is_empty() {
             return "query_root".to_owned();
         }
-        (*self.tape.pick(&names)).clone()
+        (*self.tape.pick(&names)).to_string()
     }
 
     fn alias(&mut self) -> String {
@@ -791,7 +791,7 @@ impl<'g, 't> DocumentGen<'g, 't> {
         let mut out = self.alias();
         out.push_str(&def.name);
         let mut args = Vec::new();
-        for arg in def.args.values() {
+        for arg in def.args.iter() {
             let required = arg.ty.is_non_null() && arg.default.is_none();
             let include = if required {
                 !self.mistake(2)
@@ -948,7 +948,7 @@ fn value_for(types: &TypeSystem, tape: &mut Tape, ty: &TypeRef, depth: usize) ->
             "String" | "ID" => Value::String(string(tape)),
             _ => match types.get(name) {
                 Some(TypeDef::Enum { values, .. }) if !values.is_empty() && !tape.chance(5) => {
-                    Value::String(tape.pick(values).name.clone())
+                    Value::String(tape.pick(values).name.to_string())
                 }
                 Some(TypeDef::Input { fields, .. }) => {
                     let mut map = Map::new();
@@ -961,7 +961,7 @@ fn value_for(types: &TypeSystem, tape: &mut Tape, ty: &TypeRef, depth: usize) ->
                             };
                             if include {
                                 let value = value_for(types, tape, &field.ty, depth + 1);
-                                map.insert(field.name.clone(), value);
+                                map.insert(field.name.to_string(), value);
                             }
                         }
                     }
@@ -1056,7 +1056,7 @@ fn literal(types: &TypeSystem, value: &Value, ty: &TypeRef) -> String {
                 .filter(|(k, _)| is_name(k))
                 .map(|(k, v)| {
                     let field_ty = fields
-                        .and_then(|f| f.get(k))
+                        .and_then(|f| f.get(k.as_str()))
                         .map(|f| f.ty.clone())
                         .unwrap_or_else(|| TypeRef::named("jsonb"));
                     format!("{k}: {}", literal(types, v, &field_ty))
