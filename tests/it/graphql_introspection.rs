@@ -337,6 +337,18 @@ async fn large_introspection_answers_are_remembered_gzipped_and_sent_to_any_clie
     assert_eq!((status, encoding.as_deref()), (200, Some("gzip")));
     assert!(gzipped.len() * 10 < plain.len(), "{} bytes", gzipped.len());
     assert_eq!(gunzip(&gzipped), plain, "the same answer, encoded");
+    // GET takes it too.
+    let response = server
+        .http
+        .get(format!("{}/v1/graphql", server.base))
+        .query(&[("query", fetch["query"].as_str().unwrap())])
+        .header("Accept-Encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["content-encoding"], "gzip");
+    assert_eq!(response.headers()["vary"], "accept-encoding");
+    assert_eq!(gunzip(&response.bytes().await.unwrap()), plain);
     // gzip refused (`q=0`), or another coding only: plain JSON.
     for refused in ["gzip;q=0", "br", "identity"] {
         let (_, encoding, body) = post_raw(&server, &fetch, &[("Accept-Encoding", refused)]).await;
