@@ -105,6 +105,14 @@ impl Introspected {
             Introspected::Json(answer) => Ok(answer.clone()),
             Introspected::Gzip(_) => {
                 let body = self.body()?;
+                if !(body.starts_with(DATA_PREFIX) && body.ends_with(DATA_SUFFIX))
+                    || body.len() < DATA_PREFIX.len() + DATA_SUFFIX.len()
+                {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        "not a response body",
+                    ));
+                }
                 Ok(body.slice(DATA_PREFIX.len()..body.len() - DATA_SUFFIX.len()))
             }
         }

@@ -35,23 +35,28 @@ pub async fn post(
     Ok(respond(&headers, done))
 }
 
-/// Whether the client takes a gzip-encoded response (`Accept-Encoding: gzip`, not `q=0`).
+/// Whether the client takes a gzip-encoded response: `Accept-Encoding` names `gzip` (or,
+/// when it does not name it, `*`) with a weight above 0.
 fn accepts_gzip(headers: &HeaderMap) -> bool {
-    headers
+    let (mut gzip, mut any) = (None, None);
+    let codings = headers
         .get_all(header::ACCEPT_ENCODING)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|coding| {
-            let mut pieces = coding.split(';').map(str::trim);
-            let name = pieces.next().unwrap_or_default();
-            let refused = pieces.any(|p| {
-                p.strip_prefix("q=")
-                    .and_then(|q| q.parse::<f32>().ok())
-                    .is_some_and(|q| q <= 0.0)
-            });
-            (name.eq_ignore_ascii_case("gzip") || name == "*") && !refused
-        })
+        .flat_map(|v| v.split(','));
+    for coding in codings {
+        let mut pieces = coding.split(';').map(str::trim);
+        let name = pieces.next().unwrap_or_default();
+        let weight = pieces
+            .find_map(|p| p.strip_prefix("q=").and_then(|q| q.parse::<f32>().ok()))
+            .unwrap_or(1.0);
+        if name.eq_ignore_ascii_case("gzip") {
+            gzip = Some(weight);
+        } else if name == "*" {
+            any = Some(weight);
+        }
+    }
+    gzip.or(any).is_some_and(|weight| weight > 0.0)
 }
 
 /// The operation label of a request that did not get as far as a parsed operation.
@@ -283,7 +288,41 @@ pub async fn explain(
 
 #[cfg(test)]
 mod tests {
-    use super::prefers_graphql_response;
+    use super::{accepts_gzip, prefers_graphql_response};
+    use axum::http::{header, HeaderMap, HeaderValue};
+
+    #[test]
+    fn gzip_negotiation() {
+        let takes = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(
+                header::ACCEPT_ENCODING,
+                HeaderValue::from_str(value).unwrap(),
+            );
+            accepts_gzip(&headers)
+        };
+        for yes in [
+            "gzip",
+            "gzip, deflate, br",
+            "br;q=1.0, GZIP;q=0.5",
+            "*",
+            "identity, *;q=0.1",
+        ] {
+            assert!(takes(yes), "{yes}");
+        }
+        for no in [
+            "",
+            "br",
+            "identity",
+            "gzip;q=0",
+            "gzip;q=0, *",
+            "*;q=0",
+            "x-gzip",
+        ] {
+            assert!(!takes(no), "{no}");
+        }
+        assert!(!accepts_gzip(&HeaderMap::new()));
+    }
 
     #[test]
     fn accept_negotiation() {
