@@ -86,8 +86,12 @@ pub fn build_sharing(model: &RoleModel, known: &HashMap<Name, Arc<TypeDef>>) -> 
             fields: IndexMap::new(),
             interfaces: Vec::new(),
         });
-        if let Some(TypeDef::Object { fields, .. }) = builder.types.get_mut("mutation_root") {
-            fields.extend(actions.mutation);
+        if let Some(root) = builder.types.get_mut("mutation_root") {
+            if let TypeDef::Object { fields, .. } = root {
+                fields.extend(actions.mutation);
+            }
+            // The only type changed after it was added: its members in order again.
+            sort_members(root);
         }
         has_mutations = true;
     }
@@ -106,16 +110,8 @@ pub fn build_sharing(model: &RoleModel, known: &HashMap<Name, Arc<TypeDef>>) -> 
         ordered.types.insert(Name::new_static("query_root"), root);
     }
     builder.types.types.sort_unstable_keys();
-    for (name, mut def) in builder.types.types {
-        // Types changed after they were added (a root given the actions' fields) are sorted
-        // again; a shared definition is sorted already.
-        if let Some(def) = Arc::get_mut(&mut def) {
-            sort_members(def);
-        }
+    for (name, def) in builder.types.types {
         ordered.types.entry(name).or_insert(def);
-    }
-    if let Some(root) = ordered.types.get_mut("query_root").and_then(Arc::get_mut) {
-        sort_members(root);
     }
     ordered
 }
