@@ -131,9 +131,9 @@ impl Body {
     pub fn json(self) -> Result<Bytes, GraphqlError> {
         match self {
             Body::Json(json) => Ok(json),
-            Body::Gzip(gzip) => Introspected::Gzip(gzip)
-                .body()
-                .map_err(GraphqlError::Remembered),
+            Body::Gzip(gzip) => {
+                crate::graphql::schemas::gunzip(&gzip).map_err(GraphqlError::Remembered)
+            }
         }
     }
 }

@@ -101,41 +101,29 @@ impl Introspected {
 
     /// The answer's JSON (the `data` object).
     pub fn answer(&self) -> std::io::Result<bytes::Bytes> {
-        match self {
-            Introspected::Json(answer) => Ok(answer.clone()),
-            Introspected::Gzip(_) => {
-                let body = self.body()?;
-                if !(body.starts_with(DATA_PREFIX) && body.ends_with(DATA_SUFFIX))
-                    || body.len() < DATA_PREFIX.len() + DATA_SUFFIX.len()
-                {
-                    return Err(std::io::Error::new(
-                        std::io::ErrorKind::InvalidData,
-                        "not a response body",
-                    ));
-                }
-                Ok(body.slice(DATA_PREFIX.len()..body.len() - DATA_SUFFIX.len()))
-            }
+        let gzip = match self {
+            Introspected::Json(answer) => return Ok(answer.clone()),
+            Introspected::Gzip(gzip) => gzip,
+        };
+        let body = gunzip(gzip)?;
+        if body.len() < DATA_PREFIX.len() + DATA_SUFFIX.len()
+            || !(body.starts_with(DATA_PREFIX) && body.ends_with(DATA_SUFFIX))
+        {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "not a response body",
+            ));
         }
+        Ok(body.slice(DATA_PREFIX.len()..body.len() - DATA_SUFFIX.len()))
     }
+}
 
-    /// The whole response body, `{"data": answer}`.
-    pub fn body(&self) -> std::io::Result<bytes::Bytes> {
-        match self {
-            Introspected::Json(answer) => {
-                let mut body = Vec::with_capacity(answer.len() + 9);
-                body.extend_from_slice(DATA_PREFIX);
-                body.extend_from_slice(answer);
-                body.extend_from_slice(DATA_SUFFIX);
-                Ok(body.into())
-            }
-            Introspected::Gzip(gzip) => {
-                use std::io::Read;
-                let mut body = Vec::with_capacity(gzip.len() * 32);
-                flate2::read::GzDecoder::new(&gzip[..]).read_to_end(&mut body)?;
-                Ok(body.into())
-            }
-        }
-    }
+/// Decompresses a remembered gzip body ([`Introspected::Gzip`]).
+pub fn gunzip(gzip: &[u8]) -> std::io::Result<bytes::Bytes> {
+    use std::io::Read;
+    let mut body = Vec::with_capacity(gzip.len() * 32);
+    flate2::read::GzDecoder::new(gzip).read_to_end(&mut body)?;
+    Ok(body.into())
 }
 
 /// What a response body holds before and after its `data` object.
