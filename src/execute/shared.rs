@@ -21,13 +21,15 @@
 //! other, so requests of different sessions and roles never see each other's values. A
 //! multiplexed statement that fails (one request's value Postgres refuses, a lost
 //! connection) answers nobody: each of its requests runs alone, and gets its own answer or
-//! error.
+//! error. Requests of a batch with equal values (the session's included) are one row of the
+//! statement and share its answer: their statement could not tell them apart.
 
 use super::{Connection, ExecuteError};
 use crate::sql::print::MultiplexedSql;
 use crate::sql::SqlText;
 use crate::stats::Counters;
 use bytes::Bytes;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -235,38 +237,64 @@ async fn drain(shared: Arc<SharedStatement>, sharing: Sharing, mut batch: Vec<Wa
     }
 }
 
-/// Answers a batch with one multiplexed statement; on any failure, tells each request to run
-/// alone.
+/// Answers a batch with one multiplexed statement, one row per distinct value list; on any
+/// failure, tells each request to run alone.
 async fn run_batch(sharing: &Sharing, shared: &SharedStatement, batch: Vec<Waiter>) {
-    let mut answers: Vec<Option<Bytes>> = vec![None; batch.len()];
-    if let Ok(rows) = run_shared(sharing, shared, &batch).await {
-        for (index, bytes) in rows {
-            if let Some(slot) = answers.get_mut(index) {
+    let (rows, row_of) = distinct_values(&batch);
+    let mut answers: Vec<Option<Bytes>> = vec![None; rows.len()];
+    if let Ok(tagged) = run_shared(sharing, shared, &rows).await {
+        for (row, bytes) in tagged {
+            if let Some(slot) = answers.get_mut(row) {
                 *slot = Some(bytes);
             }
         }
     }
-    let answered = answers.iter().filter(|a| a.is_some()).count();
-    sharing
-        .counters
-        .shared_requests
-        .fetch_add(answered as u64, Ordering::Relaxed);
-    for (waiter, answer) in batch.into_iter().zip(answers) {
-        let answer = answer.ok_or(waiter.values);
+    let counters = &sharing.counters;
+    counters
+        .shared_coalesced
+        .fetch_add((batch.len() - rows.len()) as u64, Ordering::Relaxed);
+    for (waiter, row) in batch.into_iter().zip(row_of) {
+        let answer = match answers.get(row).cloned().flatten() {
+            Some(bytes) => {
+                Counters::bump(&counters.shared_requests);
+                Ok(bytes)
+            }
+            None => Err(waiter.values),
+        };
         // A request that went away meanwhile has nobody to answer.
         let _ = waiter.answer.send(answer);
     }
 }
 
+/// The batch's distinct value lists (the rows of its statement), and for each request the
+/// row that answers it. Requests of one plan with equal values (the session's included) get
+/// equal answers from one statement, which reads one snapshot and cannot observe anything
+/// else of the request (only such plans are shared), so they take one row: a hot key asked
+/// by many clients at once costs Postgres once per statement.
+fn distinct_values(batch: &[Waiter]) -> (Vec<&[Option<String>]>, Vec<usize>) {
+    let mut rows: Vec<&[Option<String>]> = Vec::with_capacity(batch.len());
+    let mut seen: HashMap<&[Option<String>], usize> = HashMap::with_capacity(batch.len());
+    let row_of = batch
+        .iter()
+        .map(|waiter| {
+            let values = waiter.values.as_slice();
+            *seen.entry(values).or_insert_with(|| {
+                rows.push(values);
+                rows.len() - 1
+            })
+        })
+        .collect();
+    (rows, row_of)
+}
+
 async fn run_shared(
     sharing: &Sharing,
     shared: &SharedStatement,
-    batch: &[Waiter],
+    rows: &[&[Option<String>]],
 ) -> Result<Vec<(usize, Bytes)>, ExecuteError> {
     let client = sharing.pool.get().await?;
     let conn = Connection::of(&client, &sharing.counters);
-    let values: Vec<&[Option<String>]> = batch.iter().map(|w| w.values.as_slice()).collect();
-    let rows = super::run_multiplexed(conn, &shared.sql, &values).await;
+    let tagged = super::run_multiplexed(conn, &shared.sql, rows).await;
     Counters::bump(&sharing.counters.shared_statements);
-    rows
+    tagged
 }

@@ -180,7 +180,7 @@ const ARTICLES: &str = "{ articles(order_by: {id: asc}) { id } }";
 
 /// Requests queued behind the plan's running statements are answered by one statement, each
 /// with the rows its own session may see (the session user is a parameter of that statement,
-/// one value per request).
+/// one value per distinct user: requests of the same user share a row).
 #[tokio::test]
 async fn queued_requests_share_one_statement_and_each_gets_its_own_rows() {
     let server = blog().await;
@@ -201,6 +201,11 @@ async fn queued_requests_share_one_statement_and_each_gets_its_own_rows() {
     assert_eq!(after.shared_statements - before.shared_statements, 1);
     assert_eq!(after.shared_requests - before.shared_requests, 6);
     assert_eq!(after.shared_waits - before.shared_waits, 6);
+    assert_eq!(
+        after.shared_coalesced - before.shared_coalesced,
+        3,
+        "three users twice each: three rows, each answering two requests"
+    );
 }
 
 /// A batch that fills up starts at once, beside the plan's running statements, instead of
@@ -240,6 +245,11 @@ async fn a_full_batch_starts_at_once() {
     assert_eq!(
         after.shared_requests - before.shared_requests,
         full as u64 + 3
+    );
+    assert_eq!(
+        after.shared_coalesced - before.shared_coalesced,
+        full as u64 - 3,
+        "the full batch is three rows (three users); the last three, three more"
     );
     assert_eq!(
         after.statements_run - before.statements_run,
