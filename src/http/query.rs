@@ -74,6 +74,14 @@ async fn run(state: AppState, headers: HeaderMap, body: Body) -> Result<Response
             )
         })?,
     };
+    // A write keeps the watcher from rebuilding what it is about to install itself. Taken
+    // before the connection, in the order the watcher takes them (rebuild lock, then a
+    // connection): the other order deadlocks once the pool is exhausted, each side holding
+    // what the other waits for.
+    let writing = match op.is_read_only() || dry_run {
+        true => None,
+        false => Some(state.writing().await),
+    };
     let mut client = state
         .pool
         .get()
@@ -94,11 +102,6 @@ async fn run(state: AppState, headers: HeaderMap, body: Body) -> Result<Response
             .insert(crate::metrics::Operation(operation.into()));
         return Ok(response);
     }
-    // A write keeps the watcher from rebuilding what it is about to install itself.
-    let writing = match op.is_read_only() {
-        true => None,
-        false => Some(state.writing().await),
-    };
     let introspections = prometheus_client::metrics::counter::Counter::<u64>::default();
     let executed = crate::introspect::counting(
         introspections.clone(),
