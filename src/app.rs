@@ -9,11 +9,13 @@
 use crate::catalog;
 use crate::config::ServeConfig;
 use crate::embedded::{EmbeddedPostgres, StartOptions};
+use crate::live::LiveQueries;
 use crate::pool::pool_for;
 use crate::shutdown::shutdown_signal;
 use crate::state::AppState;
 use anyhow::{Context as _, Result};
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -24,6 +26,8 @@ pub struct Running {
     pub addr: SocketAddr,
     /// Its state.
     pub state: AppState,
+    /// Its WebSockets and the live queries they carry.
+    pub live: Arc<LiveQueries>,
     shutdown: watch::Sender<bool>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -32,8 +36,7 @@ impl Running {
     /// Stops accepting requests, finishes in-flight ones and stops background tasks.
     pub async fn shutdown(self) {
         // WebSockets outlive the HTTP server's graceful shutdown: close them first (1001).
-        self.state
-            .live
+        self.live
             .close_sockets(std::time::Duration::from_secs(5))
             .await;
         let _ = self.shutdown.send(true);
@@ -82,7 +85,8 @@ pub async fn start(config: ServeConfig) -> Result<Running> {
         .with_context(|| format!("cannot listen on {addr}"))?;
     let addr = listener.local_addr()?;
     let (shutdown, mut stopped) = watch::channel(false);
-    let router = crate::http::router(state.clone());
+    let live = Arc::new(LiveQueries::new(state.config.live.max_connections));
+    let router = crate::http::router(state.clone(), live.clone());
     let mut server_stop = shutdown.subscribe();
     let server = tokio::spawn(async move {
         let result = axum::serve(listener, router)
@@ -115,6 +119,7 @@ pub async fn start(config: ServeConfig) -> Result<Running> {
     Ok(Running {
         addr,
         state,
+        live,
         shutdown,
         tasks: vec![server, watcher, events, actions],
     })

@@ -155,6 +155,7 @@ impl LiveQueries {
     /// Starts a subscription compiled by [`engine::run_socket`]. Its first result is sent as
     /// soon as its group polls (at once), later ones when they change.
     pub fn subscribe(
+        self: &Arc<Self>,
         state: &AppState,
         operation: LiveOperation,
         session: Session,
@@ -173,12 +174,12 @@ impl LiveQueries {
             values: Vec::new(),
             last: None,
         };
-        Self::join(state, operation, member);
+        self.join(state, operation, member);
         handle
     }
 
     /// Puts a member into the group of its operation (creating the group and its task).
-    fn join(state: &AppState, operation: LiveOperation, mut member: Member) {
+    fn join(self: &Arc<Self>, state: &AppState, operation: LiveOperation, mut member: Member) {
         if let Some(body) = operation.constant {
             // Nothing to poll: the answer cannot change.
             if member.last.is_none() {
@@ -187,8 +188,7 @@ impl LiveQueries {
             return;
         }
         member.values = operation.values;
-        let live = &state.live;
-        let mut groups = live.lock();
+        let mut groups = self.lock();
         let group = groups.entry(operation.group.clone()).or_insert_with(|| {
             let group = Arc::new(Group {
                 key: operation.group,
@@ -197,7 +197,7 @@ impl LiveQueries {
                 members: Mutex::new(Vec::new()),
                 wake: Notify::new(),
             });
-            tokio::spawn(run_group(state.clone(), group.clone()));
+            tokio::spawn(run_group(self.clone(), state.clone(), group.clone()));
             group
         });
         group.members().push(member);
@@ -207,7 +207,7 @@ impl LiveQueries {
 
 /// A group's task: poll on every interval (or at once when a member joins) until no member
 /// is left or the snapshot changes (then every member is compiled again).
-async fn run_group(state: AppState, group: Arc<Group>) {
+async fn run_group(live: Arc<LiveQueries>, state: AppState, group: Arc<Group>) {
     let period = Duration::from_millis(state.config.live.refetch_interval_ms.max(1));
     // A steady cadence: the next poll is due one period after the last one started, not after
     // it ended (a poll that overruns delays the next instead of queueing several).
@@ -220,11 +220,11 @@ async fn run_group(state: AppState, group: Arc<Group>) {
             _ = ticks.tick() => {}
         }
         if !Arc::ptr_eq(&state.snapshot(), &group.served) {
-            regroup(&state, &group);
+            regroup(&live, &state, &group);
             return;
         }
         poll(&state, &group).await;
-        let mut groups = state.live.lock();
+        let mut groups = live.lock();
         if group.members().is_empty() {
             if groups
                 .get(&group.key)
@@ -239,9 +239,9 @@ async fn run_group(state: AppState, group: Arc<Group>) {
 
 /// A new snapshot is served: every member is compiled again and joins its (possibly new)
 /// group; one that no longer compiles ends.
-fn regroup(state: &AppState, group: &Arc<Group>) {
+fn regroup(live: &Arc<LiveQueries>, state: &AppState, group: &Arc<Group>) {
     {
-        let mut groups = state.live.lock();
+        let mut groups = live.lock();
         if groups
             .get(&group.key)
             .is_some_and(|g| Arc::ptr_eq(g, group))
@@ -255,7 +255,7 @@ fn regroup(state: &AppState, group: &Arc<Group>) {
             continue;
         }
         match engine::live_operation(state, &member.session, member.request.clone()) {
-            Ok(operation) => LiveQueries::join(state, operation, member),
+            Ok(operation) => live.join(state, operation, member),
             Err(err) => {
                 (member.deliver)(LiveEvent::Ended(Arc::new(err)));
             }

@@ -93,12 +93,10 @@ pub struct SharedState {
     pub counters: Arc<Counters>,
     /// The state this process's last metadata write committed, for its next one.
     pub basis: catalog::BasisCache,
-    /// The subscriptions of every socket, grouped into multiplexed live queries.
-    pub live: Arc<crate::live::LiveQueries>,
     /// Request counts and latencies (`/metrics`).
     pub metrics: crate::metrics::Metrics,
     /// Event delivery counters (`/metrics`).
-    pub events: Arc<crate::events::EventCounters>,
+    pub events: Arc<crate::stats::EventCounters>,
     /// How concurrent requests of one query plan share statements.
     pub sharing: crate::execute::Sharing,
 }
@@ -114,7 +112,6 @@ impl std::fmt::Debug for AppState {
 impl AppState {
     /// State serving nothing yet (version -1, so the first [`AppState::reload`] installs).
     pub fn new(pool: Pool, config: ServeConfig, auth: Authenticator) -> Self {
-        let live = crate::live::LiveQueries::new(config.live.max_connections);
         let counters = Arc::new(Counters::default());
         let sharing = crate::execute::Sharing {
             pool: pool.clone(),
@@ -133,7 +130,6 @@ impl AppState {
             auth: Arc::new(auth),
             counters,
             basis: catalog::BasisCache::default(),
-            live: Arc::new(live),
             metrics: crate::metrics::Metrics::default(),
             events: Arc::default(),
             sharing,
@@ -153,6 +149,9 @@ impl AppState {
     /// reaches the catalog watcher as soon as it commits, before the writer can install what
     /// it already resolved; without this the watcher would load, introspect and resolve the
     /// same version again (at 1,000 tables, about as much work as the write itself).
+    ///
+    /// Take it before the write's pool connection: a rebuild holds this lock while it waits
+    /// for a connection, so the other order deadlocks when the pool is exhausted.
     pub async fn writing(&self) -> Writing<'_> {
         Writing {
             state: self,

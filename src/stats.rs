@@ -38,6 +38,9 @@ pub struct Counters {
     /// Requests that waited for a shared statement (those a failed one did not answer ran
     /// alone after it).
     pub shared_waits: AtomicU64,
+    /// Requests of a shared statement answered by another request's row: same plan, same
+    /// values, same session values.
+    pub shared_coalesced: AtomicU64,
     /// Statements of the GraphQL path run (each one round trip to Postgres; `BEGIN` and
     /// `COMMIT` not included, see [`Counters::mutation_transactions`]).
     pub statements_run: AtomicU64,
@@ -66,6 +69,7 @@ impl Default for Counters {
             shared_statements: AtomicU64::new(0),
             shared_requests: AtomicU64::new(0),
             shared_waits: AtomicU64::new(0),
+            shared_coalesced: AtomicU64::new(0),
             statements_run: AtomicU64::new(0),
             mutation_transactions: AtomicU64::new(0),
             introspections_run: AtomicU64::new(0),
@@ -104,6 +108,8 @@ pub struct CountersSnapshot {
     pub shared_requests: u64,
     /// See [`Counters::shared_waits`].
     pub shared_waits: u64,
+    /// See [`Counters::shared_coalesced`].
+    pub shared_coalesced: u64,
     /// See [`Counters::statements_run`].
     pub statements_run: u64,
     /// See [`Counters::mutation_transactions`].
@@ -134,9 +140,23 @@ impl Counters {
             shared_statements: get(&self.shared_statements),
             shared_requests: get(&self.shared_requests),
             shared_waits: get(&self.shared_waits),
+            shared_coalesced: get(&self.shared_coalesced),
             statements_run: get(&self.statements_run),
             mutation_transactions: get(&self.mutation_transactions),
             introspections_run: get(&self.introspections_run),
         }
     }
+}
+
+/// Event-delivery counters of this process's workers (`crate::events`), read by `/metrics`.
+#[derive(Debug, Default)]
+pub struct EventCounters {
+    /// Attempts answered 2xx.
+    pub delivered: AtomicU64,
+    /// Attempts that failed (non-2xx, timeout, unreachable).
+    pub failed_attempts: AtomicU64,
+    /// Events whose attempts ran out (state error).
+    pub errors: AtomicU64,
+    /// Deliveries in flight now.
+    pub in_flight: AtomicU64,
 }

@@ -190,9 +190,9 @@ pub async fn call(call: Call<'_>, custom: &ResolvedCustomTypes) -> Result<Value,
         };
         return match output::check(&body, &call.action.entry.definition.output_type, custom) {
             Ok(()) => Ok(body),
-            Err(message) => Err(ActionError::basalt(
+            Err(error) => Err(ActionError::basalt(
                 "unexpected",
-                message,
+                error.to_string(),
                 Some(internal("unexpected response")),
             )),
         };

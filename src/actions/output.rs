@@ -8,28 +8,67 @@ use crate::graphql::types::TypeRef;
 use crate::schema::actions::ResolvedCustomTypes;
 use serde_json::Value;
 
-/// Checks an output against the type expression `output_type`; the error is the message the
-/// client gets.
-pub fn check(body: &Value, output_type: &str, custom: &ResolvedCustomTypes) -> Result<(), String> {
+/// Why an output does not fit its type; the message is what the client gets.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OutputError {
+    /// The declared output type does not read (the metadata checks make this unreachable).
+    #[error("the output type \"{0}\" does not read")]
+    UnreadableOutputType(String),
+    /// The type of a field of a custom object does not read (likewise).
+    #[error("the type of field \"{0}\" does not read")]
+    UnreadableFieldType(String),
+    /// An object where a list type was declared.
+    #[error("expecting array for the action webhook response")]
+    ExpectedArray,
+    /// An array where an object type was declared.
+    #[error("expecting object for action webhook response")]
+    ExpectedObject,
+    /// `null` (or nothing) for a non-null field.
+    #[error("expecting not null value for field \"{0}\"")]
+    Null(String),
+    /// A value of the wrong kind: what was expected, and the field.
+    #[error("expecting {expected} for field \"{field}\"")]
+    Wrong {
+        /// `a list`, `an Int`, `a value of enum "Mood"`, …
+        expected: String,
+        /// The field (empty at the top).
+        field: String,
+    },
+}
+
+/// Checks an output against the type expression `output_type`.
+pub fn check(
+    body: &Value,
+    output_type: &str,
+    custom: &ResolvedCustomTypes,
+) -> Result<(), OutputError> {
     let ty = TypeRef::parse(output_type)
-        .ok_or_else(|| format!("the output type \"{output_type}\" does not read"))?;
+        .ok_or_else(|| OutputError::UnreadableOutputType(output_type.to_owned()))?;
     match (ty.nullable(), body) {
-        (TypeRef::List(_), Value::Object(_)) => {
-            return Err("expecting array for the action webhook response".to_owned())
-        }
-        (TypeRef::Named(_), Value::Array(_)) => {
-            return Err("expecting object for action webhook response".to_owned())
-        }
+        (TypeRef::List(_), Value::Object(_)) => return Err(OutputError::ExpectedArray),
+        (TypeRef::Named(_), Value::Array(_)) => return Err(OutputError::ExpectedObject),
         _ => {}
     }
     value(body, &ty, custom, "")
 }
 
+fn wrong(expected: impl Into<String>, field: &str) -> Result<(), OutputError> {
+    Err(OutputError::Wrong {
+        expected: expected.into(),
+        field: field.to_owned(),
+    })
+}
+
 /// Checks a value of type `ty`; `field` names it in messages (empty at the top).
-fn value(v: &Value, ty: &TypeRef, custom: &ResolvedCustomTypes, field: &str) -> Result<(), String> {
+fn value(
+    v: &Value,
+    ty: &TypeRef,
+    custom: &ResolvedCustomTypes,
+    field: &str,
+) -> Result<(), OutputError> {
     if v.is_null() {
         return if ty.is_non_null() {
-            Err(format!("expecting not null value for field \"{field}\""))
+            Err(OutputError::Null(field.to_owned()))
         } else {
             Ok(())
         };
@@ -39,16 +78,21 @@ fn value(v: &Value, ty: &TypeRef, custom: &ResolvedCustomTypes, field: &str) -> 
             Value::Array(items) => items
                 .iter()
                 .try_for_each(|item| value(item, element, custom, field)),
-            _ => Err(format!("expecting a list for field \"{field}\"")),
+            _ => wrong("a list", field),
         },
         TypeRef::Named(name) => named(v, name, custom, field),
-        TypeRef::NonNull(_) => Err(format!("the type of field \"{field}\" does not read")),
+        TypeRef::NonNull(_) => Err(OutputError::UnreadableFieldType(field.to_owned())),
     }
 }
 
 /// Checks a non-null value of the named type `name`.
-fn named(v: &Value, name: &str, custom: &ResolvedCustomTypes, field: &str) -> Result<(), String> {
-    let wrong = |expected: &str| Err(format!("expecting {expected} for field \"{field}\""));
+fn named(
+    v: &Value,
+    name: &str,
+    custom: &ResolvedCustomTypes,
+    field: &str,
+) -> Result<(), OutputError> {
+    let wrong = |expected: &str| wrong(expected, field);
     match name {
         "Int" if v.as_i64().is_some_and(|n| i32::try_from(n).is_ok()) => Ok(()),
         "Int" => wrong("an Int"),
@@ -80,7 +124,7 @@ fn named(v: &Value, name: &str, custom: &ResolvedCustomTypes, field: &str) -> Re
             };
             for f in &object.fields {
                 let ty = TypeRef::parse(&f.field_type)
-                    .ok_or_else(|| format!("the type of field \"{}\" does not read", f.name))?;
+                    .ok_or_else(|| OutputError::UnreadableFieldType(f.name.0.to_string()))?;
                 let inner = map.get(&f.name.0).unwrap_or(&Value::Null);
                 value(inner, &ty, custom, &f.name.0)?;
             }
@@ -173,7 +217,7 @@ mod tests {
         ];
         for (body, ty, message) in cases {
             assert_eq!(
-                check(&body, ty, &c),
+                check(&body, ty, &c).map_err(|e| e.to_string()),
                 Err(message.to_owned()),
                 "{body} as {ty}"
             );

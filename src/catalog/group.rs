@@ -67,6 +67,61 @@ impl GroupOutcome {
     }
 }
 
+/// The items refused before anything runs, as conflicts: those planned on an older version
+/// whose objects changed since, and those that introspect a remote server first (the
+/// controller sends those alone; refused here rather than run unprepared).
+fn refused_up_front(
+    items: &[GroupItem<'_>],
+    metadata: &crate::metadata::types::Metadata,
+    version: i64,
+) -> Vec<Option<Result<i64, CatalogError>>> {
+    let current = items
+        .iter()
+        .any(|item| item.expected_version != version)
+        .then(|| objects::catalog_objects(metadata));
+    let unchanged = |item: &GroupItem<'_>| match &current {
+        Some(objects) if item.expected_version != version => item
+            .base
+            .iter()
+            .all(|(key, before)| objects.get(key) == before.as_ref()),
+        _ => true,
+    };
+    items
+        .iter()
+        .map(|item| {
+            (item.op.may_introspect() || !unchanged(item)).then_some(Err(CatalogError::Conflict {
+                expected: item.expected_version,
+                current: version,
+            }))
+        })
+        .collect()
+}
+
+/// What the group committed, for the controller's shared view: the counters read at its end,
+/// the snapshot (with capture-trigger drift among its inconsistencies, which the pure
+/// resolution a request makes leaves out) and the ownership rows.
+async fn committed_view(
+    tx: &tokio_postgres::Transaction<'_>,
+    ended: versions::Versions,
+    committed: std::sync::Arc<Snapshot>,
+    drift: Vec<crate::schema::Inconsistency>,
+) -> Result<CommittedView, CatalogError> {
+    let rows = managed::load(tx).await?;
+    // The basis shares the snapshot when there is no drift, as there usually is none.
+    let snapshot = if drift.is_empty() {
+        committed
+    } else {
+        let mut snapshot = Snapshot::clone(&committed);
+        snapshot.schema.inconsistencies.extend(drift);
+        std::sync::Arc::new(snapshot)
+    };
+    Ok(CommittedView {
+        versions: ended,
+        snapshot,
+        rows,
+    })
+}
+
 /// Runs `items` in one transaction. The outer error fails the whole group (nothing was
 /// stored; the caller runs each write on its own); otherwise each item has its own result:
 /// the committed catalog version, or why it alone was refused ([`CatalogError::Conflict`] for
@@ -92,28 +147,7 @@ pub async fn execute_group(
         // The row is locked already.
         None => load(&tx, false).await?,
     };
-    let current = items
-        .iter()
-        .any(|item| item.expected_version != version)
-        .then(|| objects::catalog_objects(&metadata));
-    let unchanged = |item: &GroupItem<'_>| match &current {
-        Some(objects) if item.expected_version != version => item
-            .base
-            .iter()
-            .all(|(key, before)| objects.get(key) == before.as_ref()),
-        _ => true,
-    };
-    let mut results: Vec<Option<Result<i64, CatalogError>>> = items
-        .iter()
-        .map(|item| {
-            // A write that introspects a remote server first never joins a group (the
-            // controller sends those alone); refused here rather than run unprepared.
-            (item.op.may_introspect() || !unchanged(item)).then_some(Err(CatalogError::Conflict {
-                expected: item.expected_version,
-                current: version,
-            }))
-        })
-        .collect();
+    let mut results = refused_up_front(items, &metadata, version);
     if results.iter().all(Option::is_some) {
         // Every plan is stale: nothing to introspect or store.
         return Ok(GroupOutcome::only(results));
@@ -199,24 +233,9 @@ pub async fn execute_group(
         Some(_) => Basis::after(&started, ended, work.db, &committed),
         None => None,
     };
-    let view = if ended.ddl == started.ddl {
-        let rows = managed::load(&tx).await?;
-        // The view reports capture-trigger drift too; the basis (the pure resolution, as a
-        // request resolves it) shares the snapshot when there is none, as there usually is.
-        let snapshot = if drift.is_empty() {
-            committed
-        } else {
-            let mut snapshot = Snapshot::clone(&committed);
-            snapshot.schema.inconsistencies.extend(drift);
-            std::sync::Arc::new(snapshot)
-        };
-        Some(CommittedView {
-            versions: ended,
-            snapshot,
-            rows,
-        })
-    } else {
-        None
+    let view = match ended.ddl == started.ddl {
+        true => Some(committed_view(&tx, ended, committed, drift).await?),
+        false => None,
     };
     if new_version != version || work.rebuild {
         let payload = notification_payload(new_version, new_version == version);

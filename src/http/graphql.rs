@@ -3,6 +3,7 @@
 
 use super::error::{graphql_body, ApiError};
 use crate::engine::{self, GraphqlError, GraphqlRequest};
+use crate::live::LiveQueries;
 use crate::state::AppState;
 use axum::body::{to_bytes, Body};
 use axum::extract::{FromRequestParts, Query, Request, State};
@@ -11,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::Value;
+use std::sync::Arc;
 
 const GRAPHQL_RESPONSE: &str = "application/graphql-response+json";
 
@@ -92,10 +94,14 @@ pub struct GetParams {
 }
 
 /// `GET /v1/graphql`: a WebSocket upgrade, or `?query=…` (queries only).
-pub async fn get(State(state): State<AppState>, request: Request) -> Response {
+pub async fn get(
+    State(state): State<AppState>,
+    State(live): State<Arc<LiveQueries>>,
+    request: Request,
+) -> Response {
     let (mut parts, _) = request.into_parts();
     if super::websocket::is_upgrade(&parts.headers) {
-        return super::websocket::upgrade(state, parts).await;
+        return super::websocket::upgrade(state, live, parts).await;
     }
     let params = match Query::<GetParams>::from_request_parts(&mut parts, &state).await {
         Ok(Query(params)) => params,

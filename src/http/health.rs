@@ -81,6 +81,7 @@ async fn events_pending(state: &AppState) -> Option<i64> {
 
 pub async fn metrics(
     State(state): State<AppState>,
+    State(live): State<std::sync::Arc<crate::live::LiveQueries>>,
     headers: axum::http::HeaderMap,
 ) -> Result<axum::response::Response, super::error::ApiError> {
     use axum::response::IntoResponse;
@@ -90,7 +91,7 @@ pub async fn metrics(
             return Err(super::error::ApiError::AdminOnly);
         }
     }
-    let text = crate::metrics::render(&state, events_pending(&state).await)
+    let text = super::metrics::render(&state, &live, events_pending(&state).await)
         .map_err(|e| super::error::ApiError::internal(e.to_string()))?;
     Ok((
         [(

@@ -5,15 +5,18 @@ mod console;
 pub mod error;
 mod graphql;
 mod health;
+mod metrics;
 mod query;
 mod websocket;
 
+use crate::live::LiveQueries;
 use crate::state::AppState;
-use axum::extract::Request;
+use axum::extract::{FromRef, Request};
 use axum::routing::{get, post};
 use axum::Router;
 use error::ApiError;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 use tower_http::request_id::{
     MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer,
@@ -45,8 +48,31 @@ impl MakeRequestId for RequestIds {
     }
 }
 
+/// What the routes share: the server's state, and the registry of its WebSockets and live
+/// queries (which reads the state, so the state does not hold it). A handler takes either
+/// part as `State<…>`.
+#[derive(Debug, Clone)]
+pub struct Routes {
+    /// The server's state.
+    pub state: AppState,
+    /// Its WebSockets and live queries.
+    pub live: Arc<LiveQueries>,
+}
+
+impl FromRef<Routes> for AppState {
+    fn from_ref(routes: &Routes) -> AppState {
+        routes.state.clone()
+    }
+}
+
+impl FromRef<Routes> for Arc<LiveQueries> {
+    fn from_ref(routes: &Routes) -> Arc<LiveQueries> {
+        routes.live.clone()
+    }
+}
+
 /// The application's routes.
-pub fn router(state: AppState) -> Router {
+pub fn router(state: AppState, live: Arc<LiveQueries>) -> Router {
     let mut router = Router::new()
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
@@ -66,7 +92,7 @@ pub fn router(state: AppState) -> Router {
         .fallback(|| async { ApiError::NotFound })
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            crate::metrics::track,
+            metrics::track,
         ))
         .layer(TimeoutLayer::with_status_code(axum::http::StatusCode::REQUEST_TIMEOUT, Duration::from_secs(120)))
         .layer(TraceLayer::new_for_http()
@@ -86,5 +112,5 @@ pub fn router(state: AppState) -> Router {
         }))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(RequestIds))
-        .with_state(state)
+        .with_state(Routes { state, live })
 }

@@ -61,12 +61,12 @@ pub fn is_upgrade(headers: &HeaderMap) -> bool {
 }
 
 /// `GET /v1/graphql` with `Upgrade: websocket`.
-pub async fn upgrade(state: AppState, mut parts: Parts) -> Response {
+pub async fn upgrade(state: AppState, live: Arc<LiveQueries>, mut parts: Parts) -> Response {
     let ws = match WebSocketUpgrade::from_request_parts(&mut parts, &state).await {
         Ok(ws) => ws,
         Err(rejection) => return rejection.into_response(),
     };
-    let Some(permit) = state.live.open_socket() else {
+    let Some(permit) = live.open_socket() else {
         return (
             StatusCode::SERVICE_UNAVAILABLE,
             "too many WebSocket connections",
@@ -93,7 +93,7 @@ pub async fn upgrade(state: AppState, mut parts: Parts) -> Response {
         .write_buffer_size(0)
         .max_message_size(max_message)
         .on_upgrade(move |socket| async move {
-            let (connection, outgoing) = Connection::new(state, protocol, headers);
+            let (connection, outgoing) = Connection::new(state, live, protocol, headers);
             connection.run(socket, outgoing).await;
             drop(permit);
         })
@@ -134,6 +134,7 @@ enum Init {
 /// One socket.
 struct Connection {
     state: AppState,
+    live: Arc<LiveQueries>,
     protocol: Protocol,
     headers: HeaderMap,
     out: Outbox,
@@ -149,6 +150,7 @@ impl Connection {
     /// A connection, and the receiving end of its outgoing queue (drained by the writer).
     fn new(
         state: AppState,
+        live: Arc<LiveQueries>,
         protocol: Protocol,
         headers: HeaderMap,
     ) -> (Self, mpsc::Receiver<Message>) {
@@ -156,6 +158,7 @@ impl Connection {
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         let connection = Connection {
             state,
+            live,
             protocol,
             headers,
             out: Outbox {
@@ -196,7 +199,7 @@ impl Connection {
         let mut keepalive = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
         let init_deadline = tokio::time::sleep(Duration::from_secs(live.init_timeout_seconds));
         tokio::pin!(init_deadline);
-        let mut closing = self.state.live.closing();
+        let mut closing = self.live.closing();
         let slow = self.out.slow.clone();
         let close: Option<Close> = loop {
             let expiry = match &self.init {
@@ -423,6 +426,7 @@ impl Connection {
         };
         let operation = Operation {
             state: self.state.clone(),
+            live: self.live.clone(),
             protocol: self.protocol,
             id: id.clone(),
             out: self.out.clone(),
@@ -438,6 +442,7 @@ impl Connection {
 /// One operation of a socket.
 struct Operation {
     state: AppState,
+    live: Arc<LiveQueries>,
     protocol: Protocol,
     id: String,
     out: Outbox,
@@ -464,7 +469,8 @@ impl Operation {
             Ok(SocketOperation::Live(live)) => {
                 let deliver = self.deliver();
                 let _subscription =
-                    LiveQueries::subscribe(&self.state, live, session, request, deliver);
+                    self.live
+                        .subscribe(&self.state, live, session, request, deliver);
                 // Held until the client stops the operation (the task is aborted) or the
                 // socket closes.
                 std::future::pending::<()>().await;

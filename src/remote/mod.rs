@@ -202,7 +202,7 @@ pub async fn introspect(entry: &RemoteSchemaEntry) -> Result<Value, RemoteError>
             None => format!("introspection result of {shown} has no data.__schema"),
         }));
     };
-    crate::graphql::remote::parse(&entry.name.0, schema).map_err(RemoteError::Invalid)?;
+    crate::graphql::remote::parse(&entry.name.0, schema).map_err(|e| RemoteError::Invalid(e.0))?;
     Ok(schema.clone())
 }
 

@@ -3,6 +3,7 @@
 mod harness;
 
 mod actions;
+mod architecture;
 mod auth;
 mod catalog;
 mod console;

@@ -1,0 +1,266 @@
+//! `GET /metrics` in the Prometheus text format (written by `prometheus-client`) and the
+//! router layer that records every request ([`track`]). Request counts and latencies are
+//! recorded as requests are answered ([`crate::metrics::Metrics`]); everything else is read
+//! when scraped from what the process already keeps: the work counters ([`crate::stats`]),
+//! the pool's status, the served snapshot, the live queries and the event workers' counters.
+//! Every metric is listed in `docs/operations.md`.
+
+use crate::live::LiveQueries;
+use crate::metrics::{api_of, Operation, RequestLabels};
+use crate::state::AppState;
+use crate::stats::{Counters, EventCounters};
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::Registry;
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+/// Router layer: counts every request by API, operation and status, and times it by API.
+pub async fn track(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let api = api_of(request.uri().path());
+    let started = Instant::now();
+    let response = next.run(request).await;
+    let operation = response
+        .extensions()
+        .get::<Operation>()
+        .map(|o| o.0.clone())
+        .unwrap_or(Cow::Borrowed("none"));
+    let labels = RequestLabels {
+        api,
+        operation,
+        status: response.status().as_u16(),
+    };
+    state.metrics.record(&labels, started.elapsed());
+    response
+}
+
+/// The metrics in the Prometheus text format; `events_pending` is left out when it could
+/// not be read.
+pub fn render(
+    state: &AppState,
+    live: &LiveQueries,
+    events_pending: Option<i64>,
+) -> Result<String, std::fmt::Error> {
+    let mut registry = Registry::with_prefix("basalt");
+    state.metrics.register(&mut registry);
+    work(&mut registry, &state.counters);
+    pool(&mut registry, state.pool.status());
+    let served = state.snapshot();
+    gauge(
+        &mut registry,
+        "catalog_version",
+        "Catalog version being served (-1 before the first load)",
+        served.version,
+    );
+    gauge(
+        &mut registry,
+        "inconsistent_objects",
+        "Metadata objects left out of the served schema",
+        count(served.schema.inconsistencies.len()),
+    );
+    sockets(&mut registry, live);
+    events(&mut registry, &state.events, events_pending);
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry)?;
+    Ok(text)
+}
+
+/// A work counter: its name (after `basalt_`), help text and where it is kept.
+type WorkCounter = (&'static str, &'static str, fn(&Counters) -> &AtomicU64);
+
+/// The work counters exported as they are.
+const WORK_COUNTERS: &[WorkCounter] = &[
+    (
+        "graphql_plan_cache_hits",
+        "GraphQL requests answered with a cached plan",
+        |c| &c.plan_cache_hits,
+    ),
+    (
+        "graphql_plan_cache_misses",
+        "GraphQL requests that parsed and planned their document",
+        |c| &c.plans_compiled,
+    ),
+    (
+        "sql_statements_prepared",
+        "Statements prepared on a pooled connection",
+        |c| &c.statements_prepared,
+    ),
+    (
+        "mutation_transactions",
+        "Explicit transactions opened for mutations (one-statement mutations open none)",
+        |c| &c.mutation_transactions,
+    ),
+    (
+        "live_query_statements",
+        "Multiplexed live-query statements run",
+        |c| &c.live_statements,
+    ),
+    (
+        "shared_statements",
+        "Statements that answered concurrent requests of one query plan together",
+        |c| &c.shared_statements,
+    ),
+    (
+        "shared_requests",
+        "Requests answered by a statement shared with other requests",
+        |c| &c.shared_requests,
+    ),
+    (
+        "shared_waits",
+        "Requests that waited for a statement shared with other requests",
+        |c| &c.shared_waits,
+    ),
+    (
+        "shared_coalesced",
+        "Requests of a shared statement answered by an identical request's row",
+        |c| &c.shared_coalesced,
+    ),
+    (
+        "graphql_introspections_run",
+        "Introspection documents answered by running them (the rest come from each role's cache)",
+        |c| &c.introspections_run,
+    ),
+    (
+        "schema_builds",
+        "Metadata versions installed (their role schemas are built on first use)",
+        |c| &c.schema_builds,
+    ),
+    (
+        "catalog_reads",
+        "Snapshots read from the catalog and resolved (a peer's change, a poll, a reconnect)",
+        |c| &c.catalog_reads,
+    ),
+    (
+        "metadata_introspections",
+        "Database introspections run by /v1/query requests (none when a write starts from the previous one's state)",
+        |c| &c.metadata_introspections,
+    ),
+    (
+        "role_schema_builds",
+        "Builds of a role's GraphQL schema (at most once per role and metadata version)",
+        |c| &c.role_schema_builds,
+    ),
+];
+
+/// The work counters and the SQL and schema-build durations.
+fn work(registry: &mut Registry, c: &Counters) {
+    for (name, help, of) in WORK_COUNTERS {
+        counter(registry, name, help, get(of(c)));
+    }
+    registry.register(
+        "sql_duration_seconds",
+        "Time of one SQL statement of the GraphQL path",
+        c.sql_seconds.clone(),
+    );
+    registry.register(
+        "schema_build_duration_seconds",
+        "Time to build one role's GraphQL schema",
+        c.schema_build_seconds.clone(),
+    );
+}
+
+/// The database pool.
+fn pool(registry: &mut Registry, pool: deadpool_postgres::Status) {
+    gauge(
+        registry,
+        "db_pool_size",
+        "Connections the pool holds",
+        count(pool.size),
+    );
+    gauge(
+        registry,
+        "db_pool_max_size",
+        "Connections the pool may hold (--pool-size)",
+        count(pool.max_size),
+    );
+    gauge(
+        registry,
+        "db_pool_in_use",
+        "Connections lent out",
+        count(pool.size.saturating_sub(pool.available)),
+    );
+    gauge(
+        registry,
+        "db_pool_waiters",
+        "Tasks waiting for a connection",
+        count(pool.waiting),
+    );
+}
+
+/// WebSockets and live queries.
+fn sockets(registry: &mut Registry, live: &LiveQueries) {
+    gauge(
+        registry,
+        "websocket_connections",
+        "Open WebSockets on /v1/graphql",
+        count(live.open_sockets()),
+    );
+    gauge(
+        registry,
+        "live_subscriptions",
+        "Subscriptions being polled",
+        count(live.subscriber_count()),
+    );
+    gauge(
+        registry,
+        "live_query_groups",
+        "Groups of subscriptions sharing one statement",
+        count(live.group_count()),
+    );
+}
+
+/// Event delivery: this process's counters and the events pending in the database.
+fn events(registry: &mut Registry, events: &EventCounters, pending: Option<i64>) {
+    counter(
+        registry,
+        "events_delivered",
+        "Event deliveries answered 2xx",
+        get(&events.delivered),
+    );
+    counter(
+        registry,
+        "events_failed_attempts",
+        "Event delivery attempts that failed (non-2xx, timeout, unreachable)",
+        get(&events.failed_attempts),
+    );
+    counter(
+        registry,
+        "events_errors",
+        "Events whose attempts ran out (state error)",
+        get(&events.errors),
+    );
+    gauge(
+        registry,
+        "events_in_flight",
+        "Event deliveries running in this process",
+        i64::try_from(get(&events.in_flight)).unwrap_or(i64::MAX),
+    );
+    if let Some(pending) = pending {
+        gauge(
+            registry,
+            "events_pending",
+            "Events waiting for delivery, all replicas (retries included)",
+            pending,
+        );
+    }
+}
+
+fn get(value: &AtomicU64) -> u64 {
+    value.load(Ordering::Relaxed)
+}
+
+fn counter(registry: &mut Registry, name: &str, help: &str, value: u64) {
+    registry.register(name, help, ConstCounter::new(value));
+}
+
+fn gauge(registry: &mut Registry, name: &str, help: &str, value: i64) {
+    registry.register(name, help, ConstGauge::new(value));
+}
+
+fn count(value: usize) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
