@@ -171,8 +171,18 @@ fn type_def(value: &Value, name: Name) -> Result<TypeDef, String> {
     })
 }
 
+/// Why a remote's introspection result cannot be served: it does not read as a schema, or
+/// async-graphql's schema checks refuse it. The message is the inconsistency's reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidRemoteSchema(pub String);
+
 /// Reads and validates a remote's `__schema` introspection object.
-pub fn parse(remote: &str, schema: &Value) -> Result<RemoteTypes, String> {
+pub fn parse(remote: &str, schema: &Value) -> Result<RemoteTypes, InvalidRemoteSchema> {
+    read(remote, schema).map_err(InvalidRemoteSchema)
+}
+
+fn read(remote: &str, schema: &Value) -> Result<RemoteTypes, String> {
     let query_root = schema
         .get("queryType")
         .and_then(|t| text(t, "name"))
@@ -204,11 +214,16 @@ pub fn parse(remote: &str, schema: &Value) -> Result<RemoteTypes, String> {
     let query = root_fields(&Some(query_root.clone()));
     let mutation = root_fields(&mutation_root);
     let roots = [Some(query_root), mutation_root, subscription_root];
+    // Members by name, as in the types Basalt generates (`docs/graphql.md`, "Introspection").
     let types = all
         .types
         .into_values()
         .map(std::sync::Arc::unwrap_or_clone)
         .filter(|t| !roots.iter().flatten().any(|r| r == t.name()))
+        .map(|mut t| {
+            super::typegen::sort_members(&mut t);
+            t
+        })
         .collect();
     Ok(RemoteTypes {
         remote: remote.to_owned(),
@@ -347,6 +362,8 @@ fn add_root_fields(types: &mut TypeSystem, root: &str, add: &IndexMap<Name, Fiel
         for (name, def) in add {
             fields.entry(name.clone()).or_insert_with(|| def.clone());
         }
+        // The merged root by name too, whatever the order of its sources.
+        fields.sort_unstable_keys();
     }
 }
 
@@ -359,7 +376,7 @@ pub fn check(resolved: &Resolved, remotes: &[ResolvedRemote]) -> Vec<Option<Stri
         .map(|remote| {
             let parsed = match parse(remote.name(), &remote.introspection) {
                 Ok(parsed) => parsed,
-                Err(reason) => return Some(reason),
+                Err(reason) => return Some(reason.0),
             };
             let reason = clash(&types, &parsed);
             if reason.is_none() {
@@ -438,7 +455,7 @@ mod tests {
         let mut bad = schema();
         bad["types"][1]["fields"][0]["type"] = named("OBJECT", "Nowhere");
         let err = parse("geo", &bad).unwrap_err();
-        assert!(err.contains("Nowhere"), "{err}");
+        assert!(err.0.contains("Nowhere"), "{err}");
         let mut union = schema();
         union["types"].as_array_mut().unwrap().push(
             json!({"kind": "UNION", "name": "U", "possibleTypes": [named("INTERFACE", "Node")]}),

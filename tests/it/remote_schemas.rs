@@ -392,6 +392,10 @@ async fn every_role_sees_the_merged_schema_and_graphql_js_accepts_it() {
         let data = crate::graphql_introspection::full_introspection(&s, role).await;
         let (ok, out, err) = crate::graphql_introspection::node(&[], Some(&data.to_string()));
         assert!(ok, "graphql-js rejects the schema of {role:?}: {err}");
+        // The remote's types and the merged roots by name, as every generated type (the
+        // remote lists `Country.continent` after `name`, `EUROPE` before `ASIA`, and its
+        // root fields come after the tables').
+        crate::graphql_introspection::assert_members_sorted(&data);
         assert!(out.contains("\"ok\":true"), "{out}");
         let types = data["__schema"]["types"].as_array().unwrap();
         let names: Vec<&str> = types.iter().filter_map(|t| t["name"].as_str()).collect();
@@ -893,7 +897,8 @@ async fn a_replica_starting_while_the_remote_is_down_serves_the_stored_schema() 
         .await;
     assert_eq!(
         fields,
-        json!({"data": {"__type": {"fields": [{"name": "code"}, {"name": "name"}, {"name": "continent"}]}}})
+        // By name, as every type is served (the remote lists `continent` last).
+        json!({"data": {"__type": {"fields": [{"name": "code"}, {"name": "continent"}, {"name": "name"}]}}})
     );
     let r = replica.gql("{ country(code: \"FR\") { name } }").await;
     assert_eq!(
@@ -988,4 +993,120 @@ async fn a_remote_that_stops_answering_fails_only_the_operations_that_use_it() {
         json!({"data": {"author": [{"id": 1}]}}),
         "database fields are not affected"
     );
+}
+
+/// The remotes asked so far, by their field's name.
+type Asked = Arc<Mutex<std::collections::BTreeSet<&'static str>>>;
+
+/// A remote with one query field, `name: String`, whose resolver notes it was asked, then
+/// answers `answer` only once two remotes were (waiting at most 10 s): an operation that
+/// called its remotes one after the other would wait in the first and get an error.
+fn waiting_remote(name: &'static str, answer: &'static str, asked: Asked) -> Schema {
+    let query = Object::new("Query").field(Field::new(
+        name,
+        TypeRef::named(TypeRef::STRING),
+        move |_| {
+            let asked = asked.clone();
+            FieldFuture::new(async move {
+                asked.lock().unwrap().insert(name);
+                for _ in 0..1000 {
+                    if asked.lock().unwrap().len() >= 2 {
+                        return Ok(Some(FieldValue::value(answer)));
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                Err(async_graphql::Error::new(
+                    "the other remote was never asked",
+                ))
+            })
+        },
+    ));
+    Schema::build("Query", None, None)
+        .register(query)
+        .finish()
+        .unwrap()
+}
+
+/// Two remotes and the database in one operation: one request to each remote, made at the
+/// same time (each remote's resolver waits until the other has been asked), merged in the
+/// order of the document with the database's fields.
+#[tokio::test]
+async fn two_remotes_of_one_operation_are_asked_at_once_one_request_each() {
+    use crate::remote_server::RemoteServer;
+    let s = TestServer::blog().await;
+    let asked = Asked::default();
+    let weather = RemoteServer::start(waiting_remote("forecast", "sunny", asked.clone())).await;
+    let tides = RemoteServer::start(waiting_remote("tide", "low", asked)).await;
+    s.ok(add("weather", &weather.url)).await;
+    s.ok(add("tides", &tides.url)).await;
+    let (weather_before, tides_before) = (weather.headers().len(), tides.headers().len());
+    let r = s
+        .gql("{ tide first: author(limit: 1, order_by: {id: asc}) { id } forecast again: tide }")
+        .await;
+    assert_eq!(
+        serde_json::to_string(&r).unwrap(),
+        r#"{"data":{"tide":"low","first":[{"id":1}],"forecast":"sunny","again":"low"}}"#
+    );
+    assert_eq!(
+        weather.headers().len() - weather_before,
+        1,
+        "one request to weather"
+    );
+    assert_eq!(
+        tides.headers().len() - tides_before,
+        1,
+        "one request to tides"
+    );
+}
+
+/// Actions and remote schemas share the root types: an action named like a remote's root
+/// field is refused, and so is a remote whose root field an action already has, each with
+/// the spec's conflict error and the metadata left as it was.
+#[tokio::test]
+async fn actions_and_remote_root_fields_cannot_clash() {
+    let types = json!({"type": "set_custom_types", "args": {"objects": [
+        {"name": "Greeting", "fields": [{"name": "text", "type": "String"}]}]}});
+    let action = |name: &str, kind: &str| {
+        json!({"type": "create_action", "args": {"name": name, "definition": {
+            "type": kind, "handler": "http://127.0.0.1:9/hook", "output_type": "Greeting"}}})
+    };
+    // The remote first: a query action `country`, a mutation action `addCountry`.
+    let (s, _geo) = blog_with_geo().await;
+    s.ok(types.clone()).await;
+    for (name, kind) in [("country", "query"), ("addCountry", "mutation")] {
+        let r = s
+            .fails(action(name, kind), 400, "remote-schema-conflicts", "$.args")
+            .await;
+        assert!(
+            r["error"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("[ {name} ]")),
+            "{r}"
+        );
+    }
+    assert!(s
+        .export()
+        .await
+        .get("actions")
+        .is_none_or(|a| a == &json!([])));
+    // The action first: the remote is refused.
+    let s = TestServer::blog().await;
+    let geo = Geo::start().await;
+    s.ok(types).await;
+    s.ok(action("country", "query")).await;
+    let r = s
+        .fails(
+            add("geo", &geo.url),
+            400,
+            "remote-schema-conflicts",
+            "$.args",
+        )
+        .await;
+    assert!(r["error"].as_str().unwrap().contains("[ country ]"), "{r}");
+    assert!(s
+        .export()
+        .await
+        .get("remote_schemas")
+        .is_none_or(|a| a == &json!([])));
 }

@@ -122,7 +122,7 @@ pub fn build_sharing(model: &RoleModel, known: &HashMap<Name, Arc<TypeDef>>) -> 
 ///
 /// The member lists are final here: their spare capacity is given back (a schema of a
 /// thousand tables holds half a million fields, grown by doubling).
-fn sort_members(def: &mut TypeDef) {
+pub(super) fn sort_members(def: &mut TypeDef) {
     match def {
         TypeDef::Object { fields, .. } | TypeDef::Interface { fields, .. } => {
             fields.sort_unstable_keys();
