@@ -382,6 +382,14 @@ pub struct EventsConfig {
         default_value_t = 168
     )]
     pub retention_hours: u64,
+    /// Seconds between two clean-ups of what the retention period no longer keeps (the
+    /// first one runs a minute after start, or sooner when this is shorter).
+    #[arg(
+        long = "events-cleanup-interval-seconds",
+        env = "BASALT_EVENTS_CLEANUP_INTERVAL_SECONDS",
+        default_value_t = 600
+    )]
+    pub cleanup_interval_seconds: u64,
     /// Seconds a shutdown waits for deliveries in flight before giving their events back.
     #[arg(
         long = "events-shutdown-grace-seconds",
@@ -399,6 +407,7 @@ impl Default for EventsConfig {
             fetch_batch_size: 100,
             lease_seconds: 60,
             retention_hours: 168,
+            cleanup_interval_seconds: 600,
             shutdown_grace_seconds: 10,
         }
     }

@@ -11,26 +11,14 @@ pub mod store;
 
 use crate::catalog::events::EVENTS_CHANNEL;
 use crate::state::AppState;
+use crate::stats::EventCounters;
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use store::Attempt;
 use tokio::sync::{mpsc, watch, Notify, Semaphore};
 use tokio::task::JoinSet;
-
-/// Delivery counters, read by `/metrics`.
-#[derive(Debug, Default)]
-pub struct EventCounters {
-    /// Attempts answered 2xx.
-    pub delivered: AtomicU64,
-    /// Attempts that failed (non-2xx, timeout, unreachable).
-    pub failed_attempts: AtomicU64,
-    /// Events whose attempts ran out (state error).
-    pub errors: AtomicU64,
-    /// Deliveries in flight now.
-    pub in_flight: AtomicU64,
-}
 
 /// Events claimed by this process and not recorded yet.
 type InFlight = Arc<Mutex<HashSet<String>>>;
@@ -69,7 +57,11 @@ pub async fn run(
         in_flight.clone(),
         config.lease_seconds,
     ));
-    background.spawn(clean_up(state.clone(), config.retention_hours));
+    background.spawn(clean_up(
+        state.clone(),
+        config.retention_hours,
+        Duration::from_secs(config.cleanup_interval_seconds.max(1)),
+    ));
     let mut deliveries = JoinSet::new();
     let interval = Duration::from_millis(config.fetch_interval_ms.max(10));
     loop {
@@ -84,23 +76,12 @@ pub async fn run(
         };
         let snapshot = state.snapshot();
         let triggers = &snapshot.snapshot.schema.resolved.event_triggers;
-        let mut claimed = Vec::new();
         let room = permits.available_permits() + 1;
         let want = room.min(config.fetch_batch_size.max(1));
-        if !triggers.is_empty() {
-            let names: Vec<String> = triggers.keys().cloned().collect();
-            match state.pool.get().await {
-                Ok(client) => {
-                    match store::claim(&**client, &names, want as i64, config.lease_seconds as f64)
-                        .await
-                    {
-                        Ok(events) => claimed = events,
-                        Err(e) => tracing::warn!(error = %e, "cannot claim events"),
-                    }
-                }
-                Err(e) => tracing::warn!(error = %e, "cannot claim events: no connection"),
-            }
-        }
+        let claimed = match triggers.is_empty() {
+            true => Vec::new(),
+            false => claim(&state, triggers, want, config.lease_seconds).await,
+        };
         let full = claimed.len() == want;
         let mut first = Some(first);
         for event in claimed {
@@ -115,28 +96,7 @@ pub async fn run(
             counters.in_flight.fetch_add(1, Ordering::Relaxed);
             let (http, done, counters) = (http.clone(), done.clone(), counters.clone());
             deliveries.spawn(async move {
-                let span = tracing::debug_span!("event.deliver", "otel.kind" = "client", trigger = %event.trigger, event = %event.id);
-                if let Some(parent) = deliver::traceparent(&event) {
-                    crate::telemetry::accept_traceparent(&span, &parent);
-                }
-                let attempt = tracing::Instrument::instrument(
-                    deliver::attempt(&http, &event, &trigger),
-                    span,
-                )
-                .await;
-                counters.in_flight.fetch_sub(1, Ordering::Relaxed);
-                match attempt.next {
-                    store::Next::Delivered => {
-                        counters.delivered.fetch_add(1, Ordering::Relaxed);
-                    }
-                    store::Next::Retry(_) => {
-                        counters.failed_attempts.fetch_add(1, Ordering::Relaxed);
-                    }
-                    store::Next::Failed => {
-                        counters.failed_attempts.fetch_add(1, Ordering::Relaxed);
-                        counters.errors.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
+                let attempt = deliver_one(&http, &event, &trigger, &counters).await;
                 let _ = done.send(attempt).await;
                 drop(permit);
             });
@@ -174,6 +134,62 @@ pub async fn run(
             }
         }
     }
+}
+
+/// Claims up to `want` pending events of `triggers` under a lease; none when the database
+/// cannot be reached (logged; the next pass tries again).
+async fn claim(
+    state: &AppState,
+    triggers: &std::collections::BTreeMap<String, crate::schema::events::ResolvedEventTrigger>,
+    want: usize,
+    lease_seconds: u64,
+) -> Vec<store::Claimed> {
+    let names: Vec<String> = triggers.keys().cloned().collect();
+    match state.pool.get().await {
+        Ok(client) => {
+            match store::claim(&**client, &names, want as i64, lease_seconds as f64).await {
+                Ok(events) => events,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot claim events");
+                    Vec::new()
+                }
+            }
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot claim events: no connection");
+            Vec::new()
+        }
+    }
+}
+
+/// One delivery attempt, in its own span (a child of the trace captured with the event),
+/// counted.
+async fn deliver_one(
+    http: &reqwest::Client,
+    event: &store::Claimed,
+    trigger: &crate::schema::events::ResolvedEventTrigger,
+    counters: &EventCounters,
+) -> Attempt {
+    let span = tracing::debug_span!("event.deliver", "otel.kind" = "client", trigger = %event.trigger, event = %event.id);
+    if let Some(parent) = deliver::traceparent(event) {
+        crate::telemetry::accept_traceparent(&span, &parent);
+    }
+    let attempt =
+        tracing::Instrument::instrument(deliver::attempt(http, event, trigger), span).await;
+    counters.in_flight.fetch_sub(1, Ordering::Relaxed);
+    match attempt.next {
+        store::Next::Delivered => {
+            counters.delivered.fetch_add(1, Ordering::Relaxed);
+        }
+        store::Next::Retry(_) => {
+            counters.failed_attempts.fetch_add(1, Ordering::Relaxed);
+        }
+        store::Next::Failed => {
+            counters.failed_attempts.fetch_add(1, Ordering::Relaxed);
+            counters.errors.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    attempt
 }
 
 /// Writes attempts as they come, in batches (one transaction per batch).
@@ -270,13 +286,14 @@ async fn renew(state: AppState, in_flight: InFlight, lease_seconds: u64) {
     }
 }
 
-/// Deletes what the retention period no longer keeps, every ten minutes, the first time a
-/// minute after start (out of the way of startup work; one replica at a time).
-async fn clean_up(state: AppState, retention_hours: u64) {
+/// Deletes what the retention period no longer keeps, every `every` (ten minutes by
+/// default), the first time a minute after start (out of the way of startup work) or after
+/// `every` when that is shorter. A retention of 0 keeps everything.
+async fn clean_up(state: AppState, retention_hours: u64, every: Duration) {
     if retention_hours == 0 {
         return;
     }
-    tokio::time::sleep(Duration::from_secs(60)).await;
+    tokio::time::sleep(every.min(Duration::from_secs(60))).await;
     loop {
         if let Ok(mut client) = state.pool.get().await {
             match store::clean_up(&mut client, retention_hours as f64).await {
@@ -285,6 +302,6 @@ async fn clean_up(state: AppState, retention_hours: u64) {
                 Err(e) => tracing::warn!(error = %e, "cannot clean up old events"),
             }
         }
-        tokio::time::sleep(Duration::from_secs(600)).await;
+        tokio::time::sleep(every).await;
     }
 }

@@ -643,9 +643,8 @@ async fn replace_metadata_installs_and_removes_captures() {
     assert_eq!(captures(&s).await, json!([]));
 }
 
-#[tokio::test]
-async fn old_rows_are_cleaned_up_after_the_retention_period() {
-    let s = server().await;
+/// Rows older than the default retention (168 hours) and newer ones, delivered or in error.
+async fn old_and_new_rows(s: &TestServer) {
     run_sql(
         &s.db_url,
         "INSERT INTO basalt_catalog.event_log (id, schema_name, table_name, trigger_name, payload, delivered, error, created_at) VALUES
@@ -658,21 +657,202 @@ async fn old_rows_are_cleaned_up_after_the_retention_period() {
            ('new-delivered', 200, now());",
     )
     .await;
+}
+
+async fn event_ids(s: &TestServer) -> Value {
+    query_json(
+        &s.db_url,
+        "SELECT id FROM basalt_catalog.event_log ORDER BY id",
+    )
+    .await
+}
+
+#[tokio::test]
+async fn old_rows_are_cleaned_up_after_the_retention_period() {
+    let s = server().await;
+    old_and_new_rows(&s).await;
     let mut client = s.running.state.pool.get().await.unwrap();
     let deleted = basalt::events::store::clean_up(&mut client, 168.0)
         .await
         .unwrap();
     assert_eq!(deleted, 1);
-    let left = query_json(
-        &s.db_url,
-        "SELECT id FROM basalt_catalog.event_log ORDER BY id",
-    )
-    .await;
-    assert_eq!(left, json!([{"id": "new-delivered"}, {"id": "old-error"}]));
+    assert_eq!(
+        event_ids(&s).await,
+        json!([{"id": "new-delivered"}, {"id": "old-error"}])
+    );
     let logs = query_json(
         &s.db_url,
         "SELECT count(*) AS n FROM basalt_catalog.event_invocation_logs",
     )
     .await;
     assert_eq!(logs, json!([{"n": 1}]));
+}
+
+/// The engine cleans up on its own, on its interval, with the configured retention; a
+/// retention of 0 keeps everything.
+#[tokio::test]
+async fn the_engine_cleans_up_on_its_interval_unless_retention_is_zero() {
+    let s = blog_server(|c| c.events.cleanup_interval_seconds = 1).await;
+    old_and_new_rows(&s).await;
+    let mut left = Value::Null;
+    for _ in 0..100 {
+        left = event_ids(&s).await;
+        if left.as_array().unwrap().len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(left, json!([{"id": "new-delivered"}, {"id": "old-error"}]));
+
+    let kept = blog_server(|c| {
+        c.events.cleanup_interval_seconds = 1;
+        c.events.retention_hours = 0;
+    })
+    .await;
+    old_and_new_rows(&kept).await;
+    // Three intervals.
+    tokio::time::sleep(Duration::from_millis(3200)).await;
+    assert_eq!(event_ids(&kept).await.as_array().unwrap().len(), 3);
+}
+
+/// A row change wakes the workers through `NOTIFY`: delivered at once, although the poll
+/// would not look for a minute.
+#[tokio::test]
+async fn a_notify_wakes_the_workers_before_their_poll() {
+    let s = blog_server(|c| c.events.fetch_interval_ms = 60_000).await;
+    let hook = Webhook::default();
+    let url = hook.start().await;
+    s.ok(trigger(&url, json!({}))).await;
+    // Let the workers finish the look they take at start, then sleep on their poll.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let changed = std::time::Instant::now();
+    run_sql(&s.db_url, "INSERT INTO author (id, name) VALUES (41, 'Wu')").await;
+    let body = &hook.wait_for(1).await[0];
+    assert_eq!(body["event"]["data"]["new"]["name"], "Wu");
+    assert!(
+        changed.elapsed() < Duration::from_secs(10),
+        "delivered after {:?}: the poll, not the NOTIFY",
+        changed.elapsed()
+    );
+}
+
+/// At most `BASALT_EVENTS_HTTP_POOL_SIZE` webhook requests in flight at once, and that many
+/// when events wait.
+#[tokio::test]
+async fn webhook_requests_in_flight_are_bounded_by_the_pool_size() {
+    #[derive(Clone, Default)]
+    struct Slow {
+        now: Arc<std::sync::atomic::AtomicUsize>,
+        most: Arc<std::sync::atomic::AtomicUsize>,
+        done: Arc<std::sync::atomic::AtomicUsize>,
+    }
+    use std::sync::atomic::Ordering::SeqCst;
+    let slow = Slow::default();
+    let router = Router::new()
+        .route(
+            "/hook",
+            post(|State(w): State<Slow>| async move {
+                let now = w.now.fetch_add(1, SeqCst) + 1;
+                w.most.fetch_max(now, SeqCst);
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                w.now.fetch_sub(1, SeqCst);
+                w.done.fetch_add(1, SeqCst);
+                StatusCode::OK
+            }),
+        )
+        .with_state(slow.clone());
+    let url = format!("{}/hook", serve(router).await);
+    let s = blog_server(|c| {
+        c.events.fetch_interval_ms = 100;
+        c.events.http_pool_size = 3;
+    })
+    .await;
+    s.ok(trigger(&url, json!({}))).await;
+    run_sql(
+        &s.db_url,
+        "INSERT INTO author (id, name) SELECT g, 'n' || g FROM generate_series(100, 111) g",
+    )
+    .await;
+    for _ in 0..200 {
+        if slow.done.load(SeqCst) >= 12 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(slow.done.load(SeqCst), 12);
+    assert_eq!(slow.most.load(SeqCst), 3, "most requests in flight at once");
+}
+
+/// A tracked table renamed through `run_sql` keeps its trigger (captures fire on the new
+/// name); dropped, it takes its trigger with it; dropped unchecked, the trigger is reported
+/// inconsistent with the table, and `drop_inconsistent_metadata` removes both.
+#[tokio::test]
+async fn triggers_follow_their_table_renamed_or_dropped() {
+    let s = server().await;
+    let hook = Webhook::default();
+    let url = hook.start().await;
+    s.ok(json!({"type": "run_sql", "args": {"sql": "CREATE TABLE note (id int PRIMARY KEY, body text)"}}))
+        .await;
+    let note_trigger = |table: &str| {
+        json!({"type": "create_event_trigger", "args": {
+            "name": "note_changed", "table": table, "webhook": url, "insert": {"columns": "*"}}})
+    };
+    s.ok(json!({"type": "track_table", "args": {"table": "note"}}))
+        .await;
+    s.ok(note_trigger("note")).await;
+    s.ok(json!({"type": "run_sql", "args": {"sql": "ALTER TABLE note RENAME TO memo"}}))
+        .await;
+    let exported = s.export().await;
+    let memo = exported["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["table"]["name"] == "memo")
+        .cloned()
+        .unwrap_or_else(|| panic!("memo not tracked: {exported}"));
+    assert_eq!(memo["event_triggers"][0]["name"], "note_changed");
+    run_sql(&s.db_url, "INSERT INTO memo VALUES (1, 'hi')").await;
+    let body = &hook.wait_for(1).await[0];
+    assert_eq!(body["table"], json!({"schema": "public", "name": "memo"}));
+    assert_eq!(body["trigger"]["name"], "note_changed");
+
+    // Dropped (checked): the table and its trigger leave the metadata.
+    s.ok(json!({"type": "run_sql", "args": {"sql": "DROP TABLE memo", "cascade": true}}))
+        .await;
+    let exported = s.export().await;
+    assert!(!exported.to_string().contains("note_changed"), "{exported}");
+
+    // Dropped unchecked: both reported, each on its own, then dropped together.
+    s.ok(json!({"type": "run_sql", "args": {"sql": "CREATE TABLE note (id int PRIMARY KEY, body text)"}}))
+        .await;
+    s.ok(json!({"type": "track_table", "args": {"table": "note"}}))
+        .await;
+    s.ok(note_trigger("note")).await;
+    s.ok(json!({"type": "run_sql", "args": {"sql": "DROP TABLE note", "check_metadata_consistency": false}}))
+        .await;
+    let r = s
+        .ok(json!({"type": "get_inconsistent_metadata", "args": {}}))
+        .await;
+    let items = r["inconsistent_objects"].as_array().unwrap();
+    let trigger = items
+        .iter()
+        .find(|i| i["type"] == "event_trigger")
+        .unwrap_or_else(|| panic!("no event_trigger item: {r}"));
+    assert_eq!(
+        trigger["definition"]["configuration"]["name"],
+        "note_changed"
+    );
+    assert_eq!(trigger["definition"]["table"]["name"], "note");
+    assert!(
+        trigger["reason"].as_str().unwrap().contains("note"),
+        "{trigger}"
+    );
+    assert!(items.iter().any(|i| i["type"] == "table"), "{r}");
+    s.ok(json!({"type": "drop_inconsistent_metadata", "args": {}}))
+        .await;
+    let r = s
+        .ok(json!({"type": "get_inconsistent_metadata", "args": {}}))
+        .await;
+    assert_eq!(r["is_consistent"], true, "{r}");
+    assert!(!s.export().await.to_string().contains("note_changed"));
 }

@@ -23,6 +23,8 @@ const SECRET: &str = "events-secret";
 struct Counter {
     /// Event id → the `current_retry` of each request received for it.
     seen: Arc<Mutex<HashMap<String, Vec<i64>>>>,
+    /// `X-Engine` header value (which process delivered) → requests.
+    by_engine: Arc<Mutex<HashMap<String, usize>>>,
     down: Arc<AtomicBool>,
 }
 
@@ -32,7 +34,15 @@ impl Counter {
             .route(
                 "/hook",
                 post(
-                    |State(c): State<Counter>, Json(body): Json<Value>| async move {
+                    |State(c): State<Counter>,
+                     headers: axum::http::HeaderMap,
+                     Json(body): Json<Value>| async move {
+                        let engine = headers
+                            .get("x-engine")
+                            .and_then(|v| v.to_str().ok())
+                            .unwrap_or_default()
+                            .to_owned();
+                        *c.by_engine.lock().unwrap().entry(engine).or_default() += 1;
                         let id = body["id"].as_str().unwrap_or_default().to_owned();
                         let retry = body["delivery_info"]["current_retry"]
                             .as_i64()
@@ -196,10 +206,22 @@ async fn two_engines_never_deliver_an_event_twice() {
     let db = burst_database().await;
     let hook = Counter::default();
     let url = hook.start().await;
-    let settings = [("BASALT_EVENTS_FETCH_INTERVAL", "100")];
-    let a = spawn_serve(&db, SECRET, &settings).await;
-    let _b = spawn_serve(&db, SECRET, &settings).await;
-    spawned_query(&a, SECRET, trigger(&url, json!({}))).await;
+    // Small claims, so both processes get work; each names itself in a header whose value
+    // comes from its own environment.
+    let settings = |engine| {
+        [
+            ("BASALT_EVENTS_FETCH_INTERVAL", "100"),
+            ("BASALT_EVENTS_FETCH_BATCH_SIZE", "20"),
+            ("BASALT_EVENTS_HTTP_POOL_SIZE", "20"),
+            ("BURST_ENGINE", engine),
+        ]
+    };
+    let a = spawn_serve(&db, SECRET, &settings("a")).await;
+    let _b = spawn_serve(&db, SECRET, &settings("b")).await;
+    let mut create = trigger(&url, json!({}));
+    create["args"][1]["args"]["headers"] =
+        json!([{"name": "X-Engine", "value_from_env": "BURST_ENGINE"}]);
+    spawned_query(&a, SECRET, create).await;
     for chunk in 0..6 {
         let from = chunk * 500 + 1;
         run_sql(
@@ -223,6 +245,13 @@ async fn two_engines_never_deliver_an_event_twice() {
     )
     .await;
     assert_eq!(logs[0]["n"], 3000);
+    // Both processes delivered: the absence of duplicates is not one engine doing it all.
+    let by_engine = hook.by_engine.lock().unwrap().clone();
+    assert_eq!(by_engine.values().sum::<usize>(), 3000, "{by_engine:?}");
+    assert!(
+        by_engine.get("a").is_some_and(|n| *n > 0) && by_engine.get("b").is_some_and(|n| *n > 0),
+        "both engines deliver: {by_engine:?}"
+    );
 }
 
 /// The webhook URL and a header value from the environment: delivered with them, and the
