@@ -46,19 +46,23 @@ pub async fn run(
             .collect();
         let room = permits.available_permits();
         let mut claimed = Vec::new();
-        if !timeouts.is_empty() && room > 0 {
-            match state.pool.get().await {
-                Ok(client) => {
-                    if let Err(e) = store::sweep(&**client).await {
-                        tracing::warn!(error = %e, "cannot close interrupted action calls");
-                    }
+        match state.pool.get().await {
+            Ok(client) => {
+                // Every pass, whatever the metadata holds now: a call left `processing` by a
+                // dead engine is closed even if its action was since dropped (its calls
+                // kept) or made synchronous. The sweep reads a partial index: cheap when
+                // nothing is processing.
+                if let Err(e) = store::sweep(&**client).await {
+                    tracing::warn!(error = %e, "cannot close interrupted action calls");
+                }
+                if !timeouts.is_empty() && room > 0 {
                     match store::claim(&**client, &timeouts, room as i64).await {
                         Ok(c) => claimed = c,
                         Err(e) => tracing::warn!(error = %e, "cannot claim action calls"),
                     }
                 }
-                Err(e) => tracing::warn!(error = %e, "cannot claim action calls: no connection"),
             }
+            Err(e) => tracing::warn!(error = %e, "cannot claim action calls: no connection"),
         }
         let full = !claimed.is_empty() && claimed.len() == room;
         for claim in claimed {

@@ -770,6 +770,29 @@ async fn a_call_in_flight_when_its_engine_dies_is_closed_as_interrupted_never_se
         &[("BASALT_ASYNC_ACTIONS_FETCH_INTERVAL", "50")],
     )
     .await;
+    // The action goes away with its calls kept: the interrupted call is still closed, by an
+    // engine whose metadata has no asynchronous action left.
+    spawned_query(
+        &second,
+        "secret",
+        json!({"type": "drop_action", "args": {"name": "hang", "clear_data": false}}),
+    )
+    .await;
+    // Never closed before its deadline (the handler's timeout plus a margin).
+    let early = query_json(
+        &db,
+        &format!(
+            "SELECT status, deadline > now() AS pending FROM basalt_catalog.action_log \
+             WHERE id = '{id}'"
+        ),
+    )
+    .await;
+    if early[0]["pending"] == true {
+        assert_eq!(
+            early[0]["status"], "processing",
+            "swept before its deadline"
+        );
+    }
     let mut errors = Value::Null;
     for _ in 0..200 {
         let rows = query_json(
