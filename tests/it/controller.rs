@@ -993,6 +993,20 @@ async fn remote_schema_is_applied_replaced_reported_and_removed() {
         20
     );
 
+    // The remote goes down; a reload records the failure, and the status reports it
+    // unreachable with the error (its stored schema is still served).
+    let mut server = server;
+    server.stop().await;
+    s.server
+        .ok(json!({"type": "reload_metadata", "args": {"reload_remote_schemas": true}}))
+        .await;
+    s.reconcile(&requested).await.unwrap();
+    s.fake.take();
+    let status = s.remote(&requested).expect("status.remote");
+    assert!(!status.reachable, "{status:?}");
+    assert!(status.last_error.is_some(), "{status:?}");
+    assert!(status.last_introspected.is_some(), "{status:?}");
+
     // Deleting the resource removes the remote schema.
     s.delete(&requested);
     s.reconcile(&requested).await.unwrap();
@@ -1046,6 +1060,83 @@ async fn remote_schema_that_cannot_be_introspected_is_an_apply_failure() {
     assert!(
         !exported.contains("\"down\"") && !exported.contains("from_env"),
         "nothing written: {exported}"
+    );
+}
+
+/// A collection whose queries are reordered and changed in its resource ends in the
+/// resource's order: applied once, then in sync (no drift item, no Drifted condition, and a
+/// second reconcile writes nothing).
+#[tokio::test]
+async fn query_collection_edits_keep_the_resources_order() {
+    let s = setup(false).await;
+    let spec = |queries: &[(&str, &str)]| {
+        let queries: Vec<Value> = queries
+            .iter()
+            .map(|(name, query)| json!({"name": name, "query": query}))
+            .collect();
+        json!({"name": "app", "definition": {"queries": queries}})
+    };
+    let collection = resource::<QueryCollection>(
+        "app",
+        spec(&[
+            ("a", "query { author { id } }"),
+            ("b", "query { article { id } }"),
+            ("c", "query { author { name } }"),
+        ]),
+    );
+    s.apply(&collection).await;
+    assert_eq!(s.condition(&collection, "Ready").1, "Applied");
+    // Reordered, one query changed, one new: c, a (changed), d.
+    let mut edited = s.fake.get(&collection);
+    edited.metadata.generation = Some(2);
+    edited.spec = resource::<QueryCollection>(
+        "app",
+        spec(&[
+            ("c", "query { author { name } }"),
+            ("a", "query { author { id name } }"),
+            ("d", "query { article { title } }"),
+        ]),
+    )
+    .spec;
+    s.fake.put(&edited);
+    s.reconcile(&edited).await.unwrap();
+    s.fake.take();
+    assert_eq!(s.condition(&edited, "Ready").1, "Applied");
+    let exported = s.server.export().await;
+    let queries: Vec<(String, String)> = exported["query_collections"][0]["definition"]["queries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| {
+            (
+                q["name"].as_str().unwrap().to_owned(),
+                q["query"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        queries,
+        [
+            ("c".to_owned(), "query { author { name } }".to_owned()),
+            ("a".to_owned(), "query { author { id name } }".to_owned()),
+            ("d".to_owned(), "query { article { title } }".to_owned()),
+        ]
+    );
+    assert!(
+        s.drift_items().await.is_empty(),
+        "{:?}",
+        s.drift_items().await
+    );
+    let version = s.version().await;
+    s.reconcile(&edited).await.unwrap();
+    assert_eq!(s.version().await, version, "in sync: nothing written again");
+    assert!(
+        s.status(&edited)
+            .conditions
+            .iter()
+            .all(|c| c.type_ != "Drifted" || c.status == "False"),
+        "{:?}",
+        s.status(&edited)
     );
 }
 

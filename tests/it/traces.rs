@@ -224,6 +224,76 @@ async fn row_changes_carry_the_trace_to_event_webhooks() {
     assert!(parent.starts_with(&format!("00-{TRACE}-")), "{parent}");
 }
 
+/// A remote schema and an action handler called for a traced request get its trace.
+#[tokio::test]
+async fn remote_schemas_and_action_handlers_continue_the_trace() {
+    let (otlp, _received) = receiver().await;
+    let s = start(&otlp, "http/json").await;
+    let remote =
+        crate::remote_server::RemoteServer::start(crate::remote_server::newsletter_schema()).await;
+    type Calls = Arc<Mutex<Vec<HeaderMap>>>;
+    let calls = Calls::default();
+    let handler = serve(
+        Router::new()
+            .route(
+                "/greet",
+                post(|State(c): State<Calls>, headers: HeaderMap| async move {
+                    c.lock().unwrap().push(headers);
+                    axum::Json(json!({"text": "hi"}))
+                }),
+            )
+            .with_state(calls.clone()),
+    )
+    .await;
+    let http = reqwest::Client::new();
+    let r: Value = http
+        .post(format!("{}/v1/query", s.base))
+        .header("X-Svc-Admin-Secret", SECRET)
+        .json(&json!({"type": "bulk", "args": [
+            {"type": "add_remote_schema", "args": {"name": "newsletter", "definition": {"url": remote.url}}},
+            {"type": "set_custom_types", "args": {"objects": [
+                {"name": "Greeting", "fields": [{"name": "text", "type": "String"}]}]}},
+            {"type": "create_action", "args": {"name": "greet", "definition": {
+                "type": "query", "handler": format!("{handler}/greet"), "output_type": "Greeting"}}},
+        ]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(r.is_array(), "{r}");
+    let r: Value = http
+        .post(format!("{}/v1/graphql", s.base))
+        .header("X-Svc-Admin-Secret", SECRET)
+        .header("traceparent", format!("00-{TRACE}-{CLIENT_SPAN}-01"))
+        .json(&json!({"query": "{ subscriberCount greet { text } }"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        r,
+        json!({"data": {"subscriberCount": 2, "greet": {"text": "hi"}}})
+    );
+    let to_remote = remote.headers().last().cloned().unwrap();
+    let to_handler = calls.lock().unwrap()[0].clone();
+    for (peer, headers) in [("remote schema", to_remote), ("action handler", to_handler)] {
+        let parent = headers
+            .get("traceparent")
+            .unwrap_or_else(|| panic!("no traceparent to the {peer}"))
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            parent.starts_with(&format!("00-{TRACE}-")) && !parent.contains(CLIENT_SPAN),
+            "{peer}: {parent} (the request's trace, under Basalt's own span)"
+        );
+    }
+}
+
 /// The default wire format: protobuf, as collectors expect.
 #[tokio::test]
 async fn protobuf_is_the_default_wire_format() {
