@@ -165,7 +165,9 @@ async fn a_postgres_restart_under_load_is_survived_without_restarting_basalt() {
     pg.ensure_database("app").await.unwrap();
     let url = pg.url("app");
     run_sql(&url, crate::harness::BLOG).await;
-    let s = TestServer::on(&url, |c| c.metadata_poll_seconds = 1).await;
+    // No poll to fall back on within the test: the other replica's change must come through
+    // the listener, reconnected after the restart.
+    let s = TestServer::on(&url, |c| c.metadata_poll_seconds = 3600).await;
     let metadata: Value = serde_json::from_str(crate::harness::BLOG_METADATA).unwrap();
     s.ok(json!({"type": "replace_metadata", "args": metadata}))
         .await;

@@ -26,9 +26,13 @@ fn rss_kb(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
-/// One request of the mix, by sequence number: mostly reads, some writes.
+/// One request of the mix, by sequence number: mostly reads, some writes; one in ten as the
+/// `user` role (its permissions are what the metadata changes alter).
 fn request(n: u64) -> Value {
     match n % 10 {
+        5 => {
+            json!({"query": "{ articles(order_by: {id: asc}) { id title viewCount } author(order_by: {id: asc}) { name full_name } }"})
+        }
         0 | 1 => {
             json!({"query": "mutation ($r: numeric) { update_author_by_pk(pk_columns: {id: 2}, _set: {rating: $r}) { id } }",
                         "variables": {"r": (n % 50) as f64 / 10.0}})
@@ -44,11 +48,33 @@ fn request(n: u64) -> Value {
     }
 }
 
+/// The `n`-th metadata change: every other one replaces the `user` role's select permission on
+/// `author` (read by the load) with one that lets it see the same, in one `bulk`; the others
+/// change a comment.
+fn metadata_change(n: u64) -> Value {
+    if n % 2 == 1 {
+        return json!({"type": "set_permission_comment", "args": {
+            "table": "author", "role": "user", "type": "select", "comment": format!("soak {n}")}});
+    }
+    json!({"type": "bulk", "args": [
+        {"type": "drop_select_permission", "args": {"table": "author", "role": "user"}},
+        {"type": "create_select_permission", "args": {"table": "author", "role": "user", "permission": {
+            "columns": ["id", "name", "rating"], "computed_fields": ["full_name", "is_me"],
+            "filter": {"id": {"_gt": -(n as i64)}}, "allow_aggregations": true}}},
+    ]})
+}
+
 /// Sends one request; true when it answered data without errors.
 async fn send(http: &reqwest::Client, base: &str, n: u64) -> bool {
-    let response = http
+    let mut post = http
         .post(format!("{base}/v1/graphql"))
-        .header("X-Svc-Admin-Secret", SECRET)
+        .header("X-Svc-Admin-Secret", SECRET);
+    if n % 10 == 5 {
+        post = post
+            .header("X-Svc-Role", "user")
+            .header("X-Svc-User-Id", (1 + n % 3).to_string());
+    }
+    let response = post
         .json(&request(n))
         .timeout(Duration::from_secs(30))
         .send()
@@ -132,9 +158,7 @@ async fn a_steady_mixed_load_runs_without_errors_or_growth() {
         if Instant::now() >= next_change {
             changes += 1;
             next_change += Duration::from_secs(3);
-            spawned_query(&engine, SECRET, json!({"type": "set_permission_comment", "args": {
-                "table": "author", "role": "user", "type": "select", "comment": format!("soak {changes}")}}))
-            .await;
+            spawned_query(&engine, SECRET, metadata_change(changes)).await;
         }
         let permit = in_flight.clone().acquire_owned().await.unwrap();
         let (http, base, errors, sent) = (http.clone(), base.clone(), errors.clone(), sent.clone());

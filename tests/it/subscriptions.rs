@@ -403,7 +403,7 @@ async fn subscribers_are_multiplexed() {
         };
         assert_eq!(data, &expected, "subscriber {i}");
     }
-    assert_eq!(s.running.state.live.group_count(), 1);
+    assert_eq!(s.running.live.group_count(), 1);
     let counters = &s.running.state.counters;
     let before = counters.snapshot().live_statements;
     tokio::time::sleep(Duration::from_millis(1000)).await;
@@ -433,7 +433,7 @@ async fn subscribers_are_multiplexed() {
         (6..=24).contains(&statements),
         "{statements}: three per poll"
     );
-    assert_eq!(s.running.state.live.group_count(), 1);
+    assert_eq!(s.running.live.group_count(), 1);
 }
 
 /// A statement that can read the session setting (here a computed field taking the session)
@@ -457,20 +457,12 @@ async fn sessions_are_never_mixed() {
         assert_eq!(mine, [user.parse::<i64>().unwrap()], "{m}");
         sockets.push(ws);
     }
-    assert_eq!(
-        s.running.state.live.group_count(),
-        3,
-        "one group per session"
-    );
+    assert_eq!(s.running.live.group_count(), 3, "one group per session");
     for ws in &mut sockets {
         send(ws, json!({"type": "subscribe", "id": "plain", "payload": {"query": "subscription { author(order_by: {id: asc}) { id name } }"}})).await;
         assert_eq!(message(ws).await["id"], "plain");
     }
-    assert_eq!(
-        s.running.state.live.group_count(),
-        4,
-        "the plain query is shared"
-    );
+    assert_eq!(s.running.live.group_count(), 4, "the plain query is shared");
 }
 
 #[tokio::test]
@@ -683,10 +675,44 @@ async fn shutdown_closes_sockets_with_1001() {
     let s = server(|_| {}).await;
     let (mut ws, _) = connect(&s, Some(TRANSPORT), &[]).await;
     init(&mut ws, json!({})).await;
+    let (mut apollo, _) = connect(&s, Some(APOLLO), &[]).await;
+    init(&mut apollo, json!({})).await;
     let TestServer { running, .. } = s;
     let stop = tokio::spawn(running.shutdown());
     assert_eq!(closed(&mut ws).await.0, 1001);
+    assert_eq!(closed(&mut apollo).await.0, 1001);
     stop.await.unwrap();
+}
+
+/// `graphql-transport-ws`: the server pings an idle socket on the keep-alive interval (one
+/// second here), and the socket stays open.
+#[tokio::test]
+async fn transport_ws_sends_keep_alive_pings() {
+    let s = server(|_| {}).await;
+    let (mut ws, _) = connect(&s, Some(TRANSPORT), &[]).await;
+    assert_eq!(
+        init(&mut ws, json!({})).await,
+        json!({"type": "connection_ack"})
+    );
+    let mut pings = 0;
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(3500);
+    while let Ok(Some(Ok(frame))) = tokio::time::timeout_at(deadline, ws.next()).await {
+        if let Message::Text(text) = frame {
+            let v: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(
+                v,
+                json!({"type": "ping", "payload": {"message": "keepalive"}})
+            );
+            pings += 1;
+        }
+    }
+    assert!(
+        (2..=4).contains(&pings),
+        "{pings} pings in 3.5 s at a 1 s interval"
+    );
+    // Still open: a ping of the client's is answered.
+    send(&mut ws, json!({"type": "ping"})).await;
+    assert_eq!(message(&mut ws).await, json!({"type": "pong"}));
 }
 
 /// The npm WebSocket clients, installed once per machine into the target directory.
@@ -772,7 +798,7 @@ async fn one_bad_cohort_does_not_break_its_group() {
         got["bad"]["payload"]["errors"][0]["extensions"]["code"],
         "data-exception"
     );
-    assert_eq!(s.running.state.live.group_count(), 1);
+    assert_eq!(s.running.live.group_count(), 1);
     // Both go on: the good one sees changes.
     gql(&s, r#"mutation { update_author(where: {id: {_eq: 1}}, _set: {name: "Ann B"}) { affected_rows } }"#).await;
     let m = message(&mut ws).await;

@@ -1341,9 +1341,10 @@ fn graphql_name(tape: &mut Tape) -> Value {
         "full_name",
         "comments",
         "9bad",
-        // Not `__x`: names with the reserved `__` prefix are accepted and then break the
-        // introspection schema of every role (a known, unfixed finding; see fuzz/README.md).
         "_x",
+        // The reserved `__` prefix: refused where a name is created (it once broke every
+        // role's introspection schema; see fuzz/README.md).
+        "__x",
         "",
         "query_root",
         "author_by_pk",
