@@ -85,6 +85,10 @@ pub async fn upgrade(state: AppState, live: Arc<LiveQueries>, mut parts: Parts) 
     for name in TRANSPORT_HEADERS {
         headers.remove(name);
     }
+    // Kept for the socket's lifetime (authentication at init, then remote schemas), so copied
+    // out of the request: hyper's header values are slices of its read buffer (8–16 KiB), which
+    // would otherwise stay allocated for as long as the socket is open.
+    let headers = owned(&headers);
     let max_message = state.config.max_body_bytes;
     // Small buffers: an idle subscriber's socket should cost kilobytes, not the library's
     // 128 KiB defaults; they grow for large messages.
@@ -570,6 +574,21 @@ fn error_message(protocol: Protocol, id: &str, errors: Value) -> Value {
 }
 
 /// The upgrade request's headers with `payload.headers` on top (the payload wins).
+/// A copy of `headers` that shares no memory with the request they came from.
+fn owned(headers: &HeaderMap) -> HeaderMap {
+    let mut copy = HeaderMap::with_capacity(headers.len());
+    for (name, value) in headers {
+        let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_str().as_bytes()),
+            HeaderValue::from_bytes(value.as_bytes()),
+        ) else {
+            continue;
+        };
+        copy.append(name, value);
+    }
+    copy
+}
+
 fn merged_headers(upgrade: &HeaderMap, payload: &Value) -> HeaderMap {
     let mut headers = upgrade.clone();
     if let Some(Value::Object(given)) = payload.get("headers") {
@@ -632,6 +651,37 @@ mod tests {
         assert_eq!(merged["x-svc-user-id"], "1");
         assert_eq!(merged["authorization"], "Bearer t");
         assert_eq!(merged.len(), 3);
+    }
+
+    /// The copy keeps every value (repeated names included) and none of the request's memory.
+    #[test]
+    fn owned_headers_share_nothing_with_the_request() {
+        let buffer = bytes::Bytes::from(b"GET / HTTP/1.1 ... Bearer t0ken ... a ... b".to_vec());
+        let slice = |text: &str| {
+            let at = buffer
+                .windows(text.len())
+                .position(|w| w == text.as_bytes())
+                .unwrap_or_default();
+            HeaderValue::from_maybe_shared(buffer.slice(at..at + text.len()))
+                .unwrap_or_else(|_| HeaderValue::from_static(""))
+        };
+        let mut request = HeaderMap::new();
+        request.insert("authorization", slice("Bearer t0ken"));
+        request.append("x-list", slice("a"));
+        request.append("x-list", slice("b"));
+        let copy = owned(&request);
+        assert_eq!(copy, request);
+        assert_eq!(copy.get_all("x-list").iter().count(), 2);
+        let within = |v: &HeaderValue| {
+            let p = v.as_bytes().as_ptr() as usize;
+            let start = buffer.as_ptr() as usize;
+            (start..start + buffer.len()).contains(&p)
+        };
+        assert!(
+            request.values().all(within),
+            "the test's values are slices of the request"
+        );
+        assert!(!copy.values().any(within), "the copy holds its own bytes");
     }
 
     #[test]
