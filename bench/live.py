@@ -2,7 +2,7 @@
 of one query shape with distinct variables, on their own WebSockets. Measures, per N: the
 engine's RSS per idle subscriber, its CPU per poll cycle (from /proc, so the load client's
 share does not count), live-query statements per cycle (the engine's own counter,
-`basalt_live_query_statements_total` on /metrics: exact), Postgres's committed transactions per
+`basalt_live_query_statements_total` over `basalt_live_query_polls_total` on /metrics: exact), Postgres's committed transactions per
 cycle beside it (every statement of the database: live queries, and the catalog, event and
 action workers' polls), and change-to-delivery latency (p50, p99). Standard library only; the
 load client is bench/live.mjs (Node, `ws` from npm)."""
@@ -34,15 +34,18 @@ def transactions(psql, url):
     return int(out[-1])
 
 
-def live_statements(base, secret):
-    """The engine's count of multiplexed live-query statements run so far."""
+def live_counts(base, secret):
+    """The engine's counts so far: (multiplexed live-query statements run, group polls)."""
     request = urllib.request.Request(f"{base}/metrics", headers={"X-Svc-Admin-Secret": secret})
     with urllib.request.urlopen(request, timeout=10) as response:
         text = response.read().decode()
-    match = re.search(r"^basalt_live_query_statements_total\s+(\S+)", text, re.MULTILINE)
-    if not match:
-        raise SystemExit("bench: /metrics has no basalt_live_query_statements_total")
-    return float(match.group(1))
+    counts = []
+    for name in ("basalt_live_query_statements_total", "basalt_live_query_polls_total"):
+        match = re.search(rf"^{name}\s+(\S+)", text, re.MULTILINE)
+        if not match:
+            raise SystemExit(f"bench: /metrics has no {name}")
+        counts.append(float(match.group(1)))
+    return tuple(counts)
 
 
 def install_client(work, run):
@@ -71,11 +74,11 @@ def measure(*, base, secret, pid, url, psql, cpu_seconds, client, counts, idle, 
         log(f"{n} subscribers connected and answered in {time.time() - started:.1f} s")
         time.sleep(2 * interval_ms / 1000)  # let every group settle into its polling rhythm
         rss_idle = rss_mb(pid)
-        cpu0, tx0, st0, t0 = (cpu_seconds(pid), transactions(psql, url),
-                              live_statements(base, secret), time.time())
+        cpu0, tx0, (st0, po0), t0 = (cpu_seconds(pid), transactions(psql, url),
+                                     live_counts(base, secret), time.time())
         time.sleep(idle)
-        cpu1, tx1, st1, t1 = (cpu_seconds(pid), transactions(psql, url),
-                              live_statements(base, secret), time.time())
+        cpu1, tx1, (st1, po1), t1 = (cpu_seconds(pid), transactions(psql, url),
+                                     live_counts(base, secret), time.time())
         cycles = (t1 - t0) / (interval_ms / 1000)
         node.stdin.write("go\n")
         node.stdin.flush()
@@ -87,7 +90,9 @@ def measure(*, base, secret, pid, url, psql, cpu_seconds, client, counts, idle, 
             "connect_seconds": result["connect_seconds"],
             "cpu_ms_per_cycle": (cpu1 - cpu0) * 1000 / cycles,
             "cpu_cores_idle": (cpu1 - cpu0) / (t1 - t0),
-            "statements_per_cycle": (st1 - st0) / cycles,
+            # Per poll of the group (exact: a window of t seconds holds either floor(t) or
+            # ceil(t) polls, so statements per second would be off by up to one poll's worth).
+            "statements_per_cycle": (st1 - st0) / max(po1 - po0, 1),
             # Every transaction of the database, the workers' and the catalog's polls included
             # (the statistics flush about once a second: ±0.5 per cycle).
             "transactions_per_cycle": (tx1 - tx0) / cycles,
@@ -108,7 +113,7 @@ def measure(*, base, secret, pid, url, psql, cpu_seconds, client, counts, idle, 
 
 def table(rows, interval_ms):
     lines = [
-        f"| subscribers | engine CPU per {interval_ms} ms cycle | engine cores (idle) | live statements per cycle "
+        f"| subscribers | engine CPU per {interval_ms} ms cycle | engine cores (idle) | live statements per poll "
         "| Postgres transactions per cycle | change→delivery p50 | p99 | engine RSS per subscriber |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]

@@ -280,6 +280,7 @@ async fn poll(state: &AppState, group: &Group) {
     if cohorts.is_empty() {
         return;
     }
+    Counters::bump(&state.counters.live_polls);
     let mut outcomes: HashMap<&[Option<String>], Outcome> = HashMap::new();
     let batches: Vec<Vec<&[Option<String>]>> = cohorts
         .chunks(state.config.live.batch_size.max(1))

@@ -30,6 +30,8 @@ pub struct Counters {
     pub statements_prepared: AtomicU64,
     /// Multiplexed live-query statements run (each answers up to a batch of subscribers).
     pub live_statements: AtomicU64,
+    /// Polls of a live-query group that had subscribers (each runs one statement per batch).
+    pub live_polls: AtomicU64,
     /// Multiplexed statements that answered concurrent requests of one query plan together
     /// (see [`crate::execute::SharedStatement`]).
     pub shared_statements: AtomicU64,
@@ -66,6 +68,7 @@ impl Default for Counters {
             metadata_introspections: AtomicU64::new(0),
             statements_prepared: AtomicU64::new(0),
             live_statements: AtomicU64::new(0),
+            live_polls: AtomicU64::new(0),
             shared_statements: AtomicU64::new(0),
             shared_requests: AtomicU64::new(0),
             shared_waits: AtomicU64::new(0),
@@ -102,6 +105,8 @@ pub struct CountersSnapshot {
     pub statements_prepared: u64,
     /// See [`Counters::live_statements`].
     pub live_statements: u64,
+    /// See [`Counters::live_polls`].
+    pub live_polls: u64,
     /// See [`Counters::shared_statements`].
     pub shared_statements: u64,
     /// See [`Counters::shared_requests`].
@@ -137,6 +142,7 @@ impl Counters {
             metadata_introspections: get(&self.metadata_introspections),
             statements_prepared: get(&self.statements_prepared),
             live_statements: get(&self.live_statements),
+            live_polls: get(&self.live_polls),
             shared_statements: get(&self.shared_statements),
             shared_requests: get(&self.shared_requests),
             shared_waits: get(&self.shared_waits),

@@ -100,6 +100,11 @@ const WORK_COUNTERS: &[WorkCounter] = &[
         |c| &c.live_statements,
     ),
     (
+        "live_query_polls",
+        "Polls of live-query groups with subscribers (each runs one statement per batch of cohorts)",
+        |c| &c.live_polls,
+    ),
+    (
         "shared_statements",
         "Statements that answered concurrent requests of one query plan together",
         |c| &c.shared_statements,

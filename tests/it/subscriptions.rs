@@ -405,11 +405,16 @@ async fn subscribers_are_multiplexed() {
     }
     assert_eq!(s.running.live.group_count(), 1);
     let counters = &s.running.state.counters;
-    let before = counters.snapshot().live_statements;
+    let before = counters.snapshot();
     tokio::time::sleep(Duration::from_millis(1000)).await;
-    let polls = counters.snapshot().live_statements - before;
-    // About five polls of 200 ms, one statement each (twenty without multiplexing).
-    assert!((2..=8).contains(&polls), "{polls} statements in one second");
+    let after = counters.snapshot();
+    let (statements, polls) = (
+        after.live_statements - before.live_statements,
+        after.live_polls - before.live_polls,
+    );
+    // About five polls of 200 ms, exactly one statement each (twenty without multiplexing).
+    assert!((2..=8).contains(&polls), "{polls} polls in one second");
+    assert_eq!(statements, polls, "one statement per poll");
     // Small batches split the same group into several statements per poll.
     let s = server(|c| {
         c.live.refetch_interval_ms = 200;
@@ -426,12 +431,18 @@ async fn subscribers_are_multiplexed() {
     for _ in 0..6 {
         message(&mut ws).await;
     }
-    let before = s.running.state.counters.snapshot().live_statements;
+    let before = s.running.state.counters.snapshot();
     tokio::time::sleep(Duration::from_millis(1000)).await;
-    let statements = s.running.state.counters.snapshot().live_statements - before;
-    assert!(
-        (6..=24).contains(&statements),
-        "{statements}: three per poll"
+    let after = s.running.state.counters.snapshot();
+    let (statements, polls) = (
+        after.live_statements - before.live_statements,
+        after.live_polls - before.live_polls,
+    );
+    assert!(polls >= 2, "{polls} polls in one second");
+    assert_eq!(
+        statements,
+        3 * polls,
+        "three per poll: six cohorts, batches of two"
     );
     assert_eq!(s.running.live.group_count(), 1);
 }
