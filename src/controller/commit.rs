@@ -46,9 +46,10 @@ struct Queued {
 }
 
 /// The queue of writes waiting to be committed, and the turn to commit them.
-#[derive(Default)]
 pub(super) struct GroupCommit {
     queue: Mutex<Vec<Queued>>,
+    /// How many writes wait in the queue (`basalt_controller_commit_queue`).
+    waiting: prometheus_client::metrics::gauge::Gauge,
     turn: tokio::sync::Mutex<()>,
     /// The state the last group committed, for the next one.
     basis: catalog::BasisCache,
@@ -61,6 +62,16 @@ impl std::fmt::Debug for GroupCommit {
 }
 
 impl GroupCommit {
+    /// An empty queue whose length `waiting` follows.
+    pub(super) fn new(waiting: prometheus_client::metrics::gauge::Gauge) -> Self {
+        GroupCommit {
+            queue: Mutex::default(),
+            waiting,
+            turn: tokio::sync::Mutex::default(),
+            basis: catalog::BasisCache::default(),
+        }
+    }
+
     /// Queues a write planned against `expected_version` and returns its result once a group
     /// holding it was committed (or refused it).
     pub(super) async fn write(
@@ -80,6 +91,7 @@ impl GroupCommit {
             ownership: plan.ownership.clone(),
             reply,
         });
+        self.waiting.inc();
         let _turn = self.turn.lock().await;
         loop {
             match result.try_recv() {
@@ -91,6 +103,7 @@ impl GroupCommit {
             let group: Vec<Queued> = {
                 let mut queue = self.lock_queue();
                 let n = queue.len().min(MAX_GROUP);
+                self.waiting.dec_by(n as i64);
                 queue.drain(..n).collect()
             };
             commit(pool, view, &self.basis, group).await;

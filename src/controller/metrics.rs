@@ -1,6 +1,6 @@
 //! The controller's Prometheus metrics, served on its probe port (`/metrics`, beside `/healthz`
-//! and `/readyz`): reconciles and their failures by kind, reconciles running now, and whether
-//! this replica holds the leader lock. See `docs/operations.md`.
+//! and `/readyz`): reconciles and their failures by kind, reconciles running now, writes
+//! waiting for a group commit, and whether this replica holds the leader lock. See `docs/operations.md`.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -21,6 +21,7 @@ pub struct ControllerMetrics {
     reconciles: Family<KindLabels, Counter>,
     errors: Family<KindLabels, Counter>,
     running: Gauge,
+    commit_queue: Gauge,
     leader: Gauge,
     introspections: Counter,
     orphaned: Gauge,
@@ -48,6 +49,11 @@ impl ControllerMetrics {
             .set(i64::try_from(objects).unwrap_or(i64::MAX));
     }
 
+    /// The gauge of writes waiting for a group commit (kept by the commit queue).
+    pub fn commit_queue(&self) -> Gauge {
+        self.commit_queue.clone()
+    }
+
     /// Counts the database introspections of the work it runs ([`crate::introspect::counting`]).
     pub fn introspections(&self) -> Counter {
         self.introspections.clone()
@@ -70,6 +76,11 @@ impl ControllerMetrics {
             "reconciles_running",
             "Reconciles in progress: work taken from the queue and not finished",
             self.running.clone(),
+        );
+        registry.register(
+            "commit_queue",
+            "Catalog writes of reconciles waiting for their group commit",
+            self.commit_queue.clone(),
         );
         registry.register(
             "introspections",

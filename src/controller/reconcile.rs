@@ -178,6 +178,7 @@ impl Context {
         recorder: Recorder,
         settings: Settings,
     ) -> Self {
+        let metrics = super::metrics::ControllerMetrics::default();
         Context {
             client,
             pool,
@@ -186,8 +187,8 @@ impl Context {
             failures: Mutex::new(HashMap::new()),
             invalid: Mutex::new(HashMap::new()),
             view: super::view::SharedView::default(),
-            commits: super::commit::GroupCommit::default(),
-            metrics: super::metrics::ControllerMetrics::default(),
+            commits: super::commit::GroupCommit::new(metrics.commit_queue()),
+            metrics,
         }
     }
 

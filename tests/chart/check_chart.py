@@ -473,8 +473,8 @@ def probe_target(c: dict[str, Any], probe: dict[str, Any] | None) -> tuple[str, 
 
 
 def check_metrics(r: Rendered) -> list[str]:
-    """With metrics enabled the engine pods carry the scrape annotations and /metrics is
-    public; otherwise neither."""
+    """With metrics enabled the engine pods (and the controller's, on its probe port) carry the
+    scrape annotations and /metrics is public; otherwise neither."""
     engine = r.deployment("engine")
     if not engine:
         return ["no engine Deployment"]
@@ -488,6 +488,16 @@ def check_metrics(r: Rendered) -> list[str]:
             problems.append(f"annotation {key}: {got!r}, want {value!r}")
         if not enabled and got is not None:
             problems.append(f"annotation {key} present with metrics disabled")
+    controller = r.deployment("controller")
+    if controller:
+        annotations = controller["spec"]["template"]["metadata"].get("annotations") or {}
+        want = {"prometheus.io/scrape": "true", "prometheus.io/port": "8081", "prometheus.io/path": "/metrics"}
+        for key, value in want.items():
+            got = annotations.get(key)
+            if enabled and got != value:
+                problems.append(f"controller annotation {key}: {got!r}, want {value!r}")
+            if not enabled and got is not None:
+                problems.append(f"controller annotation {key} present with metrics disabled")
     env = {e["name"]: e.get("value") for e in container(engine, "engine").get("env", [])}
     if env.get("BASALT_METRICS_PUBLIC") != ("true" if enabled else "false"):
         problems.append(f"BASALT_METRICS_PUBLIC={env.get('BASALT_METRICS_PUBLIC')!r} with metrics.enabled={enabled}")

@@ -1666,6 +1666,8 @@ async fn running_controller_applies_resources_and_heals_on_catalog_notify() {
         "applied, then healed: {text}"
     );
     assert!(text.contains("basalt_controller_leader 1"), "{text}");
+    // Every write that queued for a group commit left the queue.
+    assert!(text.contains("basalt_controller_commit_queue 0"), "{text}");
     let calls = fake.take();
     assert!(
         calls
