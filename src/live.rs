@@ -280,7 +280,9 @@ async fn poll(state: &AppState, group: &Group) {
     if cohorts.is_empty() {
         return;
     }
-    Counters::bump(&state.counters.live_polls);
+    // This poll's statements are counted with the poll, once it ends, so that the two counters
+    // always hold whole polls (statements per poll can then be read over any window).
+    let mut ran = 0u64;
     let mut outcomes: HashMap<&[Option<String>], Outcome> = HashMap::new();
     let batches: Vec<Vec<&[Option<String>]>> = cohorts
         .chunks(state.config.live.batch_size.max(1))
@@ -293,13 +295,17 @@ async fn poll(state: &AppState, group: &Group) {
         for values in window {
             running.push(run_chunk(state, &group.sql, values));
         }
+        ran += window.len() as u64;
         let results = futures_util::future::join_all(running).await;
         for (values, result) in window.iter().zip(results) {
-            if result.is_err() && values.len() > 1 {
+            if let (Err(err), true) = (&result, values.len() > 1) {
                 // One cohort's values may fail the whole statement (a variable Postgres cannot
                 // cast): answer each alone, so only that cohort gets the error.
+                tracing::warn!(error = %err, cohorts = values.len(),
+                    "a live-query statement failed; its cohorts run one by one");
                 for cohort in values {
                     let single = [*cohort];
+                    ran += 1;
                     let result = run_chunk(state, &group.sql, &single).await;
                     record(&single, result, &mut outcomes);
                 }
@@ -308,6 +314,9 @@ async fn poll(state: &AppState, group: &Group) {
             record(values, result, &mut outcomes);
         }
     }
+    let counters = &state.counters;
+    counters.live_statements.fetch_add(ran, Ordering::Relaxed);
+    Counters::bump(&counters.live_polls);
     deliver(group, &outcomes);
 }
 
@@ -366,7 +375,6 @@ async fn run_chunk(
 ) -> Result<Vec<(usize, Bytes)>, ExecuteError> {
     let client = state.pool.get().await?;
     let conn = Connection::of(&client, &state.counters);
-    Counters::bump(&state.counters.live_statements);
     execute::run_multiplexed(conn, sql, cohorts).await
 }
 

@@ -28,9 +28,11 @@ pub struct Counters {
     pub metadata_introspections: AtomicU64,
     /// Query statements prepared on a connection (not found in its statement cache).
     pub statements_prepared: AtomicU64,
-    /// Multiplexed live-query statements run (each answers up to a batch of subscribers).
+    /// Multiplexed live-query statements run (each answers up to a batch of subscribers),
+    /// counted when their poll ends, with it.
     pub live_statements: AtomicU64,
-    /// Polls of a live-query group that had subscribers (each runs one statement per batch).
+    /// Polls of a live-query group that had subscribers (each runs one statement per batch),
+    /// counted when they end.
     pub live_polls: AtomicU64,
     /// Multiplexed statements that answered concurrent requests of one query plan together
     /// (see [`crate::execute::SharedStatement`]).
