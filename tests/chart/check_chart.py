@@ -479,25 +479,20 @@ def check_metrics(r: Rendered) -> list[str]:
     if not engine:
         return ["no engine Deployment"]
     enabled = bool(r.values.get("metrics", {}).get("enabled"))
-    annotations = engine["spec"]["template"]["metadata"].get("annotations") or {}
-    want = {"prometheus.io/scrape": "true", "prometheus.io/port": str(ENGINE_PORT), "prometheus.io/path": "/metrics"}
     problems = []
-    for key, value in want.items():
-        got = annotations.get(key)
-        if enabled and got != value:
-            problems.append(f"annotation {key}: {got!r}, want {value!r}")
-        if not enabled and got is not None:
-            problems.append(f"annotation {key} present with metrics disabled")
-    controller = r.deployment("controller")
-    if controller:
-        annotations = controller["spec"]["template"]["metadata"].get("annotations") or {}
-        want = {"prometheus.io/scrape": "true", "prometheus.io/port": "8081", "prometheus.io/path": "/metrics"}
+    # The controller serves its metrics on its probe port.
+    for component, deployment, port in [("engine", engine, ENGINE_PORT),
+                                         ("controller", r.deployment("controller"), 8081)]:
+        if not deployment:
+            continue
+        annotations = deployment["spec"]["template"]["metadata"].get("annotations") or {}
+        want = {"prometheus.io/scrape": "true", "prometheus.io/port": str(port), "prometheus.io/path": "/metrics"}
         for key, value in want.items():
             got = annotations.get(key)
             if enabled and got != value:
-                problems.append(f"controller annotation {key}: {got!r}, want {value!r}")
+                problems.append(f"{component} annotation {key}: {got!r}, want {value!r}")
             if not enabled and got is not None:
-                problems.append(f"controller annotation {key} present with metrics disabled")
+                problems.append(f"{component} annotation {key} present with metrics disabled")
     env = {e["name"]: e.get("value") for e in container(engine, "engine").get("env", [])}
     if env.get("BASALT_METRICS_PUBLIC") != ("true" if enabled else "false"):
         problems.append(f"BASALT_METRICS_PUBLIC={env.get('BASALT_METRICS_PUBLIC')!r} with metrics.enabled={enabled}")

@@ -47,7 +47,7 @@ async fn receiver() -> (String, Received) {
 struct Served {
     base: String,
     hook: Hook,
-    _process: Spawned,
+    process: Spawned,
 }
 
 async fn start(otlp: &str, protocol: &str) -> Served {
@@ -77,8 +77,23 @@ async fn start(otlp: &str, protocol: &str) -> Served {
     Served {
         base: process.base.clone(),
         hook,
-        _process: process,
+        process,
     }
+}
+
+/// An admin's GraphQL request under the client's trace (`TRACE`, `CLIENT_SPAN`).
+async fn traced_as_admin(base: &str, query: &str) -> Value {
+    reqwest::Client::new()
+        .post(format!("{base}/v1/graphql"))
+        .header("X-Svc-Admin-Secret", SECRET)
+        .header("traceparent", format!("00-{TRACE}-{CLIENT_SPAN}-01"))
+        .json(&json!({"query": query}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
 }
 
 /// A query as an application would send it: a token for the webhook and a W3C parent.
@@ -193,29 +208,18 @@ async fn row_changes_carry_the_trace_to_event_webhooks() {
     let s = start(&otlp, "http/json").await;
     let events = crate::events::Webhook::default();
     let url = events.start().await;
-    let http = reqwest::Client::new();
-    let r = http
-        .post(format!("{}/v1/query", s.base))
-        .header("X-Svc-Admin-Secret", SECRET)
-        .json(
-            &json!({"type": "create_event_trigger", "args": {"name": "author_added",
+    spawned_query(
+        &s.process,
+        SECRET,
+        json!({"type": "create_event_trigger", "args": {"name": "author_added",
             "table": "author", "webhook": url, "insert": {"columns": "*"}}}),
-        )
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    let r: Value = http
-        .post(format!("{}/v1/graphql", s.base))
-        .header("X-Svc-Admin-Secret", SECRET)
-        .header("traceparent", format!("00-{TRACE}-{CLIENT_SPAN}-01"))
-        .json(&json!({"query": "mutation { insert_author_one(object: {id: 50, name: \"Tia\"}) { id } }"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    )
+    .await;
+    let r = traced_as_admin(
+        &s.base,
+        "mutation { insert_author_one(object: {id: 50, name: \"Tia\"}) { id } }",
+    )
+    .await;
     assert_eq!(r["data"]["insert_author_one"]["id"], 50, "{r}");
     let body = &events.wait_for(1).await[0];
     assert_eq!(body["event"]["trace_context"]["trace_id"], TRACE, "{body}");
@@ -245,35 +249,19 @@ async fn remote_schemas_and_action_handlers_continue_the_trace() {
             .with_state(calls.clone()),
     )
     .await;
-    let http = reqwest::Client::new();
-    let r: Value = http
-        .post(format!("{}/v1/query", s.base))
-        .header("X-Svc-Admin-Secret", SECRET)
-        .json(&json!({"type": "bulk", "args": [
+    spawned_query(
+        &s.process,
+        SECRET,
+        json!({"type": "bulk", "args": [
             {"type": "add_remote_schema", "args": {"name": "newsletter", "definition": {"url": remote.url}}},
             {"type": "set_custom_types", "args": {"objects": [
                 {"name": "Greeting", "fields": [{"name": "text", "type": "String"}]}]}},
             {"type": "create_action", "args": {"name": "greet", "definition": {
                 "type": "query", "handler": format!("{handler}/greet"), "output_type": "Greeting"}}},
-        ]}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert!(r.is_array(), "{r}");
-    let r: Value = http
-        .post(format!("{}/v1/graphql", s.base))
-        .header("X-Svc-Admin-Secret", SECRET)
-        .header("traceparent", format!("00-{TRACE}-{CLIENT_SPAN}-01"))
-        .json(&json!({"query": "{ subscriberCount greet { text } }"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        ]}),
+    )
+    .await;
+    let r = traced_as_admin(&s.base, "{ subscriberCount greet { text } }").await;
     assert_eq!(
         r,
         json!({"data": {"subscriberCount": 2, "greet": {"text": "hi"}}})
