@@ -81,11 +81,12 @@ async fn start(otlp: &str, protocol: &str) -> Served {
     }
 }
 
-/// An admin's GraphQL request under the client's trace (`TRACE`, `CLIENT_SPAN`).
-async fn traced_as_admin(base: &str, query: &str) -> Value {
+/// A GraphQL request under the client's trace (`TRACE`, `CLIENT_SPAN`), with one credential
+/// header.
+async fn traced(base: &str, credential: (&str, &str), query: &str) -> Value {
     reqwest::Client::new()
         .post(format!("{base}/v1/graphql"))
-        .header("X-Svc-Admin-Secret", SECRET)
+        .header(credential.0, credential.1)
         .header("traceparent", format!("00-{TRACE}-{CLIENT_SPAN}-01"))
         .json(&json!({"query": query}))
         .send()
@@ -96,19 +97,19 @@ async fn traced_as_admin(base: &str, query: &str) -> Value {
         .unwrap()
 }
 
+/// An admin's GraphQL request under the client's trace.
+async fn traced_as_admin(base: &str, query: &str) -> Value {
+    traced(base, ("X-Svc-Admin-Secret", SECRET), query).await
+}
+
 /// A query as an application would send it: a token for the webhook and a W3C parent.
 async fn traced_query(base: &str) -> Value {
-    reqwest::Client::new()
-        .post(format!("{base}/v1/graphql"))
-        .header("Authorization", "Bearer good")
-        .header("traceparent", format!("00-{TRACE}-{CLIENT_SPAN}-01"))
-        .json(&json!({"query": "{ author(where: {id: {_eq: 1}}) { name } }"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    traced(
+        base,
+        ("Authorization", "Bearer good"),
+        "{ author(where: {id: {_eq: 1}}) { name } }",
+    )
+    .await
 }
 
 /// The `traceparent` the webhook received: `(trace id, parent span id)`.
