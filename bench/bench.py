@@ -112,6 +112,19 @@ def wait_http(url, what, seconds=60):
     sys.exit(f"bench: {what} did not come up at {url}")
 
 
+def shared_counters(base):
+    """Basalt's shared-statement counters (requests answered shared, requests declined)."""
+    request = urllib.request.Request(f"{base}/metrics", headers={"X-Svc-Admin-Secret": ADMIN_SECRET})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        text = response.read().decode()
+    counters = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name in ("basalt_shared_requests_total", "basalt_shared_declined_total"):
+            counters[name] = float(value)
+    return counters.get("basalt_shared_requests_total", 0), counters.get("basalt_shared_declined_total", 0)
+
+
 def proc_cpu_seconds(pid):
     fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -560,7 +573,14 @@ def main():
                     for target, server, where in (("basalt", basalt, base), ("http_floor", floor_server, floor_base)):
                         wrk(f"{where}/v1/graphql", q, conc, warmup, q["headers"])
                         cpu, pg_cpu = proc_cpu_seconds(server.pid), postgres_cpu_seconds(cluster)
+                        shared = shared_counters(base) if target == "basalt" else None
                         figures = wrk(f"{where}/v1/graphql", q, conc, duration, q["headers"])
+                        if shared:
+                            after = shared_counters(base)
+                            # Requests answered by a shared statement, and requests that ran
+                            # alone because sharing did not pay for their plan.
+                            figures["shared_fraction"] = (after[0] - shared[0]) / max(1, figures["requests"])
+                            figures["declined_fraction"] = (after[1] - shared[1]) / max(1, figures["requests"])
                         figures["cpu_s"] = proc_cpu_seconds(server.pid) - cpu
                         figures["pg_cpu_s"] = postgres_cpu_seconds(cluster) - pg_cpu
                         figures["cpu_us_per_request"] = 1e6 * figures["cpu_s"] / max(1, figures["requests"])
@@ -581,7 +601,8 @@ def main():
                     jsonl.write(json.dumps(row) + "\n")
                     rows.append(row)
                     log(f"{q['name']:<15} c={conc:<3} basalt {row['basalt']['rps']:>9,.0f} req/s "
-                        f"(p50 {row['basalt']['p50_us'] / 1000:.2f} ms, p99 {row['basalt']['p99_us'] / 1000:.2f} ms)  "
+                        f"(p50 {row['basalt']['p50_us'] / 1000:.2f} ms, p99 {row['basalt']['p99_us'] / 1000:.2f} ms, "
+                        f"shared {100 * row['basalt'].get('shared_fraction', 0):.0f}%)  "
                         f"HTTP floor {row['http_floor']['rps']:>9,.0f}  SQL floor {row['floor']['rps']:>9,.0f}"
                         + (f"  postgraphile {row['postgraphile']['rps']:>8,.0f}" if "postgraphile" in row else ""))
             summary = {"measuring_seconds": time.time() - measuring, "basalt_cpu_seconds": cpu_total,

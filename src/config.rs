@@ -281,12 +281,9 @@ pub struct ServeConfig {
     #[arg(long, env = "BASALT_SHARED_STATEMENTS_IN_FLIGHT", default_value_t = 2)]
     pub shared_statements_in_flight: usize,
     /// Microseconds a plan's statement takes alone (a moving average) above which its
-    /// requests stop sharing statements and keep Postgres's parallelism.
-    #[arg(
-        long,
-        env = "BASALT_SHARED_STATEMENTS_BELOW_US",
-        default_value_t = 1000
-    )]
+    /// requests never share statements and keep Postgres's parallelism (`0`: no such bound;
+    /// a plan shares while a shared row costs clearly less than a statement alone).
+    #[arg(long, env = "BASALT_SHARED_STATEMENTS_BELOW_US", default_value_t = 0)]
     pub shared_statements_below_us: u64,
     /// Changes to objects owned by Kubernetes resources through `/v1/query`: `allow` (shown
     /// as drift) or `reject`.
@@ -559,7 +556,7 @@ impl ServeConfig {
             metadata_poll_seconds: 5,
             pool_size: 8,
             shared_statements_in_flight: 2,
-            shared_statements_below_us: 1000,
+            shared_statements_below_us: 0,
             managed_metadata: ManagedMetadata::Allow,
             controller: false,
             controller_settings: ControllerConfig::default(),

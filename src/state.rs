@@ -117,7 +117,8 @@ impl AppState {
             pool: pool.clone(),
             counters: counters.clone(),
             in_flight: config.shared_statements_in_flight,
-            below: std::time::Duration::from_micros(config.shared_statements_below_us),
+            below: (config.shared_statements_below_us > 0)
+                .then(|| std::time::Duration::from_micros(config.shared_statements_below_us)),
         };
         AppState(Arc::new(SharedState {
             pool,

@@ -45,6 +45,9 @@ pub struct Counters {
     /// Requests of a shared statement answered by another request's row: same plan, same
     /// values, same session values.
     pub shared_coalesced: AtomicU64,
+    /// Requests that could have waited for a shared statement but ran alone, because sharing
+    /// did not pay for their plan.
+    pub shared_declined: AtomicU64,
     /// Statements of the GraphQL path run (each one round trip to Postgres; `BEGIN` and
     /// `COMMIT` not included, see [`Counters::mutation_transactions`]).
     pub statements_run: AtomicU64,
@@ -75,6 +78,7 @@ impl Default for Counters {
             shared_requests: AtomicU64::new(0),
             shared_waits: AtomicU64::new(0),
             shared_coalesced: AtomicU64::new(0),
+            shared_declined: AtomicU64::new(0),
             statements_run: AtomicU64::new(0),
             mutation_transactions: AtomicU64::new(0),
             introspections_run: AtomicU64::new(0),
@@ -117,6 +121,8 @@ pub struct CountersSnapshot {
     pub shared_waits: u64,
     /// See [`Counters::shared_coalesced`].
     pub shared_coalesced: u64,
+    /// See [`Counters::shared_declined`].
+    pub shared_declined: u64,
     /// See [`Counters::statements_run`].
     pub statements_run: u64,
     /// See [`Counters::mutation_transactions`].
@@ -149,6 +155,7 @@ impl Counters {
             shared_requests: get(&self.shared_requests),
             shared_waits: get(&self.shared_waits),
             shared_coalesced: get(&self.shared_coalesced),
+            shared_declined: get(&self.shared_declined),
             statements_run: get(&self.statements_run),
             mutation_transactions: get(&self.mutation_transactions),
             introspections_run: get(&self.introspections_run),

@@ -11,10 +11,15 @@
 //! more load means more statements, not longer waits.
 //!
 //! Sharing pays where a statement's fixed cost (a round trip, parsing, planning, starting
-//! the executor) is a large part of it; a batch runs its requests one after another in one
-//! backend, so a plan whose statement takes long ([`Sharing::below`], a moving average of its
-//! statements that ran while nothing else of the plan did: under load, waiting for a CPU would
-//! make any statement look slow) keeps one statement per request and Postgres's parallelism.
+//! the executor) is a large part of it. A plan measures both ways of answering ([`Cost`]): the
+//! time of its statements run alone, and the time per row of its shared statements. Its
+//! requests queue only while a shared row costs clearly less than a statement alone; a plan
+//! whose rows cost about as much (a statement whose work is all per request) keeps one
+//! statement per request and Postgres's parallelism, and lets a short window of its requests
+//! share now and then to measure again; a sharing plan likewise runs one request in
+//! [`MEASURE_EVERY`] alone, so that its time alone stays current. Both times are taken under
+//! the same load, so the comparison holds on any hardware, busy or idle. [`Sharing::below`], when set, is an absolute
+//! bound on top: plans whose statement takes longer alone are never shared.
 //!
 //! Only plans whose statement cannot observe the session setting are shared (the caller
 //! decides: see `graphql-api.md` §7); their session values, if any, are parameters like any
@@ -44,9 +49,105 @@ pub struct SharedStatement {
     /// The statement that answers many requests of the plan at once.
     pub sql: MultiplexedSql,
     queue: Mutex<Queue>,
-    /// Moving average of the time the plan's statement took, run alone while nothing else of
-    /// the plan ran, in µs (0: not measured yet).
-    cost_micros: AtomicU64,
+    /// What answering costs alone and shared.
+    cost: Cost,
+}
+
+/// Requests declined sharing in a row, after which [`PROBE_WINDOW`] of them share anyway.
+const PROBE_PERIOD: u64 = 1024;
+
+/// Requests of a plan that share, once per [`PROBE_PERIOD`], although sharing did not pay when
+/// last measured: its cost may have changed (the data, the load, the plan Postgres chose).
+const PROBE_WINDOW: u64 = 64;
+
+/// One in this many requests of a sharing plan runs alone to time it (see [`Cost::decide`]).
+const MEASURE_EVERY: u64 = 32;
+
+/// A plan shares only while a shared row costs at most this fraction of a statement alone:
+/// a fifth saved at least, so that measuring noise does not make it flap.
+const PAYS_NUMERATOR: u64 = 4;
+const PAYS_DENOMINATOR: u64 = 5;
+
+/// What a plan's statements cost, alone and per row shared: moving averages in nanoseconds
+/// (0: not measured yet), taken under whatever load there is, so that both see the same.
+#[derive(Debug, Default)]
+struct Cost {
+    /// A statement run alone, from the request's connection to its answer.
+    alone: AtomicU64,
+    /// A shared statement's time divided by its rows, over statements of two rows or more (a
+    /// one-row statement measures nothing of sharing).
+    shared_row: AtomicU64,
+    /// Requests that would have queued but ran alone since sharing did not pay.
+    declined: AtomicU64,
+    /// Requests that would have queued while sharing paid.
+    shares: AtomicU64,
+}
+
+impl Cost {
+    /// Folds a sample into a moving average (races between concurrent updates lose a sample,
+    /// which an average can afford).
+    fn fold(average: &AtomicU64, took: Duration) {
+        let sample = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX).max(1);
+        let old = average.load(Ordering::Relaxed);
+        let new = if old == 0 {
+            sample
+        } else {
+            old.saturating_mul(7).saturating_add(sample) / 8
+        };
+        average.store(new, Ordering::Relaxed);
+    }
+
+    fn alone(&self, took: Duration) {
+        Self::fold(&self.alone, took);
+    }
+
+    fn shared(&self, took: Duration, rows: usize) {
+        if let Ok(rows @ 2..) = u32::try_from(rows) {
+            Self::fold(&self.shared_row, took / rows);
+        }
+    }
+
+    /// What a request that could wait for a shared statement does: wait, always until both
+    /// costs are known and then while a shared row is clearly cheaper than a statement alone
+    /// (but one in [`MEASURE_EVERY`] runs alone to keep that time current: under sustained
+    /// load a sharing plan runs no statement alone otherwise); run alone when sharing does
+    /// not pay (but for a window of requests once in a while, which share to measure again);
+    /// never wait when the statement alone takes longer than `below`.
+    fn decide(&self, below: Option<Duration>) -> Decision {
+        let alone = self.alone.load(Ordering::Relaxed);
+        if below.is_some_and(|below| u128::from(alone) > below.as_nanos()) {
+            return Decision::Decline;
+        }
+        let shared_row = self.shared_row.load(Ordering::Relaxed);
+        if alone == 0 || shared_row == 0 {
+            return Decision::Share;
+        }
+        if shared_row.saturating_mul(PAYS_DENOMINATOR) <= alone.saturating_mul(PAYS_NUMERATOR) {
+            let turn = self.shares.fetch_add(1, Ordering::Relaxed);
+            return if turn % MEASURE_EVERY == MEASURE_EVERY - 1 {
+                Decision::Measure
+            } else {
+                Decision::Share
+            };
+        }
+        let turn = self.declined.fetch_add(1, Ordering::Relaxed);
+        if turn % PROBE_PERIOD >= PROBE_PERIOD - PROBE_WINDOW {
+            Decision::Share
+        } else {
+            Decision::Decline
+        }
+    }
+}
+
+/// See [`Cost::decide`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Decision {
+    /// Wait for a shared statement.
+    Share,
+    /// Run alone, as one of the plan's running statements: sharing does not pay.
+    Decline,
+    /// Run alone beside the plan's running statements, to time a statement alone.
+    Measure,
 }
 
 /// What runs shared statements: the pool, the counters, and how many statements of one plan
@@ -59,8 +160,9 @@ pub struct Sharing {
     pub counters: Arc<Counters>,
     /// Statements of one plan running at once before requests queue for a shared one.
     pub in_flight: usize,
-    /// Time per request above which a plan's requests stop sharing statements.
-    pub below: Duration,
+    /// Time of a plan's statement alone above which its requests never share statements
+    /// (`None`: no such bound, sharing is decided by what it saves).
+    pub below: Option<Duration>,
 }
 
 #[derive(Debug, Default)]
@@ -83,26 +185,8 @@ impl SharedStatement {
         SharedStatement {
             sql,
             queue: Mutex::new(Queue::default()),
-            cost_micros: AtomicU64::new(0),
+            cost: Cost::default(),
         }
-    }
-
-    /// Folds the time a statement took into the moving average.
-    fn record(&self, took: Duration) {
-        let sample = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
-        let old = self.cost_micros.load(Ordering::Relaxed);
-        // Races between concurrent updates lose a sample, which an average can afford.
-        let new = if old == 0 {
-            sample
-        } else {
-            old.saturating_mul(7).saturating_add(sample) / 8
-        };
-        self.cost_micros.store(new, Ordering::Relaxed);
-    }
-
-    /// Whether the plan's requests are cheap enough to share statements.
-    fn cheap(&self, below: Duration) -> bool {
-        u128::from(self.cost_micros.load(Ordering::Relaxed)) <= below.as_micros()
     }
 
     fn queue(&self) -> MutexGuard<'_, Queue> {
@@ -119,15 +203,24 @@ impl SharedStatement {
         values: Vec<Option<String>>,
     ) -> Result<Bytes, ExecuteError> {
         if sharing.in_flight == 0 {
-            return self.run_alone(sharing, alone, &values, false).await;
+            return self.run_alone(sharing, alone, &values).await;
         }
-        let cheap = self.cheap(sharing.below);
         let (next, full) = {
             let mut queue = self.queue();
-            if !cheap || queue.running < sharing.in_flight {
-                let timed = queue.running == 0;
+            let decision = if queue.running < sharing.in_flight {
+                Decision::Decline
+            } else {
+                let decision = self.cost.decide(sharing.below);
+                if decision == Decision::Decline {
+                    Counters::bump(&sharing.counters.shared_declined);
+                }
+                decision
+            };
+            if decision == Decision::Decline {
                 queue.running += 1;
-                (Next::Alone { values, timed }, None)
+                (Next::Alone(values), None)
+            } else if decision == Decision::Measure {
+                (Next::Measure(values), None)
             } else {
                 let (answer, answered) = oneshot::channel();
                 queue.waiting.push(Waiter { values, answer });
@@ -146,44 +239,39 @@ impl SharedStatement {
         }
         let answered = match next {
             Next::Wait(answered) => answered,
-            Next::Alone { values, timed } => {
+            // Not one of the running statements: nothing to hand on when it ends.
+            Next::Measure(values) => return self.run_alone(sharing, alone, &values).await,
+            Next::Alone(values) => {
                 // Hands the queue on when this statement ends, even if the request is dropped.
                 let _turn = Turn {
                     shared: self.clone(),
                     sharing,
                 };
-                return self.run_alone(sharing, alone, &values, timed).await;
+                return self.run_alone(sharing, alone, &values).await;
             }
         };
         match answered.await {
             Ok(Ok(bytes)) => Ok(bytes),
-            Ok(Err(values)) => self.run_alone(sharing, alone, &values, false).await,
+            Ok(Err(values)) => self.run_alone(sharing, alone, &values).await,
             Err(_) => Err(ExecuteError::Unexpected(
                 "a shared statement was abandoned".into(),
             )),
         }
     }
 
-    /// Runs one request's statement on its own; `timed`: its time goes into the plan's
-    /// moving average.
+    /// Runs one request's statement on its own, timing it for the plan's [`Cost`].
     async fn run_alone(
         &self,
         sharing: &Sharing,
         sql: &SqlText,
         values: &[Option<String>],
-        timed: bool,
     ) -> Result<Bytes, ExecuteError> {
         let client = sharing.pool.get().await?;
         let conn = Connection::of(&client, &sharing.counters);
-        if timed {
-            // Prepared first (usually found in the connection's cache), so that the time
-            // taken is the statement's, not its preparation's.
-            super::prepare(conn, &sql.sql, sql.params.len()).await?;
-        }
         let started = Instant::now();
         let answer = super::run_values(conn, sql, values).await;
-        if timed {
-            self.record(started.elapsed());
+        if answer.is_ok() {
+            self.cost.alone(started.elapsed());
         }
         answer
     }
@@ -191,10 +279,8 @@ impl SharedStatement {
 
 /// What a request does next: run its own statement, or wait for a shared one.
 enum Next {
-    Alone {
-        values: Vec<Option<String>>,
-        timed: bool,
-    },
+    Alone(Vec<Option<String>>),
+    Measure(Vec<Option<String>>),
     Wait(oneshot::Receiver<Result<Bytes, Vec<Option<String>>>>),
 }
 
@@ -294,7 +380,106 @@ async fn run_shared(
 ) -> Result<Vec<(usize, Bytes)>, ExecuteError> {
     let client = sharing.pool.get().await?;
     let conn = Connection::of(&client, &sharing.counters);
+    let started = Instant::now();
     let tagged = super::run_multiplexed(conn, &shared.sql, rows).await;
+    if tagged.is_ok() {
+        shared.cost.shared(started.elapsed(), rows.len());
+    }
     Counters::bump(&sharing.counters.shared_statements);
     tagged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cost(alone_ns: u64, shared_row_ns: u64) -> Cost {
+        let cost = Cost::default();
+        cost.alone(Duration::from_nanos(alone_ns));
+        cost.shared(Duration::from_nanos(shared_row_ns * 4), 4);
+        cost
+    }
+
+    /// Whether a request that could wait for a shared statement does.
+    fn shares(cost: &Cost, below: Option<Duration>) -> bool {
+        cost.decide(below) == Decision::Share
+    }
+
+    #[test]
+    fn sharing_is_tried_until_both_costs_are_known() {
+        let cost = Cost::default();
+        assert!(shares(&cost, None));
+        cost.alone(Duration::from_millis(5));
+        assert!(
+            shares(&cost, None),
+            "no shared statement of two rows measured yet"
+        );
+        cost.shared(Duration::from_millis(50), 1);
+        assert!(
+            shares(&cost, None),
+            "a one-row statement measures nothing of sharing"
+        );
+    }
+
+    #[test]
+    fn a_plan_shares_while_a_shared_row_saves_a_fifth() {
+        assert!(shares(&cost(1_000, 200), None));
+        assert!(shares(&cost(1_000, 800), None));
+        assert_eq!(cost(1_000, 801).decide(None), Decision::Decline);
+        // The comparison is of ratios: ten times slower hardware decides alike.
+        assert!(shares(&cost(10_000, 2_000), None));
+        assert_eq!(cost(10_000, 9_000).decide(None), Decision::Decline);
+    }
+
+    #[test]
+    fn a_sharing_plan_runs_one_request_in_a_while_alone_to_time_it() {
+        let cost = cost(1_000, 200);
+        let measured: Vec<u64> = (0..2 * MEASURE_EVERY)
+            .filter(|_| cost.decide(None) == Decision::Measure)
+            .collect();
+        assert_eq!(measured.len(), 2);
+        // Timed alone at twice the shared row's cost, sharing no longer pays.
+        for _ in 0..40 {
+            cost.alone(Duration::from_nanos(220));
+        }
+        assert_eq!(cost.decide(None), Decision::Decline);
+    }
+
+    #[test]
+    fn a_plan_that_saves_nothing_shares_one_window_per_period() {
+        let cost = cost(1_000, 1_000);
+        let decisions: Vec<Decision> = (0..2 * PROBE_PERIOD).map(|_| cost.decide(None)).collect();
+        let shared: Vec<usize> = decisions
+            .iter()
+            .enumerate()
+            .filter_map(|(i, d)| (*d == Decision::Share).then_some(i))
+            .collect();
+        assert_eq!(shared.len() as u64, 2 * PROBE_WINDOW);
+        let first = (PROBE_PERIOD - PROBE_WINDOW) as usize;
+        let window: Vec<usize> = (first..PROBE_PERIOD as usize).collect();
+        assert_eq!(&shared[..PROBE_WINDOW as usize], window.as_slice());
+        assert!(!decisions.contains(&Decision::Measure));
+    }
+
+    #[test]
+    fn the_absolute_bound_wins_over_what_sharing_saves() {
+        let cost = cost(2_000, 100);
+        assert!(shares(&cost, Some(Duration::from_nanos(2_000))));
+        assert_eq!(
+            cost.decide(Some(Duration::from_nanos(1_999))),
+            Decision::Decline
+        );
+        assert!(shares(&Cost::default(), Some(Duration::from_nanos(1))));
+    }
+
+    #[test]
+    fn averages_follow_their_samples() {
+        let cost = Cost::default();
+        cost.alone(Duration::from_nanos(800));
+        assert_eq!(cost.alone.load(Ordering::Relaxed), 800);
+        cost.alone(Duration::from_nanos(1_600));
+        assert_eq!(cost.alone.load(Ordering::Relaxed), 900);
+        cost.shared(Duration::from_nanos(3_000), 3);
+        assert_eq!(cost.shared_row.load(Ordering::Relaxed), 1_000);
+    }
 }

@@ -125,6 +125,11 @@ const WORK_COUNTERS: &[WorkCounter] = &[
         |c| &c.shared_coalesced,
     ),
     (
+        "shared_declined",
+        "Requests that ran alone because sharing statements did not pay for their query plan",
+        |c| &c.shared_declined,
+    ),
+    (
         "graphql_introspections_run",
         "Introspection documents answered by running them (the rest come from each role's cache)",
         |c| &c.introspections_run,

@@ -11,7 +11,8 @@ use std::time::Duration;
 /// Statements of one plan running before requests queue (the default).
 const IN_FLIGHT: usize = 2;
 
-/// The blog, served with sharing on; plans slower than `below_us` per request are not shared.
+/// The blog, served with sharing on; plans whose statement takes longer than `below_us` alone
+/// are not shared (`0`: no such bound).
 async fn blog_sharing_below(below_us: u64) -> TestServer {
     let db = fresh_database().await;
     run_sql(&db, BLOG).await;
@@ -28,10 +29,10 @@ async fn blog_sharing_below(below_us: u64) -> TestServer {
     server
 }
 
-/// The blog, served with sharing on. The first statements wait for the test's lock: they
-/// must not make the plan look too slow to share.
+/// The blog, served with sharing on and no absolute bound (the default). Its plans' first
+/// statements wait for the test's lock, which only makes sharing look more worthwhile.
 async fn blog() -> TestServer {
-    blog_sharing_below(600_000_000).await
+    blog_sharing_below(0).await
 }
 
 fn counters(server: &TestServer) -> CountersSnapshot {
@@ -305,6 +306,23 @@ async fn five_run_alone(server: &TestServer, query: &'static str, expected: &Val
     assert_eq!(after.shared_statements, before.shared_statements);
 }
 
+/// [`five_run_alone`] for a plan that could share but whose sharing does not pay: the three
+/// requests past the plan's statements in flight are counted as declined.
+async fn five_declined(server: &TestServer, query: &'static str, expected: &Value) {
+    let before = counters(server);
+    five_run_alone(server, query, expected).await;
+    let after = counters(server);
+    assert_eq!(
+        after.shared_declined - before.shared_declined,
+        5 - IN_FLIGHT as u64
+    );
+    let metrics = crate::http::scrape(server, server.admin_secret.as_deref()).await;
+    assert_eq!(
+        metrics["basalt_shared_declined_total{}"],
+        after.shared_declined as f64
+    );
+}
+
 /// A plan that can observe the session (here a view) is never shared: every request runs its
 /// own statement with its own session setting, even while others of the plan wait.
 #[tokio::test]
@@ -317,12 +335,18 @@ async fn a_plan_that_can_observe_the_session_is_never_shared() {
         Some(3),
         "{first}"
     );
+    let before = counters(&server);
     five_run_alone(&server, VIEW, &first).await;
+    assert_eq!(
+        counters(&server).shared_declined,
+        before.shared_declined,
+        "a plan that may never share declines nothing"
+    );
 }
 
-/// A plan whose statements take longer per request than the setting keeps one statement per
-/// request (and Postgres's parallelism): here every plan is too slow for a 1 µs bound once its
-/// first statement, run while nothing else of the plan ran, has been timed.
+/// A plan whose statement alone takes longer than the absolute bound keeps one statement per
+/// request (and Postgres's parallelism), whatever sharing would save: here every plan is too
+/// slow for a 1 µs bound once its first statement has been timed.
 #[tokio::test]
 async fn a_plan_slower_than_the_bound_is_not_shared() {
     let server = blog_sharing_below(1).await;
@@ -333,5 +357,5 @@ async fn a_plan_slower_than_the_bound_is_not_shared() {
         Some(5),
         "{first}"
     );
-    five_run_alone(&server, QUERY, &first).await;
+    five_declined(&server, QUERY, &first).await;
 }
