@@ -8,6 +8,7 @@
 //! on to the webhooks Basalt calls. Without an endpoint nothing of this is installed: the
 //! finer spans are `debug` and cost nothing under the default filter.
 
+mod json;
 mod lines;
 
 use crate::config::{LogFormat, OtlpConfig, OtlpProtocol};
@@ -64,12 +65,8 @@ pub fn init(format: LogFormat, otlp: &OtlpConfig, default_service: &str) -> Tele
     };
     let logs = match format {
         LogFormat::Json => tracing_subscriber::fmt::layer()
-            .json()
-            .flatten_event(true)
-            .with_current_span(true)
-            // The request span is the only one an event usually sits in: the list would repeat
-            // it (and each span's fields are parsed again for every line that shows them).
-            .with_span_list(false)
+            .fmt_fields(tracing_subscriber::fmt::format::JsonFields::new())
+            .event_format(json::JsonLines)
             .with_writer(writer)
             .boxed(),
         LogFormat::Pretty => tracing_subscriber::fmt::layer()
