@@ -65,7 +65,7 @@ pub fn init(format: LogFormat, otlp: &OtlpConfig, default_service: &str) -> Tele
     };
     let logs = match format {
         LogFormat::Json => tracing_subscriber::fmt::layer()
-            .fmt_fields(tracing_subscriber::fmt::format::JsonFields::new())
+            .fmt_fields(json::JsonMembers)
             .event_format(json::JsonLines)
             .with_writer(writer)
             .boxed(),
