@@ -145,6 +145,13 @@ struct Fields<'a> {
 }
 
 impl Fields<'_> {
+    /// An integer member, written as a JSON number.
+    fn number(&mut self, field: &Field, value: impl fmt::Display) {
+        if self.key(field) {
+            let _ = write!(self.line, "{value}");
+        }
+    }
+
     fn key(&mut self, field: &Field) -> bool {
         if field.name().starts_with("log.") {
             return false;
@@ -170,27 +177,19 @@ impl Visit for Fields<'_> {
     }
 
     fn record_i64(&mut self, field: &Field, value: i64) {
-        if self.key(field) {
-            let _ = write!(self.line, "{value}");
-        }
+        self.number(field, value);
     }
 
     fn record_u64(&mut self, field: &Field, value: u64) {
-        if self.key(field) {
-            let _ = write!(self.line, "{value}");
-        }
+        self.number(field, value);
     }
 
     fn record_i128(&mut self, field: &Field, value: i128) {
-        if self.key(field) {
-            let _ = write!(self.line, "{value}");
-        }
+        self.number(field, value);
     }
 
     fn record_u128(&mut self, field: &Field, value: u128) {
-        if self.key(field) {
-            let _ = write!(self.line, "{value}");
-        }
+        self.number(field, value);
     }
 
     fn record_f64(&mut self, field: &Field, value: f64) {
