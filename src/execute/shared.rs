@@ -18,8 +18,9 @@
 //! statement per request and Postgres's parallelism, and lets a short window of its requests
 //! share now and then to measure again; a sharing plan likewise runs one request in
 //! [`MEASURE_EVERY`] alone, so that its time alone stays current. Both times are taken under
-//! the same load, so the comparison holds on any hardware, busy or idle. [`Sharing::below`], when set, is an absolute
-//! bound on top: plans whose statement takes longer alone are never shared.
+//! the same load, so the comparison holds on any hardware, busy or idle. [`Sharing::below`],
+//! when set, is an absolute bound on top: plans whose statement takes longer alone are never
+//! shared.
 //!
 //! Only plans whose statement cannot observe the session setting are shared (the caller
 //! decides: see `graphql-api.md` §7); their session values, if any, are parameters like any
@@ -208,6 +209,7 @@ impl SharedStatement {
         let (next, full) = {
             let mut queue = self.queue();
             let decision = if queue.running < sharing.in_flight {
+                // Room beside the plan's running statements: run as one of them.
                 Decision::Decline
             } else {
                 let decision = self.cost.decide(sharing.below);
