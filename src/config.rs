@@ -276,8 +276,9 @@ pub struct ServeConfig {
     /// Connections in the database pool.
     #[arg(long, env = "BASALT_POOL_SIZE", default_value_t = 16)]
     pub pool_size: usize,
-    /// Statements of one query plan that run at once before further requests for the plan
-    /// wait and share one statement (`0`: every request runs its own).
+    /// Statements of one query (or one-statement insert) plan that run at once before
+    /// further requests for the plan wait and share one statement (`0`: every request runs
+    /// its own).
     #[arg(long, env = "BASALT_SHARED_STATEMENTS_IN_FLIGHT", default_value_t = 2)]
     pub shared_statements_in_flight: usize,
     /// Microseconds a plan's statement takes alone (a moving average) above which its

@@ -34,7 +34,7 @@ pub struct Counters {
     /// Polls of a live-query group that had subscribers (each runs one statement per batch),
     /// counted when they end.
     pub live_polls: AtomicU64,
-    /// Multiplexed statements that answered concurrent requests of one query plan together
+    /// Statements that answered concurrent requests of one query or insert plan together
     /// (see [`crate::execute::SharedStatement`]).
     pub shared_statements: AtomicU64,
     /// Requests answered by [`Counters::shared_statements`].

@@ -412,6 +412,7 @@ async fn execute_compiled(
             served,
             caller,
             program,
+            shared: compiled.shared.as_ref(),
             binding,
             planned: &compiled.planned,
         };
@@ -640,12 +641,15 @@ fn compile(
                 RootField::Select(_) | RootField::Aggregate(_) | RootField::Constant(_)
             )
         });
-    let shared = shareable.then(|| {
-        Arc::new(execute::SharedStatement::new(translate::shared_query(
-            &planned.data,
-        )))
-    });
     let program = planned.mutation.as_ref().map(translate::mutation);
+    let shared = match (&planned.mutation, &program) {
+        (Some(mutation), Some(program)) => shared_writes(mutation, program),
+        _ => shareable.then(|| {
+            Arc::new(execute::SharedStatement::new(translate::shared_query(
+                &planned.data,
+            )))
+        }),
+    };
     Counters::bump(&state.counters.plans_compiled);
     Ok(Arc::new(CachedPlan {
         prepared,
@@ -654,6 +658,22 @@ fn compile(
         program,
         shared,
     }))
+}
+
+/// The shareable form of a mutation whose one statement is an insert that concurrent
+/// requests of one session can make together (see [`translate::shared_insert`]).
+fn shared_writes(
+    mutation: &crate::graphql::ir::MutationPlan,
+    program: &MutationProgram,
+) -> Option<Arc<execute::SharedStatement>> {
+    let single = program.single.as_ref()?;
+    translate::shared_insert(mutation, 2)?;
+    let mutation = mutation.clone();
+    let build: execute::BuildCopies = Box::new(move |n| translate::shared_insert(&mutation, n));
+    Some(Arc::new(execute::SharedStatement::writes(
+        &single.params,
+        build,
+    )))
 }
 
 /// The `data` of an operation with no database reads (`__typename`, placeholders).
@@ -673,6 +693,8 @@ struct Mutation<'a> {
     served: &'a Served,
     caller: Caller<'a>,
     program: &'a MutationProgram,
+    /// The shareable form of its one statement, if it has one.
+    shared: Option<&'a Arc<execute::SharedStatement>>,
     binding: Binding<'a>,
     planned: &'a plan::Planned,
 }
@@ -694,6 +716,7 @@ impl Mutation<'_> {
             served,
             caller,
             program,
+            shared,
             binding,
             planned,
         } = self;
@@ -704,7 +727,7 @@ impl Mutation<'_> {
             remotes.is_empty(),
             &trace_context,
         ) {
-            return one_statement(state, single, key, &binding).await;
+            return one_statement(state, single, shared, key, &binding).await;
         }
         let mut written: Map<String, Value> = Map::new();
         let mut body = Vec::from(&b"{\"data\":{"[..]);
@@ -782,18 +805,28 @@ impl Mutation<'_> {
 async fn one_statement(
     state: &AppState,
     single: &crate::sql::SqlText,
+    shared: Option<&Arc<execute::SharedStatement>>,
     key: &str,
     binding: &Binding<'_>,
 ) -> Result<Bytes, GraphqlError> {
-    let client = state.pool.get().await.map_err(ExecuteError::from)?;
-    let conn = Connection::of(&client, &state.counters);
-    let answer =
-        execute::run(conn, single, binding)
-            .await
-            .map_err(|error| GraphqlError::Execute {
-                field: (!error.is_request_level()).then(|| key.to_owned()),
-                error: Box::new(error),
-            })?;
+    let answer = async {
+        match shared {
+            Some(shared) if state.sharing.in_flight > 0 => {
+                let values = execute::bind(&single.params, binding, None)?;
+                shared.run(&state.sharing, single, values).await
+            }
+            _ => {
+                let client = state.pool.get().await?;
+                let conn = Connection::of(&client, &state.counters);
+                execute::run(conn, single, binding).await
+            }
+        }
+    }
+    .await
+    .map_err(|error| GraphqlError::Execute {
+        field: (!error.is_request_level()).then(|| key.to_owned()),
+        error: Box::new(error),
+    })?;
     let key = Value::String(key.to_owned()).to_string();
     let mut body = Vec::with_capacity(answer.len() + key.len() + 12);
     body.extend_from_slice(b"{\"data\":{");

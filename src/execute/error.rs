@@ -87,6 +87,13 @@ impl ExecuteError {
         )
     }
 
+    /// Whether the statement that failed certainly wrote nothing: Postgres refused it (an
+    /// error it reported rolls the statement back), or it never ran. A lost connection
+    /// leaves unknown whether it committed.
+    pub fn wrote_nothing(&self) -> bool {
+        !matches!(self, ExecuteError::Unexpected(_))
+    }
+
     /// Admin-only detail.
     pub fn internal(&self) -> Option<Value> {
         match self {
@@ -130,5 +137,24 @@ impl From<tokio_postgres::Error> for ExecuteError {
 impl From<deadpool_postgres::PoolError> for ExecuteError {
     fn from(err: deadpool_postgres::PoolError) -> Self {
         ExecuteError::Unexpected(err.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A shared write is run again alone only after an error that proves it wrote nothing.
+    #[test]
+    fn only_an_unexpected_failure_may_have_written() {
+        let refused = ExecuteError::Database {
+            refusal: Refusal::UniqueViolation,
+            message: "duplicate key".into(),
+            detail: Value::Null,
+        };
+        assert!(refused.wrote_nothing());
+        assert!(ExecuteError::CheckFailed(CheckKind::Insert).wrote_nothing());
+        assert!(ExecuteError::MissingSessionVariable("x-svc-user-id".into()).wrote_nothing());
+        assert!(!ExecuteError::Unexpected("connection closed".into()).wrote_nothing());
     }
 }

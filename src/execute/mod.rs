@@ -11,7 +11,7 @@ mod shared;
 pub use bind::{bind, ActionValues, Binding};
 pub use error::{ExecuteError, Refusal, CHECK_FAILED};
 pub use program::run as run_program;
-pub use shared::{SharedStatement, Sharing, MAX_SHARED_REQUESTS};
+pub use shared::{BuildCopies, SharedStatement, Sharing, MAX_SHARED_REQUESTS};
 
 use crate::sql::print::MultiplexedSql;
 use crate::sql::SqlText;
@@ -186,6 +186,31 @@ pub async fn explain(
         .collect()
 }
 
+/// Runs a statement that answers several requests at once, with their values bound in turn
+/// (see [`SharedStatement::writes`]): each row is a request's index and its answer (`null`
+/// for SQL NULL).
+async fn run_copies(
+    conn: Connection<'_, deadpool_postgres::Client>,
+    sql: &SqlText,
+    values: &[Option<String>],
+) -> Result<Vec<(usize, Bytes)>, ExecuteError> {
+    let rows = rows(conn, sql, values).await?;
+    rows.iter()
+        .map(|row| {
+            let cell: Option<RawJson> = row.try_get(1)?;
+            let bytes = cell.map_or(Bytes::from_static(b"null"), |RawJson(bytes)| bytes);
+            Ok((cohort(row)?, bytes))
+        })
+        .collect()
+}
+
+/// The request (or cohort) index in the first column of a row answering several.
+fn cohort(row: &tokio_postgres::Row) -> Result<usize, ExecuteError> {
+    let cohort: i32 = row.try_get(0)?;
+    usize::try_from(cohort)
+        .map_err(|_| ExecuteError::Unexpected(format!("cohort {cohort} out of range")))
+}
+
 /// Runs a live query for many cohorts in one statement. `cohorts[i]` are cohort `i`'s bound
 /// parameter values (see [`bind`]); the answer pairs each cohort's index with its `data` bytes.
 pub async fn run_multiplexed(
@@ -214,11 +239,8 @@ pub async fn run_multiplexed(
     let rows = rows?;
     rows.iter()
         .map(|row| {
-            let cohort: i32 = row.try_get(0)?;
             let RawJson(bytes) = row.try_get(1)?;
-            let index = usize::try_from(cohort)
-                .map_err(|_| ExecuteError::Unexpected(format!("cohort {cohort} out of range")))?;
-            Ok((index, bytes))
+            Ok((cohort(row)?, bytes))
         })
         .collect()
 }

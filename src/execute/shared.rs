@@ -29,29 +29,109 @@
 //! connection) answers nobody: each of its requests runs alone, and gets its own answer or
 //! error. Requests of a batch with equal values (the session's included) are one row of the
 //! statement and share its answer: their statement could not tell them apart.
+//!
+//! Writes share differently ([`SharedStatement::writes`]): a statement for a batch of n
+//! requests holds n copies of the plan's write, each with its own parameters and answer, so
+//! every request writes its own rows and nothing matches rows to requests afterwards; there is
+//! one such statement per batch size. Writes observe the session (triggers, defaults), so a
+//! statement takes the requests of one session only: a batch is split by the values of its
+//! session parameters. Equal values are not merged (two equal inserts are two rows). A
+//! statement Postgres refused wrote nothing, so each of its requests runs alone as above; any
+//! other failure (a connection lost while the statement ran) may have written, so its
+//! requests get that error rather than write twice.
 
 use super::{Connection, ExecuteError};
+use crate::sql::ast::{Param, ParamSource};
 use crate::sql::print::MultiplexedSql;
 use crate::sql::SqlText;
 use crate::stats::Counters;
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 /// Most requests one multiplexed statement answers.
 pub const MAX_SHARED_REQUESTS: usize = 32;
 
-/// A query plan's shareable form: its multiplexed statement and its queue.
+/// A plan's shareable form: how one statement answers many of its requests, and its queue.
 #[derive(Debug)]
 pub struct SharedStatement {
-    /// The statement that answers many requests of the plan at once.
-    pub sql: MultiplexedSql,
+    form: Form,
     queue: Mutex<Queue>,
     /// What answering costs alone and shared.
     cost: Cost,
+}
+
+/// How a shared statement answers many requests.
+#[derive(Debug)]
+enum Form {
+    /// A read: the multiplexed statement, one row per distinct list of values.
+    Multiplexed(MultiplexedSql),
+    /// A write: one copy of the write per request (see [`SharedStatement::writes`]).
+    Copies(Copies),
+}
+
+/// Builds a write plan's statement for a batch of n requests (n ≥ 2): n copies of its write,
+/// answering rows of `(cohort, data)` where `cohort` is the copy (`None`: the plan has no such
+/// statement).
+pub type BuildCopies = Box<dyn Fn(usize) -> Option<SqlText> + Send + Sync>;
+
+/// A write plan's statements by batch size, built when first needed.
+struct Copies {
+    build: BuildCopies,
+    /// The parameters of the write run alone, which each copy repeats in order.
+    params: Vec<Param>,
+    /// `built[n - 2]`: the statement for n requests, if it has one.
+    built: Vec<OnceLock<Option<Arc<SqlText>>>>,
+    /// Which parameters carry the session: a statement takes requests of one session.
+    session: Vec<usize>,
+}
+
+impl std::fmt::Debug for Copies {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Copies")
+            .field("params", &self.params)
+            .field("session", &self.session)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Copies {
+    /// The statement for `n` requests, built on first use; `None` if the plan has none, or if
+    /// its parameters are not the write's repeated `n` times (binding could not be right).
+    fn statement(&self, n: usize) -> Option<Arc<SqlText>> {
+        let slot = self.built.get(n.checked_sub(2)?)?;
+        slot.get_or_init(|| {
+            let sql = (self.build)(n)?;
+            let repeated = sql.params.len() == n * self.params.len()
+                && (self.params.is_empty()
+                    || sql
+                        .params
+                        .chunks(self.params.len())
+                        .all(|copy| copy == self.params.as_slice()));
+            repeated.then(|| Arc::new(sql))
+        })
+        .clone()
+    }
+
+    /// The batch's groups of one session each, in order of arrival.
+    fn by_session(&self, batch: Vec<Waiter>) -> Vec<Vec<Waiter>> {
+        let mut groups: Vec<(Vec<Option<String>>, Vec<Waiter>)> = Vec::new();
+        for waiter in batch {
+            let key: Vec<Option<String>> = self
+                .session
+                .iter()
+                .map(|&i| waiter.values.get(i).cloned().flatten())
+                .collect();
+            match groups.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, group)) => group.push(waiter),
+                None => groups.push((key, vec![waiter])),
+            }
+        }
+        groups.into_iter().map(|(_, group)| group).collect()
+    }
 }
 
 /// Requests declined sharing in a row, after which [`PROBE_WINDOW`] of them share anyway.
@@ -105,6 +185,17 @@ impl Cost {
     fn shared(&self, took: Duration, rows: usize) {
         if let Ok(rows @ 2..) = u32::try_from(rows) {
             Self::fold(&self.shared_row, took / rows);
+        }
+    }
+
+    /// A request that waited but found nothing to share with (a write, alone of its session
+    /// in its batch): it cost what a statement alone does, which weighs against sharing as
+    /// much as a shared row that saved nothing. A plan whose writes rarely share a session
+    /// stops queueing them.
+    fn unshared(&self) {
+        let alone = self.alone.load(Ordering::Relaxed);
+        if alone > 0 {
+            Self::fold(&self.shared_row, Duration::from_nanos(alone));
         }
     }
 
@@ -176,15 +267,52 @@ struct Queue {
 #[derive(Debug)]
 struct Waiter {
     values: Vec<Option<String>>,
-    /// The request's answer, or its values back: the shared statement failed, run alone.
-    answer: oneshot::Sender<Result<Bytes, Vec<Option<String>>>>,
+    answer: oneshot::Sender<Outcome>,
+}
+
+/// What a shared statement tells a request that waited for it.
+#[derive(Debug)]
+enum Outcome {
+    /// Its answer.
+    Answer(Bytes),
+    /// No answer: run alone (its values back).
+    Alone(Vec<Option<String>>),
+    /// Its write may have happened, or not: this error is its answer.
+    Failed(ExecuteError),
 }
 
 impl SharedStatement {
-    /// The shareable form of a plan whose statement is `sql`.
+    /// The shareable form of a read whose multiplexed statement is `sql`.
     pub fn new(sql: MultiplexedSql) -> Self {
+        Self::with_form(Form::Multiplexed(sql))
+    }
+
+    /// The shareable form of a write whose statement alone has the parameters `params`, and
+    /// whose statement for n requests `build` makes (see [`BuildCopies`]): its parameters must
+    /// be `params` repeated n times, each request's values bound in turn.
+    pub fn writes(params: &[Param], build: BuildCopies) -> Self {
+        let session = params
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| {
+                matches!(
+                    p.source,
+                    ParamSource::Session(_) | ParamSource::SessionObject
+                )
+            })
+            .map(|(i, _)| i)
+            .collect();
+        Self::with_form(Form::Copies(Copies {
+            build,
+            params: params.to_vec(),
+            built: (2..=MAX_SHARED_REQUESTS).map(|_| OnceLock::new()).collect(),
+            session,
+        }))
+    }
+
+    fn with_form(form: Form) -> Self {
         SharedStatement {
-            sql,
+            form,
             queue: Mutex::new(Queue::default()),
             cost: Cost::default(),
         }
@@ -253,8 +381,9 @@ impl SharedStatement {
             }
         };
         match answered.await {
-            Ok(Ok(bytes)) => Ok(bytes),
-            Ok(Err(values)) => self.run_alone(sharing, alone, &values).await,
+            Ok(Outcome::Answer(bytes)) => Ok(bytes),
+            Ok(Outcome::Alone(values)) => self.run_alone(sharing, alone, &values).await,
+            Ok(Outcome::Failed(error)) => Err(error),
             Err(_) => Err(ExecuteError::Unexpected(
                 "a shared statement was abandoned".into(),
             )),
@@ -283,7 +412,7 @@ impl SharedStatement {
 enum Next {
     Alone(Vec<Option<String>>),
     Measure(Vec<Option<String>>),
-    Wait(oneshot::Receiver<Result<Bytes, Vec<Option<String>>>>),
+    Wait(oneshot::Receiver<Outcome>),
 }
 
 /// One statement of a plan running; when it ends, the requests queued meanwhile get a shared
@@ -325,12 +454,96 @@ async fn drain(shared: Arc<SharedStatement>, sharing: Sharing, mut batch: Vec<Wa
     }
 }
 
+/// Answers a batch with the plan's shared statements.
+async fn run_batch(sharing: &Sharing, shared: &SharedStatement, batch: Vec<Waiter>) {
+    match &shared.form {
+        Form::Multiplexed(sql) => run_multiplexed(sharing, shared, sql, batch).await,
+        Form::Copies(copies) => {
+            let groups = copies.by_session(batch);
+            let runs = groups
+                .into_iter()
+                .map(|group| run_copies(sharing, shared, copies, group));
+            futures_util::future::join_all(runs).await;
+        }
+    }
+}
+
+/// Answers a batch of writes of one session with one statement, a copy of the write per
+/// request. A request alone, a batch size without a statement and a statement Postgres
+/// refused run each request alone; a statement that may have written answers its error.
+async fn run_copies(
+    sharing: &Sharing,
+    shared: &SharedStatement,
+    copies: &Copies,
+    batch: Vec<Waiter>,
+) {
+    let statement = match batch.len() {
+        0 | 1 => None,
+        n => copies.statement(n),
+    };
+    let Some(sql) = statement else {
+        for waiter in batch {
+            shared.cost.unshared();
+            let _ = waiter.answer.send(Outcome::Alone(waiter.values));
+        }
+        return;
+    };
+    let values: Vec<Option<String>> = batch
+        .iter()
+        .flat_map(|w| w.values.iter().cloned())
+        .collect();
+    let answered = async {
+        let client = sharing.pool.get().await?;
+        let conn = Connection::of(&client, &sharing.counters);
+        let started = Instant::now();
+        let tagged = super::run_copies(conn, &sql, &values).await;
+        if tagged.is_ok() {
+            shared.cost.shared(started.elapsed(), batch.len());
+        }
+        Counters::bump(&sharing.counters.shared_statements);
+        tagged
+    }
+    .await;
+    let mut answers: Vec<Option<Bytes>> = vec![None; batch.len()];
+    let failed = match answered {
+        Ok(tagged) => {
+            for (copy, bytes) in tagged {
+                if let Some(slot) = answers.get_mut(copy) {
+                    *slot = Some(bytes);
+                }
+            }
+            None
+        }
+        Err(error) => Some(error),
+    };
+    for (waiter, answer) in batch.into_iter().zip(answers) {
+        let outcome = match (answer, &failed) {
+            (Some(bytes), _) => {
+                Counters::bump(&sharing.counters.shared_requests);
+                Outcome::Answer(bytes)
+            }
+            (None, Some(error)) if error.wrote_nothing() => Outcome::Alone(waiter.values),
+            (None, Some(error)) => Outcome::Failed(error.clone()),
+            // The statement ran without answering this copy: whether it wrote is unknown.
+            (None, None) => Outcome::Failed(ExecuteError::Unexpected(
+                "a shared write answered no row for a request".into(),
+            )),
+        };
+        let _ = waiter.answer.send(outcome);
+    }
+}
+
 /// Answers a batch with one multiplexed statement, one row per distinct value list; on any
 /// failure, tells each request to run alone.
-async fn run_batch(sharing: &Sharing, shared: &SharedStatement, batch: Vec<Waiter>) {
+async fn run_multiplexed(
+    sharing: &Sharing,
+    shared: &SharedStatement,
+    sql: &MultiplexedSql,
+    batch: Vec<Waiter>,
+) {
     let (rows, row_of) = distinct_values(&batch);
     let mut answers: Vec<Option<Bytes>> = vec![None; rows.len()];
-    if let Ok(tagged) = run_shared(sharing, shared, &rows).await {
+    if let Ok(tagged) = run_shared(sharing, shared, sql, &rows).await {
         for (row, bytes) in tagged {
             if let Some(slot) = answers.get_mut(row) {
                 *slot = Some(bytes);
@@ -345,9 +558,9 @@ async fn run_batch(sharing: &Sharing, shared: &SharedStatement, batch: Vec<Waite
         let answer = match answers.get(row).cloned().flatten() {
             Some(bytes) => {
                 Counters::bump(&counters.shared_requests);
-                Ok(bytes)
+                Outcome::Answer(bytes)
             }
-            None => Err(waiter.values),
+            None => Outcome::Alone(waiter.values),
         };
         // A request that went away meanwhile has nobody to answer.
         let _ = waiter.answer.send(answer);
@@ -378,12 +591,13 @@ fn distinct_values(batch: &[Waiter]) -> (Vec<&[Option<String>]>, Vec<usize>) {
 async fn run_shared(
     sharing: &Sharing,
     shared: &SharedStatement,
+    sql: &MultiplexedSql,
     rows: &[&[Option<String>]],
 ) -> Result<Vec<(usize, Bytes)>, ExecuteError> {
     let client = sharing.pool.get().await?;
     let conn = Connection::of(&client, &sharing.counters);
     let started = Instant::now();
-    let tagged = super::run_multiplexed(conn, &shared.sql, rows).await;
+    let tagged = super::run_multiplexed(conn, sql, rows).await;
     if tagged.is_ok() {
         shared.cost.shared(started.elapsed(), rows.len());
     }
@@ -472,6 +686,99 @@ mod tests {
             Decision::Decline
         );
         assert!(shares(&Cost::default(), Some(Duration::from_nanos(1))));
+    }
+
+    fn param(source: ParamSource) -> Param {
+        Param {
+            source,
+            encoding: crate::sql::types::Encoding::Text,
+        }
+    }
+
+    /// A write plan whose parameters are a variable and the session object.
+    fn write_params() -> Vec<Param> {
+        vec![
+            param(ParamSource::Variable("title".into())),
+            param(ParamSource::SessionObject),
+        ]
+    }
+
+    fn copies(build: BuildCopies) -> Copies {
+        match SharedStatement::writes(&write_params(), build).form {
+            Form::Copies(copies) => copies,
+            Form::Multiplexed(_) => unreachable!("a write has copies"),
+        }
+    }
+
+    #[test]
+    fn a_statement_of_copies_is_built_once_per_size_and_must_repeat_the_parameters() {
+        let calls = Arc::new(AtomicU64::new(0));
+        let counted = calls.clone();
+        let copies = copies(Box::new(move |n| {
+            counted.fetch_add(1, Ordering::Relaxed);
+            // For three requests, a statement whose parameters bind wrongly.
+            let params = if n == 3 {
+                vec![param(ParamSource::SessionObject); 2 * n]
+            } else {
+                (0..n).flat_map(|_| write_params()).collect()
+            };
+            Some(SqlText {
+                sql: format!("-- {n} copies"),
+                params,
+            })
+        }));
+        assert_eq!(copies.session, vec![1]);
+        assert!(copies.statement(1).is_none(), "one request runs alone");
+        let two = copies.statement(2).expect("two copies");
+        assert_eq!(two.sql, "-- 2 copies");
+        assert!(copies.statement(3).is_none(), "parameters out of order");
+        assert!(copies.statement(2).is_some());
+        assert!(copies.statement(3).is_none());
+        assert!(copies.statement(MAX_SHARED_REQUESTS).is_some());
+        assert!(copies.statement(MAX_SHARED_REQUESTS + 1).is_none());
+        assert_eq!(
+            calls.load(Ordering::Relaxed),
+            3,
+            "sizes 2, 3 and 32, once each"
+        );
+    }
+
+    #[test]
+    fn a_batch_of_writes_is_split_by_session_in_order_of_arrival() {
+        let copies = copies(Box::new(|_| None));
+        let waiter = |title: &str, session: &str| Waiter {
+            values: vec![Some(title.to_owned()), Some(session.to_owned())],
+            answer: oneshot::channel().0,
+        };
+        let batch = vec![
+            waiter("a", "{\"x-svc-user-id\":\"1\"}"),
+            waiter("b", "{\"x-svc-user-id\":\"2\"}"),
+            waiter("a", "{\"x-svc-user-id\":\"1\"}"),
+            waiter("c", "{\"x-svc-user-id\":\"1\"}"),
+        ];
+        let titles: Vec<Vec<String>> = copies
+            .by_session(batch)
+            .iter()
+            .map(|group| group.iter().filter_map(|w| w.values[0].clone()).collect())
+            .collect();
+        assert_eq!(titles, [vec!["a", "a", "c"], vec!["b"]]);
+    }
+
+    #[test]
+    fn writes_that_find_no_partner_weigh_against_sharing() {
+        let cost = cost(1_000, 200);
+        assert!(shares(&cost, None));
+        for _ in 0..20 {
+            cost.unshared();
+        }
+        assert_eq!(cost.decide(None), Decision::Decline);
+        let unmeasured = Cost::default();
+        unmeasured.unshared();
+        assert_eq!(
+            unmeasured.shared_row.load(Ordering::Relaxed),
+            0,
+            "nothing to weigh before a statement alone was timed"
+        );
     }
 
     #[test]

@@ -36,8 +36,9 @@ pub struct CachedPlan {
     pub sql: Option<SqlText>,
     /// The program, when the operation is a mutation.
     pub program: Option<MutationProgram>,
-    /// The statement concurrent requests of this plan may share, when `sql` cannot observe
-    /// the session and reads no action's output.
+    /// The statement concurrent requests of this plan may share: a query's when `sql` cannot
+    /// observe the session and reads no action's output; a mutation's when its one statement
+    /// is an insert that requests of one session can make together.
     pub shared: Option<Arc<SharedStatement>>,
 }
 

@@ -106,7 +106,7 @@ const WORK_COUNTERS: &[WorkCounter] = &[
     ),
     (
         "shared_statements",
-        "Statements that answered concurrent requests of one query plan together",
+        "Statements that answered concurrent requests of one query or insert plan together",
         |c| &c.shared_statements,
     ),
     (

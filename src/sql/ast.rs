@@ -25,15 +25,24 @@ pub enum Statement {
     CreateDatabase(Ident),
 }
 
-/// `WITH "name" AS (<statement>) <body>`.
+/// `WITH "name1" AS (<statement1>), "name2" AS (<statement2>), … <body>`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct With {
-    /// The CTE's name.
-    pub name: Ident,
-    /// What it runs (an `INSERT`, `UPDATE` or `DELETE` with `RETURNING`).
-    pub statement: Statement,
-    /// The select reading it.
+    /// The CTEs, in order: each a name and what it runs (an `INSERT`, `UPDATE` or `DELETE`
+    /// with `RETURNING`, or a `SELECT` over earlier ones).
+    pub ctes: Vec<(Ident, Statement)>,
+    /// The select reading them.
     pub body: Select,
+}
+
+impl With {
+    /// `WITH "name" AS (<statement>) <body>`.
+    pub fn one(name: Ident, statement: Statement, body: Select) -> Self {
+        With {
+            ctes: vec![(name, statement)],
+            body,
+        }
+    }
 }
 
 /// `SELECT [DISTINCT ON (…)] list [FROM …] [WHERE …] [ORDER BY …] [LIMIT …] [OFFSET …]`.

@@ -124,10 +124,13 @@ impl Printer {
             Statement::Delete(delete) => self.delete(delete),
             Statement::With(with) => {
                 self.push("WITH ");
-                self.display(&with.name);
-                self.push(" AS (");
-                self.statement(&with.statement);
-                self.push(") ");
+                self.list(&with.ctes, ", ", |p, (name, statement)| {
+                    p.display(name);
+                    p.push(" AS (");
+                    p.statement(statement);
+                    p.push(")");
+                });
+                self.push(" ");
                 self.select(&with.body);
             }
             Statement::CreateDatabase(name) => {

@@ -62,19 +62,7 @@ fn single(plan: &MutationPlan) -> Option<SqlText> {
         // Already one statement over the deleted rows: only the session moves in.
         MutationAction::Delete(plan) => Some(print(&delete(plan, output, gate))),
         MutationAction::Insert(plan) if fits_one_statement(plan) && own_rows(output) => {
-            let rows: Vec<Vec<(String, Expr)>> = plan
-                .rows
-                .iter()
-                .map(|r| from_parent(&r.values, None))
-                .collect();
-            let insert = insert_statement(
-                &mut state,
-                &plan.table,
-                &rows,
-                plan.on_conflict.as_ref(),
-                Returning::AllColumns,
-                gate,
-            );
+            let insert = gated_insert(&mut state, plan);
             let check = plan.check.as_ref().map(|c| (c, CheckKind::Insert));
             Some(through_cte(state, insert, check, output))
         }
@@ -89,6 +77,88 @@ fn single(plan: &MutationPlan) -> Option<SqlText> {
         }
         MutationAction::Insert(_) | MutationAction::Update(_) => None,
     }
+}
+
+/// The `INSERT` of a one-statement insert, behind the session gate, returning every column.
+fn gated_insert(state: &mut State, plan: &InsertPlan) -> Statement {
+    let rows: Vec<Vec<(String, Expr)>> = plan
+        .rows
+        .iter()
+        .map(|r| from_parent(&r.values, None))
+        .collect();
+    insert_statement(
+        state,
+        &plan.table,
+        &rows,
+        plan.on_conflict.as_ref(),
+        Returning::AllColumns,
+        Some(session_gate()),
+    )
+}
+
+/// One statement that makes the inserts of `copies` concurrent requests of a plan, each in
+/// CTEs of its own, so that nothing has to match a written row to its request:
+/// `WITH "_written0" AS (<insert>), "_answer0" AS (SELECT <answer> AS data), "_written1" AS …
+/// SELECT "_copies".* FROM (VALUES (0, (SELECT … "_answer0")), (1, …)) AS "_copies"("cohort",
+/// "data")`, one row per copy. Each copy is the plan's one statement
+/// ([`MutationProgram::single`]) as a pair of CTEs, with its parameters in the same order: the
+/// statement's parameters are the one statement's, repeated once per copy (the caller binds
+/// each request's values in turn). A failed check or constraint fails every copy.
+///
+/// Only for a plan whose one statement is an insert without `ON CONFLICT` (two copies updating
+/// one row would leave which update wins to Postgres); `None` otherwise. Every copy sets the
+/// session: the caller gives one statement only requests of one session (see
+/// [`crate::execute::SharedStatement`]).
+pub fn shared_insert(plan: &MutationPlan, copies: usize) -> Option<SqlText> {
+    let [(_, MutationField::Write { action, output })] = plan.fields.as_slice() else {
+        return None;
+    };
+    let MutationAction::Insert(insert) = action else {
+        return None;
+    };
+    if insert.on_conflict.is_some() || !fits_one_statement(insert) || !own_rows(output) {
+        return None;
+    }
+    let mut state = State::default();
+    let mut ctes = Vec::with_capacity(2 * copies);
+    let mut rows = Vec::with_capacity(copies);
+    for copy in 0..copies {
+        let written = Ident::new(format!("{WRITTEN}{copy}"));
+        let answer = Ident::new(format!("_answer{copy}"));
+        let write = gated_insert(&mut state, insert);
+        let check = insert.check.as_ref().map(|c| (c, CheckKind::Insert));
+        let data = checked_answer(&mut state, &written, check, output);
+        let data = SqlSelect {
+            list: vec![SelectItem::bare(data, "data")],
+            ..SqlSelect::default()
+        };
+        ctes.push((written, write));
+        ctes.push((answer.clone(), Statement::Select(Box::new(data))));
+        let alias = state.alias();
+        let read = SqlSelect {
+            from: Some(ast::From::Named {
+                name: answer,
+                alias: Some(alias.clone()),
+            }),
+            ..SqlSelect::expr(Expr::column(&alias, "data"))
+        };
+        let cohort = i64::try_from(copy).unwrap_or(i64::MAX);
+        rows.push(vec![
+            Expr::Literal(Literal::Int(cohort)),
+            Expr::Subquery(Box::new(read)),
+        ]);
+    }
+    let copies_alias = Alias::fixed("_copies");
+    let body = SqlSelect {
+        list: vec![SelectItem::new(Expr::Star(copies_alias.clone()))],
+        from: Some(ast::From::Values {
+            rows,
+            alias: copies_alias,
+            columns: vec![Alias::fixed("cohort"), Alias::fixed("data")],
+        }),
+        ..SqlSelect::default()
+    };
+    Some(print(&Statement::With(Box::new(ast::With { ctes, body }))))
 }
 
 /// `(SELECT set_config('basalt.user', $1, true)) IS NOT NULL`: true, and the session set,
@@ -603,12 +673,12 @@ fn update(
 const WRITTEN: &str = "_written";
 
 /// `(SELECT count(*) FROM "<cte>")`.
-fn count_of(cte: &'static str) -> Expr {
+fn count_of(cte: &Ident) -> Expr {
     let mut count = ast::Call::builtin("count", Vec::new());
     count.args = vec![ast::Arg::Star];
     Expr::Subquery(Box::new(SqlSelect {
         from: Some(ast::From::Named {
-            name: Ident::new(cte),
+            name: cte.clone(),
             alias: None,
         }),
         ..SqlSelect::expr(Expr::Call(Box::new(count)))
@@ -625,14 +695,36 @@ fn through_cte(
     check: Option<(&BoolExpr, CheckKind)>,
     out: &MutationOutput,
 ) -> SqlText {
-    let answer = output(&mut state, out, count_of(WRITTEN), &Written::Cte(WRITTEN));
-    let answer = match check.and_then(|(rule, kind)| Some((simplified(rule)?, kind))) {
+    let written = Ident::new(WRITTEN);
+    let answer = checked_answer(&mut state, &written, check, out);
+    print(&Statement::With(Box::new(ast::With::one(
+        written,
+        write,
+        SqlSelect::expr(answer),
+    ))))
+}
+
+/// The answer over the rows the CTE `written` returned, behind the permission check when
+/// there is one: `CASE WHEN <every row passes> THEN <answer> ELSE <raise> END`.
+fn checked_answer(
+    state: &mut State,
+    written: &Ident,
+    check: Option<(&BoolExpr, CheckKind)>,
+    out: &MutationOutput,
+) -> Expr {
+    let answer = output(
+        state,
+        out,
+        count_of(written),
+        &Written::Cte(written.clone()),
+    );
+    match check.and_then(|(rule, kind)| Some((simplified(rule)?, kind))) {
         Some((rule, kind)) => {
             let alias = state.alias();
-            let rule = bool_expr(&mut state, &rule, &alias, &alias);
+            let rule = bool_expr(state, &rule, &alias, &alias);
             let passed = Expr::Subquery(Box::new(SqlSelect {
                 from: Some(ast::From::Named {
-                    name: Ident::new(WRITTEN),
+                    name: written.clone(),
                     alias: Some(alias),
                 }),
                 ..SqlSelect::expr(all_true(rule))
@@ -644,12 +736,7 @@ fn through_cte(
             }
         }
         None => answer,
-    };
-    print(&Statement::With(Box::new(ast::With {
-        name: Ident::new(WRITTEN),
-        statement: write,
-        body: SqlSelect::expr(answer),
-    })))
+    }
 }
 
 /// `basalt_catalog.check_failed('<kind>')`: raises the error of a failed permission check
@@ -678,10 +765,16 @@ fn delete(plan: &DeletePlan, out: &MutationOutput, gate: Option<Expr>) -> Statem
         where_,
         returning: vec![SelectItem::new(Expr::Star(alias))],
     }));
-    let answer = output(&mut state, out, count_of(DELETED), &Written::Cte(DELETED));
-    Statement::With(Box::new(ast::With {
-        name: Ident::new(DELETED),
-        statement: delete,
-        body: SqlSelect::expr(answer),
-    }))
+    let deleted = Ident::new(DELETED);
+    let answer = output(
+        &mut state,
+        out,
+        count_of(&deleted),
+        &Written::Cte(deleted.clone()),
+    );
+    Statement::With(Box::new(ast::With::one(
+        deleted,
+        delete,
+        SqlSelect::expr(answer),
+    )))
 }

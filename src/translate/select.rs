@@ -23,7 +23,7 @@ pub(super) enum Written {
     /// The planned source, restricted to these `ctid`s (rows written by earlier steps).
     Ctids(ast::ParamSource),
     /// The rows a data-modifying CTE of the same statement returned.
-    Cte(&'static str),
+    Cte(Ident),
     /// No rows: nothing was written (an update with nothing to set, an insert of no rows).
     Nothing,
 }
@@ -204,7 +204,7 @@ fn from_where(
 ) -> (FromItem, Vec<Expr>) {
     let from = match (source, written) {
         (_, Written::Cte(cte)) => FromItem::Named {
-            name: Ident::new(*cte),
+            name: cte.clone(),
             alias: Some(alias.clone()),
         },
         (Source::Table(t), _) => FromItem::Table {

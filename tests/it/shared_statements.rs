@@ -96,11 +96,20 @@ fn send(
     query: &'static str,
     headers: Vec<(&'static str, &'static str)>,
 ) -> tokio::task::JoinHandle<Value> {
+    send_body(server, json!({ "query": query }), headers)
+}
+
+/// Sends a GraphQL request body with `headers` in a task of its own.
+fn send_body(
+    server: &TestServer,
+    body: Value,
+    headers: Vec<(&'static str, &'static str)>,
+) -> tokio::task::JoinHandle<Value> {
     let http = server.http.clone();
     let url = format!("{}/v1/graphql", server.base);
     let secret = server.admin_secret.clone();
     tokio::spawn(async move {
-        let mut request = http.post(url).json(&json!({"query": query}));
+        let mut request = http.post(url).json(&body);
         for (name, value) in headers {
             request = request.header(name, value);
         }
@@ -358,4 +367,212 @@ async fn a_plan_slower_than_the_bound_is_not_shared() {
         "{first}"
     );
     five_declined(&server, QUERY, &first).await;
+}
+
+const INSERT_ARTICLE: &str = "mutation ($id: Int!, $title: String!, $author: Int!) { \
+     insert_article_one(object: {id: $id, title: $title, author_id: $author}) \
+     { id title author_id status } }";
+
+/// An `insert_article_one` of article `id` by `author`, as role `user` with
+/// `X-Svc-User-Id: user` (or as admin when `user` is `None`).
+fn insert_article(
+    server: &TestServer,
+    id: i64,
+    title: &str,
+    author: i64,
+    user: Option<&'static str>,
+) -> tokio::task::JoinHandle<Value> {
+    let body = json!({
+        "query": INSERT_ARTICLE,
+        "variables": {"id": id, "title": title, "author": author},
+    });
+    let headers = match user {
+        Some(user) => vec![("X-Svc-Role", "user"), ("X-Svc-User-Id", user)],
+        None => Vec::new(),
+    };
+    send_body(server, body, headers)
+}
+
+/// The answer to an insert of `(id, title, author)` as role `user`, whose permission sets
+/// `status` to `draft`.
+fn inserted(id: i64, title: &str, author: i64) -> Value {
+    json!({"data": {"insert_article_one": {
+        "id": id, "title": title, "author_id": author, "status": "draft",
+    }}})
+}
+
+/// The articles with ids from 100, as `(id, title, author_id)`, in id order.
+async fn new_articles(server: &TestServer) -> Value {
+    query_json(
+        &server.db_url,
+        "SELECT id, title, author_id FROM article WHERE id >= 100 ORDER BY id",
+    )
+    .await
+}
+
+/// Sends the inserts `(id, title, author, user)` of `first` until they wait for the lock on
+/// `article`, then those of `queued`, which queue; releases the lock and returns every
+/// answer, in the order sent.
+async fn inserts_blocked_then_queued(
+    server: &TestServer,
+    first: &[(i64, &str, i64, Option<&'static str>)],
+    queued: &[(i64, &str, i64, Option<&'static str>)],
+) -> Vec<Value> {
+    let lock = TableLock::take(&server.db_url).await;
+    let before = counters(server);
+    let mut sent = Vec::new();
+    for (id, title, author, user) in first {
+        sent.push(insert_article(server, *id, title, *author, *user));
+    }
+    until_blocked(server, first.len()).await;
+    for (id, title, author, user) in queued {
+        sent.push(insert_article(server, *id, title, *author, *user));
+    }
+    until_queued(server, &before, queued.len() as u64).await;
+    lock.release().await;
+    let mut answers = Vec::new();
+    for task in sent {
+        answers.push(task.await.expect("request task"));
+    }
+    answers
+}
+
+/// Concurrent inserts of one session queued behind the plan's running statements are made
+/// by one statement, each request writing its own row and getting that row back, even when
+/// two requests carry the same values (two rows, not one answer shared).
+#[tokio::test]
+async fn queued_inserts_of_one_session_share_one_statement_each_with_its_own_row() {
+    let server = blog().await;
+    // Compiles the plan and times the insert alone.
+    let warm = insert_article(&server, 99, "warm", 1, Some("1"))
+        .await
+        .unwrap();
+    assert_eq!(warm, inserted(99, "warm", 1));
+    let before = counters(&server);
+    let user = Some("1");
+    let first = [(100, "a", 1, user), (101, "b", 1, user)];
+    let queued = [
+        (102, "c", 1, user),
+        (103, "same", 1, user),
+        (104, "same", 1, user),
+        (105, "d", 1, user),
+    ];
+    let answers = inserts_blocked_then_queued(&server, &first, &queued).await;
+    for ((id, title, author, _), answer) in first.iter().chain(&queued).zip(&answers) {
+        assert_eq!(answer, &inserted(*id, title, *author));
+    }
+    assert_eq!(
+        new_articles(&server).await,
+        json!([
+            {"id": 100, "title": "a", "author_id": 1},
+            {"id": 101, "title": "b", "author_id": 1},
+            {"id": 102, "title": "c", "author_id": 1},
+            {"id": 103, "title": "same", "author_id": 1},
+            {"id": 104, "title": "same", "author_id": 1},
+            {"id": 105, "title": "d", "author_id": 1},
+        ])
+    );
+    let after = counters(&server);
+    assert_eq!(
+        after.statements_run - before.statements_run,
+        3,
+        "two inserts alone, then one statement for the four queued"
+    );
+    assert_eq!(after.shared_statements - before.shared_statements, 1);
+    assert_eq!(after.shared_requests - before.shared_requests, 4);
+    assert_eq!(after.shared_coalesced, before.shared_coalesced);
+}
+
+/// Inserts can observe the session (a trigger, a default), so a shared statement takes the
+/// requests of one session only: queued inserts of two users are two statements, each row
+/// written under its own user's permission.
+#[tokio::test]
+async fn queued_inserts_of_different_sessions_never_share_a_statement() {
+    let server = blog().await;
+    let warm = insert_article(&server, 99, "warm", 1, Some("1"))
+        .await
+        .unwrap();
+    assert_eq!(warm, inserted(99, "warm", 1));
+    let before = counters(&server);
+    let first = [(100, "a", 1, Some("1")), (101, "b", 2, Some("2"))];
+    let queued = [
+        (102, "c", 1, Some("1")),
+        (103, "d", 2, Some("2")),
+        (104, "e", 1, Some("1")),
+        (105, "f", 2, Some("2")),
+        (106, "g", 3, Some("3")),
+    ];
+    let answers = inserts_blocked_then_queued(&server, &first, &queued).await;
+    for ((id, title, author, _), answer) in first.iter().chain(&queued).zip(&answers) {
+        assert_eq!(answer, &inserted(*id, title, *author));
+    }
+    let rows = new_articles(&server).await;
+    assert_eq!(rows.as_array().map(Vec::len), Some(7), "{rows}");
+    let after = counters(&server);
+    assert_eq!(
+        after.shared_statements - before.shared_statements,
+        2,
+        "users 1 and 2 one statement each; user 3's request alone needs none"
+    );
+    assert_eq!(after.shared_requests - before.shared_requests, 4);
+    assert_eq!(
+        after.statements_run - before.statements_run,
+        2 + 2 + 1,
+        "two alone, two shared, user 3's alone"
+    );
+}
+
+/// A shared insert Postgres refuses (one request's id is taken, another's row fails the
+/// role's check) wrote nothing: each of its requests runs alone, the bad ones get their own
+/// errors, and every good row is written once.
+#[tokio::test]
+async fn a_refused_shared_insert_runs_each_request_alone_and_writes_each_row_once() {
+    let server = blog().await;
+    let warm = insert_article(&server, 99, "warm", 1, Some("1"))
+        .await
+        .unwrap();
+    assert_eq!(warm, inserted(99, "warm", 1));
+    let user = Some("1");
+    let first = [(100, "a", 1, user), (101, "b", 1, user)];
+    let queued = [
+        (102, "c", 1, user),
+        (1, "taken", 1, user),
+        (103, "d", 1, user),
+        (104, "not mine", 2, user),
+        (105, "e", 1, user),
+    ];
+    let before = counters(&server);
+    let answers = inserts_blocked_then_queued(&server, &first, &queued).await;
+    let sent: Vec<_> = first.iter().chain(&queued).collect();
+    for ((id, title, author, _), answer) in sent.iter().zip(&answers) {
+        match *title {
+            "taken" => assert_eq!(
+                answer["errors"][0]["extensions"]["code"], "constraint-violation",
+                "{answer}"
+            ),
+            "not mine" => assert_eq!(
+                answer["errors"][0]["extensions"]["code"], "permission-error",
+                "{answer}"
+            ),
+            _ => assert_eq!(answer, &inserted(*id, title, *author)),
+        }
+    }
+    assert_eq!(
+        new_articles(&server).await,
+        json!([
+            {"id": 100, "title": "a", "author_id": 1},
+            {"id": 101, "title": "b", "author_id": 1},
+            {"id": 102, "title": "c", "author_id": 1},
+            {"id": 103, "title": "d", "author_id": 1},
+            {"id": 105, "title": "e", "author_id": 1},
+        ])
+    );
+    let after = counters(&server);
+    assert_eq!(after.shared_statements - before.shared_statements, 1);
+    assert_eq!(after.shared_requests - before.shared_requests, 0);
+    assert_eq!(
+        after.statements_run - before.statements_run,
+        2 + 1 + 5,
+        "two alone, the refused shared one, then the five queued requests alone"
+    );
 }

@@ -159,6 +159,11 @@ async fn generated_mutation_sql() {
             r#"mutation { update_article(where: {title: {_like: "a%"}}, _inc: {viewCount: 1}, _set: {title: "x"}, _append: {tags: ["n"]}) { affected_rows } }"#,
         ),
         (
+            "mutation_insert_one_user",
+            "user",
+            r#"mutation { insert_article_one(object: {id: 7, title: "t", author_id: 1}) { id title status } }"#,
+        ),
+        (
             "mutation_delete_by_pk",
             "admin",
             r#"mutation { delete_comment_by_pk(id: 3) { id article { title } } }"#,
@@ -181,10 +186,27 @@ async fn generated_mutation_sql() {
             limits,
         )
         .unwrap();
-        let program = translate::mutation(&planned.mutation.unwrap());
+        let mutation = planned.mutation.unwrap();
+        let program = translate::mutation(&mutation);
         let (session, _) = pretty(&program.session);
         assert_eq!(session, "SELECT\n  set_config('basalt.user', $1, true)");
-        insta::assert_snapshot!(name, program_text(&program), query);
+        let mut text = program_text(&program);
+        if let Some(shared) = translate::shared_insert(&mutation, 2) {
+            // Each copy binds the one statement's parameters, in order.
+            let single = program
+                .single
+                .as_ref()
+                .expect("a shared insert is one statement");
+            assert_eq!(
+                shared.params,
+                [single.params.clone(), single.params.clone()].concat()
+            );
+            let (sql, params) = pretty(&shared);
+            text.push_str(&format!(
+                "\n\n-- two requests in one statement\n{sql}\n-- params\n{params}"
+            ));
+        }
+        insta::assert_snapshot!(name, text, query);
     }
 }
 
