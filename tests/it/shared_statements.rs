@@ -401,6 +401,14 @@ fn inserted(id: i64, title: &str, author: i64) -> Value {
     }}})
 }
 
+/// Inserts article 99 as user 1: compiles the insert plan and times its statement alone.
+async fn warm_insert(server: &TestServer) {
+    let warm = insert_article(server, 99, "warm", 1, Some("1"))
+        .await
+        .unwrap();
+    assert_eq!(warm, inserted(99, "warm", 1));
+}
+
 /// The articles with ids from 100, as `(id, title, author_id)`, in id order.
 async fn new_articles(server: &TestServer) -> Value {
     query_json(
@@ -443,11 +451,7 @@ async fn inserts_blocked_then_queued(
 #[tokio::test]
 async fn queued_inserts_of_one_session_share_one_statement_each_with_its_own_row() {
     let server = blog().await;
-    // Compiles the plan and times the insert alone.
-    let warm = insert_article(&server, 99, "warm", 1, Some("1"))
-        .await
-        .unwrap();
-    assert_eq!(warm, inserted(99, "warm", 1));
+    warm_insert(&server).await;
     let before = counters(&server);
     let user = Some("1");
     let first = [(100, "a", 1, user), (101, "b", 1, user)];
@@ -489,10 +493,7 @@ async fn queued_inserts_of_one_session_share_one_statement_each_with_its_own_row
 #[tokio::test]
 async fn queued_inserts_of_different_sessions_never_share_a_statement() {
     let server = blog().await;
-    let warm = insert_article(&server, 99, "warm", 1, Some("1"))
-        .await
-        .unwrap();
-    assert_eq!(warm, inserted(99, "warm", 1));
+    warm_insert(&server).await;
     let before = counters(&server);
     let first = [(100, "a", 1, Some("1")), (101, "b", 2, Some("2"))];
     let queued = [
@@ -528,10 +529,7 @@ async fn queued_inserts_of_different_sessions_never_share_a_statement() {
 #[tokio::test]
 async fn a_refused_shared_insert_runs_each_request_alone_and_writes_each_row_once() {
     let server = blog().await;
-    let warm = insert_article(&server, 99, "warm", 1, Some("1"))
-        .await
-        .unwrap();
-    assert_eq!(warm, inserted(99, "warm", 1));
+    warm_insert(&server).await;
     let user = Some("1");
     let first = [(100, "a", 1, user), (101, "b", 1, user)];
     let queued = [
