@@ -488,22 +488,24 @@ async fn run_copies(
         }
         return;
     };
+    // Without a connection nothing ran: each request tries alone.
+    let Ok(client) = sharing.pool.get().await else {
+        for waiter in batch {
+            let _ = waiter.answer.send(Outcome::Alone(waiter.values));
+        }
+        return;
+    };
     let values: Vec<Option<String>> = batch
         .iter()
         .flat_map(|w| w.values.iter().cloned())
         .collect();
-    let answered = async {
-        let client = sharing.pool.get().await?;
-        let conn = Connection::of(&client, &sharing.counters);
-        let started = Instant::now();
-        let tagged = super::run_copies(conn, &sql, &values).await;
-        if tagged.is_ok() {
-            shared.cost.shared(started.elapsed(), batch.len());
-        }
-        Counters::bump(&sharing.counters.shared_statements);
-        tagged
+    let conn = Connection::of(&client, &sharing.counters);
+    let started = Instant::now();
+    let answered = super::run_copies(conn, &sql, &values).await;
+    if answered.is_ok() {
+        shared.cost.shared(started.elapsed(), batch.len());
     }
-    .await;
+    Counters::bump(&sharing.counters.shared_statements);
     let mut answers: Vec<Option<Bytes>> = vec![None; batch.len()];
     let failed = match answered {
         Ok(tagged) => {
