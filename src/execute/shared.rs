@@ -189,7 +189,7 @@ impl Cost {
     }
 
     /// A request that waited but found nothing to share with (a write, alone of its session
-    /// in its batch): it cost what a statement alone does, which weighs against sharing as
+    /// in a batch of several): it cost what a statement alone does, which weighs against sharing as
     /// much as a shared row that saved nothing. A plan whose writes rarely share a session
     /// stops queueing them.
     fn unshared(&self) {
@@ -459,10 +459,13 @@ async fn run_batch(sharing: &Sharing, shared: &SharedStatement, batch: Vec<Waite
     match &shared.form {
         Form::Multiplexed(sql) => run_multiplexed(sharing, shared, sql, batch).await,
         Form::Copies(copies) => {
+            // A request alone in its batch only met a quiet moment; alone of its session in a
+            // larger batch, it found no partner where others did.
+            let split = batch.len() > 1;
             let groups = copies.by_session(batch);
             let runs = groups
                 .into_iter()
-                .map(|group| run_copies(sharing, shared, copies, group));
+                .map(|group| run_copies(sharing, shared, copies, group, split));
             futures_util::future::join_all(runs).await;
         }
     }
@@ -471,11 +474,14 @@ async fn run_batch(sharing: &Sharing, shared: &SharedStatement, batch: Vec<Waite
 /// Answers a batch of writes of one session with one statement, a copy of the write per
 /// request. A request alone, a batch size without a statement and a statement Postgres
 /// refused run each request alone; a statement that may have written answers its error.
+/// `split`: the batch was larger, split by session (a lone request then weighs against
+/// sharing, see [`Cost::unshared`]).
 async fn run_copies(
     sharing: &Sharing,
     shared: &SharedStatement,
     copies: &Copies,
     batch: Vec<Waiter>,
+    split: bool,
 ) {
     let statement = match batch.len() {
         0 | 1 => None,
@@ -483,7 +489,9 @@ async fn run_copies(
     };
     let Some(sql) = statement else {
         for waiter in batch {
-            shared.cost.unshared();
+            if split {
+                shared.cost.unshared();
+            }
             let _ = waiter.answer.send(Outcome::Alone(waiter.values));
         }
         return;
