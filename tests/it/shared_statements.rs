@@ -574,3 +574,60 @@ async fn a_refused_shared_insert_runs_each_request_alone_and_writes_each_row_onc
         "two alone, the refused shared one, then the five queued requests alone"
     );
 }
+
+/// Inserts that never find a partner of their session (each queued request a different user)
+/// weigh against sharing: once a batch of them has been split into lone requests, the plan's
+/// next requests past its statements in flight run alone at once, counted as declined,
+/// instead of waiting for a statement to end.
+#[tokio::test]
+async fn inserts_that_never_share_a_session_stop_queueing() {
+    let server = blog().await;
+    warm_insert(&server).await;
+    let before = counters(&server);
+    let first = [(100, "a", 1, Some("1")), (101, "b", 2, Some("2"))];
+    let lone = [
+        (102, "c", 1, Some("1")),
+        (103, "d", 2, Some("2")),
+        (104, "e", 3, Some("3")),
+    ];
+    let answers = inserts_blocked_then_queued(&server, &first, &lone).await;
+    for ((id, title, author, _), answer) in first.iter().chain(&lone).zip(&answers) {
+        assert_eq!(answer, &inserted(*id, title, *author));
+    }
+    let after_lone = counters(&server);
+    assert_eq!(after_lone.shared_statements, before.shared_statements);
+    assert_eq!(after_lone.shared_declined, before.shared_declined);
+
+    let lock = TableLock::take(&server.db_url).await;
+    let users = [("1", 1), ("2", 2), ("3", 3), ("1", 1), ("2", 2)];
+    let sent: Vec<_> = users
+        .iter()
+        .enumerate()
+        .map(|(i, (user, author))| {
+            let id = 110 + i as i64;
+            (
+                id,
+                *author,
+                insert_article(&server, id, "later", *author, Some(user)),
+            )
+        })
+        .collect();
+    until_blocked(&server, users.len()).await;
+    lock.release().await;
+    for (id, author, task) in sent {
+        assert_eq!(
+            task.await.expect("request task"),
+            inserted(id, "later", author)
+        );
+    }
+    let after = counters(&server);
+    assert_eq!(
+        after.shared_declined - after_lone.shared_declined,
+        (users.len() - IN_FLIGHT) as u64
+    );
+    assert_eq!(after.shared_waits, after_lone.shared_waits);
+    assert_eq!(
+        after.statements_run - after_lone.statements_run,
+        users.len() as u64
+    );
+}
