@@ -791,6 +791,61 @@ mod tests {
         );
     }
 
+    /// Sharing over a pool that is never reached: lone writes run no statement.
+    fn unreachable_sharing() -> Sharing {
+        let (pool, _) =
+            crate::pool::pool_for("postgres://nobody@127.0.0.1:1/none", 1).expect("a lazy pool");
+        Sharing {
+            pool,
+            counters: Arc::new(Counters::default()),
+            in_flight: 2,
+            below: None,
+        }
+    }
+
+    /// Queued writes of `sessions`, one each; returns what each is told.
+    async fn lone_writes(shared: &SharedStatement, sessions: &[&str]) -> Vec<Outcome> {
+        let (batch, answers): (Vec<Waiter>, Vec<_>) = sessions
+            .iter()
+            .map(|session| {
+                let (answer, answered) = oneshot::channel();
+                let values = vec![Some("t".to_owned()), Some((*session).to_owned())];
+                (Waiter { values, answer }, answered)
+            })
+            .unzip();
+        run_batch(&unreachable_sharing(), shared, batch).await;
+        let mut outcomes = Vec::new();
+        for answered in answers {
+            outcomes.push(answered.await.expect("an outcome"));
+        }
+        outcomes
+    }
+
+    #[tokio::test]
+    async fn a_write_alone_of_its_session_in_a_batch_weighs_against_sharing_a_lone_batch_not() {
+        let shared = SharedStatement::writes(&write_params(), Box::new(|_| None));
+        shared.cost.alone(Duration::from_micros(500));
+        shared.cost.shared(Duration::from_micros(400), 4);
+        assert!(shares(&shared.cost, None));
+        // A batch of one request: a quiet moment, not a failure to share.
+        for _ in 0..20 {
+            let outcomes = lone_writes(&shared, &["{\"u\":\"1\"}"]).await;
+            assert!(matches!(outcomes.as_slice(), [Outcome::Alone(_)]));
+        }
+        assert!(shares(&shared.cost, None));
+        // Batches of three users, each alone of its session: every request ran alone.
+        for _ in 0..4 {
+            let outcomes = lone_writes(
+                &shared,
+                &["{\"u\":\"1\"}", "{\"u\":\"2\"}", "{\"u\":\"3\"}"],
+            )
+            .await;
+            assert_eq!(outcomes.len(), 3);
+            assert!(outcomes.iter().all(|o| matches!(o, Outcome::Alone(_))));
+        }
+        assert_eq!(shared.cost.decide(None), Decision::Decline);
+    }
+
     #[test]
     fn averages_follow_their_samples() {
         let cost = Cost::default();
