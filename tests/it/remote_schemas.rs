@@ -1110,3 +1110,46 @@ async fn actions_and_remote_root_fields_cannot_clash() {
         .get("remote_schemas")
         .is_none_or(|a| a == &json!([])));
 }
+
+/// Introspection only reads, so a connection the remote closes without answering is tried
+/// once more: here a front drops the first connection it accepts and passes the next ones
+/// through to the geo server, and `add_remote_schema` succeeds.
+#[tokio::test]
+async fn introspection_tries_once_more_after_a_dropped_connection() {
+    let geo = Geo::start().await;
+    let backend = geo
+        .url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .expect("host:port")
+        .to_owned();
+    let path = geo.url.trim_start_matches("http://")[backend.len()..].to_owned();
+    let front = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let front_url = format!("http://{}{path}", front.local_addr().unwrap());
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = front.accept().await {
+            if count.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                drop(socket);
+                continue;
+            }
+            let backend = backend.clone();
+            tokio::spawn(async move {
+                if let Ok(mut upstream) = tokio::net::TcpStream::connect(&backend).await {
+                    let _ = tokio::io::copy_bidirectional(&mut socket, &mut upstream).await;
+                }
+            });
+        }
+    });
+    let s = TestServer::blog().await;
+    s.ok(json!({"type": "add_remote_schema", "args": {
+        "name": "geo", "definition": {"url": front_url, "timeout_seconds": 5}}}))
+        .await;
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 2);
+    assert_eq!(
+        s.gql("{ country(code: \"FR\") { name } }").await,
+        json!({"data": {"country": {"name": "France"}}})
+    );
+}
