@@ -409,6 +409,17 @@ async fn warm_insert(server: &TestServer) {
     assert_eq!(warm, inserted(99, "warm", 1));
 }
 
+/// An insert: `(id, title, author, session user)`.
+type Insert = (i64, &'static str, i64, Option<&'static str>);
+
+/// Checks that each insert of `first` then `queued` was answered with its own row.
+fn each_got_its_row(first: &[Insert], queued: &[Insert], answers: &[Value]) {
+    assert_eq!(answers.len(), first.len() + queued.len());
+    for ((id, title, author, _), answer) in first.iter().chain(queued).zip(answers) {
+        assert_eq!(answer, &inserted(*id, title, *author));
+    }
+}
+
 /// The articles with ids from 100, as `(id, title, author_id)`, in id order.
 async fn new_articles(server: &TestServer) -> Value {
     query_json(
@@ -423,8 +434,8 @@ async fn new_articles(server: &TestServer) -> Value {
 /// answer, in the order sent.
 async fn inserts_blocked_then_queued(
     server: &TestServer,
-    first: &[(i64, &str, i64, Option<&'static str>)],
-    queued: &[(i64, &str, i64, Option<&'static str>)],
+    first: &[Insert],
+    queued: &[Insert],
 ) -> Vec<Value> {
     let lock = TableLock::take(&server.db_url).await;
     let before = counters(server);
@@ -462,9 +473,7 @@ async fn queued_inserts_of_one_session_share_one_statement_each_with_its_own_row
         (105, "d", 1, user),
     ];
     let answers = inserts_blocked_then_queued(&server, &first, &queued).await;
-    for ((id, title, author, _), answer) in first.iter().chain(&queued).zip(&answers) {
-        assert_eq!(answer, &inserted(*id, title, *author));
-    }
+    each_got_its_row(&first, &queued, &answers);
     assert_eq!(
         new_articles(&server).await,
         json!([
@@ -504,9 +513,7 @@ async fn queued_inserts_of_different_sessions_never_share_a_statement() {
         (106, "g", 3, Some("3")),
     ];
     let answers = inserts_blocked_then_queued(&server, &first, &queued).await;
-    for ((id, title, author, _), answer) in first.iter().chain(&queued).zip(&answers) {
-        assert_eq!(answer, &inserted(*id, title, *author));
-    }
+    each_got_its_row(&first, &queued, &answers);
     let rows = new_articles(&server).await;
     assert_eq!(rows.as_array().map(Vec::len), Some(7), "{rows}");
     let after = counters(&server);
@@ -591,9 +598,7 @@ async fn queued_inserts_alone_of_their_session_each_run_alone() {
         (104, "e", 3, Some("3")),
     ];
     let answers = inserts_blocked_then_queued(&server, &first, &lone).await;
-    for ((id, title, author, _), answer) in first.iter().chain(&lone).zip(&answers) {
-        assert_eq!(answer, &inserted(*id, title, *author));
-    }
+    each_got_its_row(&first, &lone, &answers);
     let rows = new_articles(&server).await;
     assert_eq!(rows.as_array().map(Vec::len), Some(5), "{rows}");
     let after = counters(&server);
