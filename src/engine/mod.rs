@@ -666,8 +666,10 @@ fn shared_writes(
     mutation: &crate::graphql::ir::MutationPlan,
     program: &MutationProgram,
 ) -> Option<Arc<execute::SharedStatement>> {
-    let single = program.single.as_ref()?;
-    translate::shared_insert(mutation, 2)?;
+    let single = program
+        .single
+        .as_ref()
+        .filter(|_| translate::shares_inserts(mutation))?;
     let mutation = mutation.clone();
     let build: execute::BuildCopies = Box::new(move |n| translate::shared_insert(&mutation, n));
     Some(Arc::new(execute::SharedStatement::writes(

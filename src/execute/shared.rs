@@ -488,20 +488,14 @@ async fn run_copies(
         n => copies.statement(n),
     };
     let Some(sql) = statement else {
-        for waiter in batch {
-            if split {
-                shared.cost.unshared();
-            }
-            let _ = waiter.answer.send(Outcome::Alone(waiter.values));
+        if split {
+            batch.iter().for_each(|_| shared.cost.unshared());
         }
-        return;
+        return each_alone(batch);
     };
     // Without a connection nothing ran: each request tries alone.
     let Ok(client) = sharing.pool.get().await else {
-        for waiter in batch {
-            let _ = waiter.answer.send(Outcome::Alone(waiter.values));
-        }
-        return;
+        return each_alone(batch);
     };
     let values: Vec<Option<String>> = batch
         .iter()
@@ -540,6 +534,14 @@ async fn run_copies(
             )),
         };
         let _ = waiter.answer.send(outcome);
+    }
+}
+
+/// Tells each request of a batch to run alone.
+fn each_alone(batch: Vec<Waiter>) {
+    for waiter in batch {
+        // A request that went away meanwhile has nobody to tell.
+        let _ = waiter.answer.send(Outcome::Alone(waiter.values));
     }
 }
 

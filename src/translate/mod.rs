@@ -11,7 +11,7 @@ mod filter;
 mod mutation;
 mod select;
 
-pub use mutation::{mutation, shared_insert};
+pub use mutation::{mutation, shared_insert, shares_inserts};
 
 use crate::graphql::ir::{Param, QueryPlan, RootField, ValueExpr};
 use crate::metadata::types::QualifiedTable;

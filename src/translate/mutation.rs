@@ -110,15 +110,7 @@ fn gated_insert(state: &mut State, plan: &InsertPlan) -> Statement {
 /// session: the caller gives one statement only requests of one session (see
 /// [`crate::execute::SharedStatement`]).
 pub fn shared_insert(plan: &MutationPlan, copies: usize) -> Option<SqlText> {
-    let [(_, MutationField::Write { action, output })] = plan.fields.as_slice() else {
-        return None;
-    };
-    let MutationAction::Insert(insert) = action else {
-        return None;
-    };
-    if insert.on_conflict.is_some() || !fits_one_statement(insert) || !own_rows(output) {
-        return None;
-    }
+    let (insert, output) = shareable_insert(plan)?;
     let mut state = State::default();
     let mut ctes = Vec::with_capacity(2 * copies);
     let mut rows = Vec::with_capacity(copies);
@@ -159,6 +151,24 @@ pub fn shared_insert(plan: &MutationPlan, copies: usize) -> Option<SqlText> {
         ..SqlSelect::default()
     };
     Some(print(&Statement::With(Box::new(ast::With { ctes, body }))))
+}
+
+/// Whether concurrent requests of the plan can share a statement ([`shared_insert`]).
+pub fn shares_inserts(plan: &MutationPlan) -> bool {
+    shareable_insert(plan).is_some()
+}
+
+/// The plan's one insert and its answer, when [`shared_insert`] can copy them: one root field,
+/// an insert that is one statement, without `ON CONFLICT`.
+fn shareable_insert(plan: &MutationPlan) -> Option<(&InsertPlan, &MutationOutput)> {
+    let [(_, MutationField::Write { action, output })] = plan.fields.as_slice() else {
+        return None;
+    };
+    let MutationAction::Insert(insert) = action else {
+        return None;
+    };
+    (insert.on_conflict.is_none() && fits_one_statement(insert) && own_rows(output))
+        .then_some((insert, output))
 }
 
 /// `(SELECT set_config('basalt.user', $1, true)) IS NOT NULL`: true, and the session set,
