@@ -182,13 +182,13 @@ async fn one(
     if via_get && !is_query(&request) {
         return Done::failed(graphql_body(&GraphqlError::NotAllowedOverGet, expose));
     }
-    tracing::Span::current().record("role", session.role.as_str());
+    crate::telemetry::request::record_role(&session.role);
     let caller = engine::Caller {
         session: &session,
         headers,
     };
     let answer = engine::run(state, caller, request).await;
-    tracing::Span::current().record("operation", answer.kind);
+    crate::telemetry::request::record_operation(answer.kind);
     let (body, gzip) = match answer.body {
         Ok(engine::Body::Gzip(body)) if gzip => (Ok(body), true),
         Ok(body) => (body.json(), false),

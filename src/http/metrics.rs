@@ -1,42 +1,17 @@
-//! `GET /metrics` in the Prometheus text format (written by `prometheus-client`) and the
-//! router layer that records every request ([`track`]). Request counts and latencies are
+//! `GET /metrics` in the Prometheus text format (written by `prometheus-client`); requests
+//! are recorded by the router layer in [`super::observe`]. Request counts and latencies are
 //! recorded as requests are answered ([`crate::metrics::Metrics`]); everything else is read
 //! when scraped from what the process already keeps: the work counters ([`crate::stats`]),
 //! the pool's status, the served snapshot, the live queries and the event workers' counters.
 //! Every metric is listed in `docs/operations.md`.
 
 use crate::live::LiveQueries;
-use crate::metrics::{api_of, Operation, RequestLabels};
 use crate::state::AppState;
 use crate::stats::{Counters, EventCounters};
-use axum::extract::{Request, State};
-use axum::middleware::Next;
-use axum::response::Response;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
-use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
-
-/// Router layer: counts every request by API, operation and status, and times it by API.
-pub async fn track(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let api = api_of(request.uri().path());
-    let started = Instant::now();
-    let response = next.run(request).await;
-    let operation = response
-        .extensions()
-        .get::<Operation>()
-        .map(|o| o.0.clone())
-        .unwrap_or(Cow::Borrowed("none"));
-    let labels = RequestLabels {
-        api,
-        operation,
-        status: response.status().as_u16(),
-    };
-    state.metrics.record(&labels, started.elapsed());
-    response
-}
 
 /// The metrics in the Prometheus text format; `events_pending` is left out when it could
 /// not be read.

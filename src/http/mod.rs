@@ -1,4 +1,4 @@
-//! HTTP: routes, request spans, body limits. Handlers call into `session`, `metadata` and
+//! HTTP: routes, request observation (log line, metrics, span), body limits. Handlers call into `session`, `metadata` and
 //! `catalog`; they never build SQL or edit metadata themselves.
 
 mod console;
@@ -6,12 +6,13 @@ pub mod error;
 mod graphql;
 mod health;
 mod metrics;
+mod observe;
 mod query;
 mod websocket;
 
 use crate::live::LiveQueries;
 use crate::state::AppState;
-use axum::extract::{FromRef, Request};
+use axum::extract::FromRef;
 use axum::routing::{get, post};
 use axum::Router;
 use error::ApiError;
@@ -22,7 +23,6 @@ use tower_http::request_id::{
     MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer,
 };
 use tower_http::timeout::TimeoutLayer;
-use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
 static REQUEST_IDS: AtomicU64 = AtomicU64::new(1);
 
@@ -90,26 +90,14 @@ pub fn router(state: AppState, live: Arc<LiveQueries>) -> Router {
     }
     router
         .fallback(|| async { ApiError::NotFound })
+        .layer(TimeoutLayer::with_status_code(
+            axum::http::StatusCode::REQUEST_TIMEOUT,
+            Duration::from_secs(120),
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            metrics::track,
+            observe::observe,
         ))
-        .layer(TimeoutLayer::with_status_code(axum::http::StatusCode::REQUEST_TIMEOUT, Duration::from_secs(120)))
-        .layer(TraceLayer::new_for_http()
-            .on_response(DefaultOnResponse::new().level(tracing::Level::INFO)).make_span_with(|request: &Request| {
-            let request_id = request
-                .headers()
-                .get("x-request-id")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default();
-            let span = tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id, role = tracing::field::Empty, operation = tracing::field::Empty, "otel.name" = tracing::field::Empty, "otel.kind" = tracing::field::Empty);
-            if crate::telemetry::tracing_enabled() {
-                span.record("otel.name", format!("{} {}", request.method(), request.uri().path()));
-                span.record("otel.kind", "server");
-                crate::telemetry::accept_parent(&span, request.headers());
-            }
-            span
-        }))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(RequestIds))
         .with_state(Routes { state, live })

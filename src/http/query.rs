@@ -30,7 +30,7 @@ pub async fn handle(
 
 async fn run(state: AppState, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
     let session = state.auth.authenticate(&headers, None).await?;
-    tracing::Span::current().record("role", session.role.as_str());
+    crate::telemetry::request::record_role(&session.role);
     let limit = state.config.max_body_bytes;
     let bytes = to_bytes(body, limit)
         .await
@@ -55,7 +55,7 @@ async fn run(state: AppState, headers: HeaderMap, body: Body) -> Result<Response
         .and_then(Value::as_str)
         .unwrap_or("invalid")
         .to_owned();
-    tracing::Span::current().record("operation", operation.as_str());
+    crate::telemetry::request::record_operation(operation.clone());
     let expected = match request.get("resource_version") {
         None | Some(Value::Null) => None,
         Some(v) => Some(v.as_i64().ok_or_else(|| {

@@ -9,6 +9,9 @@
 //! is, and the event's fields are escaped straight into the line. Likewise a field recorded
 //! on a span after its creation (the request's role and operation) is appended to its JSON
 //! object, where `JsonFields` parsed and re-serialized the object each time.
+//!
+//! A line written while an HTTP request is handled names that request as its span: its
+//! fields come from the task-local [`super::request::RequestLog`], not from a `tracing` span.
 
 use std::fmt::{self, Write as _};
 use tracing::field::{Field, Visit};
@@ -47,10 +50,21 @@ where
         event.record(&mut fields);
         line.push_str(",\"target\":");
         string(&mut line, meta.target());
+        let request = super::request::with_current(|request| {
+            line.push_str(",\"span\":{");
+            request.fields(|name, value| {
+                string(&mut line, name);
+                line.push(':');
+                string(&mut line, value);
+                line.push(',');
+            });
+            line.push_str("\"name\":\"request\"}");
+        });
         let span = event
             .parent()
             .and_then(|id| ctx.span(id))
-            .or_else(|| ctx.lookup_current());
+            .or_else(|| ctx.lookup_current())
+            .filter(|_| request.is_none());
         if let Some(span) = span {
             line.push_str(",\"span\":{");
             let extensions = span.extensions();
@@ -218,6 +232,14 @@ impl Visit for Fields<'_> {
 
 /// Appends `text` as a JSON string.
 fn string(line: &mut String, text: &str) {
+    // Most texts (names, paths, ids, messages) need no escape: copied as they are.
+    if !text.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        line.reserve(text.len() + 2);
+        line.push('"');
+        line.push_str(text);
+        line.push('"');
+        return;
+    }
     // Writing JSON into a `String` cannot fail.
     let _ = serde_json::to_writer(Sink(line), text);
 }
@@ -229,7 +251,10 @@ struct Sink<'a>(&'a mut String);
 
 impl std::io::Write for Sink<'_> {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.push_str(&String::from_utf8_lossy(bytes));
+        match std::str::from_utf8(bytes) {
+            Ok(text) => self.0.push_str(text),
+            Err(_) => self.0.push_str(&String::from_utf8_lossy(bytes)),
+        }
         Ok(bytes.len())
     }
 
@@ -357,5 +382,49 @@ mod tests {
         assert_eq!(ours[1]["level"], "WARN");
         assert_eq!(ours[1]["nan"], Value::Null);
         assert_eq!(ours[2]["error"], "boom");
+    }
+
+    #[tokio::test]
+    async fn a_line_logged_while_a_request_is_handled_names_the_request() {
+        use crate::telemetry::request::{record_operation, record_role, RequestLog};
+        let ours = Captured::default();
+        let subscriber = tracing_subscriber::fmt()
+            .fmt_fields(JsonMembers)
+            .event_format(JsonLines)
+            .with_writer({
+                let ours = ours.clone();
+                move || ours.clone()
+            })
+            .finish();
+        let _default = tracing::subscriber::set_default(subscriber);
+        let request = http::Request::post("/v1/query")
+            .header("x-request-id", "id-\"7\"")
+            .body(())
+            .unwrap();
+        RequestLog::of(&request)
+            .scope(async {
+                tracing::info!("before the role");
+                record_role("editor");
+                record_operation("export_metadata");
+                // A span inside the request does not replace the request as the line's span.
+                let inner = tracing::info_span!("inner", kept = 1);
+                tracing::warn!(parent: &inner, status = 500u16, "finished processing request");
+            })
+            .await;
+        tracing::info!("after the request");
+        let lines = without_timestamps(ours.lines());
+        assert_eq!(
+            lines[0]["span"],
+            json!({"method": "POST", "path": "/v1/query", "request_id": "id-\"7\"",
+                   "name": "request"})
+        );
+        assert_eq!(
+            lines[1]["span"],
+            json!({"method": "POST", "path": "/v1/query", "request_id": "id-\"7\"",
+                   "role": "editor", "operation": "export_metadata", "name": "request"})
+        );
+        assert_eq!(lines[1]["status"], 500);
+        assert!(lines[2].get("span").is_none(), "{}", lines[2]);
+        assert_eq!(lines.len(), 3);
     }
 }

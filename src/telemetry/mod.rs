@@ -10,6 +10,7 @@
 
 mod json;
 mod lines;
+pub mod request;
 
 use crate::config::{LogFormat, OtlpConfig, OtlpProtocol};
 use opentelemetry::propagation::TextMapPropagator;
@@ -96,6 +97,9 @@ pub fn init(format: LogFormat, otlp: &OtlpConfig, default_service: &str) -> Tele
         .is_ok();
     if installed && provider.is_some() {
         TRACING.store(true, Ordering::Relaxed);
+    }
+    if installed && (provider.is_some() || matches!(format, LogFormat::Pretty)) {
+        request::want_spans();
     }
     Telemetry {
         provider,

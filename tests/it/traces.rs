@@ -388,6 +388,15 @@ async fn every_request_is_one_json_log_line_with_its_request_span() {
     assert_eq!(line["span"]["role"], "admin");
     assert_eq!(line["span"]["operation"], "query");
     assert_eq!(line["status"], 200);
+    let latency = line["latency"].as_str().unwrap_or_default();
+    let millis = latency.strip_suffix(" ms").unwrap_or_default();
+    assert!(
+        millis
+            .split_once('.')
+            .is_some_and(|(_, micros)| micros.len() == 3)
+            && millis.parse::<f64>().is_ok(),
+        "latency in ms to the µs: {line}"
+    );
     assert!(
         line.get("spans").is_none(),
         "the span is not repeated: {line}"
