@@ -339,8 +339,8 @@ mod tests {
         lines
     }
 
-    #[test]
-    fn lines_equal_those_of_the_stock_json_format() {
+    /// A subscriber writing Basalt's lines, and where they go.
+    fn ours() -> (Captured, impl tracing::Subscriber + Send + Sync) {
         let ours = Captured::default();
         let subscriber = tracing_subscriber::fmt()
             .fmt_fields(JsonMembers)
@@ -350,6 +350,12 @@ mod tests {
                 move || ours.clone()
             })
             .finish();
+        (ours, subscriber)
+    }
+
+    #[test]
+    fn lines_equal_those_of_the_stock_json_format() {
+        let (ours, subscriber) = ours();
         tracing::subscriber::with_default(subscriber, log_some);
 
         let stock = Captured::default();
@@ -387,15 +393,7 @@ mod tests {
     #[tokio::test]
     async fn a_line_logged_while_a_request_is_handled_names_the_request() {
         use crate::telemetry::request::{record_operation, record_role, RequestLog};
-        let ours = Captured::default();
-        let subscriber = tracing_subscriber::fmt()
-            .fmt_fields(JsonMembers)
-            .event_format(JsonLines)
-            .with_writer({
-                let ours = ours.clone();
-                move || ours.clone()
-            })
-            .finish();
+        let (ours, subscriber) = ours();
         let _default = tracing::subscriber::set_default(subscriber);
         let request = http::Request::post("/v1/query")
             .header("x-request-id", "id-\"7\"")
