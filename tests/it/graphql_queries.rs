@@ -330,8 +330,16 @@ async fn variables_fragments_and_directives() {
         json!({"data": {"articleById": {"title": "Poems", "author": {"name": "Ann"}}, "articles": [{"id": 2, "title": "Poems", "viewCount": 10}]}})
     );
     // Operation selection and defaults.
-    let r = s.graphql_as(json!({"query": "query A { articleById(id: 1) { id } } query B($n: Int = 2) { articles(limit: $n, order_by: {id: desc}) { id } }", "operationName": "B"}), &[]).await;
+    let defaulted = json!({"query": "query A { articleById(id: 1) { id } } query B($n: Int = 2) { articles(limit: $n, order_by: {id: desc}) { id } }", "operationName": "B"});
+    let r = s.graphql_as(defaulted.clone(), &[]).await;
     assert_eq!(r, json!({"data": {"articles": [{"id": 5}, {"id": 4}]}}));
+    // Again, from the cached plan: the default still applies, and a given value replaces it.
+    let r = s.graphql_as(defaulted.clone(), &[]).await;
+    assert_eq!(r, json!({"data": {"articles": [{"id": 5}, {"id": 4}]}}));
+    let mut given = defaulted;
+    given["variables"] = json!({"n": 1});
+    let r = s.graphql_as(given, &[]).await;
+    assert_eq!(r, json!({"data": {"articles": [{"id": 5}]}}));
     let r = s
         .graphql_as(
             json!({"query": "query A { __typename } query B { __typename }"}),
@@ -431,6 +439,25 @@ async fn validation_errors() {
             &[],
         )
         .await;
+    assert_eq!(
+        r["errors"][0]["message"],
+        "expecting a value for non-nullable variable: \"id\""
+    );
+    // Once the document's plan is cached, each request's values are still checked.
+    let by_id = "query($id: Int!) { articleById(id: $id) { id } }";
+    let r = s
+        .graphql_as(json!({"query": by_id, "variables": {"id": 1}}), &[])
+        .await;
+    assert_eq!(r["data"]["articleById"]["id"], 1, "{r}");
+    let r = s
+        .graphql_as(json!({"query": by_id, "variables": {"id": "one"}}), &[])
+        .await;
+    assert_eq!(
+        r["errors"][0]["extensions"],
+        json!({"path": "$.variableValues.id", "code": "validation-failed"}),
+        "{r}"
+    );
+    let r = s.graphql_as(json!({"query": by_id}), &[]).await;
     assert_eq!(
         r["errors"][0]["message"],
         "expecting a value for non-nullable variable: \"id\""

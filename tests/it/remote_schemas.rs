@@ -290,6 +290,27 @@ async fn blog_with_geo() -> (TestServer, Geo) {
 }
 
 #[tokio::test]
+async fn a_variable_default_is_declared_in_the_document_sent_to_the_remote() {
+    let (s, geo) = blog_with_geo().await;
+    let query = r#"query Defaulted($code: ID = "JP") { country(code: $code) { name } }"#;
+    let r = s.graphql_as(json!({"query": query}), &[]).await;
+    assert_eq!(r, json!({"data": {"country": {"name": "Japan"}}}));
+    let r = s
+        .graphql_as(json!({"query": query, "variables": {"code": "FR"}}), &[])
+        .await;
+    assert_eq!(r, json!({"data": {"country": {"name": "France"}}}));
+    let calls = geo.calls();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    for (_, body) in &calls {
+        let document = body["query"].as_str().unwrap_or_default();
+        assert!(
+            document.starts_with(r#"query Defaulted($code: ID = "JP") {"#),
+            "{document}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn a_mixed_query_runs_the_database_part_and_one_call_per_remote_merged_in_order() {
     let (s, geo) = blog_with_geo().await;
     let query = r#"

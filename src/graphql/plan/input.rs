@@ -102,20 +102,32 @@ fn variable_fits(given: &TypeRef, expected: &TypeRef, has_default: bool) -> bool
     }
 }
 
+/// What [`Planner::coerce_variables`] keeps of the variables it checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Keep {
+    /// Their types and values, for planning.
+    Values,
+    /// Nothing: a cached plan only needs the request's values checked.
+    Nothing,
+}
+
 impl Planner<'_> {
+    /// Checks the request's variables against the operation's definitions (a missing one
+    /// takes its default), keeping them for planning as `keep` says.
     pub(super) fn coerce_variables(
         &mut self,
         operation: &OperationDefinition,
         given: &Map<String, Value>,
+        keep: Keep,
     ) -> Result<()> {
         for def in &operation.variable_definitions {
             let def = &def.node;
-            let name = def.name.node.to_string();
+            let name = def.name.node.as_str();
             let ty = to_type_ref(&def.var_type.node);
-            let base = ty.base().to_owned();
-            let input_type = BUILTIN_SCALARS.contains(&base.as_str())
+            let base = ty.base();
+            let input_type = BUILTIN_SCALARS.contains(&base)
                 || matches!(
-                    self.types.get(&base),
+                    self.types.get(base),
                     Some(TypeDef::Scalar { .. } | TypeDef::Enum { .. } | TypeDef::Input { .. })
                 );
             if !input_type {
@@ -124,12 +136,12 @@ impl Planner<'_> {
                     format!("variable \"{name}\" has unknown or non-input type \"{ty}\""),
                 ));
             }
-            let value = match given.get(&name) {
-                Some(v) => v.clone(),
-                None => match &def.default_value {
+            let value = match given.get(name) {
+                Some(v) => std::borrow::Cow::Borrowed(v),
+                None => std::borrow::Cow::Owned(match &def.default_value {
                     Some(d) => d.node.clone().into_json().unwrap_or(Value::Null),
                     None => Value::Null,
-                },
+                }),
             };
             if value.is_null() && ty.is_non_null() {
                 return Err(PlanError::validation(
@@ -138,11 +150,24 @@ impl Planner<'_> {
                 ));
             }
             self.coerce_json(&value, &ty, &format!("$.variableValues.{name}"))?;
-            self.var_types
-                .insert(name.clone(), (ty, def.default_value.is_some()));
-            self.variables.insert(name, value);
+            if keep == Keep::Values {
+                self.var_types
+                    .insert(name.to_owned(), (ty, def.default_value.is_some()));
+                self.variables.insert(name.to_owned(), value.into_owned());
+            }
         }
         Ok(())
+    }
+
+    /// The default value the operation declares for variable `name`, as written.
+    pub(super) fn variable_default(&self, name: &str) -> Option<GqlValue> {
+        let operation = self.operation?;
+        operation
+            .variable_definitions
+            .iter()
+            .find(|d| d.node.name.node.as_str() == name)
+            .and_then(|d| d.node.default_value.as_ref())
+            .map(|v| v.node.clone().into_value())
     }
 
     pub(super) fn variable(&self, name: &str, path: &str) -> Result<&Value> {

@@ -20,6 +20,7 @@ mod select;
 
 pub use document::{prepare, Prepared};
 pub use input::Input;
+use input::Keep;
 pub use remote::RemotePart;
 pub use select::json_path;
 
@@ -28,7 +29,9 @@ use super::model::{RoleModel, RoleTable};
 use super::types::{TypeRef, TypeSystem};
 use crate::metadata::types::QualifiedTable;
 use crate::schema::Resolved;
-use async_graphql_parser::types::{ExecutableDocument, Field as AstField, OperationType};
+use async_graphql_parser::types::{
+    ExecutableDocument, Field as AstField, OperationDefinition, OperationType,
+};
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
 
@@ -143,7 +146,7 @@ pub fn plan(
         OperationType::Subscription => {}
     }
     let mut planner = Planner::new(model, types, resolved, prepared, limits);
-    planner.coerce_variables(operation, variables)?;
+    planner.coerce_variables(operation, variables, Keep::Values)?;
     match operation.ty {
         OperationType::Mutation => planner.mutation_root(&operation.selection_set.node),
         OperationType::Subscription => planner.root(&operation.selection_set.node, true),
@@ -169,7 +172,11 @@ pub fn check_variables(
         max_depth: usize::MAX,
         max_root_fields: usize::MAX,
     };
-    Planner::new(model, types, resolved, prepared, limits).coerce_variables(operation, variables)
+    Planner::new(model, types, resolved, prepared, limits).coerce_variables(
+        operation,
+        variables,
+        Keep::Nothing,
+    )
 }
 
 pub(super) struct Planner<'a> {
@@ -186,9 +193,9 @@ pub(super) struct Planner<'a> {
     /// Remote root fields so far, by remote schema.
     pub(super) remote_drafts: IndexMap<String, remote::Draft>,
     /// The operation's name, kept in documents sent to remote schemas.
-    pub(super) operation_name: Option<String>,
-    /// Default values of the operation's variables, as written.
-    pub(super) variable_defaults: std::collections::HashMap<String, async_graphql_value::Value>,
+    pub(super) operation_name: Option<&'a str>,
+    /// The operation planned (its variables' definitions and defaults).
+    pub(super) operation: Option<&'a OperationDefinition>,
 }
 
 /// Fields grouped by response key, in document order.
@@ -213,20 +220,8 @@ impl<'a> Planner<'a> {
             limits,
             collected: 0,
             remote_drafts: IndexMap::new(),
-            operation_name: prepared.chosen_name().map(str::to_owned),
-            variable_defaults: prepared
-                .operation()
-                .map(|op| {
-                    op.variable_definitions
-                        .iter()
-                        .filter_map(|d| {
-                            d.node.default_value.as_ref().map(|v| {
-                                (d.node.name.node.to_string(), v.node.clone().into_value())
-                            })
-                        })
-                        .collect()
-                })
-                .unwrap_or_default(),
+            operation_name: prepared.chosen_name(),
+            operation: prepared.operation(),
         }
     }
 

@@ -245,7 +245,7 @@ impl<'a> Planner<'a> {
             OperationType::Mutation => "mutation",
             _ => "query",
         };
-        let operation = self.operation_name.clone();
+        let operation = self.operation_name.map(str::to_owned);
         let drafts = std::mem::take(&mut self.remote_drafts);
         let mut parts = Vec::with_capacity(drafts.len());
         for (remote, draft) in drafts {
@@ -255,9 +255,9 @@ impl<'a> Planner<'a> {
                     PlanError::validation("$", format!("unbound variable \"{name}\""))
                 })?;
                 let mut declaration = format!("${name}: {ty}");
-                if let Some(default) = self.variable_defaults.get(name) {
+                if let Some(default) = self.variable_default(name) {
                     declaration.push_str(" = ");
-                    print_value(default, &mut declaration, &mut BTreeSet::new())?;
+                    print_value(&default, &mut declaration, &mut BTreeSet::new())?;
                 }
                 declared.push(declaration);
             }
