@@ -42,7 +42,8 @@ impl MakeRequestId for RequestIds {
             .map(|d| d.as_nanos())
             .unwrap_or(0);
         let id = format!("{:016x}-{process:08x}-{n:08x}", nanos as u64);
-        axum::http::HeaderValue::from_str(&id)
+        // The string's bytes become the header's (no copy); hex and dashes are valid.
+        axum::http::HeaderValue::from_maybe_shared(bytes::Bytes::from(id))
             .ok()
             .map(RequestId::new)
     }

@@ -40,7 +40,8 @@ where
     ) -> fmt::Result {
         let normalized = event.normalized_metadata();
         let meta = normalized.as_ref().unwrap_or_else(|| event.metadata());
-        let mut line = String::with_capacity(256);
+        // A request's line is about 350 bytes.
+        let mut line = String::with_capacity(512);
         line.push_str("{\"timestamp\":\"");
         SystemTime.format_time(&mut Writer::new(&mut line))?;
         line.push_str("\",\"level\":\"");
@@ -180,7 +181,22 @@ impl Fields<'_> {
 impl Visit for Fields<'_> {
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
         if self.key(field) {
-            string(self.line, &format!("{value:?}"));
+            // The text is escaped from a buffer each thread reuses (the message of every
+            // line comes this way), not from a new string per field.
+            thread_local!(static TEXT: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) });
+            let line = &mut *self.line;
+            TEXT.with(|text| match text.try_borrow_mut() {
+                Ok(mut text) => {
+                    text.clear();
+                    let _ = write!(text, "{value:?}");
+                    string(line, &text);
+                    if text.capacity() > 4096 {
+                        *text = String::new();
+                    }
+                }
+                // Re-entered (a `Debug` impl that logs): a string of its own.
+                Err(_) => string(line, &format!("{value:?}")),
+            });
         }
     }
 
