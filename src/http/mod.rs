@@ -1,5 +1,5 @@
-//! HTTP: routes, request observation (log line, metrics, span), body limits. Handlers call into `session`, `metadata` and
-//! `catalog`; they never build SQL or edit metadata themselves.
+//! HTTP: routes, request observation (log line, metrics, span), body limits. Handlers call
+//! into `session`, `metadata` and `catalog`; they never build SQL or edit metadata themselves.
 
 mod console;
 pub mod error;

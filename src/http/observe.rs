@@ -29,15 +29,16 @@ pub async fn observe(State(state): State<AppState>, request: Request, next: Next
     let answered = async move {
         tracing::debug!("started processing request");
         let response = next.run(request).await;
-        let latency = Millis(started.elapsed());
+        let elapsed = started.elapsed();
+        let latency = Millis(elapsed);
         let status = response.status().as_u16();
         tracing::info!(%latency, status, "finished processing request");
         if response.status().is_server_error() {
             tracing::error!(%latency, status, "response failed");
         }
-        response
+        (response, elapsed)
     };
-    let response = log.scope(answered.instrument(span)).await;
+    let (response, elapsed) = log.scope(answered.instrument(span)).await;
     let operation = response
         .extensions()
         .get::<Operation>()
@@ -48,7 +49,7 @@ pub async fn observe(State(state): State<AppState>, request: Request, next: Next
         operation,
         status: response.status().as_u16(),
     };
-    state.metrics.record(&labels, started.elapsed());
+    state.metrics.record(&labels, elapsed);
     response
 }
 

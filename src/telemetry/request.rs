@@ -4,11 +4,11 @@
 //! Every request writes one log line, and each line written while a request is handled names
 //! the request (`"span":{"method","path","request_id","role","operation","name":"request"}`).
 //! A `tracing` span per request carried those fields before. But that span cost a tenth to a
-//! sixth of the engine's CPU on a cheap query (by_pk under load: 44–57 → 38–41 µs per
+//! sixth of the engine's CPU on a cheap query (by_pk under load: 47–57 → 39–41 µs per
 //! request): a slot in the span registry, its fields formatted as JSON text at creation and
 //! again for each recorded field, and entering and leaving the span at every poll of the
-//! request's future. A task-local value costs a pointer swap per
-//! poll, and the line's formatter ([`super::json`]) reads its fields directly.
+//! request's future. A task-local value costs a pointer swap per poll, and the line's
+//! formatter ([`super::json`]) reads its fields directly.
 //!
 //! A real span is still made when something reads spans: exported traces (the request's
 //! server span, the parent of the spans under it) and the pretty log format, which prints
@@ -82,7 +82,11 @@ impl RequestLog {
                 .and_then(|id| id.to_str().ok())
                 .unwrap_or_default(),
         );
-        let recorded = self.recorded.borrow();
+        // Never borrowed mutably while a line is written; if it were, the line would only
+        // lack the two fields rather than the formatter panic.
+        let Ok(recorded) = self.recorded.try_borrow() else {
+            return;
+        };
         if let Some(role) = &recorded.role {
             write("role", role);
         }
@@ -99,7 +103,11 @@ pub(super) fn with_current<R>(f: impl FnOnce(&RequestLog) -> R) -> Option<R> {
 
 /// Records the request's role (and on its span, when it has one).
 pub fn record_role(role: &str) {
-    let _ = CURRENT.try_with(|log| log.recorded.borrow_mut().role = Some(role.to_owned()));
+    let _ = CURRENT.try_with(|log| {
+        if let Ok(mut recorded) = log.recorded.try_borrow_mut() {
+            recorded.role = Some(role.to_owned());
+        }
+    });
     if request_spans() {
         tracing::Span::current().record("role", role);
     }
@@ -111,7 +119,11 @@ pub fn record_operation(operation: impl Into<Cow<'static, str>>) {
     if request_spans() {
         tracing::Span::current().record("operation", &*operation);
     }
-    let _ = CURRENT.try_with(|log| log.recorded.borrow_mut().operation = Some(operation));
+    let _ = CURRENT.try_with(|log| {
+        if let Ok(mut recorded) = log.recorded.try_borrow_mut() {
+            recorded.operation = Some(operation);
+        }
+    });
 }
 
 #[cfg(test)]
