@@ -82,22 +82,42 @@ impl<'a, 't> Connection<'a, deadpool_postgres::Transaction<'t>> {
     }
 }
 
+/// Parameter types of statements with up to this many parameters come from [`TEXT_TYPES`]
+/// rather than a fresh vector.
+const TEXT_TYPES_LEN: usize = 32;
+
+/// `text`, once per parameter (every parameter is sent as text and cast in SQL).
+const TEXT_TYPES: [Type; TEXT_TYPES_LEN] = [Type::TEXT; TEXT_TYPES_LEN];
+
 /// Prepares `sql` (every parameter `text`) through the connection's statement cache, keeping
 /// the cache bounded; counts new preparations.
+///
+/// A statement the cache holds is answered on the first poll (a hash lookup under a read
+/// lock); one it does not hold waits for Postgres's reply to `PREPARE`. So a first poll that
+/// is not ready marks a preparation (a task that waits on another's preparation of the same
+/// statement counts as one too), and only then is the cache's size read: its `size()` walks
+/// every entry, which on every request would cost in proportion to the cache.
 async fn prepare<C: deadpool_postgres::GenericClient>(
     conn: Connection<'_, C>,
     sql: &str,
     params: usize,
 ) -> Result<tokio_postgres::Statement, ExecuteError> {
-    let cache = conn.cache;
-    if cache.size() >= STATEMENT_CACHE_SIZE {
-        cache.clear();
+    let many;
+    let types: &[Type] = match TEXT_TYPES.get(..params) {
+        Some(types) => types,
+        None => {
+            many = vec![Type::TEXT; params];
+            &many
+        }
+    };
+    let mut preparing = std::pin::pin!(conn.client.prepare_typed_cached(sql, types));
+    if let std::task::Poll::Ready(cached) = futures_util::poll!(preparing.as_mut()) {
+        return Ok(cached?);
     }
-    let cached = cache.size();
-    let types = vec![Type::TEXT; params];
-    let statement = conn.client.prepare_typed_cached(sql, &types).await?;
-    if cache.size() > cached {
-        crate::stats::Counters::bump(&conn.counters.statements_prepared);
+    let statement = preparing.await?;
+    crate::stats::Counters::bump(&conn.counters.statements_prepared);
+    if conn.cache.size() > STATEMENT_CACHE_SIZE {
+        conn.cache.clear();
     }
     Ok(statement)
 }
