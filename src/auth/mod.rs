@@ -220,6 +220,12 @@ impl Authenticator {
         matches!(self.mode, Mode::Open)
     }
 
+    /// Whether resolving a caller may read the GraphQL request itself (an auth webhook in
+    /// POST mode sends it along); every other mode reads headers only.
+    pub fn reads_request(&self) -> bool {
+        matches!(&self.mode, Mode::Webhook(hook) if hook.sends_request())
+    }
+
     /// Resolves the caller. `request` is the GraphQL request (for POST webhooks).
     pub async fn authenticate(
         &self,

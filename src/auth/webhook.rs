@@ -64,6 +64,11 @@ impl Webhook {
         out
     }
 
+    /// Whether the hook is sent the GraphQL request (POST mode).
+    pub fn sends_request(&self) -> bool {
+        self.mode == HookMode::Post
+    }
+
     /// The session variables (lower-case keys, including `x-svc-role`) the hook grants.
     pub async fn session(
         &self,

@@ -754,7 +754,7 @@ impl Mutation<'_> {
                 if i > 0 {
                     body.push(b',');
                 }
-                body.extend_from_slice(Value::String(key.clone()).to_string().as_bytes());
+                json_string(&mut body, key);
                 body.push(b':');
                 let write = match field {
                     FieldProgram::Constant(v) => {
@@ -829,14 +829,19 @@ async fn one_statement(
         field: (!error.is_request_level()).then(|| key.to_owned()),
         error: Box::new(error),
     })?;
-    let key = Value::String(key.to_owned()).to_string();
-    let mut body = Vec::with_capacity(answer.len() + key.len() + 12);
+    let mut body = Vec::with_capacity(answer.len() + key.len() + 16);
     body.extend_from_slice(b"{\"data\":{");
-    body.extend_from_slice(key.as_bytes());
+    json_string(&mut body, key);
     body.push(b':');
     body.extend_from_slice(&answer);
     body.extend_from_slice(b"}}");
     Ok(Bytes::from(body))
+}
+
+/// Appends `text` as a JSON string.
+fn json_string(out: &mut Vec<u8>, text: &str) {
+    // Writing into a vector cannot fail, and a `str` always serializes.
+    let _ = serde_json::to_writer(out, text);
 }
 
 /// The action a synchronous mutation action field at `key` calls.

@@ -2,8 +2,10 @@
 //! [`super::websocket`]). Every outcome is HTTP 200 except an oversized body (413).
 
 use super::error::{graphql_body, ApiError};
+use crate::auth::AuthError;
 use crate::engine::{self, GraphqlError, GraphqlRequest};
 use crate::live::LiveQueries;
+use crate::session::Session;
 use crate::state::AppState;
 use axum::body::{to_bytes, Body};
 use axum::extract::{FromRequestParts, Query, Request, State};
@@ -26,15 +28,35 @@ pub async fn post(
     let bytes = to_bytes(body, limit)
         .await
         .map_err(|_| ApiError::PayloadTooLarge(limit))?;
+    let gzip = accepts_gzip(&headers);
+    if let Some(request) = direct(&state, &bytes) {
+        let session = state.auth.authenticate(&headers, None).await;
+        return Ok(respond(
+            &headers,
+            parsed(&state, &headers, session, Ok(request), false, gzip).await,
+        ));
+    }
     let done = match serde_json::from_slice::<Value>(&bytes) {
         Err(e) => Done::failed(graphql_body(
             &GraphqlError::InvalidJson(e.to_string()),
             false,
         )),
         Ok(Value::Array(items)) => batch(&state, &headers, items).await,
-        Ok(single) => one(&state, &headers, single, false, accepts_gzip(&headers)).await,
+        Ok(single) => one(&state, &headers, single, false, gzip).await,
     };
     Ok(respond(&headers, done))
+}
+
+/// A single request's body read straight into its fields, when nothing needs it as a JSON
+/// value first (an auth webhook in POST mode is sent the request as it came). `None` sends
+/// the body the general way, which also decides how a body that is not a well-formed
+/// request fails (and whether authentication fails first): this path changes no outcome.
+fn direct(state: &AppState, bytes: &[u8]) -> Option<GraphqlRequest> {
+    // A struct also deserializes from a JSON array: only an object is read this way.
+    if bytes.trim_ascii_start().first() != Some(&b'{') || state.auth.reads_request() {
+        return None;
+    }
+    serde_json::from_slice(bytes).ok()
 }
 
 /// Whether the client takes a gzip-encoded response: `Accept-Encoding` names `gzip` (or,
@@ -158,8 +180,8 @@ async fn batch(state: &AppState, headers: &HeaderMap, items: Vec<Value>) -> Done
     }
 }
 
-/// One request: its body, and its operation's kind for the metrics. A body the engine holds
-/// gzip-encoded is sent so when `gzip` (the client takes it), decoded otherwise.
+/// One request, given as a JSON value: authenticated (an auth webhook may read the value),
+/// then read as a request and run (see [`parsed`]).
 async fn one(
     state: &AppState,
     headers: &HeaderMap,
@@ -167,12 +189,29 @@ async fn one(
     via_get: bool,
     gzip: bool,
 ) -> Done {
-    let session = match state.auth.authenticate(headers, Some(&value)).await {
+    let session = state.auth.authenticate(headers, Some(&value)).await;
+    let request = serde_json::from_value(value);
+    parsed(state, headers, session, request, via_get, gzip).await
+}
+
+/// One request whose caller is resolved and whose body is read: its body, and its
+/// operation's kind for the metrics. An authentication failure answers before a body that is
+/// not a request. A body the engine holds gzip-encoded is sent so when `gzip` (the client
+/// takes it), decoded otherwise.
+async fn parsed(
+    state: &AppState,
+    headers: &HeaderMap,
+    session: Result<Session, AuthError>,
+    request: Result<GraphqlRequest, serde_json::Error>,
+    via_get: bool,
+    gzip: bool,
+) -> Done {
+    let session = match session {
         Ok(s) => s,
         Err(e) => return Done::failed(graphql_body(&GraphqlError::Auth(e), false)),
     };
     let expose = session.is_admin() || state.config.dev_mode;
-    let request: GraphqlRequest = match serde_json::from_value(value) {
+    let request = match request {
         Ok(r) => r,
         Err(e) => {
             let err = GraphqlError::InvalidRequest(e.to_string());

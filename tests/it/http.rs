@@ -412,3 +412,58 @@ async fn metrics_are_prometheus_text_and_move() {
         .await
         .contains_key("basalt_catalog_version{}"));
 }
+
+/// A single GraphQL body is read straight into a request when authentication does not need
+/// it as a JSON value; the outcomes are those of the general path, whichever path answers.
+#[tokio::test]
+async fn graphql_bodies_answer_alike_on_either_path() {
+    let db = fresh_database().await;
+    let s = TestServer::on(&db, |c| c.admin_secret = Some("s3cret".to_owned())).await;
+    let url = format!("{}/v1/graphql", s.base);
+    let post = |body: &'static str, admin: bool| {
+        let mut request = s
+            .http
+            .post(&url)
+            .header("Content-Type", "application/json")
+            .body(body);
+        if admin {
+            request = request.header("X-Svc-Admin-Secret", "s3cret");
+        }
+        async move {
+            let r = request.send().await.unwrap();
+            assert_eq!(r.status(), 200);
+            r.json::<serde_json::Value>().await.unwrap()
+        }
+    };
+    let code = |v: &serde_json::Value| v["errors"][0]["extensions"]["code"].clone();
+    // Authentication answers first, for a request and for a body that is not one.
+    for body in [r#"{"query": "{ __typename }"}"#, r#"{"nope": 1}"#, "5"] {
+        let v = post(body, false).await;
+        assert_eq!(code(&v), "access-denied", "{body}: {v}");
+    }
+    // Leading white space, unknown members and a null `variables` are a request.
+    let v = post(
+        " \n {\"query\": \"{ __typename }\", \"variables\": null, \"extensions\": {}}",
+        true,
+    )
+    .await;
+    assert_eq!(v, json!({"data": {"__typename": "query_root"}}));
+    // A repeated member: the last one counts, as in the general reading.
+    let v = post(r#"{"query": "{ nope }", "query": "{ __typename }"}"#, true).await;
+    assert_eq!(v, json!({"data": {"__typename": "query_root"}}));
+    // Not a request, not JSON, not an object: `parse-failed`, with serde's reason.
+    for (body, reason) in [
+        (r#"{"query": 5}"#, "invalid type: integer `5`"),
+        (r#"{"variables": {}}"#, "missing field `query`"),
+        (r#""{ __typename }""#, "invalid type: string"),
+        (r#"{"query": "#, "EOF while parsing"),
+    ] {
+        let v = post(body, true).await;
+        assert_eq!(code(&v), "parse-failed", "{body}: {v}");
+        let message = v["errors"][0]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(reason), "{body}: {message}");
+    }
+    // An array is a batch.
+    let v = post(r#"[{"query": "{ __typename }"}]"#, true).await;
+    assert_eq!(v, json!([{"data": {"__typename": "query_root"}}]));
+}
