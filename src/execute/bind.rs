@@ -47,34 +47,59 @@ fn text_of(value: &Value, encoding: Encoding) -> Option<String> {
 /// A JSON array as a Postgres array literal: elements double-quoted with `"` and `\` escaped,
 /// `NULL` for null, nested arrays as nested braces.
 fn pg_array(items: &[Value]) -> String {
-    let parts: Vec<String> = items
-        .iter()
-        .map(|v| match v {
-            Value::Null => "NULL".to_owned(),
-            Value::Array(inner) => pg_array(inner),
-            Value::String(s) => array_element(s),
-            other => array_element(&other.to_string()),
-        })
-        .collect();
-    format!("{{{}}}", parts.join(","))
+    let mut out = String::new();
+    push_pg_array(&mut out, items);
+    out
+}
+
+/// Appends [`pg_array`]'s literal of `items` to `out`.
+fn push_pg_array(out: &mut String, items: &[Value]) {
+    out.push('{');
+    for (i, v) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        match v {
+            Value::Null => out.push_str("NULL"),
+            Value::Array(inner) => push_pg_array(out, inner),
+            Value::String(s) => push_array_element(out, s),
+            other => push_array_element(out, &other.to_string()),
+        }
+    }
+    out.push('}');
 }
 
 /// Text values as a Postgres `text[]` literal: every element double-quoted (`"` and `\`
 /// escaped), `NULL` for a missing value. Cast in SQL like any text parameter.
 pub fn text_array(values: &[Option<String>]) -> String {
-    let parts: Vec<String> = values
-        .iter()
-        .map(|v| match v {
-            None => "NULL".to_owned(),
-            Some(s) => array_element(s),
-        })
-        .collect();
-    format!("{{{}}}", parts.join(","))
+    let mut out =
+        String::with_capacity(2 + values.iter().flatten().map(|s| s.len() + 3).sum::<usize>());
+    out.push('{');
+    for (i, v) in values.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        match v {
+            None => out.push_str("NULL"),
+            Some(s) => push_array_element(&mut out, s),
+        }
+    }
+    out.push('}');
+    out
 }
 
-/// One element of an array literal: double-quoted, with `"` and `\` escaped.
-fn array_element(s: &str) -> String {
-    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+/// Appends one element of an array literal: double-quoted, with `"` and `\` escaped.
+fn push_array_element(out: &mut String, s: &str) {
+    out.push('"');
+    let mut rest = s;
+    while let Some(at) = rest.find(['"', '\\']) {
+        out.push_str(&rest[..at]);
+        out.push('\\');
+        out.push_str(&rest[at..=at]);
+        rest = &rest[at + 1..];
+    }
+    out.push_str(rest);
+    out.push('"');
 }
 
 /// Resolves a parameter's source to a JSON value.
@@ -248,5 +273,24 @@ mod tests {
             None,
         );
         assert!(matches!(outside, Err(ExecuteError::Unexpected(_))));
+    }
+
+    #[test]
+    fn array_literals_quote_every_element_and_nest() {
+        assert_eq!(
+            text_array(&[
+                Some("a".into()),
+                None,
+                Some("x\"y\\z\"".into()),
+                Some(String::new()),
+                Some("é, {b}".into()),
+            ]),
+            r#"{"a",NULL,"x\"y\\z\"","","é, {b}"}"#
+        );
+        assert_eq!(text_array(&[]), "{}");
+        assert_eq!(
+            pg_array(&[json!([1, 2]), json!([null, "\\"]), json!([])]),
+            r#"{{"1","2"},{NULL,"\\"},{}}"#
+        );
     }
 }
