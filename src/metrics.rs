@@ -33,11 +33,6 @@ pub struct ApiLabels {
     pub api: &'static str,
 }
 
-/// What a handler says about the request it answered, for the request metrics: put into the
-/// response's extensions.
-#[derive(Debug, Clone)]
-pub struct Operation(pub Cow<'static, str>);
-
 /// The metrics recorded as requests happen.
 #[derive(Debug, Clone)]
 pub struct Metrics {

@@ -19,11 +19,10 @@ use std::sync::Arc;
 const GRAPHQL_RESPONSE: &str = "application/graphql-response+json";
 
 /// `POST /v1/graphql`.
-pub async fn post(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Body,
-) -> Result<Response, ApiError> {
+pub async fn post(State(state): State<AppState>, request: Request) -> Result<Response, ApiError> {
+    // The request's own headers (the `HeaderMap` extractor would clone them).
+    let (parts, body) = request.into_parts();
+    let headers = parts.headers;
     let limit = state.config.max_body_bytes;
     let bytes = to_bytes(body, limit)
         .await
@@ -227,7 +226,6 @@ async fn parsed(
         headers,
     };
     let answer = engine::run(state, caller, request).await;
-    crate::telemetry::request::record_operation(answer.kind);
     let (body, gzip) = match answer.body {
         Ok(engine::Body::Gzip(body)) if gzip => (Ok(body), true),
         Ok(body) => (body.json(), false),
@@ -284,9 +282,7 @@ fn respond(headers: &HeaderMap, done: Done) -> Response {
     for cookie in cookies {
         response.headers_mut().append(header::SET_COOKIE, cookie);
     }
-    response
-        .extensions_mut()
-        .insert(crate::metrics::Operation(kind.into()));
+    crate::telemetry::request::record_operation(kind);
     response
 }
 

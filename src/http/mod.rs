@@ -16,6 +16,7 @@ use axum::extract::FromRef;
 use axum::routing::{get, post};
 use axum::Router;
 use error::ApiError;
+use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,9 +42,13 @@ impl MakeRequestId for RequestIds {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
             .unwrap_or(0);
-        let id = format!("{:016x}-{process:08x}-{n:08x}", nanos as u64);
-        // The string's bytes become the header's (no copy); hex and dashes are valid.
-        axum::http::HeaderValue::from_maybe_shared(bytes::Bytes::from(id))
+        // Formatted on the stack, then copied once into the header's bytes (`format!` would
+        // grow a string as it goes). 16 + 1 + 8 + 1 + 16 digits at most.
+        let mut text = [0u8; 48];
+        let mut rest = &mut text[..];
+        write!(rest, "{:016x}-{process:08x}-{n:08x}", nanos as u64).ok()?;
+        let written = 48 - rest.len();
+        axum::http::HeaderValue::from_bytes(&text[..written])
             .ok()
             .map(RequestId::new)
     }

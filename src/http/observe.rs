@@ -5,7 +5,7 @@
 //! One layer does all three so a request is timed once. The request's fields live in a
 //! task-local value rather than a span: see [`crate::telemetry::request`] for why.
 
-use crate::metrics::{api_of, Operation, RequestLabels};
+use crate::metrics::{api_of, RequestLabels};
 use crate::state::AppState;
 use crate::telemetry::request::{request_spans, RequestLog};
 use axum::extract::{Request, State};
@@ -38,11 +38,9 @@ pub async fn observe(State(state): State<AppState>, request: Request, next: Next
         }
         (response, elapsed)
     };
-    let (response, elapsed) = log.scope(answered.instrument(span)).await;
-    let operation = response
-        .extensions()
-        .get::<Operation>()
-        .map(|o| o.0.clone())
+    let ((response, elapsed), log) = log.scope(answered.instrument(span)).await;
+    let operation = log
+        .and_then(|log| log.operation())
         .unwrap_or(Cow::Borrowed("none"));
     let labels = RequestLabels {
         api,

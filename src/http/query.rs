@@ -55,7 +55,7 @@ async fn run(state: AppState, headers: HeaderMap, body: Body) -> Result<Response
         .and_then(Value::as_str)
         .unwrap_or("invalid")
         .to_owned();
-    crate::telemetry::request::record_operation(operation.clone());
+    crate::telemetry::request::record_operation(operation);
     let expected = match request.get("resource_version") {
         None | Some(Value::Null) => None,
         Some(v) => Some(v.as_i64().ok_or_else(|| {
@@ -96,11 +96,7 @@ async fn run(state: AppState, headers: HeaderMap, body: Body) -> Result<Response
     if dry_run {
         // Runs and rolls back: nothing stored, nothing installed, no NOTIFY.
         let answer = catalog::dry_run(&mut client, &op, expected, writer).await?;
-        let mut response = Json(answer).into_response();
-        response
-            .extensions_mut()
-            .insert(crate::metrics::Operation(operation.into()));
-        return Ok(response);
+        return Ok(Json(answer).into_response());
     }
     let introspections = prometheus_client::metrics::counter::Counter::<u64>::default();
     let executed = crate::introspect::counting(
@@ -120,9 +116,6 @@ async fn run(state: AppState, headers: HeaderMap, body: Body) -> Result<Response
         writing.install(executed.snapshot, notification);
     }
     let mut response = Json(executed.response).into_response();
-    response
-        .extensions_mut()
-        .insert(crate::metrics::Operation(operation.into()));
     if let Ok(value) = HeaderValue::from_str(&version.to_string()) {
         response
             .headers_mut()

@@ -64,9 +64,21 @@ impl RequestLog {
         }
     }
 
-    /// Runs `future` as this request: lines logged while it runs name the request.
-    pub fn scope<F: Future>(self, future: F) -> impl Future<Output = F::Output> {
-        CURRENT.scope(self, future)
+    /// Runs `future` as this request: lines logged while it runs name the request. Gives
+    /// the request back, with what was recorded on it (always, in practice: `None` would mean
+    /// the task-local value had been taken before).
+    pub async fn scope<F: Future>(self, future: F) -> (F::Output, Option<RequestLog>) {
+        let mut scoped = std::pin::pin!(CURRENT.scope(self, future));
+        let output = scoped.as_mut().await;
+        (output, scoped.as_mut().take_value())
+    }
+
+    /// The operation recorded on the request (see [`record_operation`]), if any.
+    pub fn operation(&self) -> Option<Cow<'static, str>> {
+        self.recorded
+            .try_borrow()
+            .ok()
+            .and_then(|recorded| recorded.operation.clone())
     }
 
     /// The fields of the request, in the order they are written: `method`, `path`,
@@ -143,18 +155,24 @@ mod tests {
             .body(())
             .unwrap();
         let other = http::Request::get("/healthz").body(()).unwrap();
-        let seen = RequestLog::of(&request)
+        let (seen, log) = RequestLog::of(&request)
             .scope(async {
                 record_role("user");
                 // Another request's scope inside this one does not see this one's role.
-                let inner = RequestLog::of(&other)
+                let (inner, inner_log) = RequestLog::of(&other)
                     .scope(async { with_current(fields_of) })
                     .await;
+                assert_eq!(inner_log.and_then(|log| log.operation()), None);
                 tokio::task::yield_now().await;
                 record_operation("query");
                 (with_current(fields_of), inner)
             })
             .await;
+        // The request comes back with what was recorded on it (the metrics' label).
+        assert_eq!(
+            log.and_then(|log| log.operation()).as_deref(),
+            Some("query")
+        );
         let pairs = |list: &[(&str, &str)]| -> Vec<(String, String)> {
             list.iter()
                 .map(|(a, b)| (a.to_string(), b.to_string()))
