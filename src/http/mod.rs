@@ -16,43 +16,9 @@ use axum::extract::FromRef;
 use axum::routing::{get, post};
 use axum::Router;
 use error::ApiError;
-use std::io::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tower_http::request_id::{
-    MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer,
-};
 use tower_http::timeout::TimeoutLayer;
-
-static REQUEST_IDS: AtomicU64 = AtomicU64::new(1);
-
-/// Request ids: a client's `X-Request-Id` is kept; otherwise one is made of the time, the
-/// process and a counter. Set on the request before its span is made (so the span carries it
-/// from the start) and copied to the response.
-#[derive(Debug, Clone, Copy, Default)]
-struct RequestIds;
-
-impl MakeRequestId for RequestIds {
-    fn make_request_id<B>(&mut self, _: &axum::http::Request<B>) -> Option<RequestId> {
-        static PROCESS: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-        let process = *PROCESS.get_or_init(std::process::id);
-        let n = REQUEST_IDS.fetch_add(1, Ordering::Relaxed);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        // Formatted on the stack, then copied once into the header's bytes (`format!` would
-        // grow a string as it goes). 16 + 1 + 8 + 1 + 16 digits at most.
-        let mut text = [0u8; 48];
-        let mut rest = &mut text[..];
-        write!(rest, "{:016x}-{process:08x}-{n:08x}", nanos as u64).ok()?;
-        let written = 48 - rest.len();
-        axum::http::HeaderValue::from_bytes(&text[..written])
-            .ok()
-            .map(RequestId::new)
-    }
-}
 
 /// What the routes share: the server's state, and the registry of its WebSockets and live
 /// queries (which reads the state, so the state does not hold it). A handler takes either
@@ -100,11 +66,6 @@ pub fn router(state: AppState, live: Arc<LiveQueries>) -> Router {
             axum::http::StatusCode::REQUEST_TIMEOUT,
             Duration::from_secs(120),
         ))
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            observe::observe,
-        ))
-        .layer(PropagateRequestIdLayer::x_request_id())
-        .layer(SetRequestIdLayer::x_request_id(RequestIds))
+        .layer(observe::ObserveLayer::new(state.clone()))
         .with_state(Routes { state, live })
 }
