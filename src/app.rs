@@ -86,10 +86,10 @@ pub async fn start(config: ServeConfig) -> Result<Running> {
     let addr = listener.local_addr()?;
     let (shutdown, mut stopped) = watch::channel(false);
     let live = Arc::new(LiveQueries::new(state.config.live.max_connections));
-    let router = crate::http::router(state.clone(), live.clone());
+    let app = crate::http::app(state.clone(), live.clone());
     let mut server_stop = shutdown.subscribe();
     let server = tokio::spawn(async move {
-        let result = axum::serve(listener, router)
+        let result = axum::serve(listener, axum::ServiceExt::into_make_service(app))
             .with_graceful_shutdown(async move {
                 let _ = server_stop.wait_for(|s| *s).await;
             })

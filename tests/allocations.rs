@@ -164,7 +164,7 @@ async fn answers_are_spliced_not_rebuilt() {
         one.allocations, one.bytes, one.answer, many.allocations, many.bytes, many.answer
     );
     assert!(many.answer > 50 * one.answer, "400 rows answer much more");
-    // The budget of a cached query (73 allocations when it was set: HTTP, auth, plan cache
+    // The budget of a cached query (45 allocations when it was set: HTTP, auth, plan cache
     // lookup, variable check, one statement, the answer). Raise it only knowingly, for a
     // feature or a dependency that needs more.
     assert!(

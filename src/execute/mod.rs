@@ -16,6 +16,7 @@ pub use shared::{BuildCopies, SharedStatement, Sharing, MAX_SHARED_REQUESTS};
 use crate::sql::print::MultiplexedSql;
 use crate::sql::SqlText;
 use bytes::Bytes;
+use futures_util::TryStreamExt;
 use tokio_postgres::types::{FromSql, ToSql, Type};
 
 /// The bytes of a `json`/`jsonb` result cell, untouched.
@@ -122,22 +123,62 @@ async fn prepare<C: deadpool_postgres::GenericClient>(
     Ok(statement)
 }
 
+/// Prepares and starts one statement with bound values (counted as run, and timed from
+/// `started` if Postgres refuses it): its rows as they arrive. The values are passed as they
+/// are, without a slice of references built for them.
+async fn start<C: deadpool_postgres::GenericClient>(
+    conn: Connection<'_, C>,
+    sql: &SqlText,
+    values: &[Option<String>],
+    started: std::time::Instant,
+) -> Result<tokio_postgres::RowStream, ExecuteError> {
+    tracing::debug!(sql = %sql.sql, "execute");
+    let statement = prepare(conn, &sql.sql, sql.params.len()).await?;
+    crate::stats::Counters::bump(&conn.counters.statements_run);
+    let rows = conn.client.query_raw(&statement, values.iter()).await;
+    if rows.is_err() {
+        timed(conn, started);
+    }
+    Ok(rows?)
+}
+
+/// Records how long a statement took, from before its preparation to its last row.
+fn timed<C>(conn: Connection<'_, C>, started: std::time::Instant) {
+    conn.counters
+        .sql_seconds
+        .observe(started.elapsed().as_secs_f64());
+}
+
 /// Runs one statement with bound values and returns its rows.
 async fn rows<C: deadpool_postgres::GenericClient>(
     conn: Connection<'_, C>,
     sql: &SqlText,
     values: &[Option<String>],
 ) -> Result<Vec<tokio_postgres::Row>, ExecuteError> {
-    tracing::debug!(sql = %sql.sql, "execute");
     let started = std::time::Instant::now();
-    let statement = prepare(conn, &sql.sql, sql.params.len()).await?;
-    let refs: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
-    let rows = conn.client.query(&statement, &refs).await;
-    crate::stats::Counters::bump(&conn.counters.statements_run);
-    conn.counters
-        .sql_seconds
-        .observe(started.elapsed().as_secs_f64());
+    let rows = start(conn, sql, values, started).await?.try_collect().await;
+    timed(conn, started);
     Ok(rows?)
+}
+
+/// Runs one statement with bound values and returns its first row, if it returned any. The
+/// rest are read (not kept) to the end: an error can follow the rows, such as a deferred
+/// constraint failing at the statement's commit.
+async fn first_row<C: deadpool_postgres::GenericClient>(
+    conn: Connection<'_, C>,
+    sql: &SqlText,
+    values: &[Option<String>],
+) -> Result<Option<tokio_postgres::Row>, ExecuteError> {
+    let started = std::time::Instant::now();
+    let mut rows = std::pin::pin!(start(conn, sql, values, started).await?);
+    let first = async {
+        let first = rows.try_next().await?;
+        while rows.try_next().await?.is_some() {}
+        Ok::<_, tokio_postgres::Error>(first)
+    }
+    .await;
+    timed(conn, started);
+    Ok(first?)
 }
 
 /// Runs a statement that needs no results (the session setting of a transaction).
@@ -147,7 +188,7 @@ pub async fn statement<C: deadpool_postgres::GenericClient>(
     binding: &Binding<'_>,
 ) -> Result<(), ExecuteError> {
     let values = bind(&sql.params, binding, None)?;
-    rows(conn, sql, &values).await.map(|_| ())
+    first_row(conn, sql, &values).await.map(|_| ())
 }
 
 /// Records the current trace context for the rest of the transaction (`basalt.tracecontext`),
@@ -181,9 +222,8 @@ pub async fn run_values<C: deadpool_postgres::GenericClient>(
     sql: &SqlText,
     values: &[Option<String>],
 ) -> Result<Bytes, ExecuteError> {
-    let rows = rows(conn, sql, values).await?;
-    let row = rows
-        .first()
+    let row = first_row(conn, sql, values)
+        .await?
         .ok_or_else(|| ExecuteError::Unexpected("the query returned no row".into()))?;
     // A one-statement mutation answers SQL NULL when it wrote no row (`_by_pk`, `_one`).
     let cell: Option<RawJson> = row.try_get(0)?;

@@ -6,7 +6,7 @@ pub mod error;
 mod graphql;
 mod health;
 mod metrics;
-mod observe;
+pub mod observe;
 mod query;
 mod websocket;
 
@@ -18,7 +18,8 @@ use axum::Router;
 use error::ApiError;
 use std::sync::Arc;
 use std::time::Duration;
-use tower_http::timeout::TimeoutLayer;
+use tower::Layer;
+use tower_http::timeout::{Timeout, TimeoutLayer};
 
 /// What the routes share: the server's state, and the registry of its WebSockets and live
 /// queries (which reads the state, so the state does not hold it). A handler takes either
@@ -43,8 +44,25 @@ impl FromRef<Routes> for Arc<LiveQueries> {
     }
 }
 
+/// The HTTP application: [`router`]'s routes answered within 120 s (408 otherwise), every
+/// request observed (see [`observe`]).
+pub type App = observe::Observe<Timeout<Router>>;
+
+/// The HTTP application over `state`. The two layers wrap the router as a whole rather than
+/// each of its routes (`Router::layer`), so a request passes through them without cloning a
+/// boxed route service for each.
+pub fn app(state: AppState, live: Arc<LiveQueries>) -> App {
+    let routes = router(state.clone(), live);
+    let timed = TimeoutLayer::with_status_code(
+        axum::http::StatusCode::REQUEST_TIMEOUT,
+        Duration::from_secs(120),
+    )
+    .layer(routes);
+    observe::ObserveLayer::new(state).layer(timed)
+}
+
 /// The application's routes.
-pub fn router(state: AppState, live: Arc<LiveQueries>) -> Router {
+fn router(state: AppState, live: Arc<LiveQueries>) -> Router {
     let mut router = Router::new()
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
@@ -62,10 +80,5 @@ pub fn router(state: AppState, live: Arc<LiveQueries>) -> Router {
     }
     router
         .fallback(|| async { ApiError::NotFound })
-        .layer(TimeoutLayer::with_status_code(
-            axum::http::StatusCode::REQUEST_TIMEOUT,
-            Duration::from_secs(120),
-        ))
-        .layer(observe::ObserveLayer::new(state.clone()))
         .with_state(Routes { state, live })
 }

@@ -668,3 +668,46 @@ async fn writes_through_views() {
     let d = ok(&s, "{ author_by_pk(id: 90) { name } }").await;
     assert_eq!(d["author_by_pk"]["name"], "Via view");
 }
+
+/// A one-statement mutation's answer row comes before its commit; a deferred constraint that
+/// fails at the commit must still fail the request, and nothing is written.
+#[tokio::test]
+async fn a_deferred_constraint_failing_at_commit_fails_a_one_statement_mutation() {
+    let s = TestServer::with_fixture(
+        "CREATE TABLE parent (id int PRIMARY KEY);
+         CREATE TABLE child (id int PRIMARY KEY,
+             parent_id int REFERENCES parent DEFERRABLE INITIALLY DEFERRED);
+         INSERT INTO parent VALUES (1);",
+    )
+    .await;
+    for table in ["parent", "child"] {
+        s.ok(json!({"type": "track_table", "args": {"table": table}}))
+            .await;
+    }
+    let before = s.running.state.counters.snapshot();
+    let r = s
+        .gql("mutation { insert_child_one(object: {id: 1, parent_id: 99}) { id } }")
+        .await;
+    let after = s.running.state.counters.snapshot();
+    assert_eq!(
+        after.mutation_transactions, before.mutation_transactions,
+        "one statement, no transaction around it"
+    );
+    assert!(r.get("data").is_none(), "{r}");
+    assert_eq!(
+        r["errors"][0]["extensions"]["code"], "constraint-violation",
+        "{r}"
+    );
+    assert_eq!(
+        r["errors"][0]["extensions"]["internal"]["error"]["status_code"], "23503",
+        "{r}"
+    );
+    assert_eq!(count(&s, "child").await, 0);
+    // The same write with a parent that exists goes through.
+    let d = ok(
+        &s,
+        "mutation { insert_child_one(object: {id: 1, parent_id: 1}) { id } }",
+    )
+    .await;
+    assert_eq!(d, json!({"insert_child_one": {"id": 1}}));
+}
