@@ -135,7 +135,7 @@ fn answer(reader: &mut BufReader<TcpStream>) -> Vec<u8> {
 }
 
 /// Most allocations a cached one-row query may make on the server, on average.
-const ALLOCATION_BUDGET: f64 = 85.0;
+const ALLOCATION_BUDGET: f64 = 60.0;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn answers_are_spliced_not_rebuilt() {
