@@ -149,7 +149,11 @@ impl Planner<'_> {
                     format!("expecting a value for non-nullable variable: \"{name}\""),
                 ));
             }
-            self.coerce_json(&value, &ty, &format!("$.variableValues.{name}"))?;
+            // The value's path only matters to an error: a value that fails is checked again
+            // with its path spelled out, rather than every value paying for the string.
+            if self.coerce_json(&value, &ty, "$.variableValues").is_err() {
+                self.coerce_json(&value, &ty, &format!("$.variableValues.{name}"))?;
+            }
             if keep == Keep::Values {
                 self.var_types
                     .insert(name.to_owned(), (ty, def.default_value.is_some()));
