@@ -28,7 +28,7 @@ use tracing::Instrument;
 /// request before anything logs and on the response.
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
-/// Wraps every route in [`Observe`].
+/// Wraps a service (the whole application, see [`super::app`]) in [`Observe`].
 #[derive(Debug, Clone)]
 pub struct ObserveLayer {
     state: AppState,
