@@ -44,7 +44,7 @@ impl FromRef<Routes> for Arc<LiveQueries> {
     }
 }
 
-/// The HTTP application: [`router`]'s routes answered within 120 s (408 otherwise), every
+/// The HTTP application: the routes (`router`) answered within 120 s (408 otherwise), every
 /// request observed (see [`observe`]).
 pub type App = observe::Observe<Timeout<Router>>;
 
