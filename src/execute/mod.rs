@@ -123,17 +123,17 @@ async fn prepare<C: deadpool_postgres::GenericClient>(
     Ok(statement)
 }
 
-/// Prepares and starts one statement with bound values (counted as run, and timed from
-/// `started` if Postgres refuses it): its rows as they arrive. The values are passed as they
-/// are, without a slice of references built for them.
+/// Prepares and starts one statement with its bound values, one per parameter (counted as
+/// run, and timed from `started` if Postgres refuses it): its rows as they arrive. The values
+/// are passed as they are, without a slice of references built for them.
 async fn start<C: deadpool_postgres::GenericClient>(
     conn: Connection<'_, C>,
-    sql: &SqlText,
+    sql: &str,
     values: &[Option<String>],
     started: std::time::Instant,
 ) -> Result<tokio_postgres::RowStream, ExecuteError> {
-    tracing::debug!(sql = %sql.sql, "execute");
-    let statement = prepare(conn, &sql.sql, sql.params.len()).await?;
+    tracing::debug!(sql = %sql, "execute");
+    let statement = prepare(conn, sql, values.len()).await?;
     crate::stats::Counters::bump(&conn.counters.statements_run);
     let rows = conn.client.query_raw(&statement, values.iter()).await;
     if rows.is_err() {
@@ -152,7 +152,7 @@ fn timed<C>(conn: Connection<'_, C>, started: std::time::Instant) {
 /// Runs one statement with bound values and returns its rows.
 async fn rows<C: deadpool_postgres::GenericClient>(
     conn: Connection<'_, C>,
-    sql: &SqlText,
+    sql: &str,
     values: &[Option<String>],
 ) -> Result<Vec<tokio_postgres::Row>, ExecuteError> {
     let started = std::time::Instant::now();
@@ -166,7 +166,7 @@ async fn rows<C: deadpool_postgres::GenericClient>(
 /// constraint failing at the statement's commit.
 async fn first_row<C: deadpool_postgres::GenericClient>(
     conn: Connection<'_, C>,
-    sql: &SqlText,
+    sql: &str,
     values: &[Option<String>],
 ) -> Result<Option<tokio_postgres::Row>, ExecuteError> {
     let started = std::time::Instant::now();
@@ -188,7 +188,7 @@ pub async fn statement<C: deadpool_postgres::GenericClient>(
     binding: &Binding<'_>,
 ) -> Result<(), ExecuteError> {
     let values = bind(&sql.params, binding, None)?;
-    first_row(conn, sql, &values).await.map(|_| ())
+    first_row(conn, &sql.sql, &values).await.map(|_| ())
 }
 
 /// Records the current trace context for the rest of the transaction (`basalt.tracecontext`),
@@ -222,7 +222,7 @@ pub async fn run_values<C: deadpool_postgres::GenericClient>(
     sql: &SqlText,
     values: &[Option<String>],
 ) -> Result<Bytes, ExecuteError> {
-    let row = first_row(conn, sql, values)
+    let row = first_row(conn, &sql.sql, values)
         .await?
         .ok_or_else(|| ExecuteError::Unexpected("the query returned no row".into()))?;
     // A one-statement mutation answers SQL NULL when it wrote no row (`_by_pk`, `_one`).
@@ -254,7 +254,7 @@ async fn run_copies(
     sql: &SqlText,
     values: &[Option<String>],
 ) -> Result<Vec<(usize, Bytes)>, ExecuteError> {
-    let rows = rows(conn, sql, values).await?;
+    let rows = rows(conn, &sql.sql, values).await?;
     rows.iter()
         .map(|row| {
             let cell: Option<RawJson> = row.try_get(1)?;
@@ -287,17 +287,10 @@ pub async fn run_multiplexed(
             .collect();
         arrays.push(Some(bind::text_array(&column)));
     }
-    tracing::debug!(sql = %sql.sql, cohorts = cohorts.len(), "execute multiplexed");
-    let started = std::time::Instant::now();
-    let statement = prepare(conn, &sql.sql, arrays.len()).await?;
-    let refs: Vec<&(dyn ToSql + Sync)> = arrays.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
-    let rows = conn.client.query(&statement, &refs).await;
-    crate::stats::Counters::bump(&conn.counters.statements_run);
-    conn.counters
-        .sql_seconds
-        .observe(started.elapsed().as_secs_f64());
-    let rows = rows?;
-    rows.iter()
+    tracing::debug!(cohorts = cohorts.len(), "execute multiplexed");
+    rows(conn, &sql.sql, &arrays)
+        .await?
+        .iter()
         .map(|row| {
             let RawJson(bytes) = row.try_get(1)?;
             Ok((cohort(row)?, bytes))

@@ -90,7 +90,7 @@ pub async fn run(
             continue;
         }
         let values = bind(&step.sql.params, binding, Some(&progress))?;
-        let result = rows(conn, &step.sql, &values).await?;
+        let result = rows(conn, &step.sql.sql, &values).await?;
         match &step.output {
             Output::Written { record, required } => {
                 let mut first = None;
