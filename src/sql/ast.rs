@@ -406,7 +406,83 @@ pub enum Expr {
     },
 }
 
+impl Select {
+    /// Calls `f` on every expression of the select, those of its sources and subqueries
+    /// included, each before the expressions inside it.
+    pub fn walk(&self, f: &mut dyn FnMut(&Expr)) {
+        self.distinct_on.iter().for_each(|e| e.walk(f));
+        self.list.iter().for_each(|item| item.expr.walk(f));
+        if let Some(from) = &self.from {
+            from.walk(f);
+        }
+        self.where_.iter().for_each(|e| e.walk(f));
+        self.order_by.iter().for_each(|o| o.expr.walk(f));
+        self.limit
+            .iter()
+            .chain(&self.offset)
+            .for_each(|e| e.walk(f));
+    }
+}
+
+impl From {
+    /// [`Select::walk`] over the expressions of a source.
+    fn walk(&self, f: &mut dyn FnMut(&Expr)) {
+        match self {
+            From::Table { .. } | From::Named { .. } => {}
+            From::Function { call, .. } => call.walk(f),
+            From::Subquery { select, .. } => select.walk(f),
+            From::JsonElements { json, .. } => json.walk(f),
+            From::Values { rows, .. } => rows.iter().flatten().for_each(|e| e.walk(f)),
+        }
+    }
+}
+
+impl Call {
+    /// [`Select::walk`] over a call's arguments and aggregate clauses.
+    fn walk(&self, f: &mut dyn FnMut(&Expr)) {
+        for arg in &self.args {
+            match arg {
+                Arg::Value(e) | Arg::Named(_, e) => e.walk(f),
+                Arg::Star => {}
+            }
+        }
+        self.order_by.iter().for_each(|o| o.expr.walk(f));
+        self.filter.iter().for_each(|e| e.walk(f));
+    }
+}
+
 impl Expr {
+    /// [`Select::walk`] from one expression: `f` sees it, then each expression inside it.
+    pub fn walk(&self, f: &mut dyn FnMut(&Expr)) {
+        f(self);
+        match self {
+            Expr::Column(..)
+            | Expr::AliasColumn(..)
+            | Expr::Row(_)
+            | Expr::Star(_)
+            | Expr::Param(_)
+            | Expr::ParamRef(_)
+            | Expr::Literal(_) => {}
+            Expr::Cast(e, _) | Expr::Nested(e) | Expr::Not(e) | Expr::IsNull(e, _) => e.walk(f),
+            Expr::Binary(left, _, right) | Expr::Quantified(left, _, _, right) => {
+                left.walk(f);
+                right.walk(f);
+            }
+            Expr::And(all) | Expr::Or(all) | Expr::Tuple(all) => all.iter().for_each(|e| e.walk(f)),
+            Expr::Exists(select) | Expr::Subquery(select) | Expr::Array(select) => select.walk(f),
+            Expr::Call(call) => call.walk(f),
+            Expr::Case {
+                when,
+                then,
+                otherwise,
+            } => {
+                when.walk(f);
+                then.walk(f);
+                otherwise.walk(f);
+            }
+        }
+    }
+
     /// `alias."column"`.
     pub fn column(alias: &Alias, column: &str) -> Self {
         Expr::Column(alias.clone(), Ident::new(column))
