@@ -1,7 +1,9 @@
 //! Log lines off the request path. A line is appended to a shared buffer: a lock held for one
 //! copy, no syscall and no wake-up of another thread. A background thread writes what has
 //! gathered to the output every [`FLUSH_INTERVAL`] (sooner once [`FLUSH_BYTES`] are waiting),
-//! one `write` per batch.
+//! one `write` per batch. With nothing to write the thread sleeps until the next line: the
+//! line that starts a batch wakes it (at most one wake-up per interval under load), and an
+//! idle server does not wake up a hundred times a second.
 //!
 //! Why not `tracing-appender`'s non-blocking writer: it sends each line through a channel to
 //! its thread, waking that thread (a futex call and a context switch) and writing once per line
@@ -37,6 +39,10 @@ struct Pending {
     /// Set by [`LinesGuard`]: the writer writes what is left and stops; later lines are
     /// written by the thread that logs them.
     stopped: bool,
+    /// The writer sleeps until a line arrives: the next line must wake it.
+    idle: bool,
+    /// Times the writer thread woke up (for the tests).
+    rounds: usize,
 }
 
 impl Lines {
@@ -63,7 +69,9 @@ impl Write for &Lines {
         }
         let before = pending.bytes.len();
         pending.bytes.extend_from_slice(line);
-        if before < FLUSH_BYTES && pending.bytes.len() >= FLUSH_BYTES {
+        if (pending.idle && before == 0)
+            || (before < FLUSH_BYTES && pending.bytes.len() >= FLUSH_BYTES)
+        {
             self.wake.notify_one();
         }
         Ok(line.len())
@@ -118,13 +126,23 @@ pub fn unbuffered() -> Arc<Lines> {
     Arc::new(lines)
 }
 
-/// The writer thread: every interval (or when woken), takes what has gathered and writes it
-/// in one call. A failing output loses those lines, never the process.
+/// The writer thread: once a line is waiting, it lets lines gather for an interval (or until
+/// woken by a full batch), then takes them and writes them in one call. A failing output loses
+/// those lines, never the process.
 fn write_batches(lines: &Lines, mut out: impl Write) {
     let mut batch = Vec::with_capacity(FLUSH_BYTES);
     loop {
         let stopped = {
             let mut pending = lines.lock();
+            pending.idle = true;
+            while pending.bytes.is_empty() && !pending.stopped {
+                pending = lines
+                    .wake
+                    .wait(pending)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+            pending.idle = false;
+            pending.rounds += 1;
             if !pending.stopped && pending.bytes.len() < FLUSH_BYTES {
                 pending = lines
                     .wake
@@ -212,5 +230,27 @@ mod tests {
             std::thread::sleep(Duration::from_millis(1));
         }
         assert_eq!(&*out.0.lock().unwrap(), b"hello\n");
+    }
+
+    #[test]
+    fn an_idle_writer_sleeps_until_the_next_line() {
+        let out = Shared::default();
+        let (lines, _guard) = buffered(out.clone()).unwrap();
+        // Ten intervals without a line: the writer must not have come round once.
+        std::thread::sleep(FLUSH_INTERVAL * 10);
+        assert_eq!(lines.lock().rounds, 0, "an idle writer woke up");
+        for round in 1..=2 {
+            let line = format!("line {round}\n");
+            (&*lines).write_all(line.as_bytes()).unwrap();
+            let deadline = std::time::Instant::now() + Duration::from_secs(5);
+            while !String::from_utf8_lossy(&out.0.lock().unwrap()).ends_with(&line) {
+                assert!(std::time::Instant::now() < deadline, "{line} never written");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            // Written: the writer is (or soon will be) asleep again, having come round once
+            // per line that found it asleep.
+            std::thread::sleep(FLUSH_INTERVAL * 5);
+            assert_eq!(lines.lock().rounds, round, "rounds after line {round}");
+        }
     }
 }
