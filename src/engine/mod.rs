@@ -547,6 +547,7 @@ fn remote_calls<'a>(
                     .filter_map(|name| variables.get(name).map(|v| (name.clone(), v.clone())))
                     .collect(),
                 operation_name: part.operation_name.as_deref(),
+                read_only: part.read_only,
                 session: caller.session,
                 client_headers: caller.headers,
             })

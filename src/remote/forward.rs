@@ -21,6 +21,9 @@ pub struct Call<'a> {
     pub variables: Map<String, Value>,
     /// The client's operation name, if any.
     pub operation_name: Option<&'a str>,
+    /// A query: a request that failed to get an answer (but did not time out) is sent once
+    /// more. A mutation's never is: the remote may have run it.
+    pub read_only: bool,
     /// The caller.
     pub session: &'a Session,
     /// The client's headers (over WebSocket: upgrade headers and `connection_init` headers).
@@ -94,20 +97,29 @@ pub async fn send(call: Call<'_>) -> Result<Answered, ForwardError> {
     if let Some(name) = call.operation_name {
         body_json["operationName"] = Value::String(name.to_owned());
     }
-    let mut request = client()
-        .post(&call.remote.url)
-        .timeout(call.remote.timeout)
-        .json(&body_json);
     // The current span's trace context, when traces are on, continues the trace at the
     // remote (in place of a client's own `traceparent`).
     let trace = crate::telemetry::outgoing_headers();
-    for (name, value) in headers(call.remote, call.session, call.client_headers) {
-        if !trace.contains_key(&name) {
-            request = request.header(name, value);
+    let headers = headers(call.remote, call.session, call.client_headers);
+    let request = || {
+        let mut request = client()
+            .post(&call.remote.url)
+            .timeout(call.remote.timeout)
+            .json(&body_json);
+        for (name, value) in &headers {
+            if !trace.contains_key(name) {
+                request = request.header(name, value);
+            }
         }
+        request.headers(trace.clone())
+    };
+    // A pooled keep-alive connection the remote closed just as it was reused fails the
+    // request without an answer; a query is sent again, on a fresh connection.
+    let response = match request().send().await {
+        Err(err) if call.read_only && !err.is_timeout() => request().send().await,
+        sent => sent,
     }
-    request = request.headers(trace);
-    let response = request.send().await.map_err(|err| RemoteError::Http {
+    .map_err(|err| RemoteError::Http {
         url: shown.clone(),
         detail: describe(&err),
     })?;

@@ -1132,45 +1132,129 @@ async fn actions_and_remote_root_fields_cannot_clash() {
         .is_none_or(|a| a == &json!([])));
 }
 
-/// Introspection only reads, so a connection the remote closes without answering is tried
-/// once more: here a front drops the first connection it accepts and passes the next ones
-/// through to the geo server, and `add_remote_schema` succeeds.
+/// A TCP front to a server: it passes connections through, but when told to, closes the
+/// connection of the next request to arrive without passing it on, as a remote that closes a
+/// keep-alive connection just as the engine reuses it.
+struct Front {
+    url: String,
+    drop_next: Arc<std::sync::atomic::AtomicBool>,
+    accepted: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Front {
+    async fn start(backend_url: &str) -> Front {
+        use std::sync::atomic::Ordering::SeqCst;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let rest = backend_url.trim_start_matches("http://");
+        let (backend, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        let backend = backend.to_owned();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let front = Front {
+            url: format!("http://{}{path}", listener.local_addr().unwrap()),
+            drop_next: Arc::default(),
+            accepted: Arc::default(),
+        };
+        let (drop_next, accepted) = (front.drop_next.clone(), front.accepted.clone());
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                accepted.fetch_add(1, SeqCst);
+                let (drop_next, backend) = (drop_next.clone(), backend.clone());
+                tokio::spawn(async move {
+                    let Ok(upstream) = tokio::net::TcpStream::connect(&backend).await else {
+                        return;
+                    };
+                    let (mut from_client, mut to_client) = client.into_split();
+                    let (mut from_upstream, mut to_upstream) = upstream.into_split();
+                    let back = tokio::spawn(async move {
+                        let _ = tokio::io::copy(&mut from_upstream, &mut to_client).await;
+                    });
+                    let mut buffer = vec![0; 16 * 1024];
+                    while let Ok(n @ 1..) = from_client.read(&mut buffer).await {
+                        if drop_next.swap(false, SeqCst)
+                            || to_upstream.write_all(&buffer[..n]).await.is_err()
+                        {
+                            break;
+                        }
+                    }
+                    // Both halves of the client's socket dropped: its connection closes.
+                    back.abort();
+                });
+            }
+        });
+        front
+    }
+
+    /// The next request to arrive gets its connection closed, unanswered.
+    fn drop_next(&self) {
+        self.drop_next
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn accepted(&self) -> usize {
+        self.accepted.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// Introspection only reads, so a request whose connection the remote closes without
+/// answering is sent once more, on a new connection, and `add_remote_schema` succeeds.
 #[tokio::test]
 async fn introspection_tries_once_more_after_a_dropped_connection() {
     let geo = Geo::start().await;
-    let backend = geo
-        .url
-        .trim_start_matches("http://")
-        .split('/')
-        .next()
-        .expect("host:port")
-        .to_owned();
-    let path = geo.url.trim_start_matches("http://")[backend.len()..].to_owned();
-    let front = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let front_url = format!("http://{}{path}", front.local_addr().unwrap());
-    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let count = accepted.clone();
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = front.accept().await {
-            if count.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
-                drop(socket);
-                continue;
-            }
-            let backend = backend.clone();
-            tokio::spawn(async move {
-                if let Ok(mut upstream) = tokio::net::TcpStream::connect(&backend).await {
-                    let _ = tokio::io::copy_bidirectional(&mut socket, &mut upstream).await;
-                }
-            });
-        }
-    });
+    let front = Front::start(&geo.url).await;
+    front.drop_next();
     let s = TestServer::blog().await;
     s.ok(json!({"type": "add_remote_schema", "args": {
-        "name": "geo", "definition": {"url": front_url, "timeout_seconds": 5}}}))
+        "name": "geo", "definition": {"url": front.url, "timeout_seconds": 5}}}))
         .await;
-    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 2);
+    assert_eq!(front.accepted(), 2);
     assert_eq!(
         s.gql("{ country(code: \"FR\") { name } }").await,
         json!({"data": {"country": {"name": "France"}}})
     );
+}
+
+/// A forwarded query whose connection the remote closes without answering (a pooled
+/// keep-alive connection closed as it was reused) is sent once more; a mutation is not, as the
+/// remote may have run it: it fails, and nothing is written twice.
+#[tokio::test]
+async fn a_forwarded_query_is_sent_again_after_a_dropped_connection_a_mutation_is_not() {
+    let geo = Geo::start().await;
+    let front = Front::start(&geo.url).await;
+    let s = TestServer::blog().await;
+    s.ok(add("geo", &front.url)).await;
+    let france = json!({"data": {"country": {"name": "France"}}});
+    assert_eq!(s.gql("{ country(code: \"FR\") { name } }").await, france);
+    let pooled = front.accepted();
+
+    front.drop_next();
+    assert_eq!(s.gql("{ country(code: \"FR\") { name } }").await, france);
+    assert_eq!(
+        front.accepted(),
+        pooled + 1,
+        "sent again on a new connection"
+    );
+    assert_eq!(
+        geo.calls().len(),
+        2,
+        "the dropped request never reached the remote"
+    );
+
+    front.drop_next();
+    let r = s
+        .gql(r#"mutation { addCountry(code: "DE", name: "Germany") { code } }"#)
+        .await;
+    let error = &r["errors"][0];
+    assert_eq!(error["extensions"]["code"], "remote-schema-error", "{r}");
+    assert_eq!(
+        error["extensions"]["internal"]["type"], "http_exception",
+        "{r}"
+    );
+    assert!(r.get("data").is_none(), "{r}");
+    assert_eq!(geo.calls().len(), 2, "the mutation was not sent again");
+
+    let r = s
+        .gql(r#"mutation { addCountry(code: "DE", name: "Germany") { code } }"#)
+        .await;
+    assert_eq!(r, json!({"data": {"addCountry": {"code": "DE"}}}));
+    assert_eq!(geo.calls().len(), 3);
 }

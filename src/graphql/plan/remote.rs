@@ -25,6 +25,8 @@ pub struct RemotePart {
     pub variables: Vec<String>,
     /// The client's operation name, kept in the document.
     pub operation_name: Option<String>,
+    /// A query, which reads only: sending it twice is safe (a mutation's is not).
+    pub read_only: bool,
 }
 
 /// A part being printed.
@@ -271,6 +273,7 @@ impl<'a> Planner<'a> {
             }
             let _ = write!(document, " {{ {}}}", draft.body);
             parts.push(RemotePart {
+                read_only: ty == OperationType::Query,
                 remote,
                 keys: draft.keys,
                 document,
