@@ -192,6 +192,8 @@ def check_validate(r: Rendered) -> list[str]:
         return ["nothing rendered"]
     for obj in r.objects:
         ident = f"{obj.get('kind')}/{obj['metadata'].get('name')}"
+        if obj.get("apiVersion") == "monitoring.coreos.com/v1":
+            continue  # the Prometheus Operator's kind: see check_pod_monitor
         try:
             kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
         except kubernetes_validate.SchemaNotFoundError as err:
@@ -499,6 +501,66 @@ def check_metrics(r: Rendered) -> list[str]:
     return problems
 
 
+def check_pod_monitor(r: Rendered) -> list[str]:
+    """With metrics.podMonitor enabled, one PodMonitor in the release namespace whose selector
+    picks the engine pods and the controller's, and which scrapes /metrics on every pod's
+    metrics port (engine: http; controller, own or embedded: probes) at the configured interval,
+    with the configured labels; otherwise none."""
+    wanted = r.values.get("metrics", {}).get("podMonitor", {})
+    monitors = r.of_kind("PodMonitor")
+    if not wanted.get("enabled"):
+        return [f"{len(monitors)} PodMonitor(s) with metrics.podMonitor disabled"] if monitors else []
+    if len(monitors) != 1:
+        return [f"{len(monitors)} PodMonitors, want 1"]
+    monitor = monitors[0]
+    problems = []
+    if monitor.get("apiVersion") != "monitoring.coreos.com/v1":
+        problems.append(f"apiVersion {monitor.get('apiVersion')!r}")
+    if monitor["metadata"].get("namespace") != NAMESPACE:
+        problems.append(f"namespace {monitor['metadata'].get('namespace')!r}")
+    labels = monitor["metadata"].get("labels") or {}
+    for key, value in (wanted.get("labels") or {}).items():
+        if labels.get(key) != value:
+            problems.append(f"label {key}: {labels.get(key)!r}, want {value!r}")
+    spec = monitor.get("spec", {})
+    if spec.get("namespaceSelector") != {"matchNames": [NAMESPACE]}:
+        problems.append(f"namespaceSelector {spec.get('namespaceSelector')!r}")
+    selector = spec.get("selector", {}).get("matchLabels") or {}
+    endpoints = spec.get("podMetricsEndpoints") or []
+    by_port = {e.get("port"): e for e in endpoints}
+    for e in endpoints:
+        if e.get("path") != "/metrics":
+            problems.append(f"endpoint {e.get('port')}: path {e.get('path')!r}")
+        if e.get("interval") != wanted.get("interval"):
+            problems.append(f"endpoint {e.get('port')}: interval {e.get('interval')!r}")
+        if (e.get("scrapeTimeout") or "") != (wanted.get("scrapeTimeout") or ""):
+            problems.append(f"endpoint {e.get('port')}: scrapeTimeout {e.get('scrapeTimeout')!r}")
+    # Each workload: selected, and each of its metrics ports (by name, with its number) scraped.
+    embedded = bool(r.values.get("controller", {}).get("embedded"))
+    workloads = [("engine", "engine", {"http": ENGINE_PORT, **({"probes": 8081} if embedded else {})})]
+    if r.deployment("controller"):
+        workloads.append(("controller", "controller", {"probes": 8081}))
+    for component, name, ports in workloads:
+        deployment = r.deployment(component)
+        if not deployment:
+            problems.append(f"no {component} Deployment")
+            continue
+        pod_labels = deployment["spec"]["template"]["metadata"].get("labels") or {}
+        if not selector or any(pod_labels.get(k) != v for k, v in selector.items()):
+            problems.append(f"selector {selector!r} does not pick the {component} pods {pod_labels!r}")
+        c = container(deployment, name)
+        for port, number in ports.items():
+            if resolve_port(c, port) != number:
+                problems.append(f"{component}: port {port!r} is {resolve_port(c, port)}, want {number}")
+            if port not in by_port:
+                problems.append(f"{component}: port {port!r} not scraped")
+    # Every endpoint names a port some selected pod has (or it scrapes nothing).
+    for port in by_port:
+        if not any(port in ports for _, _, ports in workloads):
+            problems.append(f"endpoint port {port!r} is on no selected pod")
+    return problems
+
+
 def check_tracing(r: Rendered) -> list[str]:
     """With tracing.otlpEndpoint set, every Basalt container exports to it; otherwise none has
     an OTLP setting."""
@@ -690,6 +752,12 @@ MATRIX: dict[str, dict[str, Any]] = {
         "controller": {"databaseUrlKey": "directUrl", "selfHeal": True},
     },
     "metrics-enabled": merge(BASE, {"metrics": {"enabled": True}}),
+    "pod-monitor": merge(BASE, {"metrics": {"enabled": True, "podMonitor": {
+        "enabled": True, "interval": "15s", "scrapeTimeout": "10s", "labels": {"release": "prometheus"}}}}),
+    "pod-monitor-embedded": merge(BASE, {
+        "metrics": {"enabled": True, "podMonitor": {"enabled": True}},
+        "controller": {"embedded": True},
+    }),
     "tracing-enabled": merge(BASE, {
         "tracing": {"otlpEndpoint": "http://otel-collector.observability:4318", "protocol": "http/json"},
         "controller": {"enabled": True, "embedded": False},
@@ -795,6 +863,14 @@ def main() -> int:
         run("refuses[bad-managed-metadata]", refused(merge(BASE, {"controller": {"managedMetadata": "maybe"}}), "managedMetadata"))
         run("refuses[unknown-key]", refused(merge(BASE, {"controller": {"resyncInterval": "5m"}}), "resyncInterval"))
         run(
+            "refuses[pod-monitor-without-public-metrics]",
+            refused(merge(BASE, {"metrics": {"podMonitor": {"enabled": True}}}), "metrics.enabled"),
+        )
+        run(
+            "refuses[pod-monitor-bad-interval]",
+            refused(merge(BASE, {"metrics": {"enabled": True, "podMonitor": {"enabled": True, "interval": "often"}}}), "interval"),
+        )
+        run(
             "refuses[watch-all-and-list]",
             refused(merge(BASE, {"controller": {"watchAllNamespaces": True, "watchNamespaces": ["a"]}}), "watchNamespaces"),
         )
@@ -816,6 +892,7 @@ def main() -> int:
             run(f"secrets[{case}]", lambda: check_secrets(r))
             run(f"probes[{case}]", lambda: check_probes(r))
             run(f"metrics[{case}]", lambda: check_metrics(r))
+            run(f"pod-monitor[{case}]", lambda: check_pod_monitor(r))
             run(f"tracing[{case}]", lambda: check_tracing(r))
             run(f"env-names[{case}]", lambda: check_env_names(r, known_env))
             run(f"security[{case}]", lambda: check_security(r))
