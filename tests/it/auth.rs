@@ -708,6 +708,35 @@ pub(crate) async fn hook_server(hook: Hook) -> String {
     serve(router).await
 }
 
+/// Asking the hook only reads: a request whose connection the hook closes without answering
+/// (a kept-alive connection closed as it was reused) is sent once more, in both modes, and
+/// the client is served.
+#[tokio::test]
+async fn the_hook_is_asked_again_after_a_dropped_connection() {
+    for mode in ["get", "post"] {
+        let hook = Hook::default();
+        let base = hook_server(hook.clone()).await;
+        let front = crate::front::Front::start(&format!("{base}/{mode}")).await;
+        let s = blog_server(|c| {
+            c.admin_secret = Some(SECRET.into());
+            c.auth_hook = Some(front.url.clone());
+            c.auth_hook_mode = mode.to_uppercase();
+        })
+        .await;
+        let fresh = [("Authorization", "Bearer fresh")];
+        assert_eq!(ids(&raw_gql(&s, QUERY, &fresh).await), [1, 3, 5], "{mode}");
+        let accepted = front.accepted();
+        front.drop_next();
+        assert_eq!(ids(&raw_gql(&s, QUERY, &fresh).await), [1, 3, 5], "{mode}");
+        assert_eq!(front.accepted(), accepted + 1, "{mode}: a new connection");
+        assert_eq!(
+            *hook.hits.lock().unwrap(),
+            2,
+            "{mode}: the dropped call never arrived"
+        );
+    }
+}
+
 #[tokio::test]
 async fn webhook_get_mode() {
     let hook = Hook::default();

@@ -15,6 +15,7 @@ mod diff;
 mod e2e_cluster;
 mod events;
 mod events_delivery;
+mod front;
 mod goldenfiles;
 mod graphql_introspection;
 mod graphql_mutations;
