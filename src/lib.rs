@@ -59,6 +59,7 @@ pub mod live;
 pub mod metadata;
 pub mod metrics;
 pub mod ops;
+pub mod outgoing;
 pub mod pool;
 pub mod preview;
 pub mod remote;

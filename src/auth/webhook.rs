@@ -122,22 +122,15 @@ impl Webhook {
         };
         let span = tracing::debug_span!("auth.webhook", "otel.kind" = "client", mode = ?self.mode);
         let call = call.headers(span.in_scope(crate::telemetry::outgoing_headers));
-        // Asking the hook only reads, so a request that got no answer for a reason other
-        // than a timeout (a kept-alive connection the hook closed just as it was reused) is
-        // sent once more, on a new connection, rather than failing the client's request.
-        let again = call.try_clone();
-        let response = async {
-            match (call.send().await, again) {
-                (Err(e), Some(again)) if !e.is_timeout() => again.send().await,
-                (sent, _) => sent,
-            }
-        }
-        .instrument(span)
-        .await
-        .map_err(|e| {
-            tracing::warn!(error = %e, "auth hook request failed");
-            AuthError::HookFailed("webhook authentication request failed".into())
-        })?;
+        // Asking the hook only reads: a call that got no answer is sent once more rather
+        // than failing the client's request.
+        let response = crate::outgoing::send_read(call)
+            .instrument(span)
+            .await
+            .map_err(|e| {
+                tracing::warn!(error = %e, "auth hook request failed");
+                AuthError::HookFailed("webhook authentication request failed".into())
+            })?;
         match response.status().as_u16() {
             200 => {}
             401 => return Err(AuthError::HookUnauthorized),

@@ -100,24 +100,22 @@ pub async fn send(call: Call<'_>) -> Result<Answered, ForwardError> {
     // The current span's trace context, when traces are on, continues the trace at the
     // remote (in place of a client's own `traceparent`).
     let trace = crate::telemetry::outgoing_headers();
-    let headers = headers(call.remote, call.session, call.client_headers);
-    let request = || {
-        let mut request = client()
-            .post(&call.remote.url)
-            .timeout(call.remote.timeout)
-            .json(&body_json);
-        for (name, value) in &headers {
-            if !trace.contains_key(name) {
-                request = request.header(name, value);
-            }
+    let mut request = client()
+        .post(&call.remote.url)
+        .timeout(call.remote.timeout)
+        .json(&body_json);
+    for (name, value) in headers(call.remote, call.session, call.client_headers) {
+        if !trace.contains_key(&name) {
+            request = request.header(name, value);
         }
-        request.headers(trace.clone())
-    };
-    // A pooled keep-alive connection the remote closed just as it was reused fails the
-    // request without an answer; a query is sent again, on a fresh connection.
-    let response = match request().send().await {
-        Err(err) if call.read_only && !err.is_timeout() => request().send().await,
-        sent => sent,
+    }
+    let request = request.headers(trace);
+    // A query only reads: sent once more if it got no answer. A mutation never is, since the
+    // remote may have run it.
+    let response = if call.read_only {
+        crate::outgoing::send_read(request).await
+    } else {
+        request.send().await
     }
     .map_err(|err| RemoteError::Http {
         url: shown.clone(),

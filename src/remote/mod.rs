@@ -164,28 +164,20 @@ pub async fn introspect(entry: &RemoteSchemaEntry) -> Result<Value, RemoteError>
     let shown = resolved::shown_url(definition);
     let url = resolved::resolve_url(definition).map_err(RemoteError::Config)?;
     let headers = resolved::resolve_headers(definition).map_err(RemoteError::Config)?;
-    let request = || {
-        let mut request = client()
-            .post(&url)
-            .timeout(resolved::timeout(definition))
-            .json(&json!({"query": INTROSPECTION_QUERY}));
-        for (name, value) in &headers {
-            request = request.header(name.as_str(), value.as_str());
-        }
-        request
-    };
-    // Introspection only reads, so a failure to send other than a timeout is tried once
-    // more: a pooled keep-alive connection may have been closed by the peer (or, in a
-    // process with several runtimes, its task ended with the runtime that made it) just
-    // before it was reused.
-    let response = match request().send().await {
-        Err(err) if !err.is_timeout() => request().send().await,
-        sent => sent,
+    let mut request = client()
+        .post(&url)
+        .timeout(resolved::timeout(definition))
+        .json(&json!({"query": INTROSPECTION_QUERY}));
+    for (name, value) in &headers {
+        request = request.header(name.as_str(), value.as_str());
     }
-    .map_err(|err| RemoteError::Http {
-        url: shown.clone(),
-        detail: describe(&err),
-    })?;
+    // Introspection only reads.
+    let response = crate::outgoing::send_read(request)
+        .await
+        .map_err(|err| RemoteError::Http {
+            url: shown.clone(),
+            detail: describe(&err),
+        })?;
     let status = response.status().as_u16();
     if status != 200 {
         return Err(RemoteError::Status { url: shown, status });
