@@ -25,8 +25,8 @@ use std::sync::{Arc, Mutex};
 pub struct Basis {
     /// Catalog version and DDL count (`Some`) when this was recorded.
     pub versions: Versions,
-    /// The database model.
-    pub db: DbModel,
+    /// The database model (shared with the write that recorded it).
+    pub db: Arc<DbModel>,
     /// The document, its version and its resolution against `db` (shared with what the
     /// replica serves).
     pub snapshot: Arc<Snapshot>,
@@ -55,7 +55,7 @@ impl Basis {
     pub(super) fn after(
         started: &Versions,
         ended: Versions,
-        db: DbModel,
+        db: Arc<DbModel>,
         snapshot: &Arc<Snapshot>,
     ) -> Option<Basis> {
         (ended.ddl == started.ddl

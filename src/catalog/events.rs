@@ -115,7 +115,7 @@ pub(super) async fn sync(
     for statement in &statements {
         tx.batch_execute(statement).await?;
     }
-    work.db.capture_triggers = desired
+    let triggers: Vec<CaptureTrigger> = desired
         .iter()
         .map(|c| CaptureTrigger {
             name: c.name.clone(),
@@ -124,7 +124,13 @@ pub(super) async fn sync(
             hash: Some(c.hash.clone()),
         })
         .collect();
-    work.db.capture_functions = desired.iter().map(|c| c.name.clone()).collect();
+    let functions: BTreeSet<String> = desired.iter().map(|c| c.name.clone()).collect();
+    // Copied only when the captures changed: the model is shared with the state before.
+    if work.db.capture_triggers != triggers || work.db.capture_functions != functions {
+        let db = std::sync::Arc::make_mut(&mut work.db);
+        db.capture_triggers = triggers;
+        db.capture_functions = functions;
+    }
 
     let names = |m: &Metadata| -> BTreeSet<String> {
         m.tables

@@ -159,7 +159,7 @@ pub async fn execute_group(
     let enum_candidates = relation_names(&enum_candidates);
     let db = match &basis {
         Some(basis) => basis.db.clone(),
-        None => introspect::introspect(&tx, &enum_candidates).await?,
+        None => std::sync::Arc::new(introspect::introspect(&tx, &enum_candidates).await?),
     };
     let remotes = remote::world(&tx, &metadata).await?;
     let mut work = Work {

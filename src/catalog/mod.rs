@@ -223,8 +223,9 @@ pub struct Executed {
 struct Work {
     /// The metadata so far.
     metadata: Metadata,
-    /// The database as the next operation sees it.
-    db: DbModel,
+    /// The database as the next operation sees it (shared with `db_before` and the basis
+    /// until an operation changes it).
+    db: std::sync::Arc<DbModel>,
     /// The caller's session (`invoke_event_trigger` records it).
     session: Value,
     /// Tables whose enum rows each introspection loads.
@@ -234,7 +235,7 @@ struct Work {
     /// The database model changed: rebuild here and on peers even without a metadata write.
     rebuild: bool,
     /// The database as the request found it.
-    db_before: DbModel,
+    db_before: std::sync::Arc<DbModel>,
     /// Remote schemas' stored state with this request's introspection results laid over it.
     remotes: schema::remote::Remotes,
     /// Remote schemas' stored state as the request found it.
@@ -481,9 +482,9 @@ async fn apply(
     let mut enum_candidates = metadata.enum_tables();
     enum_candidates.extend(op.enum_candidates());
     let enum_candidates = relation_names(&enum_candidates);
-    let db: DbModel = match &basis {
+    let db = match &basis {
         Some(basis) => basis.db.clone(),
-        None => introspect::introspect(tx, &enum_candidates).await?,
+        None => std::sync::Arc::new(introspect::introspect(tx, &enum_candidates).await?),
     };
     let session = match writer {
         Writer::Api {
@@ -732,7 +733,7 @@ async fn run_sql_op(
         // Unchecked SQL commits as it is; what it broke shows at the next rebuild.
         work.own_consistency_rules = true;
     }
-    work.db = after;
+    work.db = std::sync::Arc::new(after);
     Ok(response)
 }
 

@@ -33,6 +33,21 @@ pub enum ObjectId {
 }
 
 impl ObjectId {
+    /// The tracked table the object is defined on (the table itself for a table).
+    pub fn table(&self) -> Option<&QualifiedTable> {
+        match self {
+            ObjectId::Table(t)
+            | ObjectId::Relationship(t, _)
+            | ObjectId::ComputedField(t, _)
+            | ObjectId::Permission(t, _, _)
+            | ObjectId::EventTrigger(t, _) => Some(t),
+            ObjectId::RemoteSchema(_)
+            | ObjectId::Action(_)
+            | ObjectId::CustomTypes
+            | ObjectId::CustomTypeRelationship(_, _) => None,
+        }
+    }
+
     /// The object as dependency messages name it (`relationship article.author`).
     pub fn describe(&self) -> String {
         match self {

@@ -54,14 +54,24 @@ fn same_role<P>(a: &PermissionEntry<P>, b: &PermissionEntry<P>) -> bool {
     a.role == b.role
 }
 
+/// Removes the event trigger `name` from every table but `except`, copying only the entries
+/// that have it (the others stay shared with the document this one was derived from).
+fn remove_trigger(metadata: &mut Metadata, name: &Name, except: Option<&QualifiedTable>) {
+    for e in metadata.tables.iter_mut() {
+        if Some(&e.table) != except && e.event_triggers.iter().any(|x| &x.name == name) {
+            std::sync::Arc::make_mut(e)
+                .event_triggers
+                .retain(|x| &x.name != name);
+        }
+    }
+}
+
 fn entry<'a>(
     metadata: &'a mut Metadata,
     table: &QualifiedTable,
 ) -> Result<&'a mut TableEntry, PlaceError> {
     metadata
-        .tables
-        .iter_mut()
-        .find(|e| e.table == *table)
+        .table_mut(table)
         .ok_or_else(|| PlaceError::TableNotTracked(table.clone()))
 }
 
@@ -69,19 +79,13 @@ fn entry<'a>(
 /// keep the parts already declared on it; a part needs its table tracked.
 pub fn put(metadata: &mut Metadata, object: Object) -> Result<(), PlaceError> {
     match object {
-        Object::Table(settings) => {
-            match metadata
-                .tables
-                .iter_mut()
-                .find(|e| e.table == settings.table)
-            {
-                Some(e) => {
-                    e.is_enum = settings.is_enum;
-                    e.configuration = settings.configuration;
-                }
-                None => metadata.tables.push(*settings),
+        Object::Table(settings) => match metadata.table_mut(&settings.table) {
+            Some(e) => {
+                e.is_enum = settings.is_enum;
+                e.configuration = settings.configuration;
             }
-        }
+            None => metadata.tables.push(std::sync::Arc::new(*settings)),
+        },
         Object::ObjectRelationship(t, r) => {
             upsert(&mut entry(metadata, &t)?.object_relationships, r, |a, b| {
                 a.name == b.name
@@ -101,9 +105,7 @@ pub fn put(metadata: &mut Metadata, object: Object) -> Result<(), PlaceError> {
             entry(metadata, &t)?;
             // The key is the name alone (unique across tables): a trigger of this name on
             // another table is the same object, moved.
-            for e in metadata.tables.iter_mut().filter(|e| e.table != t) {
-                e.event_triggers.retain(|x| x.name != trigger.name);
-            }
+            remove_trigger(metadata, &trigger.name, Some(&t));
             upsert(&mut entry(metadata, &t)?.event_triggers, trigger, |a, b| {
                 a.name == b.name
             });
@@ -168,7 +170,7 @@ fn remove_type(types: &mut CustomTypes, name: &str) {
 /// defined on it, as untracking it with `cascade` would.
 pub fn remove(metadata: &mut Metadata, object: &Object) {
     let part_of = |metadata: &mut Metadata, t: &QualifiedTable, f: &dyn Fn(&mut TableEntry)| {
-        if let Some(e) = metadata.tables.iter_mut().find(|e| e.table == *t) {
+        if let Some(e) = metadata.table_mut(t) {
             f(e);
         }
     };
@@ -185,9 +187,7 @@ pub fn remove(metadata: &mut Metadata, object: &Object) {
         }),
         Object::EventTrigger(_, trigger) => {
             // By key: the name alone, on whichever table the document has it.
-            for e in metadata.tables.iter_mut() {
-                e.event_triggers.retain(|x| x.name != trigger.name);
-            }
+            remove_trigger(metadata, &trigger.name, None);
         }
         Object::Permission(t, kind, p) => part_of(metadata, t, &|e| match kind {
             PermissionKind::Insert => e.insert_permissions.retain(|x| x.role != p.role),

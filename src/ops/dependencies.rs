@@ -198,7 +198,15 @@ pub fn remove(metadata: &mut Metadata, ids: &BTreeSet<ObjectId>) {
     metadata
         .tables
         .retain(|t| !ids.contains(&ObjectId::Table(t.table.clone())));
-    for entry in &mut metadata.tables {
+    // Only the entries named by `ids` change; the others stay shared with the document the
+    // change started from.
+    let named: BTreeSet<&QualifiedTable> = ids.iter().filter_map(ObjectId::table).collect();
+    for entry in metadata
+        .tables
+        .iter_mut()
+        .filter(|e| named.contains(&e.table))
+    {
+        let entry = std::sync::Arc::make_mut(entry);
         let t = entry.table.clone();
         let keep_rel =
             |name: &GraphQLName| !ids.contains(&ObjectId::Relationship(t.clone(), name.0.clone()));

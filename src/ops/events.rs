@@ -99,7 +99,7 @@ pub fn find_trigger<'a>(
             .event_triggers
             .iter()
             .find(|t| t.name.0 == name)
-            .map(|t| (entry, t))
+            .map(|t| (&**entry, t))
     })
 }
 

@@ -453,8 +453,15 @@ mod tests {
     }
 
     fn author_db() -> DbModel {
-        let table: DbTable = serde_json::from_value(json!({
-            "oid": 1, "schema": "public", "name": "author", "kind": "r", "comment": null,
+        tables_db(&["author"])
+    }
+
+    /// A database of one-column (`id integer`) tables in `public`.
+    fn tables_db(names: &[&str]) -> DbModel {
+        let mut db = DbModel::default();
+        for (oid, name) in names.iter().enumerate() {
+            let table: DbTable = serde_json::from_value(json!({
+            "oid": oid + 1, "schema": "public", "name": name, "kind": "r", "comment": null,
             "columns": [{
                 "name": "id", "attnum": 1, "data_type": "integer", "type_name": "int4",
                 "type_schema": "pg_catalog", "type_kind": "b", "element_type": null,
@@ -462,12 +469,69 @@ mod tests {
                 "comment": null
             }],
             "constraints": [], "updatable_bits": 28
-        }))
-        .unwrap();
-        let mut db = DbModel::default();
-        db.tables
-            .insert(RelationName::new("public", "author"), table.into());
+            }))
+            .unwrap();
+            db.tables
+                .insert(RelationName::new("public", *name), table.into());
+        }
         db
+    }
+
+    /// Applies `request` to `metadata`, which must succeed.
+    fn applied(metadata: &Metadata, db: &DbModel, request: Value) -> Metadata {
+        let Op::Metadata(op) = Op::parse(&request, Limits { max_batch_size: 10 }).unwrap() else {
+            panic!("not a metadata operation: {request}");
+        };
+        let ctx = Context {
+            db,
+            remotes: &Default::default(),
+            resolved: None,
+        };
+        apply(metadata, &op, ctx).unwrap().metadata
+    }
+
+    /// Which entries of `after` are still the very entries of `before` (not copies).
+    fn shared(before: &Metadata, after: &Metadata) -> Vec<bool> {
+        after
+            .tables
+            .iter()
+            .map(|a| before.tables.iter().any(|b| std::sync::Arc::ptr_eq(a, b)))
+            .collect()
+    }
+
+    #[test]
+    fn an_operation_copies_only_the_table_entries_it_changes() {
+        let db = tables_db(&["a", "b", "c"]);
+        let mut metadata = Metadata::default();
+        for name in ["a", "b", "c"] {
+            metadata = applied(
+                &metadata,
+                &db,
+                json!({"type": "track_table", "args": {"table": name}}),
+            );
+        }
+        let permitted = applied(
+            &metadata,
+            &db,
+            json!({"type": "create_select_permission", "args": {
+                "table": "b", "role": "user", "permission": {"columns": ["id"], "filter": {}}}}),
+        );
+        assert_eq!(shared(&metadata, &permitted), [true, false, true]);
+        assert_ne!(metadata, permitted);
+        // Cascading removal copies only the table that held the dropped objects.
+        let dropped = applied(
+            &permitted,
+            &db,
+            json!({"type": "drop_select_permission", "args": {"table": "b", "role": "user"}}),
+        );
+        assert_eq!(shared(&permitted, &dropped), [true, false, true]);
+        assert_eq!(dropped, metadata, "back to the document before");
+        let untracked = applied(
+            &permitted,
+            &db,
+            json!({"type": "untrack_table", "args": {"table": "b", "cascade": true}}),
+        );
+        assert_eq!(shared(&permitted, &untracked), [true, true]);
     }
 
     #[test]
@@ -493,8 +557,8 @@ mod tests {
             (Code::NotExists, Some(Missing::Metadata))
         );
         let mut tracked = Metadata::default();
-        tracked.tables.push(crate::metadata::types::TableEntry::new(
-            QualifiedTable::new("public", "author"),
+        tracked.tables.push(std::sync::Arc::new(
+            crate::metadata::types::TableEntry::new(QualifiedTable::new("public", "author")),
         ));
         let err = run(
             &tracked,

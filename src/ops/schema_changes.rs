@@ -406,7 +406,7 @@ pub fn reconcile(
 /// Points the computed fields of a renamed function at its new name. The computed field keeps
 /// its own name, so the GraphQL API does not change.
 fn rename_function(metadata: &mut Metadata, old: &QualifiedFunction, new: &QualifiedFunction) {
-    for entry in &mut metadata.tables {
+    for entry in metadata.tables.iter_mut().map(std::sync::Arc::make_mut) {
         for cf in &mut entry.computed_fields {
             if &cf.definition.function == old {
                 cf.definition.function = new.clone();
@@ -525,7 +525,7 @@ fn rename_key<V>(map: &mut indexmap::IndexMap<String, V>, old: &str, new: &str) 
 
 /// Renames a column of `table` in relationships, configuration, custom types and triggers.
 fn rename_column(metadata: &mut Metadata, table: &QualifiedTable, old: &str, new: &str) {
-    for entry in &mut metadata.tables {
+    for entry in metadata.tables.iter_mut().map(std::sync::Arc::make_mut) {
         let own = &entry.table == table;
         if own {
             rename_key(&mut entry.configuration.custom_column_names, old, new);
@@ -591,7 +591,7 @@ fn rename_in_mapping(
 
 /// Renames a table everywhere it is named.
 fn rename_table(metadata: &mut Metadata, old: &QualifiedTable, new: &QualifiedTable) {
-    for entry in &mut metadata.tables {
+    for entry in metadata.tables.iter_mut().map(std::sync::Arc::make_mut) {
         if &entry.table == old {
             entry.table = new.clone();
         }

@@ -224,7 +224,7 @@ impl TableOp {
                 let mut entry = TableEntry::new(table.clone());
                 entry.is_enum = *is_enum;
                 entry.configuration = configuration.clone();
-                next.tables.push(entry);
+                next.tables.push(std::sync::Arc::new(entry));
             }
             TableOp::Untrack { table, cascade } => {
                 if metadata.table(table).is_none() {

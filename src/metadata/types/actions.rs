@@ -5,7 +5,7 @@ use super::*;
 use serde::{Deserialize, Serialize};
 
 /// An action (stored and exported; execution arrives with the actions feature).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActionEntry {
     /// Root field name.
     pub name: GraphQLName,
@@ -20,7 +20,7 @@ pub struct ActionEntry {
 }
 
 /// An action's definition.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActionDefinition {
     /// Handler URL (may hold `{{ENV}}` templates).
     pub handler: String,
@@ -71,7 +71,7 @@ pub enum ActionKind {
 }
 
 /// An action argument.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActionArgument {
     /// Name.
     pub name: GraphQLName,
@@ -84,7 +84,7 @@ pub struct ActionArgument {
 }
 
 /// A role allowed to call an action.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActionPermission {
     /// The role.
     pub role: Name,

@@ -5,7 +5,7 @@ use super::*;
 use serde::{Deserialize, Serialize};
 
 /// A named set of GraphQL documents.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CollectionEntry {
     /// Name.
     pub name: Name,
@@ -17,14 +17,14 @@ pub struct CollectionEntry {
 }
 
 /// The queries of a collection.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CollectionDefinition {
     /// In insertion order.
     pub queries: Vec<CollectionQuery>,
 }
 
 /// One named GraphQL document.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CollectionQuery {
     /// Name, unique in its collection.
     pub name: Name,
@@ -33,7 +33,7 @@ pub struct CollectionQuery {
 }
 
 /// One allow-listed collection.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AllowlistEntry {
     /// Collection name.
     pub collection: Name,

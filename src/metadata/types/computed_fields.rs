@@ -5,7 +5,7 @@ use super::*;
 use serde::{Deserialize, Serialize};
 
 /// A computed field.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ComputedFieldEntry {
     /// Field name.
     pub name: GraphQLName,
@@ -17,7 +17,7 @@ pub struct ComputedFieldEntry {
 }
 
 /// The function of a computed field and how arguments are passed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ComputedFieldDefinition {
     /// The SQL function.
     pub function: QualifiedFunction,

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The custom GraphQL types (`set_custom_types`).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct CustomTypes {
     /// Input object types.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -34,7 +34,7 @@ impl CustomTypes {
 }
 
 /// A custom input object type.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InputObjectType {
     /// Type name.
     pub name: GraphQLName,
@@ -46,7 +46,7 @@ pub struct InputObjectType {
 }
 
 /// A field of a custom input or object type.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TypeField {
     /// Field name.
     pub name: GraphQLName,
@@ -62,7 +62,7 @@ pub struct TypeField {
 }
 
 /// A custom object type.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ObjectType {
     /// Type name.
     pub name: GraphQLName,
@@ -77,7 +77,7 @@ pub struct ObjectType {
 }
 
 /// A relationship from a custom object type to a tracked table.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ObjectRelationship {
     /// Field name.
     pub name: GraphQLName,
@@ -101,7 +101,7 @@ pub enum ObjectRelationshipType {
 }
 
 /// A custom scalar.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScalarType {
     /// Type name.
     pub name: GraphQLName,
@@ -111,7 +111,7 @@ pub struct ScalarType {
 }
 
 /// A custom enum.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EnumType {
     /// Type name.
     pub name: GraphQLName,
@@ -123,7 +123,7 @@ pub struct EnumType {
 }
 
 /// One enum value.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EnumValue {
     /// The value.
     pub value: GraphQLName,

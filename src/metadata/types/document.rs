@@ -5,13 +5,16 @@ use super::*;
 use serde::{Deserialize, Serialize};
 
 /// The whole metadata document.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Metadata {
     /// Always 2 on export.
     #[serde(default = "two")]
     pub version: u32,
-    /// Tracked tables and views, in tracking order.
-    pub tables: Vec<TableEntry>,
+    /// Tracked tables and views, in tracking order. Each entry is shared between the
+    /// documents a write derives from one another (the state before, the state after, the
+    /// catalog basis), so a change copies only the entries it edits: reach one mutably with
+    /// [`Metadata::table_mut`] (or `Arc::make_mut`), and touch only entries that change.
+    pub tables: Vec<std::sync::Arc<TableEntry>>,
     /// Stitched remote GraphQL servers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub remote_schemas: Vec<RemoteSchemaEntry>,
@@ -50,12 +53,16 @@ impl Default for Metadata {
 impl Metadata {
     /// The entry of a tracked table.
     pub fn table(&self, table: &QualifiedTable) -> Option<&TableEntry> {
-        self.tables.iter().find(|t| &t.table == table)
+        self.tables.iter().find(|t| &t.table == table).map(|t| &**t)
     }
 
-    /// The entry of a tracked table, mutably.
+    /// The entry of a tracked table, mutably (copied first when another document still
+    /// shares it; see [`Metadata::tables`]).
     pub fn table_mut(&mut self, table: &QualifiedTable) -> Option<&mut TableEntry> {
-        self.tables.iter_mut().find(|t| &t.table == table)
+        self.tables
+            .iter_mut()
+            .find(|t| &t.table == table)
+            .map(std::sync::Arc::make_mut)
     }
 
     /// Tables flagged as enum tables.

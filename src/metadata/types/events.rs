@@ -6,7 +6,7 @@ use super::*;
 use serde::{Deserialize, Serialize};
 
 /// A webhook header: literal value or read from the environment.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Header {
     /// `{"name","value"}`.
@@ -26,7 +26,7 @@ pub enum Header {
 }
 
 /// An event trigger: which row changes of its table go to which webhook, and how retried.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EventTriggerEntry {
     /// Trigger name.
     pub name: Name,
@@ -47,7 +47,7 @@ pub struct EventTriggerEntry {
 }
 
 /// The operations of an event trigger.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EventTriggerDefinition {
     /// Whether `invoke_event_trigger` may fire it.
     #[serde(default)]
@@ -64,7 +64,7 @@ pub struct EventTriggerDefinition {
 }
 
 /// Columns listened to and sent for one operation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OperationSpec {
     /// Columns whose change fires.
     pub columns: Columns,
@@ -74,7 +74,7 @@ pub struct OperationSpec {
 }
 
 /// Delivery retry policy (`docs/events.md`, "Retries and states").
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RetryConf {
     /// Retries after the first failure.
     #[serde(default)]
@@ -105,7 +105,7 @@ impl Default for RetryConf {
 }
 
 /// A remote GraphQL server (stored and exported; stitching arrives with its feature).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RemoteSchemaEntry {
     /// Name.
     pub name: Name,
@@ -117,7 +117,7 @@ pub struct RemoteSchemaEntry {
 }
 
 /// How to reach a remote schema.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RemoteSchemaDefinition {
     /// URL (may hold `{{ENV}}` templates).
     #[serde(default, skip_serializing_if = "Option::is_none")]

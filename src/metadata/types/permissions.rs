@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// A permission of one role.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PermissionEntry<P> {
     /// The role it applies to.
     pub role: Name,
@@ -18,7 +18,7 @@ pub struct PermissionEntry<P> {
 }
 
 /// Insert rules.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InsertPermission {
     /// Must hold for every inserted row.
     pub check: Value,
@@ -34,7 +34,7 @@ pub struct InsertPermission {
 }
 
 /// Select rules.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SelectPermission {
     /// Selectable columns.
     pub columns: Columns,
@@ -52,7 +52,7 @@ pub struct SelectPermission {
 }
 
 /// Update rules.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UpdatePermission {
     /// Updatable columns.
     pub columns: Columns,
@@ -67,7 +67,7 @@ pub struct UpdatePermission {
 }
 
 /// Delete rules.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeletePermission {
     /// Rows that may be deleted.
     pub filter: Value,

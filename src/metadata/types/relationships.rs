@@ -8,7 +8,7 @@ use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 /// A relationship with its `using` clause of kind `U`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RelationshipEntry<U> {
     /// Field name on the owning table.
     pub name: GraphQLName,
@@ -20,7 +20,7 @@ pub struct RelationshipEntry<U> {
 }
 
 /// Column mapping given by hand (views, or no foreign key).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ManualConfiguration {
     /// The related table.
     pub remote_table: QualifiedTable,
@@ -29,7 +29,7 @@ pub struct ManualConfiguration {
 }
 
 /// `using` of an object relationship.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ObjRelUsing {
     /// A column of this table carrying a single-column foreign key.
     ForeignKey(String),
@@ -38,7 +38,7 @@ pub enum ObjRelUsing {
 }
 
 /// Target of an array relationship's foreign key: a column of the other table.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ArrayForeignKey {
     /// The table holding the foreign key.
     pub table: QualifiedTable,
@@ -47,7 +47,7 @@ pub struct ArrayForeignKey {
 }
 
 /// `using` of an array relationship.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ArrRelUsing {
     /// A foreign key on another table pointing here.
     ForeignKey(ArrayForeignKey),

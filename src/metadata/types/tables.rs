@@ -21,7 +21,7 @@ pub const TABLE_ENTRY_KEYS: &[&str] = &[
 ];
 
 /// One tracked table or view and everything it owns.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TableEntry {
     /// The relation.
     pub table: QualifiedTable,
@@ -88,7 +88,7 @@ impl TableEntry {
 }
 
 /// Table configuration (version 2 `track_table`, `set_table_custom_fields`).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct TableConfig {
     /// Renamed root fields.
     #[serde(default)]
@@ -106,7 +106,7 @@ impl TableConfig {
 }
 
 /// Custom names for a table's root fields; `None` keeps the default name.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct CustomRootFields {
     /// List query.
     #[serde(default, skip_serializing_if = "Option::is_none")]
