@@ -214,9 +214,9 @@ pub fn resolve_endpoint(
 /// Why an action's root fields cannot be added next to the tables' root fields, if they
 /// cannot: the action's name (its query or mutation field, and the query and subscription
 /// field of an asynchronous action's result) must not be a table's root field.
-pub fn root_field_clash(
+pub fn root_field_clash<T: std::fmt::Display>(
     name: &str,
-    table_roots: &HashMap<String, QualifiedTable>,
+    table_roots: &HashMap<String, T>,
 ) -> Option<String> {
     table_roots.get(name).map(|table| {
         format!(
@@ -278,7 +278,7 @@ fn resolve_type_relationships(types: &CustomTypes, resolved: &Resolved) -> Resol
 pub(super) fn resolve_actions(
     metadata: &Metadata,
     db: &DbModel,
-    table_roots: &HashMap<String, QualifiedTable>,
+    table_roots: &HashMap<String, &QualifiedTable>,
     type_check: Option<super::remote::ActionTypeCheck>,
     cache: &mut SchemaCache,
 ) {

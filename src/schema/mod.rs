@@ -237,7 +237,10 @@ pub fn resolve(metadata: &Metadata, db: &DbModel) -> SchemaCache {
 /// schemas.
 pub fn resolve_with(metadata: &Metadata, db: &DbModel, remotes: &remote::Remotes) -> SchemaCache {
     let mut cache = SchemaCache::default();
-    let mut root_fields: HashMap<String, QualifiedTable> = HashMap::new();
+    cache.resolved.tables.reserve(metadata.tables.len());
+    // Nine root fields at most per table.
+    let mut root_fields: HashMap<String, &QualifiedTable> =
+        HashMap::with_capacity(metadata.tables.len() * 9);
     for entry in &metadata.tables {
         match resolve_table(entry, db, &mut root_fields) {
             Ok(table) => {
@@ -382,10 +385,10 @@ pub fn root_field_names(
 
 /// Checks a table's own configuration against the database; the error's message is the
 /// inconsistency's reason.
-fn resolve_table(
-    entry: &TableEntry,
+fn resolve_table<'m>(
+    entry: &'m TableEntry,
     db: &DbModel,
-    root_fields: &mut HashMap<String, QualifiedTable>,
+    root_fields: &mut HashMap<String, &'m QualifiedTable>,
 ) -> Result<ResolvedTable, MetadataError> {
     let name = &entry.table;
     let table = db.shared_table(&name.schema, &name.name).ok_or_else(|| {
@@ -411,7 +414,7 @@ fn resolve_table(
         }
     }
     for (_, field) in fields {
-        root_fields.insert(field, name.clone());
+        root_fields.insert(field, name);
     }
     Ok(ResolvedTable {
         name: name.clone(),
@@ -440,10 +443,13 @@ pub fn check_table_configuration(
         ));
     }
     let columns_path = JsonPath::root().key("custom_column_names");
-    let mut field_names: HashMap<String, String> = HashMap::new();
-    for column in &table.columns {
-        if !config.custom_column_names.contains_key(&column.name) {
-            field_names.insert(column.name.clone(), column.name.clone());
+    // Without custom names the fields are the columns, distinct already.
+    let mut field_names: HashMap<&str, &str> = HashMap::new();
+    if !config.custom_column_names.is_empty() {
+        for column in &table.columns {
+            if !config.custom_column_names.contains_key(&column.name) {
+                field_names.insert(&column.name, &column.name);
+            }
         }
     }
     for (column, custom) in &config.custom_column_names {
@@ -454,7 +460,7 @@ pub fn check_table_configuration(
                 format!("column \"{column}\" does not exist"),
             ));
         }
-        if let Some(other) = field_names.insert(custom.0.clone(), column.clone()) {
+        if let Some(other) = field_names.insert(&custom.0, column) {
             return Err(MetadataError::new(
                 Code::ConstraintViolation,
                 columns_path.key(column),
@@ -561,5 +567,48 @@ mod tests {
             assert_eq!(relation.to_string(), table.to_string());
             assert_eq!(qualified_table(relation), table);
         }
+    }
+
+    #[test]
+    fn custom_column_names_may_not_take_another_columns_field() {
+        let column = |name: &str, attnum: i32| {
+            json!({
+                "name": name, "attnum": attnum, "data_type": "integer", "type_name": "int4",
+                "type_schema": "pg_catalog", "type_kind": "b", "element_type": null,
+                "nullable": false, "default": null, "generated": false, "identity": false,
+                "comment": null
+            })
+        };
+        let table: DbTable = serde_json::from_value(json!({
+            "oid": 1, "schema": "public", "name": "author", "kind": "r", "comment": null,
+            "columns": [column("id", 1), column("name", 2), column("age", 3)],
+            "constraints": [], "updatable_bits": 28
+        }))
+        .unwrap();
+        let name = QualifiedTable::new("public", "author");
+        let check = |names: Value| {
+            let config: TableConfig =
+                serde_json::from_value(json!({"custom_column_names": names})).unwrap();
+            check_table_configuration(&name, &table, &config)
+        };
+        assert!(check(json!({})).is_ok());
+        // Swapped names: each column's field is free once the other is renamed.
+        assert!(check(json!({"id": "name", "name": "id"})).is_ok());
+        let err = check(json!({"age": "name"})).unwrap_err();
+        assert_eq!(err.code, Code::ConstraintViolation);
+        assert_eq!(err.path.to_string(), "$.custom_column_names.age");
+        assert!(
+            err.message.contains("conflicts with the field of column \"name\""),
+            "{}",
+            err.message
+        );
+        let err = check(json!({"id": "key", "name": "key"})).unwrap_err();
+        assert!(
+            err.message.contains("conflicts with the field of column \"id\""),
+            "{}",
+            err.message
+        );
+        let err = check(json!({"nope": "x"})).unwrap_err();
+        assert_eq!(err.path.to_string(), "$.custom_column_names.nope");
     }
 }
