@@ -4,7 +4,8 @@ key to the previous one, an object relationship along it, an array relationship 
 permissions for two roles. Measures, per size: the engine's RSS once the schema is built, the
 time of `replace_metadata` (every table at once), `reload_metadata`, a full introspection query
 per role (first answer, cached with and without gzip), and one metadata operation on top of the N tables
-(`track_table`, `create_select_permission`, `untrack_table`). Runs release `basalt` on a
+(`track_table`, `create_select_permission`, `untrack_table`), and the median of repeated
+permission operations with the engine's CPU per operation. Runs release `basalt` on a
 throwaway Postgres cluster. Standard library only; see bench/README.md ("Schema scale").
 
     python3 bench/schema-scale.py                  # sizes 100 and 1000
@@ -148,6 +149,23 @@ def rss_mb(pid):
     return float("nan")
 
 
+def repeated(engine, pid, spare, pairs):
+    """`pairs` drop/create pairs of the spare table's permission, back to back (as a GitOps
+    sync or the controller's group commits send them): the median wall time of one operation
+    and the engine's CPU per operation. Steadier than the single operations above, which one
+    scheduling hiccup on a small machine can double."""
+    permission = {"table": spare, "role": "user", "permission": {"columns": ["id"], "filter": {}}}
+    times = []
+    cpu = common.proc_cpu_seconds(pid)
+    for _ in range(pairs):
+        times.append(engine.ok({"type": "drop_select_permission", "args": {"table": spare, "role": "user"}}))
+        times.append(engine.ok({"type": "create_select_permission", "args": permission}))
+    cpu = common.proc_cpu_seconds(pid) - cpu
+    times.sort()
+    return {"operations": len(times), "median_s": round(times[len(times) // 2], 4),
+            "engine_cpu_s": round(cpu / max(len(times), 1), 4)}
+
+
 def measure(n, args, cluster, binary, work):
     log(f"size {n}: {n} tables, {2 * n - 1} relationships, {2 * n} permissions")
     database = f"schema_{n}"
@@ -189,6 +207,7 @@ def measure(n, args, cluster, binary, work):
         ops["track_table"] = engine.ok({"type": "track_table", "args": {"table": spare}})
         ops["create_select_permission"] = engine.ok({"type": "create_select_permission", "args": {
             "table": spare, "role": "user", "permission": {"columns": ["id"], "filter": {}}}})
+        result["repeated"] = repeated(engine, process.pid, spare, args.repeat)
         ops["untrack_table"] = engine.ok({"type": "untrack_table", "args": {"table": spare, "cascade": True}})
         result["operation_s"] = {k: round(v, 3) for k, v in ops.items()}
         result["rss_peak_mb"] = round(common.proc_peak_rss_mb(process.pid), 1)
@@ -212,6 +231,8 @@ def fmt(r):
             f"({v['types']} types, {v['answer_mb']} MB, {v['wire_mb']} MB sent)"
             for role, v in intro.items()),
         "  one operation:    " + "; ".join(f"{k} {v} s" for k, v in ops.items()),
+        f"  repeated:         {r['repeated']['operations']} permission operations back to back, "
+        f"median {r['repeated']['median_s']} s, engine CPU {r['repeated']['engine_cpu_s']} s each",
     ])
 
 
@@ -221,6 +242,8 @@ def main():
     parser.add_argument("--large", action="store_true", help="add N = 5000")
     parser.add_argument("--rust-log", default="warn", help="the engine's RUST_LOG (default warn)")
     parser.add_argument("--no-build", action="store_true", help="use the existing release binary")
+    parser.add_argument("--repeat", type=int, default=10,
+                        help="drop/create permission pairs timed back to back (default 10)")
     parser.add_argument("--wrap", help="a profiler command to run the engine under, for example "
                         "'heaptrack -o /tmp/basalt' (RSS figures are then the profiler's)")
     args = parser.parse_args()
