@@ -56,22 +56,11 @@ pub fn permission_references(
     out
 }
 
-/// The table an object belongs to, if any.
-fn owner(id: &ObjectId) -> Option<&QualifiedTable> {
-    match id {
-        ObjectId::Table(t)
-        | ObjectId::Relationship(t, _)
-        | ObjectId::ComputedField(t, _)
-        | ObjectId::Permission(t, _, _)
-        | ObjectId::EventTrigger(t, _) => Some(t),
-        _ => None,
-    }
-}
-
 /// Whether removing `removed` takes `id` with it (it is the object, or owned by a removed table).
 fn is_removed(removed: &BTreeSet<ObjectId>, id: &ObjectId) -> bool {
     removed.contains(id)
-        || owner(id)
+        || id
+            .table()
             .map(|t| removed.contains(&ObjectId::Table(t.clone())))
             .unwrap_or(false)
 }

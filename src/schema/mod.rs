@@ -598,13 +598,15 @@ mod tests {
         assert_eq!(err.code, Code::ConstraintViolation);
         assert_eq!(err.path.to_string(), "$.custom_column_names.age");
         assert!(
-            err.message.contains("conflicts with the field of column \"name\""),
+            err.message
+                .contains("conflicts with the field of column \"name\""),
             "{}",
             err.message
         );
         let err = check(json!({"id": "key", "name": "key"})).unwrap_err();
         assert!(
-            err.message.contains("conflicts with the field of column \"id\""),
+            err.message
+                .contains("conflicts with the field of column \"id\""),
             "{}",
             err.message
         );
