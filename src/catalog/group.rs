@@ -172,7 +172,7 @@ pub async fn execute_group(
         own_consistency_rules: false,
         rebuild: false,
         db_before: db,
-        resolved: basis.clone(),
+        resolution: basis.as_ref().map(super::Resolution::of),
     };
     let mut taken: BTreeSet<&str> = BTreeSet::new();
     let mut committed = Vec::new();
@@ -200,7 +200,7 @@ pub async fn execute_group(
     }
     // Capture triggers follow the group's event-trigger changes, as one write's would.
     super::events::sync(&tx, &metadata, &mut work).await?;
-    let after = schema::resolve_with(&work.metadata, &work.db, &work.remotes);
+    let after = work.take_resolved();
     // Which write left something inconsistent is not known here: the caller finds out by
     // running each on its own. Nothing inconsistent after: nothing to compare with before.
     if !after.inconsistencies.is_empty() {

@@ -240,9 +240,95 @@ struct Work {
     remotes: schema::remote::Remotes,
     /// Remote schemas' stored state as the request found it.
     remotes_before: schema::remote::Remotes,
-    /// `metadata` already resolved against `db`: the basis the request started from, until
-    /// its first operation changes either.
-    resolved: Option<std::sync::Arc<Basis>>,
+    /// The last resolution made (or the basis the request started from): where the next
+    /// one starts, when it is of the same database model.
+    resolution: Option<Resolution>,
+}
+
+/// A document resolved against a database model.
+struct Resolution {
+    /// The model.
+    db: std::sync::Arc<DbModel>,
+    /// The document.
+    metadata: Metadata,
+    /// Its resolution.
+    schema: Held,
+}
+
+/// A resolution held by a request: the basis's, shared, or one it made.
+enum Held {
+    Kept(std::sync::Arc<Basis>),
+    Made(Box<SchemaCache>),
+}
+
+impl Resolution {
+    /// The basis's document and resolution.
+    fn of(basis: &std::sync::Arc<Basis>) -> Self {
+        Resolution {
+            db: basis.db.clone(),
+            metadata: basis.snapshot.metadata.clone(),
+            schema: Held::Kept(basis.clone()),
+        }
+    }
+
+    fn schema(&self) -> &SchemaCache {
+        match &self.schema {
+            Held::Kept(basis) => &basis.snapshot.schema,
+            Held::Made(schema) => schema,
+        }
+    }
+}
+
+impl Work {
+    /// The current document resolved against the current database model ([`resolve`]).
+    fn resolved(&mut self) -> &SchemaCache {
+        resolve(
+            &mut self.resolution,
+            &self.metadata,
+            &self.db,
+            &self.remotes,
+        )
+    }
+
+    /// The current document's resolution, taken to keep (the next one starts afresh).
+    fn take_resolved(&mut self) -> SchemaCache {
+        self.resolved();
+        match self.resolution.take().map(|r| r.schema) {
+            Some(Held::Made(schema)) => *schema,
+            Some(Held::Kept(basis)) => basis.snapshot.schema.clone(),
+            None => schema::resolve_with(&self.metadata, &self.db, &self.remotes),
+        }
+    }
+}
+
+/// `metadata` resolved against `db`, kept in `last`. With the model of the last resolution,
+/// only what the changes since reach is resolved again ([`schema::resolve_from`]): a
+/// `bulk`'s operations and a group's writes each start from the previous one's.
+fn resolve<'w>(
+    last: &'w mut Option<Resolution>,
+    metadata: &Metadata,
+    db: &std::sync::Arc<DbModel>,
+    remotes: &schema::remote::Remotes,
+) -> &'w SchemaCache {
+    let made = |schema| Resolution {
+        db: db.clone(),
+        metadata: metadata.clone(),
+        schema: Held::Made(Box::new(schema)),
+    };
+    let resolution = match last.take().filter(|l| std::sync::Arc::ptr_eq(&l.db, db)) {
+        Some(same) if same.metadata == *metadata => same,
+        Some(earlier) => {
+            let _span = tracing::debug_span!("schema.rebuild", incremental = true).entered();
+            let schema =
+                schema::resolve_from(earlier.schema(), &earlier.metadata, metadata, db, remotes);
+            made(schema)
+        }
+        None => {
+            let _span = tracing::debug_span!("schema.rebuild", incremental = false).entered();
+            made(schema::resolve_with(metadata, db, remotes))
+        }
+    };
+    last.insert(resolution).schema()
 }
 
 /// Who writes, and what that means for objects owned by Kubernetes resources.
@@ -506,16 +592,13 @@ async fn apply(
         own_consistency_rules: false,
         rebuild: false,
         db_before: db,
-        resolved: basis.clone(),
+        resolution: basis.as_ref().map(Resolution::of),
     };
     let response = run(tx, &mut work, op).await?;
     if !read_only {
         events::sync(tx, &metadata, &mut work).await?;
     }
-    let schema = {
-        let _span = tracing::debug_span!("schema.rebuild").entered();
-        schema::resolve_with(&work.metadata, &work.db, &work.remotes)
-    };
+    let schema = work.take_resolved();
     // Nothing inconsistent after: nothing new either, and the state before need not be
     // resolved (the whole schema again, at 1,000 tables a good part of an operation's time).
     if !work.own_consistency_rules && !schema.inconsistencies.is_empty() {
@@ -660,18 +743,21 @@ fn run<'a>(
     op: &'a Op,
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value, CatalogError>> + Send + 'a>> {
     Box::pin(async move {
-        // The resolved starting state serves the request's first operation only (a bulk's
-        // first element): any operation may change the metadata or the database.
-        let resolved = match op {
-            Op::Bulk(_) => None,
-            _ => work.resolved.take(),
-        };
         match op {
             Op::Metadata(op) => {
+                let resolved = match op.reads_schema() {
+                    true => Some(resolve(
+                        &mut work.resolution,
+                        &work.metadata,
+                        &work.db,
+                        &work.remotes,
+                    )),
+                    false => None,
+                };
                 let ctx = Context {
                     db: &work.db,
                     remotes: &work.remotes,
-                    resolved: resolved.as_deref().map(|basis| &basis.snapshot.schema),
+                    resolved,
                 };
                 let outcome = ops::apply(&work.metadata, op, ctx)?;
                 if let ops::MetadataOp::Action(action) = op.as_ref() {
@@ -721,13 +807,18 @@ async fn run_sql_op(
     // Later operations of a bulk see the database as the SQL left it.
     let after = introspect::introspect(tx, &work.enum_candidates).await?;
     if sql.check_metadata_consistency {
-        let before = schema::resolve_with(&work.metadata, &work.db, &work.remotes);
+        let before = resolve(
+            &mut work.resolution,
+            &work.metadata,
+            &work.db,
+            &work.remotes,
+        );
         let changes = schema_changes::diff(&work.metadata, &work.db, &after);
         if !changes.altered_tables.is_empty() {
             // Event triggers hook in here to regenerate capture triggers of these tables.
             tracing::debug!(tables = ?changes.altered_tables, "run_sql altered tracked tables");
         }
-        work.metadata = schema_changes::reconcile(&work.metadata, &before, &changes, sql.cascade)?;
+        work.metadata = schema_changes::reconcile(&work.metadata, before, &changes, sql.cascade)?;
         work.rebuild = true;
     } else {
         // Unchecked SQL commits as it is; what it broke shows at the next rebuild.

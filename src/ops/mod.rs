@@ -327,6 +327,18 @@ fn success() -> Value {
     json!({"message": "success"})
 }
 
+impl MetadataOp {
+    /// Whether [`apply`] reads the resolution of the document it is applied to: every
+    /// operation but those on query collections and remote schemas. A caller that keeps one
+    /// hands it in ([`Context::resolved`]) rather than have it resolved again.
+    pub fn reads_schema(&self) -> bool {
+        !matches!(
+            self,
+            MetadataOp::Collection(_) | MetadataOp::RemoteSchema(_)
+        )
+    }
+}
+
 /// Applies `op` to `metadata`. Pure: reads only its arguments.
 pub fn apply(metadata: &Metadata, op: &MetadataOp, ctx: Context<'_>) -> Result<Outcome> {
     let cache = || ctx.current(metadata);
@@ -396,12 +408,17 @@ fn resolved_table<'a>(
     table: &QualifiedTable,
     path: &JsonPath,
 ) -> Result<&'a schema::ResolvedTable> {
-    cache.resolved.tables.get(table).ok_or_else(|| {
-        crate::metadata::error::not_exists_in_metadata(
-            path.clone(),
-            format!("table \"{table}\" does not exist"),
-        )
-    })
+    cache
+        .resolved
+        .tables
+        .get(table)
+        .map(|t| &**t)
+        .ok_or_else(|| {
+            crate::metadata::error::not_exists_in_metadata(
+                path.clone(),
+                format!("table \"{table}\" does not exist"),
+            )
+        })
 }
 
 /// Removes `id` from `next`, failing with `dependency-error` when other objects depend on it

@@ -100,7 +100,7 @@ fn child(pointer: &[Segment], segment: Segment) -> Vec<Segment> {
 impl<'a> Walker<'a> {
     fn table(&self, name: &QualifiedTable, path: &JsonPath) -> Result<&'a ResolvedTable> {
         let resolved: &'a Resolved = self.resolved;
-        resolved.tables.get(name).ok_or_else(|| {
+        resolved.table(name).ok_or_else(|| {
             not_exists_in_metadata(path.clone(), format!("table \"{name}\" does not exist"))
         })
     }

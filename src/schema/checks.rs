@@ -280,7 +280,7 @@ impl FunctionCheck<'_> {
         let ret = &function.return_type;
         match ret.relation().map(qualified_table) {
             Some(rel) if ret.kind == "c" => {
-                if resolved.tables.contains_key(&rel) {
+                if resolved.table(&rel).is_some() {
                     Some(ComputedReturn::Table {
                         table: rel,
                         set: function.returns_set,

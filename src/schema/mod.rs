@@ -1,13 +1,18 @@
 //! The schema cache: metadata resolved against the database model. Every later layer reads the
 //! [`Resolved`] model; objects that do not fit the database are reported as [`Inconsistency`]
 //! and left out, so one broken object never takes the engine down. Pure: no IO.
+//!
+//! [`resolve_with`] resolves a whole document; [`resolve_from`] resolves one derived from an
+//! already resolved document (a metadata write), again only where the change reaches.
 
 pub mod actions;
 mod boolexp;
 mod checks;
 pub mod events;
+mod incremental;
 pub mod operators;
 mod permissions;
+mod reads;
 mod relationships;
 pub mod remote;
 mod rules;
@@ -17,6 +22,7 @@ pub use checks::{
     check_computed_field, check_custom_types, check_enum_table as checks_enum, check_reserved_name,
     computed_field_error,
 };
+pub use incremental::resolve_from;
 pub use operators::{CompareOp, TypeFamily};
 use permissions::resolve_permissions;
 pub use permissions::{check_permission, CheckedPermission};
@@ -145,6 +151,10 @@ pub struct ResolvedTable {
     pub computed_fields: IndexMap<String, ResolvedComputedField>,
     /// Permissions by role.
     pub permissions: IndexMap<String, RolePermissions>,
+    /// The other tables its relationships, computed fields and permissions looked at while
+    /// they were resolved (whether tracked or not): a change to one of them may change this
+    /// table's resolution, so [`resolve_from`] resolves it again.
+    pub reads: BTreeSet<QualifiedTable>,
 }
 
 impl ResolvedTable {
@@ -174,8 +184,10 @@ pub enum FieldRef<'a> {
 /// The consistent part of the metadata, ready for the GraphQL layer.
 #[derive(Debug, Clone, Default)]
 pub struct Resolved {
-    /// Tracked, consistent tables.
-    pub tables: IndexMap<QualifiedTable, ResolvedTable>,
+    /// Tracked, consistent tables. Each is shared between the resolutions of the documents a
+    /// write derives from one another ([`resolve_from`] keeps the tables a change does not
+    /// reach): reach one mutably with `Arc::make_mut`.
+    pub tables: IndexMap<QualifiedTable, std::sync::Arc<ResolvedTable>>,
     /// Every role named by a consistent permission.
     pub roles: BTreeSet<String>,
     /// Deliverable event triggers, by name.
@@ -186,6 +198,20 @@ pub struct Resolved {
     pub actions: Vec<actions::ResolvedAction>,
     /// The custom types, with their relationships to tables resolved.
     pub custom_types: actions::ResolvedCustomTypes,
+}
+
+impl Resolved {
+    /// The resolved table `name`. The resolver's stages look at other tables only through
+    /// this, which notes the look for [`ResolvedTable::reads`].
+    pub fn table(&self, name: &QualifiedTable) -> Option<&ResolvedTable> {
+        reads::note(name);
+        self.tables.get(name).map(|t| &**t)
+    }
+
+    /// The table `name` to change while it is being resolved (copied first if shared).
+    fn table_mut(&mut self, name: &QualifiedTable) -> Option<&mut ResolvedTable> {
+        self.tables.get_mut(name).map(std::sync::Arc::make_mut)
+    }
 }
 
 /// The schema cache of one metadata version.
@@ -242,47 +268,101 @@ pub fn resolve_with(metadata: &Metadata, db: &DbModel, remotes: &remote::Remotes
     let mut root_fields: HashMap<String, &QualifiedTable> =
         HashMap::with_capacity(metadata.tables.len() * 9);
     for entry in &metadata.tables {
-        match resolve_table(entry, db, &mut root_fields) {
-            Ok(table) => {
-                cache.resolved.tables.insert(entry.table.clone(), table);
-            }
-            Err(err) => {
-                // Everything defined on the table goes with it, each reported on its own.
-                let reason = format!("table \"{}\" is inconsistent: {}", entry.table, err.message);
+        resolve_table_or_report(entry, db, &mut root_fields, &mut cache);
+    }
+    let entries: Vec<&TableEntry> = metadata.tables.iter().map(|e| &**e).collect();
+    resolve_table_objects(&entries, db, &mut cache);
+    resolve_globals(metadata, db, &root_fields, remotes, &mut cache);
+    cache
+}
+
+/// The first stage of one table: its own configuration against the database, and its root
+/// fields against those taken by the tables before it. A table that fails is left out, and
+/// everything defined on it is reported with it, each on its own.
+fn resolve_table_or_report<'m>(
+    entry: &'m TableEntry,
+    db: &DbModel,
+    root_fields: &mut HashMap<String, &'m QualifiedTable>,
+    cache: &mut SchemaCache,
+) {
+    match resolve_table(entry, db, root_fields) {
+        Ok(table) => {
+            cache
+                .resolved
+                .tables
+                .insert(entry.table.clone(), std::sync::Arc::new(table));
+        }
+        Err(err) => {
+            let reason = format!("table \"{}\" is inconsistent: {}", entry.table, err.message);
+            cache.inconsistencies.push(Inconsistency {
+                object: ObjectId::Table(entry.table.clone()),
+                kind: "table",
+                definition: json!(entry.table),
+                reason: err.message,
+                conflict: false,
+            });
+            for owned in entry.owned_objects() {
                 cache.inconsistencies.push(Inconsistency {
-                    object: ObjectId::Table(entry.table.clone()),
-                    kind: "table",
-                    definition: json!(entry.table),
-                    reason: err.message,
+                    object: owned.id,
+                    kind: owned.kind,
+                    definition: owned.definition,
+                    reason: reason.clone(),
                     conflict: false,
                 });
-                for owned in entry.owned_objects() {
-                    cache.inconsistencies.push(Inconsistency {
-                        object: owned.id,
-                        kind: owned.kind,
-                        definition: owned.definition,
-                        reason: reason.clone(),
-                        conflict: false,
-                    });
-                }
             }
         }
     }
-    for entry in &metadata.tables {
-        resolve_relationships(entry, &mut cache);
+}
+
+/// The later stages of `entries`, each stage for all of them before the next (a permission
+/// may follow any table's relationships): relationships, computed fields, permissions, event
+/// triggers. What each table's stages look at in other tables is kept in its
+/// [`ResolvedTable::reads`].
+fn resolve_table_objects(entries: &[&TableEntry], db: &DbModel, cache: &mut SchemaCache) {
+    for entry in entries {
+        recorded(cache, &entry.table, |cache| {
+            resolve_relationships(entry, cache)
+        });
     }
-    for entry in &metadata.tables {
-        resolve_computed_fields(entry, db, &mut cache);
+    for entry in entries {
+        recorded(cache, &entry.table, |cache| {
+            resolve_computed_fields(entry, db, cache)
+        });
     }
-    for entry in &metadata.tables {
-        resolve_permissions(entry, &mut cache);
+    for entry in entries {
+        recorded(cache, &entry.table, |cache| {
+            resolve_permissions(entry, cache)
+        });
     }
-    for entry in &metadata.tables {
+    for entry in entries {
         if !cache.resolved.tables.contains_key(&entry.table) {
             continue; // reported with their table
         }
-        resolve_event_triggers(entry, db, &mut cache);
+        resolve_event_triggers(entry, db, cache);
     }
+}
+
+/// Runs one stage of `table`, adding the other tables it looked at to the table's reads.
+fn recorded(cache: &mut SchemaCache, table: &QualifiedTable, stage: impl FnOnce(&mut SchemaCache)) {
+    let mut read = reads::recording(|| stage(cache));
+    read.remove(table);
+    if read.is_empty() {
+        return;
+    }
+    if let Some(t) = cache.resolved.table_mut(table) {
+        t.reads.append(&mut read);
+    }
+}
+
+/// What is resolved across tables once they all are: custom types, the set of roles,
+/// actions (whose names may not take a table's root field) and remote schemas.
+fn resolve_globals(
+    metadata: &Metadata,
+    db: &DbModel,
+    root_fields: &HashMap<String, &QualifiedTable>,
+    remotes: &remote::Remotes,
+    cache: &mut SchemaCache,
+) {
     let reasons = check_custom_types(&metadata.custom_types, &cache.resolved, db);
     if let Err(err) = reasons {
         cache.inconsistencies.push(Inconsistency {
@@ -299,9 +379,8 @@ pub fn resolve_with(metadata: &Metadata, db: &DbModel, remotes: &remote::Remotes
         .values()
         .flat_map(|t| t.permissions.keys().cloned())
         .collect();
-    actions::resolve_actions(metadata, db, &root_fields, remotes.action_types, &mut cache);
-    remote::resolve_remotes(&metadata.remote_schemas, remotes, &mut cache);
-    cache
+    actions::resolve_actions(metadata, db, root_fields, remotes.action_types, cache);
+    remote::resolve_remotes(&metadata.remote_schemas, remotes, cache);
 }
 
 /// Every root field name the resolved tables contribute, with its table.
@@ -424,6 +503,7 @@ fn resolve_table<'m>(
         relationships: IndexMap::new(),
         computed_fields: IndexMap::new(),
         permissions: IndexMap::new(),
+        reads: BTreeSet::new(),
     })
 }
 
@@ -511,7 +591,7 @@ fn resolve_computed_fields(entry: &TableEntry, db: &DbModel, cache: &mut SchemaC
         });
         match result {
             Ok(r) => {
-                if let Some(t) = cache.resolved.tables.get_mut(&entry.table) {
+                if let Some(t) = cache.resolved.table_mut(&entry.table) {
                     t.computed_fields.insert(cf.name.0.clone(), r);
                 }
             }

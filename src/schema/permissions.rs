@@ -189,7 +189,7 @@ fn resolve_kind<P: serde::Serialize>(
         let value = serde_json::to_value(&perm.permission).unwrap_or(Value::Null);
         match check_permission(&cache.resolved, table, &perm.role.0, kind, &value) {
             Ok(checked) => {
-                if let Some(t) = cache.resolved.tables.get_mut(table) {
+                if let Some(t) = cache.resolved.table_mut(table) {
                     let slot = t.permissions.entry(perm.role.0.clone()).or_default();
                     rule(&perm.permission, checked, slot);
                 }

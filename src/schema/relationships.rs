@@ -29,7 +29,7 @@ fn settle<U: serde::Serialize>(
     result: Result<ResolvedRelationship, MetadataError>,
 ) {
     let name = &rel.name.0;
-    let Some(owner) = cache.resolved.tables.get_mut(table) else {
+    let Some(owner) = cache.resolved.table_mut(table) else {
         return;
     };
     let clash = owner.db.column(name).is_some() || owner.relationships.contains_key(name);
@@ -56,7 +56,7 @@ fn tracked<'a>(
     resolved: &'a Resolved,
     table: &QualifiedTable,
 ) -> Result<&'a ResolvedTable, MetadataError> {
-    resolved.tables.get(table).ok_or_else(|| {
+    resolved.table(table).ok_or_else(|| {
         not_exists_in_metadata(
             JsonPath::root(),
             format!("table \"{table}\" does not exist"),
