@@ -380,4 +380,132 @@ mod tests {
         assert!(kept(&after, &again).is_empty());
         assert_eq!(format!("{again:?}"), format!("{after:?}"));
     }
+
+    /// One edit of a document of the tables `a`–`d` (as in [`db`]).
+    #[derive(Debug, Clone)]
+    enum Edit {
+        /// Sets or drops the select permission of role `r<role>` on a table; `deep` filters
+        /// through `c → b → a` (on `c`) or `b → a` (on `b`).
+        Permission {
+            table: usize,
+            role: usize,
+            set: bool,
+            deep: bool,
+        },
+        /// Untracks a table, or tracks it again as the base document has it.
+        Track { table: usize, tracked: bool },
+        /// Sets a table's custom `select` root field, possibly another table's.
+        Root { table: usize, name: Option<usize> },
+        /// Drops or restores a table's relationship.
+        Relationship { table: usize, present: bool },
+    }
+
+    const NAMES: [&str; 4] = ["a", "b", "c", "d"];
+
+    fn entry_of(table: &str) -> Arc<TableEntry> {
+        let base = document();
+        let found = base.tables.iter().find(|e| e.table.name == table);
+        found
+            .cloned()
+            .unwrap_or_else(|| Arc::new(TableEntry::new(name(table))))
+    }
+
+    fn edit(metadata: &Metadata, edit: &Edit) -> Metadata {
+        let mut next = metadata.clone();
+        match *edit {
+            Edit::Permission {
+                table,
+                role,
+                set,
+                deep,
+            } => {
+                let Some(entry) = next.table_mut(&name(NAMES[table])) else {
+                    return next;
+                };
+                let role = format!("r{role}");
+                entry.select_permissions.retain(|p| p.role.0 != role);
+                if set {
+                    let filter = match (deep, NAMES[table]) {
+                        (true, "c") => json!({"b": {"a": {"id": {"_eq": 1}}}}),
+                        (true, "b") => json!({"a": {"id": {"_eq": 1}}}),
+                        _ => json!({"id": {"_gt": 0}}),
+                    };
+                    let permission =
+                        json!({"role": role, "permission": {"columns": ["id"], "filter": filter}});
+                    entry
+                        .select_permissions
+                        .push(serde_json::from_value(permission).unwrap());
+                }
+            }
+            Edit::Track { table, tracked } => {
+                let table = NAMES[table];
+                next.tables.retain(|e| e.table.name != table);
+                if tracked {
+                    next.tables.push(entry_of(table));
+                }
+            }
+            Edit::Root { table, name: root } => {
+                if let Some(entry) = next.table_mut(&name(NAMES[table])) {
+                    let custom = root.map(|r| NAMES[r]);
+                    entry.configuration.custom_root_fields =
+                        serde_json::from_value(json!({"select": custom})).unwrap();
+                }
+            }
+            Edit::Relationship { table, present } => {
+                let original = entry_of(NAMES[table]);
+                if let Some(entry) = next.table_mut(&name(NAMES[table])) {
+                    entry.object_relationships = match present {
+                        true => original.object_relationships.clone(),
+                        false => Vec::new(),
+                    };
+                }
+            }
+        }
+        next
+    }
+
+    fn edits() -> impl proptest::strategy::Strategy<Value = Edit> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (0..4usize, 0..2usize, any::<bool>(), any::<bool>()).prop_map(
+                |(table, role, set, deep)| Edit::Permission {
+                    table,
+                    role,
+                    set,
+                    deep
+                }
+            ),
+            (0..4usize, any::<bool>()).prop_map(|(table, tracked)| Edit::Track { table, tracked }),
+            (0..4usize, proptest::option::of(0..4usize))
+                .prop_map(|(table, name)| Edit::Root { table, name }),
+            (1..3usize, any::<bool>())
+                .prop_map(|(table, present)| Edit::Relationship { table, present }),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Any sequence of edits, each resolved from the previous resolution, gives what
+        /// resolving each document whole gives (checked here in every build profile, not
+        /// only by the debug assertion).
+        #[test]
+        fn resolving_from_the_previous_state_equals_resolving_whole(
+            steps in proptest::collection::vec(edits(), 1..12)
+        ) {
+            let db = db();
+            let remotes = remote::Remotes::default();
+            let mut metadata = document();
+            let mut cache = resolve(&metadata, &db);
+            for step in &steps {
+                let next = edit(&metadata, step);
+                let from = resolve_from(&cache, &metadata, &next, &db, &remotes);
+                proptest::prop_assert_eq!(
+                    format!("{from:?}"),
+                    format!("{:?}", resolve(&next, &db)),
+                    "after {:?}", step
+                );
+                metadata = next;
+                cache = from;
+            }
+        }
+    }
 }
