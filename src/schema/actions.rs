@@ -275,10 +275,10 @@ fn resolve_type_relationships(types: &CustomTypes, resolved: &Resolved) -> Resol
 
 /// Resolves every action: its types, handler and headers, and its root fields against the
 /// tables'. Roles named by action permissions join the roles that get a schema.
-pub(super) fn resolve_actions(
+pub(super) fn resolve_actions<T: std::fmt::Display>(
     metadata: &Metadata,
     db: &DbModel,
-    table_roots: &HashMap<String, &QualifiedTable>,
+    table_roots: &HashMap<String, T>,
     type_check: Option<super::remote::ActionTypeCheck>,
     cache: &mut SchemaCache,
 ) {

@@ -115,7 +115,7 @@ fn incremental(
     resolve_table_objects(&again, db, &mut cache);
     let root_fields = match metadata.actions.is_empty() {
         true => HashMap::new(),
-        false => taken_root_fields(metadata, &cache.resolved),
+        false => table_root_fields(&cache.resolved),
     };
     resolve_globals(metadata, db, &root_fields, remotes, &mut cache);
     Some(cache)
@@ -173,25 +173,6 @@ fn root_fields_distinct(metadata: &Metadata, db: &DbModel) -> bool {
         }
     }
     true
-}
-
-/// The root fields of the document's resolved tables, with their table (what actions may
-/// not take).
-fn taken_root_fields<'m>(
-    metadata: &'m Metadata,
-    resolved: &Resolved,
-) -> HashMap<String, &'m QualifiedTable> {
-    let mut fields = HashMap::with_capacity(resolved.tables.len() * 9);
-    for entry in &metadata.tables {
-        let Some(table) = resolved.tables.get(&entry.table) else {
-            continue;
-        };
-        let config = &table.configuration.custom_root_fields;
-        for (_, field) in root_field_names(&entry.table, &table.db, config) {
-            fields.insert(field, &entry.table);
-        }
-    }
-    fields
 }
 
 #[cfg(test)]

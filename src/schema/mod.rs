@@ -356,10 +356,10 @@ fn recorded(cache: &mut SchemaCache, table: &QualifiedTable, stage: impl FnOnce(
 
 /// What is resolved across tables once they all are: custom types, the set of roles,
 /// actions (whose names may not take a table's root field) and remote schemas.
-fn resolve_globals(
+fn resolve_globals<T: std::fmt::Display>(
     metadata: &Metadata,
     db: &DbModel,
-    root_fields: &HashMap<String, &QualifiedTable>,
+    root_fields: &HashMap<String, T>,
     remotes: &remote::Remotes,
     cache: &mut SchemaCache,
 ) {
