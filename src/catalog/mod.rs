@@ -280,23 +280,13 @@ impl Resolution {
 }
 
 impl Work {
-    /// The current document resolved against the current database model ([`resolve`]).
-    fn resolved(&mut self) -> &SchemaCache {
-        resolve(
-            &mut self.resolution,
-            &self.metadata,
-            &self.db,
-            &self.remotes,
-        )
-    }
-
-    /// The current document's resolution, taken to keep (the next one starts afresh).
+    /// The current document's resolution ([`resolve`]), taken to keep (the next one starts
+    /// afresh).
     fn take_resolved(&mut self) -> SchemaCache {
-        self.resolved();
-        match self.resolution.take().map(|r| r.schema) {
-            Some(Held::Made(schema)) => *schema,
-            Some(Held::Kept(basis)) => basis.snapshot.schema.clone(),
-            None => schema::resolve_with(&self.metadata, &self.db, &self.remotes),
+        let last = self.resolution.take();
+        match current(last, &self.metadata, &self.db, &self.remotes).schema {
+            Held::Made(schema) => *schema,
+            Held::Kept(basis) => basis.snapshot.schema.clone(),
         }
     }
 }
@@ -310,12 +300,24 @@ fn resolve<'w>(
     db: &std::sync::Arc<DbModel>,
     remotes: &schema::remote::Remotes,
 ) -> &'w SchemaCache {
+    let resolution = current(last.take(), metadata, db, remotes);
+    last.insert(resolution).schema()
+}
+
+/// `metadata` resolved against `db`: `last` itself when it is that already, resolved from it
+/// when it is of the same model, otherwise resolved whole.
+fn current(
+    last: Option<Resolution>,
+    metadata: &Metadata,
+    db: &std::sync::Arc<DbModel>,
+    remotes: &schema::remote::Remotes,
+) -> Resolution {
     let made = |schema| Resolution {
         db: db.clone(),
         metadata: metadata.clone(),
         schema: Held::Made(Box::new(schema)),
     };
-    let resolution = match last.take().filter(|l| std::sync::Arc::ptr_eq(&l.db, db)) {
+    match last.filter(|l| std::sync::Arc::ptr_eq(&l.db, db)) {
         Some(same) if same.metadata == *metadata => same,
         Some(earlier) => {
             let _span = tracing::debug_span!("schema.rebuild", incremental = true).entered();
@@ -327,8 +329,7 @@ fn resolve<'w>(
             let _span = tracing::debug_span!("schema.rebuild", incremental = false).entered();
             made(schema::resolve_with(metadata, db, remotes))
         }
-    };
-    last.insert(resolution).schema()
+    }
 }
 
 /// Who writes, and what that means for objects owned by Kubernetes resources.
