@@ -9,13 +9,14 @@
 use super::conditions::{self, Reason};
 use super::diff::{self, Plan, Policy};
 use super::reconcile::{seed, Context, Error};
+use super::view::View;
 use crate::catalog::{self, CatalogError, GroupItem, OwnershipChanges, Writer};
 use crate::metadata::objects::{Object, Owner};
 use crate::metadata::MetadataError;
 use crate::ops::{Limits, Op};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::oneshot;
 
@@ -171,6 +172,10 @@ pub(super) struct Written {
     pub(super) version: i64,
     /// Whether anything was committed.
     pub(super) wrote: bool,
+    /// The view the plan was made against when nothing was written: it still describes the
+    /// catalog this reconcile found, so its consistency is read from it rather than from a
+    /// view fetched again.
+    pub(super) planned_on: Option<Arc<View>>,
     /// Relationships left out because their target is not there yet, with the reason.
     pub(super) waiting: Vec<(String, MetadataError)>,
 }
@@ -219,10 +224,7 @@ pub(super) async fn write(
         plan.ownership.seen = touched
             .into_iter()
             .map(|key| {
-                let owner = rows
-                    .iter()
-                    .find(|r| r.key == key)
-                    .map(|r| r.owner.uid.clone());
+                let owner = rows.get(&key).map(|r| r.owner.uid.clone());
                 (key, owner)
             })
             .collect();
@@ -231,6 +233,7 @@ pub(super) async fn write(
                 plan,
                 version,
                 wrote: false,
+                planned_on: Some(view),
                 waiting,
             }));
         }
@@ -276,6 +279,7 @@ pub(super) async fn write(
                     plan,
                     version,
                     wrote: true,
+                    planned_on: None,
                     waiting,
                 }))
             }

@@ -12,7 +12,7 @@ use crate::metadata::types::{
     CollectionEntry, CustomTypes, EventTriggerEntry, Metadata, QualifiedTable,
 };
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Per-resource policy (annotations and controller flags, `docs/kubernetes.md`, "Annotations").
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -152,6 +152,73 @@ fn same(a: &Value, b: &Value) -> bool {
     canonical_text(a) == canonical_text(b)
 }
 
+/// The ownership rows, indexed the ways a plan reads them: by key, and by owner. The
+/// controller's view builds it once per catalog version, so a plan reads only the rows of its
+/// own resource and the keys it declares. (A plan that walked every row made a pass over N
+/// resources cost N² row visits: 6,000 resources spent about a millisecond per no-op
+/// reconcile on it.)
+#[derive(Debug, Clone, Default)]
+pub struct Ownership {
+    /// Every row, in key order (keys are unique).
+    rows: Vec<Managed>,
+    /// Positions in `rows` by the owner's uid.
+    by_uid: HashMap<String, Vec<usize>>,
+    /// Positions of orphaned rows by the owner's kind, namespace and name.
+    orphaned: HashMap<(String, String, String), Vec<usize>>,
+}
+
+impl Ownership {
+    /// Indexes `rows` (any order).
+    pub fn new(mut rows: Vec<Managed>) -> Self {
+        rows.sort_by(|a, b| a.key.cmp(&b.key));
+        let mut by_uid: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut orphaned: HashMap<(String, String, String), Vec<usize>> = HashMap::new();
+        for (i, row) in rows.iter().enumerate() {
+            by_uid.entry(row.owner.uid.clone()).or_default().push(i);
+            if row.orphaned {
+                orphaned.entry(name_of(&row.owner)).or_default().push(i);
+            }
+        }
+        Ownership {
+            rows,
+            by_uid,
+            orphaned,
+        }
+    }
+
+    /// The row of `key`.
+    pub fn get(&self, key: &str) -> Option<&Managed> {
+        self.rows
+            .binary_search_by(|r| r.key.as_str().cmp(key))
+            .ok()
+            .map(|i| &self.rows[i])
+    }
+
+    /// The rows `owner` owns ([`owned_by`]), in key order.
+    fn owned(&self, owner: &Owner) -> Vec<&Managed> {
+        let mut at: Vec<usize> = self.owned_by_uid(owner).to_vec();
+        if let Some(orphaned) = self.orphaned.get(&name_of(owner)) {
+            at.extend(orphaned);
+            at.sort_unstable();
+            at.dedup();
+        }
+        at.into_iter().map(|i| &self.rows[i]).collect()
+    }
+
+    /// Positions of the rows whose owner has `owner`'s uid, in key order.
+    fn owned_by_uid(&self, owner: &Owner) -> &[usize] {
+        self.by_uid.get(&owner.uid).map_or(&[], Vec::as_slice)
+    }
+}
+
+fn name_of(owner: &Owner) -> (String, String, String) {
+    (
+        owner.kind.clone(),
+        owner.namespace.clone(),
+        owner.name.clone(),
+    )
+}
+
 /// Whether `row` belongs to `owner`: same uid, or a resource re-created under the same
 /// kind/namespace/name after its predecessor vanished without cleanup.
 fn owned_by(row: &Managed, owner: &Owner) -> bool {
@@ -170,19 +237,25 @@ pub fn plan(
     policy: Policy,
 ) -> Plan {
     let catalog = crate::metadata::objects::catalog_objects(metadata);
-    plan_against(resource, metadata, &catalog, rows, policy)
+    plan_against(
+        resource,
+        metadata,
+        &catalog,
+        &Ownership::new(rows.to_vec()),
+        policy,
+    )
 }
 
-/// [`plan`] with the document's objects by key already at hand (`catalog_objects` of
-/// `metadata`): the controller computes them once per view, not once per reconcile.
+/// [`plan`] with the document's objects by key and the indexed ownership rows already at hand
+/// (`catalog_objects` of `metadata`): the controller makes both once per view, not once per
+/// reconcile.
 pub fn plan_against(
     resource: &Resource<'_>,
     metadata: &Metadata,
     catalog: &BTreeMap<String, Object>,
-    rows: &[Managed],
+    rows: &Ownership,
     policy: Policy,
 ) -> Plan {
-    let rows: BTreeMap<&str, &Managed> = rows.iter().map(|r| (r.key.as_str(), r)).collect();
     let owner = resource.owner;
     let mut plan = Plan::default();
     let mut types = TypeEdits::default();
@@ -198,15 +271,16 @@ pub fn plan_against(
 
     // Keys owned before and no longer declared go first, so a replacement never collides.
     let declared: Vec<String> = resource.desired.iter().map(Object::key).collect();
-    for (key, row) in &rows {
-        if !owned_by(row, owner) || declared.iter().any(|k| k == key) {
+    for row in rows.owned(owner) {
+        let key = row.key.as_str();
+        if declared.iter().any(|k| k == key) {
             continue;
         }
-        if let Some(current) = catalog.get(*key) {
+        if let Some(current) = catalog.get(key) {
             push_drop(&mut plan, &mut types, current, false);
         }
-        plan.ownership.remove.push((*key).to_owned());
-        plan.steps.push(((*key).to_owned(), Step::Delete));
+        plan.ownership.remove.push(key.to_owned());
+        plan.steps.push((key.to_owned(), Step::Delete));
     }
 
     for object in resource.desired {
@@ -218,7 +292,7 @@ pub fn plan_against(
             Some(c) => differing_fields(&desired, &c.canonical()),
             None => Vec::new(),
         };
-        let step = match rows.get(key.as_str()) {
+        let step = match rows.get(&key) {
             Some(row) if !owned_by(row, owner) => Step::Conflict(Some(row.owner.clone())),
             Some(row) => {
                 let spec_changed = !same(&row.desired, &desired);
@@ -282,7 +356,13 @@ pub struct Removal {
 /// forget the ownership rows. Keys another resource owns, or already gone, are left alone.
 pub fn cleanup(owner: &Owner, metadata: &Metadata, rows: &[Managed], removal: Removal) -> Plan {
     let catalog = crate::metadata::objects::catalog_objects(metadata);
-    cleanup_against(owner, metadata, &catalog, rows, removal)
+    cleanup_against(
+        owner,
+        metadata,
+        &catalog,
+        &Ownership::new(rows.to_vec()),
+        removal,
+    )
 }
 
 /// [`cleanup`] with the document's objects by key already at hand.
@@ -290,7 +370,7 @@ pub fn cleanup_against(
     owner: &Owner,
     metadata: &Metadata,
     catalog: &BTreeMap<String, Object>,
-    rows: &[Managed],
+    rows: &Ownership,
     removal: Removal,
 ) -> Plan {
     let Removal {
@@ -301,8 +381,10 @@ pub fn cleanup_against(
     let mut plan = Plan::default();
     let mut types = TypeEdits::default();
     let mut owned: Vec<&Managed> = rows
+        .owned_by_uid(owner)
         .iter()
-        .filter(|r| r.owner.uid == owner.uid && (tables || !r.key.starts_with("table:")))
+        .map(|&i| &rows.rows[i])
+        .filter(|r| tables || !r.key.starts_with("table:"))
         .collect();
     // Dependants first: relationships and permissions before the table they sit on.
     owned.sort_by_key(|r| (drop_rank(&r.key), r.key.clone()));

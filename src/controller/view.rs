@@ -8,9 +8,10 @@
 //! A reconcile plans against the view and writes with compare-and-swap on its catalog version,
 //! so a view that went stale in between costs a retry, never a wrong write.
 
+use super::diff::Ownership;
 use crate::catalog::versions::{self, Versions};
 use crate::catalog::{self, managed, CatalogError, Snapshot};
-use crate::metadata::objects::{self, Managed, Object};
+use crate::metadata::objects::{self, Object};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,8 +29,8 @@ pub struct View {
     /// Metadata, its version, and the schema resolved against the database (shared with the
     /// group commit's [`catalog::Basis`] when the view came from a commit).
     pub snapshot: Arc<Snapshot>,
-    /// Every ownership row, in key order.
-    pub rows: Vec<Managed>,
+    /// Every ownership row, indexed for planning.
+    pub rows: Ownership,
     /// The metadata's ownable objects by key, computed once for every plan made on the view.
     pub objects: BTreeMap<String, Object>,
     /// When it was read.
@@ -70,7 +71,7 @@ impl SharedView {
         let view = View {
             versions: committed.versions,
             snapshot: committed.snapshot,
-            rows: committed.rows,
+            rows: Ownership::new(committed.rows),
             objects,
             read_at: Instant::now(),
         };
@@ -95,7 +96,7 @@ async fn read(client: &mut tokio_postgres::Client) -> Result<View, CatalogError>
         .await?;
     let versions = versions::read(&tx).await?;
     let snapshot = Arc::new(catalog::build(&tx).await?);
-    let rows = managed::load(&tx).await?;
+    let rows = Ownership::new(managed::load(&tx).await?);
     tx.commit().await?;
     let objects = objects::catalog_objects(&snapshot.metadata);
     Ok(View {

@@ -35,6 +35,9 @@ impl Call {
 pub struct FakeApi {
     objects: Mutex<HashMap<String, Value>>,
     calls: Mutex<Vec<Call>>,
+    /// The last `metadata.resourceVersion` given out: like the API server, every stored
+    /// change of an object gives it a new one.
+    versions: std::sync::atomic::AtomicU64,
 }
 
 fn object_path(obj: &Value) -> String {
@@ -66,12 +69,22 @@ fn merge(target: &mut Value, patch: &Value) {
 impl FakeApi {
     /// Stores (or replaces) a resource; returns it as stored.
     pub fn put<K: serde::Serialize>(&self, obj: &K) -> Value {
-        let value = serde_json::to_value(obj).unwrap();
+        let mut value = serde_json::to_value(obj).unwrap();
+        self.bump(&mut value);
         self.objects
             .lock()
             .unwrap()
             .insert(object_path(&value), value.clone());
         value
+    }
+
+    /// Gives `object` a new resource version.
+    fn bump(&self, object: &mut Value) {
+        let next = self
+            .versions
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        object["metadata"]["resourceVersion"] = json!(next.to_string());
     }
 
     /// The stored resource at `obj`'s path, as `K`.
@@ -187,6 +200,7 @@ impl FakeApi {
         } else {
             merge(stored, &call.body);
         }
+        self.bump(stored);
         respond(StatusCode::OK, stored)
     }
 }

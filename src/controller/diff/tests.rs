@@ -803,3 +803,51 @@ fn collection_edits_end_in_the_resources_order() {
         assert!(again.ops.is_empty(), "{:?}", types(&again));
     }
 }
+
+/// The index a view plans against finds exactly what a walk over every row would: each row by
+/// key, and an owner's rows (its uid's, and orphaned rows left under its kind/namespace/name)
+/// in key order.
+#[test]
+fn ownership_index_agrees_with_walking_every_row() {
+    let mut rows = Vec::new();
+    for i in 0..60 {
+        let uid = format!("u{}", i % 7);
+        let mut r = Managed {
+            key: format!("permission:public.t{:02}.user.select", (i * 37) % 60),
+            owner: owner(&uid),
+            generation: 1,
+            desired: json!({}),
+            desired_hash: String::new(),
+            applied_version: 1,
+            orphaned: i % 5 == 0,
+        };
+        // Orphans of a deleted resource that shared the name of `u3`'s resource.
+        if i % 10 == 0 {
+            r.owner.uid = format!("gone{i}");
+            r.owner.name = owner("u3").name;
+        }
+        rows.push(r);
+    }
+    let index = Ownership::new(rows.clone());
+    for r in &rows {
+        assert_eq!(index.get(&r.key).map(|f| &f.owner.uid), Some(&r.owner.uid));
+    }
+    assert!(index.get("permission:public.nope.user.select").is_none());
+    for uid in ["u0", "u3", "u6", "nobody"] {
+        let who = owner(uid);
+        let mut walked: Vec<&Managed> = rows.iter().filter(|r| owned_by(r, &who)).collect();
+        walked.sort_by(|a, b| a.key.cmp(&b.key));
+        let found = index.owned(&who);
+        assert_eq!(
+            found.iter().map(|r| &r.key).collect::<Vec<_>>(),
+            walked.iter().map(|r| &r.key).collect::<Vec<_>>(),
+            "{uid}"
+        );
+    }
+    // u3's own rows and the orphans under its name.
+    assert!(index
+        .owned(&owner("u3"))
+        .iter()
+        .any(|r| r.owner.uid != "u3"));
+    assert!(index.owned(&owner("nobody")).is_empty());
+}
