@@ -200,6 +200,7 @@ def measure(n, args, cluster, binaries, work):
         version0, commits0, calls0 = catalog.version(), catalog.commits(), calls.total()
         metrics0 = scrape(probe)
         objects = manifests(n)
+        cpu0 = common.proc_cpu_seconds(controller.pid)
         log(f"applying {len(objects)} resources at once")
         started = time.time()
         http_json(f"{fake}/_fake/apply", objects)
@@ -217,8 +218,10 @@ def measure(n, args, cluster, binaries, work):
         done = wait_until(all_ready, args.timeout, every)
         ready_seconds = time.time() - started
         rss_mb = common.proc_peak_rss_mb(controller.pid)
+        cpu = common.proc_cpu_seconds(controller.pid) - cpu0
         result = {"size": n, "resources": 2 * n, "all_ready": done,
-                  "ready_seconds": round(ready_seconds, 2), "peak_rss_mb": round(rss_mb, 1)}
+                  "ready_seconds": round(ready_seconds, 2), "cpu_seconds": round(cpu, 1),
+                  "peak_rss_mb": round(rss_mb, 1)}
         metrics1 = scrape(probe)
         result["catalog_versions"] = catalog.version() - version0
         result["xact_commits"] = catalog.commits() - commits0
@@ -287,7 +290,7 @@ def fmt(result):
     lines = [
         f"size {result['size']}: {result['resources']} resources",
         f"  Ready:            {'all' if result['all_ready'] else 'NOT all'} in {result['ready_seconds']} s"
-        f" ({result['reconciles']} reconciles)",
+        f" ({result['reconciles']} reconciles, controller CPU {result['cpu_seconds']} s)",
         f"  catalog:          {result['catalog_versions']} versions committed, "
         f"{result['xact_commits']} database transactions",
         f"  introspections:   {result['introspections']}",

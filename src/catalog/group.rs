@@ -75,10 +75,16 @@ fn refused_up_front(
     metadata: &crate::metadata::types::Metadata,
     version: i64,
 ) -> Vec<Option<Result<i64, CatalogError>>> {
+    let stale = |item: &&GroupItem<'_>| item.expected_version != version;
+    let wanted: BTreeSet<&str> = items
+        .iter()
+        .filter(stale)
+        .flat_map(|item| item.base.iter().map(|(key, _)| key.as_str()))
+        .collect();
     let current = items
         .iter()
-        .any(|item| item.expected_version != version)
-        .then(|| objects::catalog_objects(metadata));
+        .any(|item| stale(&item))
+        .then(|| objects::objects_with_keys(metadata, &wanted));
     let unchanged = |item: &GroupItem<'_>| match &current {
         Some(objects) if item.expected_version != version => item
             .base

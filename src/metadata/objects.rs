@@ -14,7 +14,7 @@ use super::ids::{
 use super::types::*;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// A custom GraphQL type, one of the four kinds `set_custom_types` carries.
 #[derive(Debug, Clone, PartialEq)]
@@ -300,32 +300,81 @@ pub fn object_id_key(id: &ObjectId) -> Option<String> {
 pub fn catalog_objects(metadata: &Metadata) -> BTreeMap<String, Object> {
     let mut out = Vec::new();
     for entry in &metadata.tables {
-        let t = &entry.table;
-        out.push(Object::Table(Box::new(table_settings(entry))));
-        for r in &entry.object_relationships {
-            out.push(Object::ObjectRelationship(t.clone(), r.clone()));
-        }
-        for r in &entry.array_relationships {
-            out.push(Object::ArrayRelationship(t.clone(), r.clone()));
-        }
-        for c in &entry.computed_fields {
-            out.push(Object::ComputedField(t.clone(), c.clone()));
-        }
-        let perms = [
-            (PermissionKind::Insert, rules(&entry.insert_permissions)),
-            (PermissionKind::Select, rules(&entry.select_permissions)),
-            (PermissionKind::Update, rules(&entry.update_permissions)),
-            (PermissionKind::Delete, rules(&entry.delete_permissions)),
-        ];
-        for (kind, list) in perms {
-            for p in list {
-                out.push(Object::Permission(t.clone(), kind, p));
-            }
-        }
-        for e in &entry.event_triggers {
-            out.push(Object::EventTrigger(t.clone(), e.clone()));
+        push_table_objects(entry, &mut out);
+    }
+    push_global_objects(metadata, &mut out);
+    out.into_iter().map(|o| (o.key(), o)).collect()
+}
+
+/// The objects of `metadata` whose keys are among `keys`: [`catalog_objects`] restricted to
+/// them, without taking apart the tables none of the keys can name. A group commit checks a
+/// few keys against a document of thousands of tables this way; the whole map copied every
+/// object of the document.
+pub fn objects_with_keys(metadata: &Metadata, keys: &BTreeSet<&str>) -> BTreeMap<String, Object> {
+    // A table's objects have keys `<kind>:<table segments>` or `<kind>:<table segments>.<more>`.
+    // Every prefix of a key's part after the kind that ends where a segment may end: the
+    // tables whose segments are among them (and perhaps a few more) are taken apart.
+    let mut prefixes: HashSet<&str> = HashSet::new();
+    for key in keys {
+        if let Some((_, rest)) = key.split_once(':') {
+            prefixes.insert(rest);
+            prefixes.extend(rest.match_indices('.').map(|(i, _)| &rest[..i]));
         }
     }
+    let triggers_wanted = keys.iter().any(|k| k.starts_with("event_trigger:"));
+    let mut out = Vec::new();
+    for entry in &metadata.tables {
+        if prefixes.contains(table_segments(&entry.table).as_str()) {
+            push_table_objects(entry, &mut out);
+        } else if triggers_wanted {
+            // Event trigger keys name the trigger alone, not its table.
+            out.extend(
+                entry
+                    .event_triggers
+                    .iter()
+                    .filter(|e| keys.contains(event_trigger_key(&e.name.0).as_str()))
+                    .map(|e| Object::EventTrigger(entry.table.clone(), e.clone())),
+            );
+        }
+    }
+    push_global_objects(metadata, &mut out);
+    out.into_iter()
+        .map(|o| (o.key(), o))
+        .filter(|(key, _)| keys.contains(key.as_str()))
+        .collect()
+}
+
+/// Pushes the objects of one table entry: the table's settings, then what sits on it.
+fn push_table_objects(entry: &TableEntry, out: &mut Vec<Object>) {
+    let t = &entry.table;
+    out.push(Object::Table(Box::new(table_settings(entry))));
+    for r in &entry.object_relationships {
+        out.push(Object::ObjectRelationship(t.clone(), r.clone()));
+    }
+    for r in &entry.array_relationships {
+        out.push(Object::ArrayRelationship(t.clone(), r.clone()));
+    }
+    for c in &entry.computed_fields {
+        out.push(Object::ComputedField(t.clone(), c.clone()));
+    }
+    let perms = [
+        (PermissionKind::Insert, rules(&entry.insert_permissions)),
+        (PermissionKind::Select, rules(&entry.select_permissions)),
+        (PermissionKind::Update, rules(&entry.update_permissions)),
+        (PermissionKind::Delete, rules(&entry.delete_permissions)),
+    ];
+    for (kind, list) in perms {
+        for p in list {
+            out.push(Object::Permission(t.clone(), kind, p));
+        }
+    }
+    for e in &entry.event_triggers {
+        out.push(Object::EventTrigger(t.clone(), e.clone()));
+    }
+}
+
+/// Pushes the objects that sit on no table.
+fn push_global_objects(metadata: &Metadata, out: &mut Vec<Object>) {
     for r in &metadata.remote_schemas {
         out.push(Object::RemoteSchema(r.clone()));
     }
@@ -344,7 +393,6 @@ pub fn catalog_objects(metadata: &Metadata) -> BTreeMap<String, Object> {
     for a in &metadata.allowlist {
         out.push(Object::Allowlist(a.clone()));
     }
-    out.into_iter().map(|o| (o.key(), o)).collect()
 }
 
 /// Writes `value` with object keys sorted at every level: equal documents give equal text
@@ -582,6 +630,50 @@ mod tests {
                 "permissions": [{"role": "editor", "comment": "desk"}, {"role": "team.lead"}]}]
         }))
         .unwrap()
+    }
+
+    /// Looking up some keys finds exactly what the whole map holds for them, dotted and
+    /// quoted names and event triggers (keyed by name, not table) included.
+    #[test]
+    fn objects_with_keys_agree_with_the_whole_map() {
+        let mut metadata = library();
+        for i in 0..5 {
+            let extra: TableEntry = serde_json::from_value(json!({
+                "table": {"schema": "public", "name": format!("article{i}")},
+                "select_permissions": [{"role": "user", "permission": {"columns": "*", "filter": {}}}]
+            }))
+            .unwrap();
+            metadata.tables.push(std::sync::Arc::new(extra));
+        }
+        let all = catalog_objects(&metadata);
+        let keys: Vec<&String> = all.keys().collect();
+        // Every single key, every pair of neighbours, nothing, and keys not in the document.
+        let mut sets: Vec<BTreeSet<&str>> = keys.iter().map(|k| [k.as_str()].into()).collect();
+        sets.extend(
+            keys.windows(2)
+                .map(|w| [w[0].as_str(), w[1].as_str()].into()),
+        );
+        sets.push(BTreeSet::new());
+        sets.push(
+            [
+                "table:public.article9",
+                "permission:public.article.nobody.select",
+            ]
+            .into(),
+        );
+        sets.push(keys.iter().map(|k| k.as_str()).collect());
+        for wanted in sets {
+            let expected: BTreeMap<String, Object> = all
+                .iter()
+                .filter(|(k, _)| wanted.contains(k.as_str()))
+                .map(|(k, o)| (k.clone(), o.clone()))
+                .collect();
+            assert_eq!(
+                objects_with_keys(&metadata, &wanted),
+                expected,
+                "{wanted:?}"
+            );
+        }
     }
 
     #[test]
