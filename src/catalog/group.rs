@@ -75,18 +75,18 @@ fn refused_up_front(
     metadata: &crate::metadata::types::Metadata,
     version: i64,
 ) -> Vec<Option<Result<i64, CatalogError>>> {
-    let stale = |item: &&GroupItem<'_>| item.expected_version != version;
+    let stale = |item: &GroupItem<'_>| item.expected_version != version;
     let wanted: BTreeSet<&str> = items
         .iter()
-        .filter(stale)
+        .filter(|item| stale(item))
         .flat_map(|item| item.base.iter().map(|(key, _)| key.as_str()))
         .collect();
     let current = items
         .iter()
-        .any(|item| stale(&item))
+        .any(stale)
         .then(|| objects::objects_with_keys(metadata, &wanted));
     let unchanged = |item: &GroupItem<'_>| match &current {
-        Some(objects) if item.expected_version != version => item
+        Some(objects) if stale(item) => item
             .base
             .iter()
             .all(|(key, before)| objects.get(key) == before.as_ref()),

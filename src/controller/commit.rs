@@ -170,14 +170,19 @@ pub(super) struct Written {
     pub(super) plan: Plan,
     /// Catalog version after the write (or as read, when nothing was written).
     pub(super) version: i64,
-    /// Whether anything was committed.
-    pub(super) wrote: bool,
-    /// The view the plan was made against when nothing was written: it still describes the
-    /// catalog this reconcile found, so its consistency is read from it rather than from a
-    /// view fetched again.
+    /// The view the plan was made against when nothing was written (`None`: something was
+    /// committed). It still describes the catalog this reconcile found, so its consistency is
+    /// read from it rather than from a view fetched again.
     pub(super) planned_on: Option<Arc<View>>,
     /// Relationships left out because their target is not there yet, with the reason.
     pub(super) waiting: Vec<(String, MetadataError)>,
+}
+
+impl Written {
+    /// Whether anything was committed.
+    pub(super) fn wrote(&self) -> bool {
+        self.planned_on.is_none()
+    }
 }
 
 /// Stale plans tolerated per write before the reconcile fails and backs off. Under group
@@ -232,7 +237,6 @@ pub(super) async fn write(
             return Ok(Ok(Written {
                 plan,
                 version,
-                wrote: false,
                 planned_on: Some(view),
                 waiting,
             }));
@@ -278,7 +282,6 @@ pub(super) async fn write(
                 return Ok(Ok(Written {
                     plan,
                     version,
-                    wrote: true,
                     planned_on: None,
                     waiting,
                 }))

@@ -523,7 +523,7 @@ fn keys(declared: &[Object]) -> Vec<String> {
 /// Turns the plan's steps and the catalog's consistency into an outcome.
 async fn evaluate(ctx: &Context, written: &Written, declared: &[Object]) -> Result<Outcome, Error> {
     let mut outcome = Outcome::failure(Reason::Applied, "the catalog matches the spec".to_owned());
-    outcome.wrote = written.wrote;
+    outcome.wrote = written.wrote();
     outcome.version = Some(written.version);
     let mut conflicts = Vec::new();
     for (key, step) in &written.plan.steps {
