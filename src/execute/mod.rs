@@ -278,6 +278,25 @@ pub async fn run_multiplexed(
     sql: &MultiplexedSql,
     cohorts: &[&[Option<String>]],
 ) -> Result<Vec<(usize, Bytes)>, ExecuteError> {
+    let mut answers = Vec::with_capacity(cohorts.len());
+    stream_multiplexed(conn, sql, cohorts, |cohort, bytes| {
+        answers.push((cohort, bytes))
+    })
+    .await?;
+    Ok(answers)
+}
+
+/// Runs one statement for many cohorts, as [`run_multiplexed`], handing each cohort's index
+/// and `data` bytes to `each` as soon as its row arrives rather than after the last one: a
+/// statement answering many requests lets the first ones go while Postgres computes the rest.
+/// On an error, the rows handed on before it stay valid answers (a read's row is complete
+/// when Postgres sends it); the cohorts not handed on got none.
+async fn stream_multiplexed(
+    conn: Connection<'_, deadpool_postgres::Client>,
+    sql: &MultiplexedSql,
+    cohorts: &[&[Option<String>]],
+    mut each: impl FnMut(usize, Bytes),
+) -> Result<(), ExecuteError> {
     let ids: Vec<Option<String>> = (0..cohorts.len()).map(|i| Some(i.to_string())).collect();
     let mut arrays = vec![Some(bind::text_array(&ids))];
     for param in 0..sql.params.len() {
@@ -288,12 +307,16 @@ pub async fn run_multiplexed(
         arrays.push(Some(bind::text_array(&column)));
     }
     tracing::debug!(cohorts = cohorts.len(), "execute multiplexed");
-    rows(conn, &sql.sql, &arrays)
-        .await?
-        .iter()
-        .map(|row| {
+    let started = std::time::Instant::now();
+    let mut rows = std::pin::pin!(start(conn, &sql.sql, &arrays, started).await?);
+    let streamed = async {
+        while let Some(row) = rows.try_next().await? {
             let RawJson(bytes) = row.try_get(1)?;
-            Ok((cohort(row)?, bytes))
-        })
-        .collect()
+            each(cohort(&row)?, bytes);
+        }
+        Ok(())
+    }
+    .await;
+    timed(conn, started);
+    streamed
 }

@@ -24,10 +24,13 @@
 //!
 //! Only plans whose statement cannot observe the session setting are shared (the caller
 //! decides: see `graphql-api.md` §7); their session values, if any, are parameters like any
-//! other, so requests of different sessions and roles never see each other's values. A
-//! multiplexed statement that fails (one request's value Postgres refuses, a lost
-//! connection) answers nobody: each of its requests runs alone, and gets its own answer or
-//! error. Requests of a batch with equal values (the session's included) are one row of the
+//! other, so requests of different sessions and roles never see each other's values. Each
+//! row answers its requests as it arrives, not when the statement ends: the first requests of
+//! a batch go back to their clients while Postgres computes the rest. A multiplexed statement
+//! that fails (one request's value Postgres refuses, a lost connection) answers no further
+//! request: each request its rows had not answered runs alone, and gets its own answer or
+//! error (the rows sent before the error were whole answers of one snapshot, so they stand).
+//! Requests of a batch with equal values (the session's included) are one row of the
 //! statement and share its answer: their statement could not tell them apart.
 //!
 //! Writes share differently ([`SharedStatement::writes`]): a statement for a batch of n
@@ -545,37 +548,39 @@ fn each_alone(batch: Vec<Waiter>) {
     }
 }
 
-/// Answers a batch with one multiplexed statement, one row per distinct value list; on any
-/// failure, tells each request to run alone.
+/// Answers a batch with one multiplexed statement, one row per distinct value list. Each row
+/// answers its requests as it arrives; if the statement fails, the requests its rows did not
+/// answer run alone.
 async fn run_multiplexed(
     sharing: &Sharing,
     shared: &SharedStatement,
     sql: &MultiplexedSql,
     batch: Vec<Waiter>,
 ) {
-    let (rows, row_of) = distinct_values(&batch);
-    let mut answers: Vec<Option<Bytes>> = vec![None; rows.len()];
-    if let Ok(tagged) = run_shared(sharing, shared, sql, &rows).await {
-        for (row, bytes) in tagged {
-            if let Some(slot) = answers.get_mut(row) {
-                *slot = Some(bytes);
-            }
-        }
-    }
+    let (values, mut answers): (Vec<_>, Vec<_>) = batch
+        .into_iter()
+        .map(|waiter| (waiter.values, Some(waiter.answer)))
+        .unzip();
+    let (rows, row_of) = distinct_values(&values);
     let counters = &sharing.counters;
     counters
         .shared_coalesced
-        .fetch_add((batch.len() - rows.len()) as u64, Ordering::Relaxed);
-    for (waiter, row) in batch.into_iter().zip(row_of) {
-        let answer = match answers.get(row).cloned().flatten() {
-            Some(bytes) => {
+        .fetch_add((values.len() - rows.len()) as u64, Ordering::Relaxed);
+    let answer_row = |row: usize, bytes: Bytes| {
+        for (request, _) in row_of.iter().enumerate().filter(|(_, of)| **of == row) {
+            if let Some(answer) = answers.get_mut(request).and_then(Option::take) {
                 Counters::bump(&counters.shared_requests);
-                Outcome::Answer(bytes)
+                // A request that went away meanwhile has nobody to answer.
+                let _ = answer.send(Outcome::Answer(bytes.clone()));
             }
-            None => Outcome::Alone(waiter.values),
-        };
-        // A request that went away meanwhile has nobody to answer.
-        let _ = waiter.answer.send(answer);
+        }
+    };
+    // Failed or not, every request its rows answered has its answer.
+    let _ = run_shared(sharing, shared, sql, &rows, answer_row).await;
+    for (values, answer) in values.into_iter().zip(answers) {
+        if let Some(answer) = answer {
+            let _ = answer.send(Outcome::Alone(values));
+        }
     }
 }
 
@@ -584,13 +589,13 @@ async fn run_multiplexed(
 /// equal answers from one statement, which reads one snapshot and cannot observe anything
 /// else of the request (only such plans are shared), so they take one row: a hot key asked
 /// by many clients at once costs Postgres once per statement.
-fn distinct_values(batch: &[Waiter]) -> (Vec<&[Option<String>]>, Vec<usize>) {
+fn distinct_values(batch: &[Vec<Option<String>>]) -> (Vec<&[Option<String>]>, Vec<usize>) {
     let mut rows: Vec<&[Option<String>]> = Vec::with_capacity(batch.len());
     let mut seen: HashMap<&[Option<String>], usize> = HashMap::with_capacity(batch.len());
     let row_of = batch
         .iter()
-        .map(|waiter| {
-            let values = waiter.values.as_slice();
+        .map(|values| {
+            let values = values.as_slice();
             *seen.entry(values).or_insert_with(|| {
                 rows.push(values);
                 rows.len() - 1
@@ -600,21 +605,24 @@ fn distinct_values(batch: &[Waiter]) -> (Vec<&[Option<String>]>, Vec<usize>) {
     (rows, row_of)
 }
 
+/// Runs a batch's multiplexed statement, handing each row to `each` as it arrives, and times
+/// it for the plan's [`Cost`] if it succeeds.
 async fn run_shared(
     sharing: &Sharing,
     shared: &SharedStatement,
     sql: &MultiplexedSql,
     rows: &[&[Option<String>]],
-) -> Result<Vec<(usize, Bytes)>, ExecuteError> {
+    each: impl FnMut(usize, Bytes),
+) -> Result<(), ExecuteError> {
     let client = sharing.pool.get().await?;
     let conn = Connection::of(&client, &sharing.counters);
     let started = Instant::now();
-    let tagged = super::run_multiplexed(conn, sql, rows).await;
-    if tagged.is_ok() {
+    let streamed = super::stream_multiplexed(conn, sql, rows, each).await;
+    if streamed.is_ok() {
         shared.cost.shared(started.elapsed(), rows.len());
     }
     Counters::bump(&sharing.counters.shared_statements);
-    tagged
+    streamed
 }
 
 #[cfg(test)]

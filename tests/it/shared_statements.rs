@@ -268,38 +268,51 @@ async fn a_full_batch_starts_at_once() {
     );
 }
 
-/// A shared statement that Postgres refuses (one request's session value is not an integer)
-/// answers nobody: each queued request runs alone, the bad one gets its error and the others
-/// their rows.
+/// A shared statement that Postgres refuses part way (one request's session value is not an
+/// integer) answers the requests whose rows it sent before the error: a read's row is complete
+/// when it is sent. The requests after it run alone, the bad one gets its error and the others
+/// their rows. The requests queue one at a time, so that their rows come in that order.
 #[tokio::test]
-async fn a_failed_shared_statement_runs_each_request_alone() {
+async fn a_failed_shared_statement_answers_the_rows_it_sent_and_runs_the_rest_alone() {
     let server = blog().await;
     const QUERY: &str = "query Mine { articles(order_by: {id: asc}) { id } }";
     warm(&server, QUERY, "2").await;
+    let lock = TableLock::take(&server.db_url).await;
     let before = counters(&server);
-    let queued = ["1", "not-a-number", "2"];
-    let answers = blocked_then_queued(&server, QUERY, &queued).await;
-    for (user, answer) in &answers {
-        if *user == "not-a-number" {
+    let mut sent = Vec::new();
+    for user in ["1", "2"] {
+        sent.push((user, send_as(&server, QUERY, user)));
+    }
+    until_blocked(&server, IN_FLIGHT).await;
+    for (i, user) in ["1", "not-a-number", "2"].into_iter().enumerate() {
+        sent.push((user, send_as(&server, QUERY, user)));
+        until_queued(&server, &before, i as u64 + 1).await;
+    }
+    lock.release().await;
+    for (user, task) in sent {
+        let answer = task.await.expect("request task");
+        if user == "not-a-number" {
             let message = answer["errors"][0]["message"].as_str().unwrap_or_default();
             assert!(answer.get("data").is_none(), "{answer}");
             assert!(!message.is_empty(), "{answer}");
         } else {
-            assert_eq!(ids(answer), visible_to(user), "user {user}: {answer}");
+            assert_eq!(ids(&answer), visible_to(user), "user {user}: {answer}");
         }
     }
     let after = counters(&server);
     assert_eq!(after.shared_statements - before.shared_statements, 1);
-    assert_eq!(after.shared_requests - before.shared_requests, 0);
+    assert_eq!(
+        after.shared_requests - before.shared_requests,
+        1,
+        "the first queued request's row came before the error"
+    );
     assert_eq!(
         after.statements_run - before.statements_run,
-        2 + 1 + 3,
-        "two alone, the failed shared one, then the three queued requests alone"
+        2 + 1 + 2,
+        "two alone, the failed shared one, then the two requests it did not answer alone"
     );
 }
 
-/// Sends `query` five times while `article` is locked and checks that every request reached
-/// Postgres on its own (none queued) and got `expected`.
 async fn five_run_alone(server: &TestServer, query: &'static str, expected: &Value) {
     let before = counters(server);
     let lock = TableLock::take(&server.db_url).await;
