@@ -43,7 +43,7 @@ pub struct CommittedView {
     pub versions: versions::Versions,
     /// The committed metadata, its version and its schema.
     pub snapshot: std::sync::Arc<Snapshot>,
-    /// Every ownership row.
+    /// Every ownership row, without its definition (see [`managed::load_for_plans`]).
     pub rows: Vec<crate::metadata::objects::Managed>,
 }
 
@@ -112,7 +112,7 @@ async fn committed_view(
     committed: std::sync::Arc<Snapshot>,
     drift: Vec<crate::schema::Inconsistency>,
 ) -> Result<CommittedView, CatalogError> {
-    let rows = managed::load(tx).await?;
+    let rows = managed::load_for_plans(tx).await?;
     // The basis shares the snapshot when there is no drift, as there usually is none.
     let snapshot = if drift.is_empty() {
         committed

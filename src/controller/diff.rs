@@ -259,11 +259,11 @@ pub fn plan_against(
     let owner = resource.owner;
     let mut plan = Plan::default();
     let mut types = TypeEdits::default();
-    let row_for = |object: &Object, desired: Value| Managed {
+    let row_for = |object: &Object, desired: Value, desired_hash: String| Managed {
         key: object.key(),
         owner: owner.clone(),
         generation: resource.generation,
-        desired_hash: hash(&desired),
+        desired_hash,
         desired,
         applied_version: 0,
         orphaned: false,
@@ -286,6 +286,7 @@ pub fn plan_against(
     for object in resource.desired {
         let key = object.key();
         let desired = object.canonical();
+        let desired_hash = hash(&desired);
         let current = catalog.get(&key);
         let in_sync = current.is_some_and(|c| same(&c.canonical(), &desired));
         let fields = || match current {
@@ -295,11 +296,17 @@ pub fn plan_against(
         let step = match rows.get(&key) {
             Some(row) if !owned_by(row, owner) => Step::Conflict(Some(row.owner.clone())),
             Some(row) => {
-                let spec_changed = !same(&row.desired, &desired);
+                // The rows a plan reads carry the hash, not the definition (see
+                // `managed::load_for_plans`).
+                let spec_changed = row.desired_hash != desired_hash;
                 let stale_row = spec_changed || row.orphaned || row.owner.uid != owner.uid;
                 if in_sync {
                     if stale_row {
-                        plan.ownership.upsert.push(row_for(object, desired.clone()));
+                        plan.ownership.upsert.push(row_for(
+                            object,
+                            desired.clone(),
+                            desired_hash.clone(),
+                        ));
                     }
                     Step::Noop
                 } else if spec_changed {
@@ -329,7 +336,9 @@ pub fn plan_against(
                 }
                 Some(_) => {}
             }
-            plan.ownership.upsert.push(row_for(object, desired));
+            plan.ownership
+                .upsert
+                .push(row_for(object, desired, desired_hash));
         }
         plan.steps.push((key, step));
     }

@@ -29,7 +29,8 @@ pub struct View {
     /// Metadata, its version, and the schema resolved against the database (shared with the
     /// group commit's [`catalog::Basis`] when the view came from a commit).
     pub snapshot: Arc<Snapshot>,
-    /// Every ownership row, indexed for planning.
+    /// Every ownership row (without its definition: plans compare `desired_hash`), indexed
+    /// for planning.
     pub rows: Ownership,
     /// The metadata's ownable objects by key, computed once for every plan made on the view.
     pub objects: BTreeMap<String, Object>,
@@ -96,7 +97,7 @@ async fn read(client: &mut tokio_postgres::Client) -> Result<View, CatalogError>
         .await?;
     let versions = versions::read(&tx).await?;
     let snapshot = Arc::new(catalog::build(&tx).await?);
-    let rows = Ownership::new(managed::load(&tx).await?);
+    let rows = Ownership::new(managed::load_for_plans(&tx).await?);
     tx.commit().await?;
     let objects = objects::catalog_objects(&snapshot.metadata);
     Ok(View {

@@ -494,7 +494,8 @@ pub struct Managed {
     pub owner: Owner,
     /// Its `metadata.generation` when written.
     pub generation: i64,
-    /// The canonical desired definition.
+    /// The canonical desired definition (`null` in rows read for planning, which compare
+    /// `desired_hash`: see `catalog::managed::load_for_plans`).
     pub desired: Value,
     /// [`hash`] of `desired`.
     pub desired_hash: String,
