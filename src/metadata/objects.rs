@@ -418,9 +418,15 @@ pub fn canonical_text(value: &Value) -> String {
 
 /// `sha256:<hex>` of the canonical text of `value`.
 pub fn hash(value: &Value) -> String {
+    use std::fmt::Write;
     let digest = Sha256::digest(canonical_text(value).as_bytes());
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
+    // One allocation: every plan hashes each object it declares, no-op reconciles included.
+    let mut out = String::with_capacity("sha256:".len() + 2 * digest.len());
+    out.push_str("sha256:");
+    for byte in digest {
+        let _ = write!(out, "{byte:02x}");
+    }
+    out
 }
 
 /// The fields in which two definitions differ, as `field` or `field.subfield` (one level deep
