@@ -161,7 +161,8 @@ fn ids(answer: &Value) -> Value {
 }
 
 /// Runs `query` for the first two users until both statements wait for the lock, then for
-/// `queued` users, which queue; releases the lock and returns every answer with its user.
+/// `queued` users, which queue one at a time in that order (so a shared statement's rows come
+/// in that order); releases the lock and returns every answer with its user.
 async fn blocked_then_queued(
     server: &TestServer,
     query: &'static str,
@@ -174,10 +175,10 @@ async fn blocked_then_queued(
         sent.push((user, send_as(server, query, user)));
     }
     until_blocked(server, IN_FLIGHT).await;
-    for user in queued {
+    for (i, user) in queued.iter().enumerate() {
         sent.push((*user, send_as(server, query, user)));
+        until_queued(server, &before, i as u64 + 1).await;
     }
-    until_queued(server, &before, queued.len() as u64).await;
     lock.release().await;
     let mut answers = Vec::new();
     for (user, task) in sent {
@@ -271,32 +272,22 @@ async fn a_full_batch_starts_at_once() {
 /// A shared statement that Postgres refuses part way (one request's session value is not an
 /// integer) answers the requests whose rows it sent before the error: a read's row is complete
 /// when it is sent. The requests after it run alone, the bad one gets its error and the others
-/// their rows. The requests queue one at a time, so that their rows come in that order.
+/// their rows.
 #[tokio::test]
 async fn a_failed_shared_statement_answers_the_rows_it_sent_and_runs_the_rest_alone() {
     let server = blog().await;
     const QUERY: &str = "query Mine { articles(order_by: {id: asc}) { id } }";
     warm(&server, QUERY, "2").await;
-    let lock = TableLock::take(&server.db_url).await;
     let before = counters(&server);
-    let mut sent = Vec::new();
-    for user in ["1", "2"] {
-        sent.push((user, send_as(&server, QUERY, user)));
-    }
-    until_blocked(&server, IN_FLIGHT).await;
-    for (i, user) in ["1", "not-a-number", "2"].into_iter().enumerate() {
-        sent.push((user, send_as(&server, QUERY, user)));
-        until_queued(&server, &before, i as u64 + 1).await;
-    }
-    lock.release().await;
-    for (user, task) in sent {
-        let answer = task.await.expect("request task");
-        if user == "not-a-number" {
+    let queued = ["1", "not-a-number", "2"];
+    let answers = blocked_then_queued(&server, QUERY, &queued).await;
+    for (user, answer) in &answers {
+        if *user == "not-a-number" {
             let message = answer["errors"][0]["message"].as_str().unwrap_or_default();
             assert!(answer.get("data").is_none(), "{answer}");
             assert!(!message.is_empty(), "{answer}");
         } else {
-            assert_eq!(ids(&answer), visible_to(user), "user {user}: {answer}");
+            assert_eq!(ids(answer), visible_to(user), "user {user}: {answer}");
         }
     }
     let after = counters(&server);
@@ -313,6 +304,8 @@ async fn a_failed_shared_statement_answers_the_rows_it_sent_and_runs_the_rest_al
     );
 }
 
+/// Sends `query` five times while `article` is locked and checks that every request reached
+/// Postgres on its own (none queued) and got `expected`.
 async fn five_run_alone(server: &TestServer, query: &'static str, expected: &Value) {
     let before = counters(server);
     let lock = TableLock::take(&server.db_url).await;
