@@ -48,6 +48,9 @@ pub struct Counters {
     /// Requests that could have waited for a shared statement but ran alone, because sharing
     /// did not pay for their plan.
     pub shared_declined: AtomicU64,
+    /// Reads run alone as their plan's multiplexed statement with one row, which Postgres
+    /// plans once, because that cost less than the plan's own statement.
+    pub alone_multiplexed: AtomicU64,
     /// Statements of the GraphQL path run (each one round trip to Postgres; `BEGIN` and
     /// `COMMIT` not included, see [`Counters::mutation_transactions`]).
     pub statements_run: AtomicU64,
@@ -79,6 +82,7 @@ impl Default for Counters {
             shared_waits: AtomicU64::new(0),
             shared_coalesced: AtomicU64::new(0),
             shared_declined: AtomicU64::new(0),
+            alone_multiplexed: AtomicU64::new(0),
             statements_run: AtomicU64::new(0),
             mutation_transactions: AtomicU64::new(0),
             introspections_run: AtomicU64::new(0),
@@ -123,6 +127,8 @@ pub struct CountersSnapshot {
     pub shared_coalesced: u64,
     /// See [`Counters::shared_declined`].
     pub shared_declined: u64,
+    /// See [`Counters::alone_multiplexed`].
+    pub alone_multiplexed: u64,
     /// See [`Counters::statements_run`].
     pub statements_run: u64,
     /// See [`Counters::mutation_transactions`].
@@ -156,6 +162,7 @@ impl Counters {
             shared_waits: get(&self.shared_waits),
             shared_coalesced: get(&self.shared_coalesced),
             shared_declined: get(&self.shared_declined),
+            alone_multiplexed: get(&self.alone_multiplexed),
             statements_run: get(&self.statements_run),
             mutation_transactions: get(&self.mutation_transactions),
             introspections_run: get(&self.introspections_run),

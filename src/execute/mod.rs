@@ -4,6 +4,7 @@
 //! Holds no SQL of its own. See `docs/architecture.md`.
 
 mod bind;
+mod cost;
 mod error;
 mod program;
 mod shared;

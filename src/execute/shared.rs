@@ -16,11 +16,13 @@
 //! requests queue only while a shared row costs clearly less than a statement alone; a plan
 //! whose rows cost about as much (a statement whose work is all per request) keeps one
 //! statement per request and Postgres's parallelism, and lets a short window of its requests
-//! share now and then to measure again; a sharing plan likewise runs one request in
-//! [`MEASURE_EVERY`] alone, so that its time alone stays current. Both times are taken under
+//! share now and then to measure again; a sharing plan likewise runs one request in a
+//! while alone ([`Cost::decide`]), so that its time alone stays current. Both times are taken under
 //! the same load, so the comparison holds on any hardware, busy or idle. [`Sharing::below`],
 //! when set, is an absolute bound on top: plans whose statement takes longer alone are never
-//! shared.
+//! shared. A read that runs alone may do so as its multiplexed statement with one row, when
+//! that costs less than its own statement ([`Cost::alone_form`]): Postgres plans the one-row
+//! form once, where it may plan the plan's own statement again for every request's values.
 //!
 //! Only plans whose statement cannot observe the session setting are shared (the caller
 //! decides: see `graphql-api.md` §7); their session values, if any, are parameters like any
@@ -43,6 +45,7 @@
 //! other failure (a connection lost while the statement ran) may have written, so its
 //! requests get that error rather than write twice.
 
+use super::cost::{AloneForm, Cost, Decision};
 use super::{Connection, ExecuteError};
 use crate::sql::ast::{Param, ParamSource};
 use crate::sql::print::MultiplexedSql;
@@ -50,7 +53,7 @@ use crate::sql::SqlText;
 use crate::stats::Counters;
 use bytes::Bytes;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
@@ -135,114 +138,6 @@ impl Copies {
         }
         groups.into_iter().map(|(_, group)| group).collect()
     }
-}
-
-/// Requests declined sharing in a row, after which [`PROBE_WINDOW`] of them share anyway.
-const PROBE_PERIOD: u64 = 1024;
-
-/// Requests of a plan that share, once per [`PROBE_PERIOD`], although sharing did not pay when
-/// last measured: its cost may have changed (the data, the load, the plan Postgres chose).
-const PROBE_WINDOW: u64 = 64;
-
-/// One in this many requests of a sharing plan runs alone to time it (see [`Cost::decide`]).
-const MEASURE_EVERY: u64 = 32;
-
-/// A plan shares only while a shared row costs at most this fraction of a statement alone:
-/// a fifth saved at least, so that measuring noise does not make it flap.
-const PAYS_NUMERATOR: u64 = 4;
-const PAYS_DENOMINATOR: u64 = 5;
-
-/// What a plan's statements cost, alone and per row shared: moving averages in nanoseconds
-/// (0: not measured yet), taken under whatever load there is, so that both see the same.
-#[derive(Debug, Default)]
-struct Cost {
-    /// A statement run alone, from the request's connection to its answer.
-    alone: AtomicU64,
-    /// A shared statement's time divided by its rows, over statements of two rows or more (a
-    /// one-row statement measures nothing of sharing).
-    shared_row: AtomicU64,
-    /// Requests that would have queued but ran alone since sharing did not pay.
-    declined: AtomicU64,
-    /// Requests that would have queued while sharing paid.
-    shares: AtomicU64,
-}
-
-impl Cost {
-    /// Folds a sample into a moving average (races between concurrent updates lose a sample,
-    /// which an average can afford).
-    fn fold(average: &AtomicU64, took: Duration) {
-        let sample = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX).max(1);
-        let old = average.load(Ordering::Relaxed);
-        let new = if old == 0 {
-            sample
-        } else {
-            old.saturating_mul(7).saturating_add(sample) / 8
-        };
-        average.store(new, Ordering::Relaxed);
-    }
-
-    fn alone(&self, took: Duration) {
-        Self::fold(&self.alone, took);
-    }
-
-    fn shared(&self, took: Duration, rows: usize) {
-        if let Ok(rows @ 2..) = u32::try_from(rows) {
-            Self::fold(&self.shared_row, took / rows);
-        }
-    }
-
-    /// A request that waited but found nothing to share with (a write, alone of its session
-    /// in a batch of several): it cost what a statement alone does, which weighs against sharing as
-    /// much as a shared row that saved nothing. A plan whose writes rarely share a session
-    /// stops queueing them.
-    fn unshared(&self) {
-        let alone = self.alone.load(Ordering::Relaxed);
-        if alone > 0 {
-            Self::fold(&self.shared_row, Duration::from_nanos(alone));
-        }
-    }
-
-    /// What a request that could wait for a shared statement does: wait, always until both
-    /// costs are known and then while a shared row is clearly cheaper than a statement alone
-    /// (but one in [`MEASURE_EVERY`] runs alone to keep that time current: under sustained
-    /// load a sharing plan runs no statement alone otherwise); run alone when sharing does
-    /// not pay (but for a window of requests once in a while, which share to measure again);
-    /// never wait when the statement alone takes longer than `below`.
-    fn decide(&self, below: Option<Duration>) -> Decision {
-        let alone = self.alone.load(Ordering::Relaxed);
-        if below.is_some_and(|below| u128::from(alone) > below.as_nanos()) {
-            return Decision::Decline;
-        }
-        let shared_row = self.shared_row.load(Ordering::Relaxed);
-        if alone == 0 || shared_row == 0 {
-            return Decision::Share;
-        }
-        if shared_row.saturating_mul(PAYS_DENOMINATOR) <= alone.saturating_mul(PAYS_NUMERATOR) {
-            let turn = self.shares.fetch_add(1, Ordering::Relaxed);
-            return if turn % MEASURE_EVERY == MEASURE_EVERY - 1 {
-                Decision::Measure
-            } else {
-                Decision::Share
-            };
-        }
-        let turn = self.declined.fetch_add(1, Ordering::Relaxed);
-        if turn % PROBE_PERIOD >= PROBE_PERIOD - PROBE_WINDOW {
-            Decision::Share
-        } else {
-            Decision::Decline
-        }
-    }
-}
-
-/// See [`Cost::decide`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Decision {
-    /// Wait for a shared statement.
-    Share,
-    /// Run alone, as one of the plan's running statements: sharing does not pay.
-    Decline,
-    /// Run alone beside the plan's running statements, to time a statement alone.
-    Measure,
 }
 
 /// What runs shared statements: the pool, the counters, and how many statements of one plan
@@ -335,7 +230,7 @@ impl SharedStatement {
         values: Vec<Option<String>>,
     ) -> Result<Bytes, ExecuteError> {
         if sharing.in_flight == 0 {
-            return self.run_alone(sharing, alone, &values).await;
+            return self.run_plain(sharing, alone, &values).await;
         }
         let (next, full) = {
             let mut queue = self.queue();
@@ -385,7 +280,9 @@ impl SharedStatement {
         };
         match answered.await {
             Ok(Outcome::Answer(bytes)) => Ok(bytes),
-            Ok(Outcome::Alone(values)) => self.run_alone(sharing, alone, &values).await,
+            // The shared statement failed before its row: the plan's own statement gives this
+            // request its own answer or error.
+            Ok(Outcome::Alone(values)) => self.run_plain(sharing, alone, &values).await,
             Ok(Outcome::Failed(error)) => Err(error),
             Err(_) => Err(ExecuteError::Unexpected(
                 "a shared statement was abandoned".into(),
@@ -393,8 +290,28 @@ impl SharedStatement {
         }
     }
 
-    /// Runs one request's statement on its own, timing it for the plan's [`Cost`].
+    /// Runs one request on its own, in the form that costs its plan less (a read may run as
+    /// its multiplexed statement with one row, see [`Cost::alone_form`]). If the one-row form
+    /// fails, the plan's own statement runs, so that the request gets exactly the answer or
+    /// error it would have had.
     async fn run_alone(
+        &self,
+        sharing: &Sharing,
+        sql: &SqlText,
+        values: &[Option<String>],
+    ) -> Result<Bytes, ExecuteError> {
+        if let Form::Multiplexed(multiplexed) = &self.form {
+            if self.cost.alone_form() == AloneForm::Single {
+                if let Ok(answer) = self.run_single(sharing, multiplexed, values).await {
+                    return Ok(answer);
+                }
+            }
+        }
+        self.run_plain(sharing, sql, values).await
+    }
+
+    /// Runs one request's own statement, timing it for the plan's [`Cost`].
+    async fn run_plain(
         &self,
         sharing: &Sharing,
         sql: &SqlText,
@@ -408,6 +325,26 @@ impl SharedStatement {
             self.cost.alone(started.elapsed());
         }
         answer
+    }
+
+    /// Runs a read's multiplexed statement for one request, timing it for the plan's [`Cost`].
+    async fn run_single(
+        &self,
+        sharing: &Sharing,
+        sql: &MultiplexedSql,
+        values: &[Option<String>],
+    ) -> Result<Bytes, ExecuteError> {
+        let client = sharing.pool.get().await?;
+        let conn = Connection::of(&client, &sharing.counters);
+        let started = Instant::now();
+        let mut answer = None;
+        super::stream_multiplexed(conn, sql, &[values], |_, bytes| answer = Some(bytes)).await?;
+        let answer = answer.ok_or_else(|| {
+            ExecuteError::Unexpected("a one-row multiplexed statement answered no row".into())
+        })?;
+        self.cost.single(started.elapsed());
+        Counters::bump(&sharing.counters.alone_multiplexed);
+        Ok(answer)
     }
 }
 
@@ -628,85 +565,7 @@ async fn run_shared(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn cost(alone_ns: u64, shared_row_ns: u64) -> Cost {
-        let cost = Cost::default();
-        cost.alone(Duration::from_nanos(alone_ns));
-        cost.shared(Duration::from_nanos(shared_row_ns * 4), 4);
-        cost
-    }
-
-    /// Whether a request that could wait for a shared statement does.
-    fn shares(cost: &Cost, below: Option<Duration>) -> bool {
-        cost.decide(below) == Decision::Share
-    }
-
-    #[test]
-    fn sharing_is_tried_until_both_costs_are_known() {
-        let cost = Cost::default();
-        assert!(shares(&cost, None));
-        cost.alone(Duration::from_millis(5));
-        assert!(
-            shares(&cost, None),
-            "no shared statement of two rows measured yet"
-        );
-        cost.shared(Duration::from_millis(50), 1);
-        assert!(
-            shares(&cost, None),
-            "a one-row statement measures nothing of sharing"
-        );
-    }
-
-    #[test]
-    fn a_plan_shares_while_a_shared_row_saves_a_fifth() {
-        assert!(shares(&cost(1_000, 200), None));
-        assert!(shares(&cost(1_000, 800), None));
-        assert_eq!(cost(1_000, 801).decide(None), Decision::Decline);
-        // The comparison is of ratios: ten times slower hardware decides alike.
-        assert!(shares(&cost(10_000, 2_000), None));
-        assert_eq!(cost(10_000, 9_000).decide(None), Decision::Decline);
-    }
-
-    #[test]
-    fn a_sharing_plan_runs_one_request_in_a_while_alone_to_time_it() {
-        let cost = cost(1_000, 200);
-        let measured: Vec<u64> = (0..2 * MEASURE_EVERY)
-            .filter(|_| cost.decide(None) == Decision::Measure)
-            .collect();
-        assert_eq!(measured.len(), 2);
-        // Timed alone at twice the shared row's cost, sharing no longer pays.
-        for _ in 0..40 {
-            cost.alone(Duration::from_nanos(220));
-        }
-        assert_eq!(cost.decide(None), Decision::Decline);
-    }
-
-    #[test]
-    fn a_plan_that_saves_nothing_shares_one_window_per_period() {
-        let cost = cost(1_000, 1_000);
-        let decisions: Vec<Decision> = (0..2 * PROBE_PERIOD).map(|_| cost.decide(None)).collect();
-        let shared: Vec<usize> = decisions
-            .iter()
-            .enumerate()
-            .filter_map(|(i, d)| (*d == Decision::Share).then_some(i))
-            .collect();
-        assert_eq!(shared.len() as u64, 2 * PROBE_WINDOW);
-        let first = (PROBE_PERIOD - PROBE_WINDOW) as usize;
-        let window: Vec<usize> = (first..PROBE_PERIOD as usize).collect();
-        assert_eq!(&shared[..PROBE_WINDOW as usize], window.as_slice());
-        assert!(!decisions.contains(&Decision::Measure));
-    }
-
-    #[test]
-    fn the_absolute_bound_wins_over_what_sharing_saves() {
-        let cost = cost(2_000, 100);
-        assert!(shares(&cost, Some(Duration::from_nanos(2_000))));
-        assert_eq!(
-            cost.decide(Some(Duration::from_nanos(1_999))),
-            Decision::Decline
-        );
-        assert!(shares(&Cost::default(), Some(Duration::from_nanos(1))));
-    }
+    use std::sync::atomic::AtomicU64;
 
     fn param(source: ParamSource) -> Param {
         Param {
@@ -784,23 +643,6 @@ mod tests {
         assert_eq!(titles, [vec!["a", "a", "c"], vec!["b"]]);
     }
 
-    #[test]
-    fn writes_that_find_no_partner_weigh_against_sharing() {
-        let cost = cost(1_000, 200);
-        assert!(shares(&cost, None));
-        for _ in 0..20 {
-            cost.unshared();
-        }
-        assert_eq!(cost.decide(None), Decision::Decline);
-        let unmeasured = Cost::default();
-        unmeasured.unshared();
-        assert_eq!(
-            unmeasured.shared_row.load(Ordering::Relaxed),
-            0,
-            "nothing to weigh before a statement alone was timed"
-        );
-    }
-
     /// Sharing over a pool that is never reached: lone writes run no statement.
     fn unreachable_sharing() -> Sharing {
         let (pool, _) =
@@ -836,13 +678,13 @@ mod tests {
         let shared = SharedStatement::writes(&write_params(), Box::new(|_| None));
         shared.cost.alone(Duration::from_micros(500));
         shared.cost.shared(Duration::from_micros(400), 4);
-        assert!(shares(&shared.cost, None));
+        assert_eq!(shared.cost.decide(None), Decision::Share);
         // A batch of one request: a quiet moment, not a failure to share.
         for _ in 0..20 {
             let outcomes = lone_writes(&shared, &["{\"u\":\"1\"}"]).await;
             assert!(matches!(outcomes.as_slice(), [Outcome::Alone(_)]));
         }
-        assert!(shares(&shared.cost, None));
+        assert_eq!(shared.cost.decide(None), Decision::Share);
         // Batches of three users, each alone of its session: every request ran alone.
         for _ in 0..4 {
             let outcomes = lone_writes(
@@ -854,16 +696,5 @@ mod tests {
             assert!(outcomes.iter().all(|o| matches!(o, Outcome::Alone(_))));
         }
         assert_eq!(shared.cost.decide(None), Decision::Decline);
-    }
-
-    #[test]
-    fn averages_follow_their_samples() {
-        let cost = Cost::default();
-        cost.alone(Duration::from_nanos(800));
-        assert_eq!(cost.alone.load(Ordering::Relaxed), 800);
-        cost.alone(Duration::from_nanos(1_600));
-        assert_eq!(cost.alone.load(Ordering::Relaxed), 900);
-        cost.shared(Duration::from_nanos(3_000), 3);
-        assert_eq!(cost.shared_row.load(Ordering::Relaxed), 1_000);
     }
 }

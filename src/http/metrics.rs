@@ -105,6 +105,11 @@ const WORK_COUNTERS: &[WorkCounter] = &[
         |c| &c.shared_declined,
     ),
     (
+        "alone_multiplexed",
+        "Requests run alone as their query plan's multiplexed statement with one row, which cost less than the plan's own statement",
+        |c| &c.alone_multiplexed,
+    ),
+    (
         "graphql_introspections_run",
         "Introspection documents answered by running them (the rest come from each role's cache)",
         |c| &c.introspections_run,

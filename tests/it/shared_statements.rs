@@ -338,6 +338,56 @@ async fn five_declined(server: &TestServer, query: &'static str, expected: &Valu
     );
 }
 
+/// A read alone runs its own statement first, then its multiplexed statement with one row
+/// (which Postgres plans once), each timed; from then on the cheaper one, and the other now and
+/// then to time it again. Both give each user their own rows, and a request the one-row form
+/// fails for gets the error of its own statement.
+#[tokio::test]
+async fn a_read_alone_times_both_forms_and_each_answers_alike() {
+    let server = blog().await;
+    const QUERY: &str = "query Forms { articles(order_by: {id: asc}) { id } }";
+    let before = counters(&server);
+    warm(&server, QUERY, "1").await;
+    let plain = counters(&server);
+    assert_eq!(plain.alone_multiplexed, before.alone_multiplexed);
+    assert_eq!(plain.statements_run - before.statements_run, 1);
+    // Next, the one-row form; it fails for this user id, and the request's own statement
+    // answers with its own error.
+    let refused = server
+        .gql_role(QUERY, "user", &[("X-Svc-User-Id", "not-a-number")])
+        .await;
+    assert!(refused.get("data").is_none(), "{refused}");
+    assert!(
+        refused["errors"][0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("not-a-number")),
+        "{refused}"
+    );
+    let failed = counters(&server);
+    assert_eq!(failed.alone_multiplexed, before.alone_multiplexed);
+    assert_eq!(
+        failed.statements_run - plain.statements_run,
+        2,
+        "the one-row form, then the request's own statement"
+    );
+    warm(&server, QUERY, "2").await;
+    let single = counters(&server);
+    assert_eq!(single.alone_multiplexed - failed.alone_multiplexed, 1);
+    assert_eq!(single.statements_run - failed.statements_run, 1);
+    // Whichever form is cheaper here, the other is timed again once in every sixteen.
+    for i in 0..32 {
+        warm(&server, QUERY, ["1", "2", "3"][i % 3]).await;
+    }
+    let after = counters(&server);
+    let multiplexed = after.alone_multiplexed - single.alone_multiplexed;
+    assert!(
+        (2..=30).contains(&multiplexed),
+        "both forms ran: {multiplexed} of 32 in the one-row form"
+    );
+    assert_eq!(after.statements_run - single.statements_run, 32);
+    assert_eq!(after.shared_statements, before.shared_statements);
+}
+
 /// A plan that can observe the session (here a view) is never shared: every request runs its
 /// own statement with its own session setting, even while others of the plan wait.
 #[tokio::test]
