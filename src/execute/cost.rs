@@ -43,12 +43,12 @@ const RETIME_EVERY: u64 = 16;
 #[derive(Debug, Default)]
 pub(super) struct Cost {
     /// The plan's own statement run alone, from the request's connection to its answer.
-    pub(super) alone: AtomicU64,
+    alone: AtomicU64,
     /// The plan's multiplexed statement run alone for one request (reads only), timed alike.
     single: AtomicU64,
     /// A shared statement's time divided by its rows, over statements of two rows or more (a
     /// one-row statement measures nothing of sharing).
-    pub(super) shared_row: AtomicU64,
+    shared_row: AtomicU64,
     /// Requests that would have queued but ran alone since sharing did not pay.
     declined: AtomicU64,
     /// Requests that would have queued while sharing paid.
@@ -93,6 +93,16 @@ impl Cost {
     /// Times the plan's multiplexed statement run alone for one request.
     pub(super) fn single(&self, took: Duration) {
         Self::fold(&self.single, took);
+    }
+
+    /// The one-row form failed for a request: it counts as costing twice the own statement.
+    /// A form that keeps failing is then only tried to retime it, rather than before every
+    /// request's own statement; one request's bad value weighs as one slow sample.
+    pub(super) fn single_failed(&self) {
+        let alone = self.alone.load(Ordering::Relaxed);
+        if alone > 0 {
+            Self::fold_value(&self.single, alone.saturating_mul(2));
+        }
     }
 
     /// Times a shared statement of `rows` rows.
@@ -366,6 +376,25 @@ mod tests {
             let every = RETIME_EVERY as usize;
             assert_eq!(retimed, [every - 1, 2 * every - 1], "single {single} ns");
         }
+    }
+
+    #[test]
+    fn a_one_row_form_that_fails_is_only_retimed() {
+        let cost = Cost::default();
+        cost.alone(Duration::from_nanos(1_000));
+        assert_eq!(cost.alone_form(), AloneForm::Single);
+        cost.single_failed();
+        let chosen = forms(&cost, RETIME_EVERY);
+        assert_eq!(
+            chosen.iter().filter(|f| **f == AloneForm::Single).count(),
+            1,
+            "{chosen:?}"
+        );
+        // Once it answers cheaply again, it takes over.
+        for _ in 0..40 {
+            cost.single(Duration::from_nanos(500));
+        }
+        assert_eq!(cost.alone_form(), AloneForm::Single);
     }
 
     #[test]

@@ -16,8 +16,8 @@
 //! requests queue only while a shared row costs clearly less than a statement alone; a plan
 //! whose rows cost about as much (a statement whose work is all per request) keeps one
 //! statement per request and Postgres's parallelism, and lets a short window of its requests
-//! share now and then to measure again; a sharing plan likewise runs one request in a
-//! while alone ([`Cost::decide`]), so that its time alone stays current. Both times are taken under
+//! share now and then to measure again; a sharing plan likewise runs one request in a while
+//! alone ([`Cost::decide`]), so that its time alone stays current. Both times are taken under
 //! the same load, so the comparison holds on any hardware, busy or idle. [`Sharing::below`],
 //! when set, is an absolute bound on top: plans whose statement takes longer alone are never
 //! shared. A read that runs alone may do so as its multiplexed statement with one row, when
@@ -293,7 +293,7 @@ impl SharedStatement {
     /// Runs one request on its own, in the form that costs its plan less (a read may run as
     /// its multiplexed statement with one row, see [`Cost::alone_form`]). If the one-row form
     /// fails, the plan's own statement runs, so that the request gets exactly the answer or
-    /// error it would have had.
+    /// error it would have had, and the failure counts against the one-row form.
     async fn run_alone(
         &self,
         sharing: &Sharing,
@@ -302,8 +302,9 @@ impl SharedStatement {
     ) -> Result<Bytes, ExecuteError> {
         if let Form::Multiplexed(multiplexed) = &self.form {
             if self.cost.alone_form() == AloneForm::Single {
-                if let Ok(answer) = self.run_single(sharing, multiplexed, values).await {
-                    return Ok(answer);
+                match self.run_single(sharing, multiplexed, values).await {
+                    Ok(answer) => return Ok(answer),
+                    Err(_) => self.cost.single_failed(),
                 }
             }
         }
