@@ -9,7 +9,6 @@
 
 use crate::metadata::types::{Columns, EventTriggerEntry, OperationSpec, QualifiedTable};
 use crate::sql::quote::{quote_ident, quote_literal, quote_qualified};
-use sha2::{Digest, Sha256};
 
 /// Prefix of every capture trigger and function Basalt owns.
 pub const PREFIX: &str = "notify_basalt_";
@@ -171,13 +170,7 @@ fn capture(table: &QualifiedTable, trigger: &str, op: RowOp, spec: &OperationSpe
         quote_qualified("basalt_catalog", &name),
         quote_literal(&body)
     );
-    let hash = format!(
-        "sha256:{}",
-        Sha256::digest(function.as_bytes())
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
-    );
+    let hash = crate::metadata::digest::sha256_tagged(function.as_bytes());
     Capture {
         name,
         table: table.clone(),

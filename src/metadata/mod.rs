@@ -8,6 +8,7 @@
 //! the document live in the crate's `ops` module, above `schema`). Pure: no IO. See
 //! `docs/metadata-api.md` and `docs/architecture.md`.
 
+pub mod digest;
 pub mod error;
 pub mod ids;
 pub mod objects;

@@ -13,7 +13,6 @@ use super::ids::{
 };
 use super::types::*;
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// A custom GraphQL type, one of the four kinds `set_custom_types` carries.
@@ -418,15 +417,7 @@ pub fn canonical_text(value: &Value) -> String {
 
 /// `sha256:<hex>` of the canonical text of `value`.
 pub fn hash(value: &Value) -> String {
-    use std::fmt::Write;
-    let digest = Sha256::digest(canonical_text(value).as_bytes());
-    // One allocation: every plan hashes each object it declares, no-op reconciles included.
-    let mut out = String::with_capacity("sha256:".len() + 2 * digest.len());
-    out.push_str("sha256:");
-    for byte in digest {
-        let _ = write!(out, "{byte:02x}");
-    }
-    out
+    super::digest::sha256_tagged(canonical_text(value).as_bytes())
 }
 
 /// The fields in which two definitions differ, as `field` or `field.subfield` (one level deep

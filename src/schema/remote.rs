@@ -10,7 +10,6 @@ use crate::metadata::error::Code;
 use crate::metadata::ids::ObjectId;
 use crate::metadata::types::{Header, RemoteSchemaDefinition, RemoteSchemaEntry};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -146,8 +145,7 @@ pub struct UrlError {
 /// A stable hash of a definition: stored introspection results belong to one definition.
 pub fn definition_hash(definition: &RemoteSchemaDefinition) -> String {
     let canonical = serde_json::to_vec(definition).unwrap_or_default();
-    let digest = Sha256::digest(&canonical);
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    crate::metadata::digest::sha256_hex(&canonical)
 }
 
 /// The bound on each HTTP exchange with a remote.
