@@ -372,20 +372,20 @@ async fn a_read_alone_times_both_forms_and_each_answers_alike() {
     );
     // The failure counts against the one-row form: the next request runs its own statement.
     warm(&server, QUERY, "2").await;
-    let single = counters(&server);
-    assert_eq!(single.alone_multiplexed, failed.alone_multiplexed);
-    assert_eq!(single.statements_run - failed.statements_run, 1);
+    let own = counters(&server);
+    assert_eq!(own.alone_multiplexed, failed.alone_multiplexed);
+    assert_eq!(own.statements_run - failed.statements_run, 1);
     // Whichever form is cheaper from here, the other is timed again once in every sixteen.
     for i in 0..32 {
         warm(&server, QUERY, ["1", "2", "3"][i % 3]).await;
     }
     let after = counters(&server);
-    let multiplexed = after.alone_multiplexed - single.alone_multiplexed;
+    let multiplexed = after.alone_multiplexed - own.alone_multiplexed;
     assert!(
         (2..=30).contains(&multiplexed),
         "both forms ran: {multiplexed} of 32 in the one-row form"
     );
-    assert_eq!(after.statements_run - single.statements_run, 32);
+    assert_eq!(after.statements_run - own.statements_run, 32);
     assert_eq!(after.shared_statements, before.shared_statements);
 }
 
