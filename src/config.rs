@@ -281,9 +281,10 @@ pub struct ServeConfig {
     /// its own).
     #[arg(long, env = "BASALT_SHARED_STATEMENTS_IN_FLIGHT", default_value_t = 2)]
     pub shared_statements_in_flight: usize,
-    /// Microseconds a plan's statement takes alone (a moving average) above which its
-    /// requests never share statements and keep Postgres's parallelism (`0`: no such bound;
-    /// a plan shares while a shared row costs clearly less than a statement alone).
+    /// Microseconds a plan's request takes alone (a moving average, in the cheaper of its two
+    /// forms) above which its requests never share statements and keep Postgres's parallelism
+    /// (`0`: no such bound; a plan shares while a shared row costs clearly less than a request
+    /// alone).
     #[arg(long, env = "BASALT_SHARED_STATEMENTS_BELOW_US", default_value_t = 0)]
     pub shared_statements_below_us: u64,
     /// Changes to objects owned by Kubernetes resources through `/v1/query`: `allow` (shown
