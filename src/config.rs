@@ -276,11 +276,15 @@ pub struct ServeConfig {
     /// Connections in the database pool.
     #[arg(long, env = "BASALT_POOL_SIZE", default_value_t = 16)]
     pub pool_size: usize,
-    /// Statements of one query (or one-statement insert) plan that run at once before
-    /// further requests for the plan wait and share one statement (`0`: every request runs
-    /// its own).
+    /// Statements of one query plan that run at once before further requests for the plan
+    /// wait and share one statement (`0`: every request, read or write, runs its own).
     #[arg(long, env = "BASALT_SHARED_STATEMENTS_IN_FLIGHT", default_value_t = 2)]
     pub shared_statements_in_flight: usize,
+    /// The same for one-statement inserts: statements of one insert plan that run at once
+    /// before further inserts of the plan wait and share one statement and its commit (`0`:
+    /// inserts never share, each commits on its own, while reads still share).
+    #[arg(long, env = "BASALT_SHARED_WRITES_IN_FLIGHT", default_value_t = 2)]
+    pub shared_writes_in_flight: usize,
     /// Microseconds a plan's request takes alone (a moving average, in the cheaper of its two
     /// forms) above which its requests never share statements and keep Postgres's parallelism
     /// (`0`: no such bound; a plan shares while a shared row costs clearly less than a request
@@ -558,6 +562,7 @@ impl ServeConfig {
             metadata_poll_seconds: 5,
             pool_size: 8,
             shared_statements_in_flight: 2,
+            shared_writes_in_flight: 2,
             shared_statements_below_us: 0,
             managed_metadata: ManagedMetadata::Allow,
             controller: false,

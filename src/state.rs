@@ -117,6 +117,12 @@ impl AppState {
             pool: pool.clone(),
             counters: counters.clone(),
             in_flight: config.shared_statements_in_flight,
+            // `BASALT_SHARED_STATEMENTS_IN_FLIGHT=0` turns all sharing off.
+            writes_in_flight: if config.shared_statements_in_flight == 0 {
+                0
+            } else {
+                config.shared_writes_in_flight
+            },
             below: (config.shared_statements_below_us > 0)
                 .then(|| std::time::Duration::from_micros(config.shared_statements_below_us)),
         };

@@ -814,7 +814,7 @@ async fn one_statement(
 ) -> Result<Bytes, GraphqlError> {
     let answer = async {
         match shared {
-            Some(shared) if state.sharing.in_flight > 0 => {
+            Some(shared) if state.sharing.writes_in_flight > 0 => {
                 let values = execute::bind(&single.params, binding, None)?;
                 shared.run(&state.sharing, single, values).await
             }

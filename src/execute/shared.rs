@@ -1,7 +1,7 @@
 //! Shared statements: concurrent requests for the same query plan answered by one statement.
 //!
 //! A request runs its plan's statement alone while fewer than `in_flight` statements of that
-//! plan are running. Past that it waits in the plan's queue, and the next statement of the
+//! plan are running (`writes_in_flight` for an insert plan, see [`Sharing`]). Past that it waits in the plan's queue, and the next statement of the
 //! plan to finish hands everyone queued to one *multiplexed* statement (the one live queries
 //! use: each request's parameter values one row of the statement's arrays, each answer tagged
 //! with its row). Nothing waits for a batch to fill: with no statement of the plan running, a
@@ -148,8 +148,11 @@ pub struct Sharing {
     pub pool: deadpool_postgres::Pool,
     /// Work counters.
     pub counters: Arc<Counters>,
-    /// Statements of one plan running at once before requests queue for a shared one.
+    /// Statements of one read plan running at once before requests queue for a shared one.
     pub in_flight: usize,
+    /// The same for a write plan: set apart because writes sharing a statement also share
+    /// its transaction, which a deployment may want for its reads only (`0`).
+    pub writes_in_flight: usize,
     /// Time of a plan's statement alone above which its requests never share statements
     /// (`None`: no such bound, sharing is decided by what it saves).
     pub below: Option<Duration>,
@@ -229,12 +232,13 @@ impl SharedStatement {
         alone: &SqlText,
         values: Vec<Option<String>>,
     ) -> Result<Bytes, ExecuteError> {
-        if sharing.in_flight == 0 {
+        let width = self.width(sharing);
+        if width == 0 {
             return self.run_plain(sharing, alone, &values).await;
         }
         let (next, full) = {
             let mut queue = self.queue();
-            let decision = if queue.running < sharing.in_flight {
+            let decision = if queue.running < width {
                 // Room beside the plan's running statements: run as one of them.
                 Decision::Decline
             } else {
@@ -287,6 +291,14 @@ impl SharedStatement {
             Err(_) => Err(ExecuteError::Unexpected(
                 "a shared statement was abandoned".into(),
             )),
+        }
+    }
+
+    /// Statements of the plan that run at once before its requests queue (`0`: never).
+    fn width(&self, sharing: &Sharing) -> usize {
+        match self.form {
+            Form::Multiplexed(_) => sharing.in_flight,
+            Form::Copies(_) => sharing.writes_in_flight,
         }
     }
 
@@ -652,6 +664,7 @@ mod tests {
             pool,
             counters: Arc::new(Counters::default()),
             in_flight: 2,
+            writes_in_flight: 2,
             below: None,
         }
     }

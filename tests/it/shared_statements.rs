@@ -8,17 +8,29 @@ use basalt::stats::CountersSnapshot;
 use serde_json::{json, Value};
 use std::time::Duration;
 
-/// Statements of one plan running before requests queue (the default).
+/// Statements of one read plan running before requests queue (the default).
 const IN_FLIGHT: usize = 2;
+
+/// Statements of one insert plan running before inserts queue: set apart from the reads'
+/// width (the default is 2 for both), so the tests show each kind of plan keeps its own.
+const WRITES_IN_FLIGHT: usize = 1;
 
 /// The blog, served with sharing on; plans whose statement takes longer than `below_us` alone
 /// are not shared (`0`: no such bound).
 async fn blog_sharing_below(below_us: u64) -> TestServer {
+    blog_sharing(below_us, WRITES_IN_FLIGHT).await
+}
+
+/// The blog, served with sharing on, `writes_in_flight` statements of an insert plan running
+/// before inserts queue, and no read plan shared whose statement takes longer than
+/// `below_us` alone (`0`: no such bound).
+async fn blog_sharing(below_us: u64, writes_in_flight: usize) -> TestServer {
     let db = fresh_database().await;
     run_sql(&db, BLOG).await;
     let server = TestServer::on(&db, |c| {
         c.pool_size = 8;
         c.shared_statements_in_flight = IN_FLIGHT;
+        c.shared_writes_in_flight = writes_in_flight;
         c.shared_statements_below_us = below_us;
     })
     .await;
@@ -513,7 +525,7 @@ async fn inserts_blocked_then_queued(
     answers
 }
 
-/// Concurrent inserts of one session queued behind the plan's running statements are made
+/// Concurrent inserts of one session queued behind the plan's running statement are made
 /// by one statement, each request writing its own row and getting that row back, even when
 /// two requests carry the same values (two rows, not one answer shared).
 #[tokio::test]
@@ -522,8 +534,9 @@ async fn queued_inserts_of_one_session_share_one_statement_each_with_its_own_row
     warm_insert(&server).await;
     let before = counters(&server);
     let user = Some("1");
-    let first = [(100, "a", 1, user), (101, "b", 1, user)];
+    let first = [(100, "a", 1, user)];
     let queued = [
+        (101, "b", 1, user),
         (102, "c", 1, user),
         (103, "same", 1, user),
         (104, "same", 1, user),
@@ -545,11 +558,11 @@ async fn queued_inserts_of_one_session_share_one_statement_each_with_its_own_row
     let after = counters(&server);
     assert_eq!(
         after.statements_run - before.statements_run,
-        3,
-        "two inserts alone, then one statement for the four queued"
+        2,
+        "one insert alone, then one statement for the five queued"
     );
     assert_eq!(after.shared_statements - before.shared_statements, 1);
-    assert_eq!(after.shared_requests - before.shared_requests, 4);
+    assert_eq!(after.shared_requests - before.shared_requests, 5);
     assert_eq!(after.shared_coalesced, before.shared_coalesced);
 }
 
@@ -561,8 +574,9 @@ async fn queued_inserts_of_different_sessions_never_share_a_statement() {
     let server = blog().await;
     warm_insert(&server).await;
     let before = counters(&server);
-    let first = [(100, "a", 1, Some("1")), (101, "b", 2, Some("2"))];
+    let first = [(100, "a", 1, Some("1"))];
     let queued = [
+        (101, "b", 2, Some("2")),
         (102, "c", 1, Some("1")),
         (103, "d", 2, Some("2")),
         (104, "e", 1, Some("1")),
@@ -579,11 +593,11 @@ async fn queued_inserts_of_different_sessions_never_share_a_statement() {
         2,
         "users 1 and 2 one statement each; user 3's request alone needs none"
     );
-    assert_eq!(after.shared_requests - before.shared_requests, 4);
+    assert_eq!(after.shared_requests - before.shared_requests, 5);
     assert_eq!(
         after.statements_run - before.statements_run,
-        2 + 2 + 1,
-        "two alone, two shared, user 3's alone"
+        1 + 2 + 1,
+        "one alone, two shared, user 3's alone"
     );
 }
 
@@ -595,8 +609,9 @@ async fn a_refused_shared_insert_runs_each_request_alone_and_writes_each_row_onc
     let server = blog().await;
     warm_insert(&server).await;
     let user = Some("1");
-    let first = [(100, "a", 1, user), (101, "b", 1, user)];
+    let first = [(100, "a", 1, user)];
     let queued = [
+        (101, "b", 1, user),
         (102, "c", 1, user),
         (1, "taken", 1, user),
         (103, "d", 1, user),
@@ -634,8 +649,8 @@ async fn a_refused_shared_insert_runs_each_request_alone_and_writes_each_row_onc
     assert_eq!(after.shared_requests - before.shared_requests, 0);
     assert_eq!(
         after.statements_run - before.statements_run,
-        2 + 1 + 5,
-        "two alone, the refused shared one, then the five queued requests alone"
+        1 + 1 + 6,
+        "one alone, the refused shared one, then the six queued requests alone"
     );
 }
 
@@ -648,23 +663,65 @@ async fn queued_inserts_alone_of_their_session_each_run_alone() {
     let server = blog().await;
     warm_insert(&server).await;
     let before = counters(&server);
-    let first = [(100, "a", 1, Some("1")), (101, "b", 2, Some("2"))];
+    let first = [(100, "a", 1, Some("1"))];
     let lone = [
-        (102, "c", 1, Some("1")),
-        (103, "d", 2, Some("2")),
-        (104, "e", 3, Some("3")),
+        (101, "b", 1, Some("1")),
+        (102, "c", 2, Some("2")),
+        (103, "d", 3, Some("3")),
     ];
     let answers = inserts_blocked_then_queued(&server, &first, &lone).await;
     each_got_its_row(&first, &lone, &answers);
     let rows = new_articles(&server).await;
-    assert_eq!(rows.as_array().map(Vec::len), Some(5), "{rows}");
+    assert_eq!(rows.as_array().map(Vec::len), Some(4), "{rows}");
     let after = counters(&server);
     assert_eq!(after.shared_statements, before.shared_statements);
     assert_eq!(after.shared_requests, before.shared_requests);
     assert_eq!(after.shared_waits - before.shared_waits, 3);
     assert_eq!(
         after.statements_run - before.statements_run,
-        5,
+        4,
         "every insert its own statement"
     );
+}
+
+/// `BASALT_SHARED_WRITES_IN_FLIGHT` sets the width for inserts alone: with 0, concurrent
+/// inserts each run their own statement (none queues, all wait for the lock side by side),
+/// while reads of the same server still queue behind their plan's two running statements.
+#[tokio::test]
+async fn with_no_write_width_inserts_run_alone_while_reads_still_share() {
+    let server = blog_sharing(0, 0).await;
+    warm_insert(&server).await;
+    let lock = TableLock::take(&server.db_url).await;
+    let before = counters(&server);
+    let inserts: [Insert; 3] = [
+        (100, "a", 1, Some("1")),
+        (101, "b", 1, Some("1")),
+        (102, "c", 1, Some("1")),
+    ];
+    let sent: Vec<_> = inserts
+        .iter()
+        .map(|(id, title, author, user)| insert_article(&server, *id, title, *author, *user))
+        .collect();
+    until_blocked(&server, inserts.len()).await;
+    lock.release().await;
+    let mut answers = Vec::new();
+    for task in sent {
+        answers.push(task.await.expect("request task"));
+    }
+    each_got_its_row(&inserts, &[], &answers);
+    let after = counters(&server);
+    assert_eq!(after.shared_waits, before.shared_waits, "no insert queued");
+    assert_eq!(after.statements_run - before.statements_run, 3);
+
+    // The reads below expect the blog's own articles.
+    run_sql(&server.db_url, "DELETE FROM article WHERE id >= 99").await;
+    warm(&server, ARTICLES, "1").await;
+    let before = counters(&server);
+    let answers = blocked_then_queued(&server, ARTICLES, &["3", "1"]).await;
+    for (user, answer) in &answers {
+        assert_eq!(ids(answer), visible_to(user), "user {user}: {answer}");
+    }
+    let after = counters(&server);
+    assert_eq!(after.shared_waits - before.shared_waits, 2, "reads queued");
+    assert_eq!(after.shared_statements - before.shared_statements, 1);
 }
