@@ -1,11 +1,12 @@
 //! Shared statements: concurrent requests for the same query plan answered by one statement.
 //!
 //! A request runs its plan's statement alone while fewer than `in_flight` statements of that
-//! plan are running (`writes_in_flight` for an insert plan, see [`Sharing`]). Past that it waits in the plan's queue, and the next statement of the
-//! plan to finish hands everyone queued to one *multiplexed* statement (the one live queries
-//! use: each request's parameter values one row of the statement's arrays, each answer tagged
-//! with its row). Nothing waits for a batch to fill: with no statement of the plan running, a
-//! request starts at once, so a lone client pays nothing. Under load, Postgres parses, plans
+//! plan are running (`writes_in_flight` for an insert plan, see [`Sharing`]). Past that it
+//! waits in the plan's queue, and the next statement of the plan to finish hands everyone
+//! queued to one *multiplexed* statement (the one live queries use: each request's parameter
+//! values one row of the statement's arrays, each answer tagged with its row). Nothing waits
+//! for a batch to fill: with no statement of the plan running, a request starts at once, so a
+//! lone client pays nothing. Under load, Postgres parses, plans
 //! and answers one statement for many requests, and the engine makes one round trip for them.
 //! A batch that fills up ([`MAX_SHARED_REQUESTS`]) starts at once beside the running ones, so
 //! more load means more statements, not longer waits.
