@@ -3,11 +3,19 @@
 //! pool connects lazily. See `docs/architecture.md`.
 
 use anyhow::{Context as _, Result};
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use deadpool_postgres::{Manager, ManagerConfig, Pool, QueueMode, RecyclingMethod};
 use std::str::FromStr;
 use tokio_postgres::NoTls;
 
 /// A connection pool of `size` on `url`, and the parsed connection settings.
+///
+/// The pool hands out the connection returned last (LIFO), not the one idle longest
+/// (deadpool's default): requests then use as few connections as the load needs, and each
+/// finds its Postgres backend awake, in the CPU's caches, with its statements prepared, where
+/// FIFO walks every connection in turn and wakes a backend that slept longest. Measured with
+/// the bench's queries (README, Performance): 5–15 % more requests per second at
+/// concurrency 1 and 13–30 % less engine CPU per request; at concurrency 16 about 20 % more
+/// inserts and 15–30 % more for the reads whose statements share, the rest unchanged.
 pub fn pool_for(url: &str, size: usize) -> Result<(Pool, tokio_postgres::Config)> {
     let pg = tokio_postgres::Config::from_str(url).context("invalid database URL")?;
     let manager = Manager::from_config(
@@ -19,6 +27,7 @@ pub fn pool_for(url: &str, size: usize) -> Result<(Pool, tokio_postgres::Config)
     );
     let pool = Pool::builder(manager)
         .max_size(size)
+        .queue_mode(QueueMode::Lifo)
         .build()
         .context("cannot build the connection pool")?;
     Ok((pool, pg))

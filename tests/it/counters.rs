@@ -51,6 +51,46 @@ async fn a_plan_cache_hit_neither_parses_nor_plans_nor_prepares() {
     assert_eq!(third.statements_prepared - after.statements_prepared, 1);
 }
 
+/// The pool hands out the connection returned last: one request after another keeps using
+/// one connection (its backend awake, its statements prepared), however many the pool holds
+/// idle. Handing out the connection idle longest would walk all four here, preparing the
+/// plan's statements on each.
+#[tokio::test]
+async fn requests_one_after_another_reuse_the_connection_returned_last() {
+    let db = fresh_database().await;
+    run_sql(&db, BLOG).await;
+    // The event and action workers and the metadata poll share the pool: sleeping, they take
+    // no connection from under the requests.
+    let server = TestServer::on(&db, |c| {
+        c.pool_size = 4;
+        c.events.fetch_interval_ms = 3_600_000;
+        c.actions.poll_interval_ms = 3_600_000;
+        c.metadata_poll_seconds = 3_600;
+    })
+    .await;
+    let metadata: Value = serde_json::from_str(BLOG_METADATA).unwrap();
+    server
+        .ok(json!({"type": "replace_metadata", "args": metadata}))
+        .await;
+    // Four connections open and idle, as after a burst of concurrent requests.
+    let pool = &server.running.state.pool;
+    let held = futures_util::future::try_join_all((0..4).map(|_| pool.get()))
+        .await
+        .unwrap();
+    drop(held);
+    assert_eq!(pool.status().available, 4);
+    let before = counters(&server);
+    for id in [1, 2, 3, 1, 2, 3, 1, 2] {
+        let r = server
+            .graphql_as(json!({"query": QUERY, "variables": {"id": id}}), &[])
+            .await;
+        assert!(r.get("errors").is_none(), "{r}");
+    }
+    let after = counters(&server);
+    // The read's two forms, prepared once on the one connection it used.
+    assert_eq!(after.statements_prepared - before.statements_prepared, 2);
+}
+
 /// A metadata version is installed once, and each role's schema is built once per version,
 /// by the first request that needs it: never per request, and never for a role no request
 /// uses.
