@@ -282,8 +282,9 @@ pub struct ServeConfig {
     pub shared_statements_in_flight: usize,
     /// The same for one-statement inserts: statements of one insert plan that run at once
     /// before further inserts of the plan wait and share one statement and its commit (`0`:
-    /// inserts never share, each commits on its own, while reads still share).
-    #[arg(long, env = "BASALT_SHARED_WRITES_IN_FLIGHT", default_value_t = 2)]
+    /// inserts never share, each commits on its own, while reads still share). One by default:
+    /// an insert plan's batches then grow largest, and Postgres writes a row for less.
+    #[arg(long, env = "BASALT_SHARED_WRITES_IN_FLIGHT", default_value_t = 1)]
     pub shared_writes_in_flight: usize,
     /// Microseconds a plan's request takes alone (a moving average, in the cheaper of its two
     /// forms) above which its requests never share statements and keep Postgres's parallelism
@@ -562,7 +563,7 @@ impl ServeConfig {
             metadata_poll_seconds: 5,
             pool_size: 8,
             shared_statements_in_flight: 2,
-            shared_writes_in_flight: 2,
+            shared_writes_in_flight: 1,
             shared_statements_below_us: 0,
             managed_metadata: ManagedMetadata::Allow,
             controller: false,
