@@ -1,18 +1,34 @@
 //! The request path's performance properties, proven by counting work (never by timing).
 
 use crate::harness::{fresh_database, query_json, run_sql, TestServer, BLOG, BLOG_METADATA};
+use basalt::config::ServeConfig;
 use basalt::stats::CountersSnapshot;
 use serde_json::{json, Value};
 
 async fn blog_with_pool(pool_size: usize) -> TestServer {
+    blog_with(|c| c.pool_size = pool_size).await
+}
+
+/// The blog schema, tracked on a server configured by `configure`.
+async fn blog_with(configure: impl FnOnce(&mut ServeConfig)) -> TestServer {
     let db = fresh_database().await;
     run_sql(&db, BLOG).await;
-    let server = TestServer::on(&db, |c| c.pool_size = pool_size).await;
+    let server = TestServer::on(&db, configure).await;
     let metadata: Value = serde_json::from_str(BLOG_METADATA).unwrap();
     server
         .ok(json!({"type": "replace_metadata", "args": metadata}))
         .await;
     server
+}
+
+/// Runs [`QUERY`] for each id in turn, each answered without errors.
+async fn read_articles(server: &TestServer, ids: &[i64]) {
+    for id in ids {
+        let r = server
+            .graphql_as(json!({"query": QUERY, "variables": {"id": id}}), &[])
+            .await;
+        assert!(r.get("errors").is_none(), "{r}");
+    }
 }
 
 fn counters(server: &TestServer) -> CountersSnapshot {
@@ -25,12 +41,7 @@ const QUERY: &str = "query ($id: Int!) { articleById(id: $id) { id title author 
 async fn a_plan_cache_hit_neither_parses_nor_plans_nor_prepares() {
     let server = blog_with_pool(1).await;
     let before = counters(&server);
-    for id in [1, 2, 3, 1, 2] {
-        let r = server
-            .graphql_as(json!({"query": QUERY, "variables": {"id": id}}), &[])
-            .await;
-        assert!(r.get("errors").is_none(), "{r}");
-    }
+    read_articles(&server, &[1, 2, 3, 1, 2]).await;
     let after = counters(&server);
     assert_eq!(after.documents_parsed - before.documents_parsed, 1);
     assert_eq!(after.plans_compiled - before.plans_compiled, 1);
@@ -57,21 +68,15 @@ async fn a_plan_cache_hit_neither_parses_nor_plans_nor_prepares() {
 /// plan's statements on each.
 #[tokio::test]
 async fn requests_one_after_another_reuse_the_connection_returned_last() {
-    let db = fresh_database().await;
-    run_sql(&db, BLOG).await;
     // The event and action workers and the metadata poll share the pool: sleeping, they take
     // no connection from under the requests.
-    let server = TestServer::on(&db, |c| {
+    let server = blog_with(|c| {
         c.pool_size = 4;
         c.events.fetch_interval_ms = 3_600_000;
         c.actions.poll_interval_ms = 3_600_000;
         c.metadata_poll_seconds = 3_600;
     })
     .await;
-    let metadata: Value = serde_json::from_str(BLOG_METADATA).unwrap();
-    server
-        .ok(json!({"type": "replace_metadata", "args": metadata}))
-        .await;
     // Four connections open and idle, as after a burst of concurrent requests.
     let pool = &server.running.state.pool;
     let held = futures_util::future::try_join_all((0..4).map(|_| pool.get()))
@@ -80,12 +85,7 @@ async fn requests_one_after_another_reuse_the_connection_returned_last() {
     drop(held);
     assert_eq!(pool.status().available, 4);
     let before = counters(&server);
-    for id in [1, 2, 3, 1, 2, 3, 1, 2] {
-        let r = server
-            .graphql_as(json!({"query": QUERY, "variables": {"id": id}}), &[])
-            .await;
-        assert!(r.get("errors").is_none(), "{r}");
-    }
+    read_articles(&server, &[1, 2, 3, 1, 2, 3, 1, 2]).await;
     let after = counters(&server);
     // The read's two forms, prepared once on the one connection it used.
     assert_eq!(after.statements_prepared - before.statements_prepared, 2);
