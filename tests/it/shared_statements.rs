@@ -11,8 +11,8 @@ use std::time::Duration;
 /// Statements of one read plan running before requests queue (the default).
 const IN_FLIGHT: usize = 2;
 
-/// Statements of one insert plan running before inserts queue: set apart from the reads'
-/// width (the default is 2 for both), so the tests show each kind of plan keeps its own.
+/// Statements of one insert plan running before inserts queue (the default): unlike the
+/// reads' width, so the tests show each kind of plan keeps its own.
 const WRITES_IN_FLIGHT: usize = 1;
 
 /// The blog, served with sharing on; plans whose statement takes longer than `below_us` alone
