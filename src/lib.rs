@@ -63,7 +63,7 @@ pub mod outgoing;
 pub mod pool;
 pub mod preview;
 pub mod remote;
-pub mod schema;
+pub mod resolve;
 pub mod session;
 pub mod shutdown;
 pub mod sql;

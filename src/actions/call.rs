@@ -5,7 +5,7 @@
 
 use super::output;
 use crate::remote::{client, describe};
-use crate::schema::actions::{ResolvedAction, ResolvedCustomTypes};
+use crate::resolve::actions::{ResolvedAction, ResolvedCustomTypes};
 use http::header::{HeaderName, HeaderValue};
 use serde_json::{json, Map, Value};
 

@@ -5,7 +5,7 @@
 //! same way. Extra fields are ignored; custom and Postgres scalars take any JSON value.
 
 use crate::graphql::types::TypeRef;
-use crate::schema::actions::ResolvedCustomTypes;
+use crate::resolve::actions::ResolvedCustomTypes;
 use serde_json::Value;
 
 /// Why an output does not fit its type; the message is what the client gets.

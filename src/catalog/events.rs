@@ -78,7 +78,7 @@ pub(super) async fn sync(
     before: &Metadata,
     work: &mut Work,
 ) -> Result<(), CatalogError> {
-    let desired = crate::schema::events::desired_captures(&work.metadata, &work.db);
+    let desired = crate::resolve::events::desired_captures(&work.metadata, &work.db);
     let existing = &work.db.capture_triggers;
     let mut statements = Vec::new();
     let wanted: BTreeSet<&str> = desired.iter().map(|c| c.name.as_str()).collect();

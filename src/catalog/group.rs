@@ -12,7 +12,7 @@ use super::{
 use crate::catalog::OwnershipChanges;
 use crate::metadata::objects::{self, Object};
 use crate::ops::{self, Op};
-use crate::schema;
+use crate::resolve;
 use std::collections::BTreeSet;
 use tokio_postgres::Transaction;
 
@@ -110,7 +110,7 @@ async fn committed_view(
     tx: &tokio_postgres::Transaction<'_>,
     ended: versions::Versions,
     committed: std::sync::Arc<Snapshot>,
-    drift: Vec<crate::schema::Inconsistency>,
+    drift: Vec<crate::resolve::Inconsistency>,
 ) -> Result<CommittedView, CatalogError> {
     let rows = managed::load_for_plans(tx).await?;
     // The basis shares the snapshot when there is no drift, as there usually is none.
@@ -213,7 +213,7 @@ pub async fn execute_group(
         match &basis {
             Some(basis) => ops::check_no_new_inconsistency(&basis.snapshot.schema, &after)?,
             None => {
-                let before = schema::resolve_with(&metadata, &work.db_before, &work.remotes_before);
+                let before = resolve::resolve_with(&metadata, &work.db_before, &work.remotes_before);
                 ops::check_no_new_inconsistency(&before, &after)?;
             }
         }
@@ -229,7 +229,7 @@ pub async fn execute_group(
     // The counters first, then the rows: rows written meanwhile make the view look older
     // than it is (read again sooner), never newer.
     let ended = versions::read(&tx).await?;
-    let drift = schema::events::capture_drift(&work.metadata, &work.db);
+    let drift = resolve::events::capture_drift(&work.metadata, &work.db);
     let committed = std::sync::Arc::new(Snapshot {
         version: new_version,
         metadata: work.metadata,

@@ -6,7 +6,7 @@ use crate::introspect::{self, DbModel, IntrospectError, RelationName};
 use crate::metadata::path::JsonPath;
 use crate::metadata::{Metadata, MetadataError};
 use crate::ops::{self, schema_changes, Context, Op};
-use crate::schema::{self, SchemaCache};
+use crate::resolve::{self, SchemaCache};
 use serde_json::Value;
 use tokio_postgres::GenericClient;
 
@@ -178,10 +178,10 @@ pub async fn build(client: &impl GenericClient) -> Result<Snapshot, CatalogError
     let (metadata, version) = load(client, false).await?;
     let db = introspect::introspect(client, &relation_names(&metadata.enum_tables())).await?;
     let remotes = remote::world(client, &metadata).await?;
-    let mut schema = schema::resolve_with(&metadata, &db, &remotes);
+    let mut schema = resolve::resolve_with(&metadata, &db, &remotes);
     schema
         .inconsistencies
-        .extend(schema::events::capture_drift(&metadata, &db));
+        .extend(resolve::events::capture_drift(&metadata, &db));
     Ok(Snapshot {
         version,
         metadata,
@@ -191,7 +191,7 @@ pub async fn build(client: &impl GenericClient) -> Result<Snapshot, CatalogError
 
 /// The database model's names of the enum candidate tables, for [`introspect::introspect`].
 fn relation_names(tables: &[crate::metadata::types::QualifiedTable]) -> Vec<RelationName> {
-    tables.iter().map(schema::relation_name).collect()
+    tables.iter().map(resolve::relation_name).collect()
 }
 
 /// One consistent view of the catalog: the metadata, its version, and its schema cache.
@@ -237,9 +237,9 @@ struct Work {
     /// The database as the request found it.
     db_before: std::sync::Arc<DbModel>,
     /// Remote schemas' stored state with this request's introspection results laid over it.
-    remotes: schema::remote::Remotes,
+    remotes: resolve::remote::Remotes,
     /// Remote schemas' stored state as the request found it.
-    remotes_before: schema::remote::Remotes,
+    remotes_before: resolve::remote::Remotes,
     /// The last resolution made (or the basis the request started from): where the next
     /// one starts, when it is of the same database model.
     resolution: Option<Resolution>,
@@ -292,13 +292,13 @@ impl Work {
 }
 
 /// `metadata` resolved against `db`, kept in `last`. With the model of the last resolution,
-/// only what the changes since reach is resolved again ([`schema::resolve_from`]): a
+/// only what the changes since reach is resolved again ([`resolve::resolve_from`]): a
 /// `bulk`'s operations and a group's writes each start from the previous one's.
 fn resolve<'w>(
     last: &'w mut Option<Resolution>,
     metadata: &Metadata,
     db: &std::sync::Arc<DbModel>,
-    remotes: &schema::remote::Remotes,
+    remotes: &resolve::remote::Remotes,
 ) -> &'w SchemaCache {
     let resolution = current(last.take(), metadata, db, remotes);
     last.insert(resolution).schema()
@@ -310,7 +310,7 @@ fn current(
     last: Option<Resolution>,
     metadata: &Metadata,
     db: &std::sync::Arc<DbModel>,
-    remotes: &schema::remote::Remotes,
+    remotes: &resolve::remote::Remotes,
 ) -> Resolution {
     let made = |schema| Resolution {
         db: db.clone(),
@@ -322,12 +322,12 @@ fn current(
         Some(earlier) => {
             let _span = tracing::debug_span!("schema.rebuild", incremental = true).entered();
             let schema =
-                schema::resolve_from(earlier.schema(), &earlier.metadata, metadata, db, remotes);
+                resolve::resolve_from(earlier.schema(), &earlier.metadata, metadata, db, remotes);
             made(schema)
         }
         None => {
             let _span = tracing::debug_span!("schema.rebuild", incremental = false).entered();
-            made(schema::resolve_with(metadata, db, remotes))
+            made(resolve::resolve_with(metadata, db, remotes))
         }
     }
 }
@@ -483,7 +483,7 @@ pub async fn dry_run(
     let applied = apply(&tx, op, expected_version, writer, &fetched).await?;
     let changes =
         crate::metadata::objects::object_changes(&applied.metadata, &applied.work.metadata);
-    let before = schema::resolve_with(
+    let before = resolve::resolve_with(
         &applied.metadata,
         &applied.work.db_before,
         &applied.work.remotes_before,
@@ -494,7 +494,7 @@ pub async fn dry_run(
         .inconsistencies
         .iter()
         .filter(|i| !known.contains(&i.object))
-        .map(schema::Inconsistency::to_json)
+        .map(resolve::Inconsistency::to_json)
         .collect();
     let mut answer = serde_json::json!({
         "dry_run": true,
@@ -531,7 +531,7 @@ async fn apply(
     op: &Op,
     expected_version: Option<i64>,
     writer: Writer<'_>,
-    fetched: &[schema::remote::Fetched],
+    fetched: &[resolve::remote::Fetched],
 ) -> Result<Applied, CatalogError> {
     // A controller write that changes only ownership still takes the catalog lock: ownership
     // rows are claimed in the catalog's order, like metadata.
@@ -606,7 +606,7 @@ async fn apply(
         match &basis {
             Some(basis) => ops::check_no_new_inconsistency(&basis.snapshot.schema, &schema)?,
             None => {
-                let before = schema::resolve_with(&metadata, &work.db_before, &work.remotes_before);
+                let before = resolve::resolve_with(&metadata, &work.db_before, &work.remotes_before);
                 ops::check_no_new_inconsistency(&before, &schema)?;
             }
         }
@@ -649,12 +649,12 @@ async fn annotate(
     response: &mut Value,
 ) -> Result<(), CatalogError> {
     if is_get_inconsistent(op) {
-        let captures = schema::events::capture_drift(metadata, db);
+        let captures = resolve::events::capture_drift(metadata, db);
         if let (false, Some(Value::Array(items))) = (
             captures.is_empty(),
             response.get_mut("inconsistent_objects"),
         ) {
-            items.extend(captures.iter().map(schema::Inconsistency::to_json));
+            items.extend(captures.iter().map(resolve::Inconsistency::to_json));
             response["is_consistent"] = Value::Bool(false);
         }
     }

@@ -5,7 +5,7 @@
 
 use super::CatalogError;
 use crate::metadata::types::Metadata;
-use crate::schema::remote::{definition_hash, Fetched, Remotes, StoredRemote};
+use crate::resolve::remote::{definition_hash, Fetched, Remotes, StoredRemote};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -8,7 +8,7 @@ use crate::actions::{self, Call};
 use crate::execute::ActionValues;
 use crate::graphql::ir::{MutationField, RootField};
 use crate::graphql::plan::Planned;
-use crate::schema::actions::ResolvedAction;
+use crate::resolve::actions::ResolvedAction;
 use crate::state::Served;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;

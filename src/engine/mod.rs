@@ -310,7 +310,7 @@ fn live(compiled: Compiled, session: &Session) -> Result<LiveOperation, GraphqlE
 /// Whether running `plan` can observe the `basalt.user` setting: it calls a function
 /// (computed fields, function sources) or reads a relation that is not a plain table (a view)
 /// or has row-level security (`graphql-api.md` §7).
-fn observes_session(plan: &QueryPlan, resolved: &crate::schema::Resolved) -> bool {
+fn observes_session(plan: &QueryPlan, resolved: &crate::resolve::Resolved) -> bool {
     let footprint = plan.footprint();
     footprint.calls_functions
         || footprint.relations.iter().any(|t| {
@@ -601,7 +601,7 @@ pub fn data_body(data: &[u8]) -> Bytes {
 fn compile(
     state: &AppState,
     role: &RoleSchema,
-    resolved: &crate::schema::Resolved,
+    resolved: &crate::resolve::Resolved,
     query: &str,
     operation: Option<&str>,
     variables: &Map<String, Value>,

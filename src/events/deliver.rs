@@ -3,7 +3,7 @@
 //! delivered, retried later (`retry_conf`, `Retry-After`), or in error.
 
 use super::store::{Attempt, Claimed, Next};
-use crate::schema::events::ResolvedEventTrigger;
+use crate::resolve::events::ResolvedEventTrigger;
 use serde_json::{json, Value};
 use std::time::Duration;
 

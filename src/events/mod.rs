@@ -140,7 +140,7 @@ pub async fn run(
 /// cannot be reached (logged; the next pass tries again).
 async fn claim(
     state: &AppState,
-    triggers: &std::collections::BTreeMap<String, crate::schema::events::ResolvedEventTrigger>,
+    triggers: &std::collections::BTreeMap<String, crate::resolve::events::ResolvedEventTrigger>,
     want: usize,
     lease_seconds: u64,
 ) -> Vec<store::Claimed> {
@@ -167,7 +167,7 @@ async fn claim(
 async fn deliver_one(
     http: &reqwest::Client,
     event: &store::Claimed,
-    trigger: &crate::schema::events::ResolvedEventTrigger,
+    trigger: &crate::resolve::events::ResolvedEventTrigger,
     counters: &EventCounters,
 ) -> Attempt {
     let span = tracing::debug_span!("event.deliver", "otel.kind" = "client", trigger = %event.trigger, event = %event.id);

@@ -2,7 +2,7 @@
 //! [`super::plan`], compiled to SQL by [`crate::translate`]. No SQL text here.
 
 use crate::metadata::types::QualifiedTable;
-use crate::schema::{CompareOp, RelationshipKind};
+use crate::resolve::{CompareOp, RelationshipKind};
 use crate::sql::PgType;
 use serde_json::Value;
 

@@ -8,8 +8,8 @@ use super::model;
 use super::types::{
     EnumValueDef, FieldDef, InputValueDef, Name, TypeDef, TypeRef, TypeSystem, BUILTIN_SCALARS,
 };
-use crate::schema::remote::ResolvedRemote;
-use crate::schema::Resolved;
+use crate::resolve::remote::ResolvedRemote;
+use crate::resolve::Resolved;
 use indexmap::IndexMap;
 use serde_json::Value;
 
@@ -367,7 +367,7 @@ fn add_root_fields(types: &mut TypeSystem, root: &str, add: &IndexMap<Name, Fiel
     }
 }
 
-/// The [`crate::schema::remote::MergeCheck`]: each remote, in order, against the admin's
+/// The [`crate::resolve::remote::MergeCheck`]: each remote, in order, against the admin's
 /// generated schema and the remotes merged before it.
 pub fn check(resolved: &Resolved, remotes: &[ResolvedRemote]) -> Vec<Option<String>> {
     let mut types = super::typegen::build(&model::build(resolved, model::ADMIN));

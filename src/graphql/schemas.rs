@@ -6,7 +6,7 @@ use super::plan::{Planned, Prepared};
 use super::remote::RemoteTypes;
 use super::types::{Name, TypeDef, TypeSystem};
 use crate::execute::SharedStatement;
-use crate::schema::Resolved;
+use crate::resolve::Resolved;
 use crate::sql::program::MutationProgram;
 use crate::sql::SqlText;
 use std::collections::HashMap;

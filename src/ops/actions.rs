@@ -1,6 +1,6 @@
 //! Actions: `create_action`, `update_action`, `drop_action`, `create_action_permission`,
 //! `drop_action_permission`, validated by the resolver's own rules
-//! (`schema::actions`). Dropping an asynchronous action's logged calls (`clear_data`) is the
+//! (`resolve::actions`). Dropping an asynchronous action's logged calls (`clear_data`) is the
 //! catalog's part, in the same transaction. See `docs/actions.md`. Must not do IO, read the
 //! clock, or edit anything but the `Metadata` it returns.
 
@@ -11,8 +11,8 @@ use crate::metadata::error::{
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
-use crate::schema::actions::{check_action_types, resolve_endpoint, root_field_clash};
-use crate::schema::{check_reserved_name, SchemaCache};
+use crate::resolve::actions::{check_action_types, resolve_endpoint, root_field_clash};
+use crate::resolve::{check_reserved_name, SchemaCache};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -278,7 +278,7 @@ fn check(
     check_action_types(&entry.definition, &metadata.custom_types, ctx.db)
         .map_err(|e| e.under(&definition))?;
     resolve_endpoint(&entry.definition).map_err(|e| e.under(&definition))?;
-    let roots = crate::schema::table_root_fields(&cache.resolved);
+    let roots = crate::resolve::table_root_fields(&cache.resolved);
     if let Some(reason) = root_field_clash(&entry.name.0, &roots) {
         return Err(MetadataError::new(
             Code::ConstraintViolation,
@@ -288,11 +288,11 @@ fn check(
     }
     if let Some(type_check) = ctx.remotes.action_types {
         let (handler, headers) = resolve_endpoint(&entry.definition)?;
-        let candidate = crate::schema::actions::ResolvedAction {
+        let candidate = crate::resolve::actions::ResolvedAction {
             entry: entry.clone(),
             handler,
             headers,
-            timeout: crate::schema::actions::timeout(&entry.definition),
+            timeout: crate::resolve::actions::timeout(&entry.definition),
         };
         if let Some(Some(reason)) = type_check(&cache.resolved, &[candidate]).into_iter().next() {
             return Err(MetadataError::new(

@@ -1,5 +1,5 @@
 //! `add_computed_field` and `drop_computed_field`, validated by the resolver's own
-//! `schema::check_computed_field`. See `docs/metadata-api.md`, "Computed fields". Must not do IO, read the clock, or edit anything but the `Metadata` it returns.
+//! `resolve::check_computed_field`. See `docs/metadata-api.md`, "Computed fields". Must not do IO, read the clock, or edit anything but the `Metadata` it returns.
 
 use super::{resolved_table, tracked_entry, Context};
 use crate::metadata::error::{already_exists, not_exists_in_metadata, Code, MetadataError, Result};
@@ -7,7 +7,7 @@ use crate::metadata::ids::{computed_field_definition, ObjectId};
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
-use crate::schema::{self, FieldRef, SchemaCache};
+use crate::resolve::{self, FieldRef, SchemaCache};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -100,7 +100,7 @@ impl ComputedFieldOp {
                     }
                     None => {}
                 }
-                schema::check_computed_field(table, cf, ctx.db, &cache.resolved).map_err(|e| {
+                resolve::check_computed_field(table, cf, ctx.db, &cache.resolved).map_err(|e| {
                     let object = json!({
                         "type": "computed_field",
                         "definition": computed_field_definition(table, cf),

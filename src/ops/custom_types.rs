@@ -1,4 +1,4 @@
-//! `set_custom_types`, validated by `schema::check_custom_types`. See `docs/metadata-api.md`,
+//! `set_custom_types`, validated by `resolve::check_custom_types`. See `docs/metadata-api.md`,
 //! "Custom types". Must not do IO, read the clock, or edit anything but the `Metadata` it returns.
 
 use super::Context;
@@ -6,8 +6,8 @@ use crate::metadata::error::{Code, MetadataError, Result};
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
-use crate::schema::actions::check_action_types;
-use crate::schema::{self, SchemaCache};
+use crate::resolve::actions::check_action_types;
+use crate::resolve::{self, SchemaCache};
 use serde_json::Value;
 
 /// `set_custom_types`: replaces every custom type.
@@ -27,7 +27,7 @@ impl SetCustomTypes {
         cache: &SchemaCache,
         ctx: Context<'_>,
     ) -> Result<Metadata> {
-        schema::check_custom_types(&self.0, &cache.resolved, ctx.db)
+        resolve::check_custom_types(&self.0, &cache.resolved, ctx.db)
             .map_err(|e| e.under(&JsonPath::args()))?;
         // An action's types must survive the replacement.
         for action in &metadata.actions {

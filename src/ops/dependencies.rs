@@ -5,7 +5,7 @@
 
 use crate::metadata::ids::{ObjectId, PermissionKind};
 use crate::metadata::types::*;
-use crate::schema::{self, Reference, Resolved, Target};
+use crate::resolve::{self, Reference, Resolved, Target};
 use serde_json::Value;
 use std::collections::BTreeSet;
 
@@ -19,7 +19,7 @@ pub fn permission_references(
     for entry in &metadata.tables {
         let t = &entry.table;
         let mut push = |role: &Name, kind: PermissionKind, value: Value| {
-            let refs = schema::check_permission(resolved, t, &role.0, kind, &value)
+            let refs = resolve::check_permission(resolved, t, &role.0, kind, &value)
                 .map(|checked| checked.refs)
                 .unwrap_or_default();
             out.push((ObjectId::Permission(t.clone(), role.0.clone(), kind), refs));
@@ -119,10 +119,10 @@ pub fn dependents(
                     .get(t)
                     .and_then(|rt| rt.computed_fields.get(&cf.name.0))
                     .map(|r| match &r.returns {
-                        schema::ComputedReturn::Table { table, .. } => {
+                        resolve::ComputedReturn::Table { table, .. } => {
                             gone.contains(&ObjectId::Table(table.clone()))
                         }
-                        schema::ComputedReturn::Scalar(_) => false,
+                        resolve::ComputedReturn::Scalar(_) => false,
                     })
                     .unwrap_or(false);
                 if !is_removed(&gone, &id) && returns_removed {
@@ -164,7 +164,7 @@ fn object_target(
             .foreign_keys()
             .find(|fk| fk.columns.len() == 1 && &fk.columns[0] == column)?
             .referenced_table()
-            .map(schema::qualified_table),
+            .map(resolve::qualified_table),
     }
 }
 
@@ -244,25 +244,25 @@ pub fn remove(metadata: &mut Metadata, ids: &BTreeSet<ObjectId>) {
 }
 
 /// Renames the object key at `pointer` inside `value` to `new_key`, keeping key order.
-pub fn rename_key_at(value: &mut Value, pointer: &[schema::Segment], new_key: &str) {
+pub fn rename_key_at(value: &mut Value, pointer: &[resolve::Segment], new_key: &str) {
     let Some((last, parents)) = pointer.split_last() else {
         return;
     };
     let mut cursor = value;
     for segment in parents {
         cursor = match (segment, cursor) {
-            (schema::Segment::Key(k), Value::Object(map)) => match map.get_mut(k) {
+            (resolve::Segment::Key(k), Value::Object(map)) => match map.get_mut(k) {
                 Some(v) => v,
                 None => return,
             },
-            (schema::Segment::Index(i), Value::Array(items)) => match items.get_mut(*i) {
+            (resolve::Segment::Index(i), Value::Array(items)) => match items.get_mut(*i) {
                 Some(v) => v,
                 None => return,
             },
             _ => return,
         };
     }
-    if let (schema::Segment::Key(old), Value::Object(map)) = (last, cursor) {
+    if let (resolve::Segment::Key(old), Value::Object(map)) = (last, cursor) {
         if !map.contains_key(old) {
             return;
         }

@@ -9,7 +9,7 @@ use crate::metadata::error::{already_exists, not_exists_in_metadata, Code, Metad
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
-use crate::schema::{self, SchemaCache};
+use crate::resolve::{self, SchemaCache};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -181,7 +181,7 @@ impl EventTriggerOp {
                     .get(table)
                     .map(|t| &t.db)
                     .ok_or_else(|| not_found(name))?;
-                schema::events::check_event_trigger(table, db_table, trigger)
+                resolve::events::check_event_trigger(table, db_table, trigger)
                     .map_err(|e| e.under(&args))?;
                 let entry = tracked_entry(&mut next, table, &args.key("table"))?;
                 match entry.event_triggers.iter_mut().find(|t| t.name.0 == *name) {

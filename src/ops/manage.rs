@@ -10,7 +10,7 @@ use crate::metadata::error::{not_exists_in_metadata, parse_failed, Code, Metadat
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
-use crate::schema::{self, SchemaCache};
+use crate::resolve::{self, SchemaCache};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -402,7 +402,7 @@ impl ManageOp {
                 let blocking: Vec<Value> = after
                     .inconsistencies
                     .iter()
-                    .map(schema::Inconsistency::to_json)
+                    .map(resolve::Inconsistency::to_json)
                     .collect();
                 if !blocking.is_empty() && !allow_inconsistent {
                     return Err(MetadataError::new(

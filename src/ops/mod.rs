@@ -4,7 +4,7 @@
 //! [`schema_changes`] (what a `run_sql` change means for the metadata).
 //!
 //! Sits above `schema` and below `catalog`/`controller`: validation goes through the
-//! resolver's own rules (`schema::resolve`, `schema::check_permission`, …) against the
+//! resolver's own rules (`resolve::resolve`, `resolve::check_permission`, …) against the
 //! read-only `introspect::DbModel` the catalog hands in, so an operation and the resolver
 //! cannot disagree. `run_sql` and `bulk` need the database between steps, so the catalog walks
 //! them. Must not do IO, read the clock, or know about GraphQL, HTTP or the catalog.
@@ -34,8 +34,8 @@ use crate::introspect::DbModel;
 use crate::metadata::error::{parse_failed, Code, MetadataError, Result};
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::{Metadata, QualifiedTable};
-use crate::schema::remote::Remotes;
-use crate::schema::{self, SchemaCache};
+use crate::resolve::remote::Remotes;
+use crate::resolve::{self, SchemaCache};
 use serde_json::{json, Value};
 
 /// Limits applied while parsing requests.
@@ -299,7 +299,7 @@ pub struct Context<'a> {
 impl<'a> Context<'a> {
     /// The metadata resolved against this context.
     pub fn resolve(&self, metadata: &Metadata) -> SchemaCache {
-        schema::resolve_with(metadata, self.db, self.remotes)
+        resolve::resolve_with(metadata, self.db, self.remotes)
     }
 
     /// The metadata an operation is applied to, resolved: [`Context::resolved`] when given.
@@ -364,7 +364,7 @@ pub fn apply(metadata: &Metadata, op: &MetadataOp, ctx: Context<'_>) -> Result<O
 /// Enforces "no new inconsistency": objects inconsistent after but not before fail the request.
 pub fn check_no_new_inconsistency(before: &SchemaCache, after: &SchemaCache) -> Result<()> {
     let old = before.blocking_ids();
-    let fresh: Vec<&schema::Inconsistency> = after
+    let fresh: Vec<&resolve::Inconsistency> = after
         .inconsistencies
         .iter()
         .filter(|i| !old.contains(&i.object))
@@ -407,7 +407,7 @@ fn resolved_table<'a>(
     cache: &'a SchemaCache,
     table: &QualifiedTable,
     path: &JsonPath,
-) -> Result<&'a schema::ResolvedTable> {
+) -> Result<&'a resolve::ResolvedTable> {
     cache
         .resolved
         .tables

@@ -1,5 +1,5 @@
 //! `create_*_permission`, `drop_*_permission` (insert, select, update, delete) and
-//! `set_permission_comment`, checked by `schema::check_permission`. See
+//! `set_permission_comment`, checked by `resolve::check_permission`. See
 //! `docs/metadata-api.md`, "Permissions". Must not do IO, read the clock, or edit anything but the `Metadata` it returns.
 
 use super::tracked_entry;
@@ -8,7 +8,7 @@ use crate::metadata::ids::PermissionKind;
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
-use crate::schema::{self, SchemaCache};
+use crate::resolve::{self, SchemaCache};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -178,7 +178,7 @@ impl PermissionOp {
                         format!("table \"{table}\" does not exist"),
                     ));
                 }
-                schema::check_permission(&cache.resolved, table, &role.0, *kind, permission)
+                resolve::check_permission(&cache.resolved, table, &role.0, *kind, permission)
                     .map_err(|e| e.under(&args.key("permission")))?;
                 push_permission(entry, *kind, role, permission, comment.clone())?;
             }

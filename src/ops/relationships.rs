@@ -9,7 +9,7 @@ use crate::metadata::ids::ObjectId;
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
-use crate::schema::{self, SchemaCache, Target};
+use crate::resolve::{self, SchemaCache, Target};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -142,18 +142,18 @@ impl RelationshipOp {
         let args = JsonPath::args();
         match self {
             RelationshipOp::CreateObject(table, rel) => {
-                schema::check_reserved_name(&rel.name.0, args.key("name"))?;
+                resolve::check_reserved_name(&rel.name.0, args.key("name"))?;
                 check_new_name(cache, table, &rel.name.0, &args)?;
-                schema::resolve_object_relationship(table, rel, &cache.resolved)
+                resolve::resolve_object_relationship(table, rel, &cache.resolved)
                     .map_err(|e| using_error(e, &args))?;
                 tracked_entry(&mut next, table, &args.key("table"))?
                     .object_relationships
                     .push(rel.clone());
             }
             RelationshipOp::CreateArray(table, rel) => {
-                schema::check_reserved_name(&rel.name.0, args.key("name"))?;
+                resolve::check_reserved_name(&rel.name.0, args.key("name"))?;
                 check_new_name(cache, table, &rel.name.0, &args)?;
-                schema::resolve_array_relationship(table, rel, &cache.resolved)
+                resolve::resolve_array_relationship(table, rel, &cache.resolved)
                     .map_err(|e| using_error(e, &args))?;
                 tracked_entry(&mut next, table, &args.key("table"))?
                     .array_relationships
@@ -203,7 +203,7 @@ impl RelationshipOp {
             } => {
                 existing(&mut next, table, name)?;
                 if name != &new_name.0 {
-                    schema::check_reserved_name(&new_name.0, args.key("new_name"))?;
+                    resolve::check_reserved_name(&new_name.0, args.key("new_name"))?;
                     check_new_name(cache, table, &new_name.0, &args.key("new_name"))?;
                 }
                 let perms = dependencies::permission_references(metadata, &cache.resolved);
@@ -254,7 +254,7 @@ fn rename(
     table: &QualifiedTable,
     old: &str,
     new: &GraphQLName,
-    perms: &[(ObjectId, Vec<schema::Reference>)],
+    perms: &[(ObjectId, Vec<resolve::Reference>)],
 ) {
     if let Some(entry) = metadata.table_mut(table) {
         for r in entry

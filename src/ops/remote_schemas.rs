@@ -11,7 +11,7 @@ use crate::metadata::error::{
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
-use crate::schema::remote::definition_hash;
+use crate::resolve::remote::definition_hash;
 use serde::Deserialize;
 use serde_json::Value;
 

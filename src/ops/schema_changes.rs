@@ -11,7 +11,7 @@ use crate::metadata::error::{Code, MetadataError, Result};
 use crate::metadata::ids::{ObjectId, PermissionKind};
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
-use crate::schema::{qualified_table, relation_name, SchemaCache, Segment, Target};
+use crate::resolve::{qualified_table, relation_name, SchemaCache, Segment, Target};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -7,7 +7,7 @@ use crate::metadata::ids::ObjectId;
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
-use crate::schema::{self, SchemaCache};
+use crate::resolve::{self, SchemaCache};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -276,7 +276,7 @@ fn enum_rules(
     db_table: &crate::introspect::DbTable,
     ctx: Context<'_>,
 ) -> Result<()> {
-    schema::checks_enum(table, db_table, ctx.db)
+    resolve::checks_enum(table, db_table, ctx.db)
         .map(|_| ())
         .map_err(|e| e.under(&JsonPath::args()))
 }
@@ -289,19 +289,19 @@ fn check_configuration(
     configuration: &TableConfig,
     path: &JsonPath,
 ) -> Result<()> {
-    schema::check_table_configuration(table, db_table, configuration).map_err(|e| {
+    resolve::check_table_configuration(table, db_table, configuration).map_err(|e| {
         if e.code == Code::NotSupported {
             e.under(&JsonPath::args())
         } else {
             e.under(path)
         }
     })?;
-    let mine = schema::root_field_names(table, db_table, &configuration.custom_root_fields);
+    let mine = resolve::root_field_names(table, db_table, &configuration.custom_root_fields);
     for (other_name, other) in &cache.resolved.tables {
         if other_name == table {
             continue;
         }
-        let theirs = schema::root_field_names(
+        let theirs = resolve::root_field_names(
             other_name,
             &other.db,
             &other.configuration.custom_root_fields,

@@ -4,7 +4,7 @@
 //! (never partial data).
 
 use super::{body, client, describe, RemoteError};
-use crate::schema::remote::{shown_url, ResolvedRemote};
+use crate::resolve::remote::{shown_url, ResolvedRemote};
 use crate::session::{forwardable, Session};
 use http::header::{HeaderName, HeaderValue, SET_COOKIE};
 use http::HeaderMap;

@@ -8,7 +8,7 @@ pub mod forward;
 
 use crate::metadata::error::Code;
 use crate::metadata::types::RemoteSchemaEntry;
-use crate::schema::remote::{self as resolved, definition_hash, FetchFailure, Fetched};
+use crate::resolve::remote::{self as resolved, definition_hash, FetchFailure, Fetched};
 use serde_json::{json, Value};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;

@@ -3,7 +3,7 @@
 
 use super::{array, value, State};
 use crate::graphql::ir::*;
-use crate::schema::CompareOp;
+use crate::resolve::CompareOp;
 use crate::sql::ast::{self, Alias, BinaryOp, Expr, Literal, Quantifier, Select};
 use crate::sql::PgType;
 

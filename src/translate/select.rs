@@ -4,7 +4,7 @@
 use super::filter::{bool_expr, join, simplified};
 use super::{array, name, value, State};
 use crate::graphql::ir::*;
-use crate::schema::RelationshipKind;
+use crate::resolve::RelationshipKind;
 use crate::sql::ast::{
     self, Alias, Arg, BinaryOp, Call, Expr, From as FromItem, Ident, Literal, Order,
     Select as SqlSelect, SelectItem,

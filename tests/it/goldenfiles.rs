@@ -125,7 +125,7 @@ enum Compiled {
 }
 
 fn compile(case: &Case) -> Compiled {
-    let cache = basalt::schema::resolve(&case.metadata, &case.db);
+    let cache = basalt::resolve::resolve(&case.metadata, &case.db);
     assert!(
         cache.inconsistencies.is_empty(),
         "{}: {:?}",
@@ -228,7 +228,7 @@ async fn goldenfile_database_is_the_blog_fixture() {
     let enums: Vec<_> = metadata
         .enum_tables()
         .iter()
-        .map(basalt::schema::relation_name)
+        .map(basalt::resolve::relation_name)
         .collect();
     let model = basalt::introspect::introspect(&client, &enums)
         .await

@@ -765,7 +765,7 @@ fn collection_edits_end_in_the_resources_order() {
         // Run the plan's requests through the metadata API's own parser and operations.
         let mut m = current.clone();
         let db = crate::introspect::DbModel::default();
-        let remotes = crate::schema::remote::Remotes::default();
+        let remotes = crate::resolve::remote::Remotes::default();
         for planned in &plan.ops {
             let limits = crate::ops::Limits {
                 max_batch_size: 100,

@@ -4,7 +4,7 @@
 use super::RoleColumn;
 use crate::introspect::DbColumn;
 use crate::metadata::types::QualifiedTable;
-use crate::schema::{Resolved, ResolvedTable, TypeFamily};
+use crate::resolve::{Resolved, ResolvedTable, TypeFamily};
 use indexmap::IndexMap;
 
 /// The GraphQL scalar for a Postgres column's type (`docs/graphql.md`, "Scalars").
@@ -72,7 +72,7 @@ fn enum_of_column(table: &ResolvedTable, column: &str, enums: &EnumTables) -> Op
             return None;
         }
         enums
-            .get(&crate::schema::qualified_table(fk.referenced_table()?))
+            .get(&crate::resolve::qualified_table(fk.referenced_table()?))
             .map(|(name, _)| name.clone())
     })
 }

@@ -12,8 +12,8 @@ pub use columns::{scalar_for, scalar_for_type, EnumTables};
 pub use write::{MutationKind, MutationRoot, RoleInsert, RoleUpdate, RoleWrite};
 
 use crate::metadata::types::QualifiedTable;
-use crate::schema::actions::{ResolvedAction, ResolvedCustomTypes};
-use crate::schema::{BoolExp, ComputedReturn, RelationshipKind, Resolved, TypeFamily};
+use crate::resolve::actions::{ResolvedAction, ResolvedCustomTypes};
+use crate::resolve::{BoolExp, ComputedReturn, RelationshipKind, Resolved, TypeFamily};
 use crate::sql::PgType;
 use indexmap::IndexMap;
 
@@ -61,7 +61,7 @@ pub struct RoleComputed {
     /// Function.
     pub function: QualifiedTable,
     /// Input arguments; positions match the function.
-    pub arguments: Vec<crate::schema::FunctionArgument>,
+    pub arguments: Vec<crate::resolve::FunctionArgument>,
     /// Position of the row argument.
     pub table_argument: usize,
     /// Position of the session argument.

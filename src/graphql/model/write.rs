@@ -5,7 +5,7 @@
 use super::columns::{scalar_for_column, EnumTables};
 use super::{RoleColumn, RoleRelationship, RoleTable, ADMIN};
 use crate::metadata::types::{Columns, GraphQLName, QualifiedTable};
-use crate::schema::{BoolExp, Preset, Resolved, ResolvedTable};
+use crate::resolve::{BoolExp, Preset, Resolved, ResolvedTable};
 use indexmap::IndexMap;
 
 /// Insert rules of a role on a table.

@@ -4,8 +4,8 @@
 use super::{Input, PlanError, Planner, Result};
 use crate::graphql::ir::*;
 use crate::graphql::model::{RoleTable, TableField};
-use crate::schema::operators::{self, Operand, OperatorKind};
-use crate::schema::RelationshipKind;
+use crate::resolve::operators::{self, Operand, OperatorKind};
+use crate::resolve::RelationshipKind;
 use crate::sql::PgType;
 use serde_json::Value;
 

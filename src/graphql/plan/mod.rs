@@ -28,7 +28,7 @@ use super::ir::*;
 use super::model::{RoleModel, RoleTable};
 use super::types::{TypeRef, TypeSystem};
 use crate::metadata::types::QualifiedTable;
-use crate::schema::Resolved;
+use crate::resolve::Resolved;
 use async_graphql_parser::types::{
     ExecutableDocument, Field as AstField, OperationDefinition, OperationType,
 };

@@ -6,7 +6,7 @@ use super::permission::permission;
 use super::{Collected, Input, PlanError, Planned, Planner, Result};
 use crate::graphql::ir::*;
 use crate::graphql::model::{MutationKind, RoleModel, RoleTable, RoleWrite};
-use crate::schema::CompareOp;
+use crate::resolve::CompareOp;
 use crate::sql::PgType;
 use async_graphql_parser::types::{OperationType, SelectionSet};
 use indexmap::IndexMap;

@@ -3,7 +3,7 @@
 use super::Planner;
 use crate::graphql::ir::*;
 use crate::graphql::model::RoleTable;
-use crate::schema::{BoolExp, ColumnRef, Condition, RuleValue};
+use crate::resolve::{BoolExp, ColumnRef, Condition, RuleValue};
 
 impl Planner<'_> {
     /// The role's row filter for a table; `["$", col]` inside it refers to that table.

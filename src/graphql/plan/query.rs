@@ -4,7 +4,7 @@
 use super::{Input, PlanError, Planned, Planner, Result};
 use crate::graphql::ir::*;
 use crate::graphql::model::RootKind;
-use crate::schema::CompareOp;
+use crate::resolve::CompareOp;
 use async_graphql_parser::types::{Field as AstField, OperationType, SelectionSet};
 use indexmap::IndexMap;
 use serde_json::Value;

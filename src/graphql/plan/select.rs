@@ -4,7 +4,7 @@
 use super::{Collected, Input, PlanError, PlanErrorKind, Planner, Result};
 use crate::graphql::ir::*;
 use crate::graphql::model::{RoleComputed, RoleTable, TableField};
-use crate::schema::{ComputedReturn, RelationshipKind};
+use crate::resolve::{ComputedReturn, RelationshipKind};
 use crate::sql::PgType;
 use async_graphql_parser::types::Field as AstField;
 use indexmap::IndexMap;

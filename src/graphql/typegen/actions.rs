@@ -7,8 +7,8 @@
 use super::{list_args, with_args, TypeBuilder};
 use crate::graphql::types::*;
 use crate::metadata::types::ActionType;
-use crate::schema::actions::{ResolvedAction, ResolvedCustomTypes};
-use crate::schema::RelationshipKind;
+use crate::resolve::actions::{ResolvedAction, ResolvedCustomTypes};
+use crate::resolve::RelationshipKind;
 use indexmap::IndexMap;
 use std::collections::BTreeSet;
 
@@ -77,7 +77,7 @@ fn reached(action: &ResolvedAction, custom: &ResolvedCustomTypes) -> BTreeSet<St
 /// it reaches, or its asynchronous result type, has the name of a type the tables generate
 /// (`author`, `author_bool_exp`, …), which would make one name mean two types.
 pub fn action_type_clashes(
-    resolved: &crate::schema::Resolved,
+    resolved: &crate::resolve::Resolved,
     actions: &[ResolvedAction],
 ) -> Vec<Option<String>> {
     // The tables' types alone: the actions already served bring their own custom types,

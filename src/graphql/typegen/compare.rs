@@ -4,7 +4,7 @@
 use super::TypeBuilder;
 use crate::graphql::model::RoleColumn;
 use crate::graphql::types::*;
-use crate::schema::operators::{self, Operand, TypeFamily};
+use crate::resolve::operators::{self, Operand, TypeFamily};
 use crate::sql::PgType;
 use indexmap::IndexMap;
 

@@ -6,7 +6,7 @@ use super::TypeBuilder;
 use crate::graphql::model::{MutationKind, MutationRoot, RoleColumn, RoleWrite};
 use crate::graphql::types::*;
 use crate::metadata::types::QualifiedTable;
-use crate::schema::RelationshipKind;
+use crate::resolve::RelationshipKind;
 use indexmap::IndexMap;
 use serde_json::Value;
 

@@ -6,7 +6,7 @@ use crate::graphql::model::{
     scalar_for_type, RoleColumn, RoleComputed, RoleRelationship, RoleTable, TableField,
 };
 use crate::graphql::types::*;
-use crate::schema::{ComputedReturn, RelationshipKind, TypeFamily};
+use crate::resolve::{ComputedReturn, RelationshipKind, TypeFamily};
 use indexmap::IndexMap;
 
 /// The fields of a table's object, filter and ordering types, gathered field by field.

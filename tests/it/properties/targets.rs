@@ -12,7 +12,7 @@
 //!   runs it between loading and storing (`run_sql` and the event log need a database and only
 //!   parse here).
 //! - [`check_permission_case`]: a permission (its BoolExps above all) through
-//!   `schema::check_bool_exp`, `schema::check_permission` and `create_<kind>_permission`, and,
+//!   `resolve::check_bool_exp`, `resolve::check_permission` and `create_<kind>_permission`, and,
 //!   when accepted, the SQL of the role's root fields.
 //!
 //! A target returns `Err` for input it rejects and panics on a defect: a panic anywhere, or an
@@ -34,7 +34,7 @@ use basalt::introspect::{DbModel, DbTable};
 use basalt::metadata::types::QualifiedTable;
 use basalt::metadata::{JsonPath, Metadata, MetadataError, PermissionKind};
 use basalt::ops::{self, Op};
-use basalt::schema::{self, operators, SchemaCache};
+use basalt::resolve::{self, operators, SchemaCache};
 use basalt::sql::print::MultiplexedSql;
 use basalt::sql::program::{FieldProgram, MutationProgram};
 use basalt::sql::SqlText;
@@ -310,7 +310,7 @@ pub fn fixture() -> &'static Fixture {
         let db = DbModel::from_json(serde_json::from_str(DB_JSON).expect("db.json"))
             .expect("db.json is a database model");
         let metadata: Metadata = serde_json::from_str(METADATA_JSON).expect("metadata.json");
-        let cache = schema::resolve(&metadata, &db);
+        let cache = resolve::resolve(&metadata, &db);
         assert!(
             cache.inconsistencies.is_empty(),
             "{:?}",
@@ -460,7 +460,7 @@ pub fn compile_graphql(fx: &Fixture, request: &GraphqlRequest) -> Result<Compile
 
 fn compile_for(
     role: &RoleSchema,
-    resolved: &basalt::schema::Resolved,
+    resolved: &basalt::resolve::Resolved,
     request: &GraphqlRequest,
 ) -> Result<Compiled, PlanError> {
     let prepared = plan::prepare(&request.query, request.operation_name.as_deref())?;
@@ -1087,7 +1087,7 @@ pub type Probe = (String, Option<(GraphqlRequest, Compiled)>);
 /// Probes every root field of a role (queries and mutations), as `session`.
 pub fn probes(
     role: &RoleSchema,
-    resolved: &basalt::schema::Resolved,
+    resolved: &basalt::resolve::Resolved,
     session: usize,
 ) -> Vec<Probe> {
     let mut out = Vec::new();
@@ -1318,7 +1318,7 @@ fn qualified(value: &Value) -> QualifiedTable {
 
 /// Column names of `table` (any table when it is unknown), or sometimes a wrong one.
 fn column(fx: &Fixture, tape: &mut Tape, table: &QualifiedTable) -> String {
-    let columns: Vec<&str> = match fx.db.tables.get(&schema::relation_name(table)) {
+    let columns: Vec<&str> = match fx.db.tables.get(&resolve::relation_name(table)) {
         Some(t) => t.columns.iter().map(|c| c.name.as_str()).collect(),
         None => vec!["id", "name"],
     };
@@ -1662,7 +1662,7 @@ pub fn apply_request(fx: &Fixture, request: &Value) -> Result<Option<Accepted>, 
     if metadata == fx.metadata {
         return Ok(None);
     }
-    let after = schema::resolve(&metadata, &fx.db);
+    let after = resolve::resolve(&metadata, &fx.db);
     if !own_rules {
         ops::check_no_new_inconsistency(&fx.cache, &after)?;
     }
@@ -2092,7 +2092,7 @@ pub fn check_permission_case(
     for key in ["filter", "check"] {
         if let Some(exp) = case.permission.get(key) {
             let mut refs = Vec::new();
-            let _ = schema::check_bool_exp(
+            let _ = resolve::check_bool_exp(
                 resolved,
                 &table,
                 &table,
@@ -2102,7 +2102,7 @@ pub fn check_permission_case(
             );
         }
     }
-    let _ = schema::check_permission(resolved, &table, &case.role, case.kind, &case.permission);
+    let _ = resolve::check_permission(resolved, &table, &case.role, case.kind, &case.permission);
     let request = case.request();
     let Some(Accepted {
         cache: after,
