@@ -3,7 +3,7 @@
 //! # Layout
 //! The stages, their signatures and the arrows between them are in `docs/architecture.md`.
 //! A metadata request flows `http` → `auth` → `ops` (parse + pure apply) → `catalog` (one
-//! transaction) → `introspect` + `schema` (resolve the metadata against the database) → swap
+//! transaction) → `catalog::database` + `resolve` (resolve the metadata against the database) → swap
 //! what is served (`state`). A GraphQL request flows `http` → `auth` → `engine` →
 //! `graphql::plan` (IR) → `translate` (SQL AST) → `sql::print` → `execute` → Postgres's bytes.
 //!
@@ -21,9 +21,11 @@
 //! - [`catalog`]: the `basalt_catalog` schema: migrations, load, transactional commit, NOTIFY.
 //! - [`capture`]: the Postgres triggers that write event-trigger row changes to the event log
 //!   (DDL, pure).
-//! - [`introspect`]: one query reading tables, columns, keys and functions from Postgres.
-//! - [`schema`]: metadata resolved against the database, with the inconsistent objects and
-//!   permissions as typed rules.
+//! - [`names`]: the schema-qualified name every layer shares.
+//! - [`db_model`]: the database model (tables, columns, keys, functions, Postgres types);
+//!   `catalog::database` reads it.
+//! - [`resolve`]: metadata resolved against the database model, with the inconsistent objects
+//!   and permissions as typed rules.
 //! - [`graphql`]: per role, what it may do, its GraphQL types, and documents planned into IR.
 //! - [`translate`]: IR → SQL AST (queries as one statement, mutations as programs).
 //! - [`sql`]: the SQL AST, Postgres types, programs, the one printer and quoting.
@@ -47,17 +49,18 @@ pub mod capture;
 pub mod catalog;
 pub mod config;
 pub mod controller;
+pub mod db_model;
 pub mod embedded;
 pub mod engine;
 pub mod events;
 pub mod execute;
 pub mod graphql;
 pub mod http;
-pub mod introspect;
 pub mod json_path;
 pub mod live;
 pub mod metadata;
 pub mod metrics;
+pub mod names;
 pub mod ops;
 pub mod outgoing;
 pub mod pool;

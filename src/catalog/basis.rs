@@ -14,7 +14,7 @@
 
 use super::versions::Versions;
 use super::Snapshot;
-use crate::introspect::DbModel;
+use crate::db_model::DbModel;
 use crate::metadata::Metadata;
 use crate::ops::Op;
 use std::sync::{Arc, Mutex};

@@ -5,7 +5,7 @@
 
 use super::{CatalogError, Work};
 use crate::capture;
-use crate::introspect::CaptureTrigger;
+use crate::db_model::CaptureTrigger;
 use crate::metadata::error::{Code, MetadataError};
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::{Metadata, QualifiedTable};

@@ -6,8 +6,8 @@
 //! is rolled back alone and the others commit.
 
 use super::{
-    introspect, load, lock, managed, notification_payload, relation_names, remote, run, store,
-    versions, Basis, BasisCache, CatalogError, Snapshot, Work, NOTIFY_CHANNEL,
+    database, load, lock, managed, notification_payload, remote, run, store, versions, Basis,
+    BasisCache, CatalogError, Snapshot, Work, NOTIFY_CHANNEL,
 };
 use crate::catalog::OwnershipChanges;
 use crate::metadata::objects::{self, Object};
@@ -162,10 +162,9 @@ pub async fn execute_group(
     for item in items {
         enum_candidates.extend(item.op.enum_candidates());
     }
-    let enum_candidates = relation_names(&enum_candidates);
     let db = match &basis {
         Some(basis) => basis.db.clone(),
-        None => std::sync::Arc::new(introspect::introspect(&tx, &enum_candidates).await?),
+        None => std::sync::Arc::new(database::read_model(&tx, &enum_candidates).await?),
     };
     let remotes = remote::world(&tx, &metadata).await?;
     let mut work = Work {
@@ -213,7 +212,8 @@ pub async fn execute_group(
         match &basis {
             Some(basis) => ops::check_no_new_inconsistency(&basis.snapshot.schema, &after)?,
             None => {
-                let before = resolve::resolve_with(&metadata, &work.db_before, &work.remotes_before);
+                let before =
+                    resolve::resolve_with(&metadata, &work.db_before, &work.remotes_before);
                 ops::check_no_new_inconsistency(&before, &after)?;
             }
         }

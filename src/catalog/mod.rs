@@ -2,16 +2,18 @@
 //! `/v1/query` operations in one transaction that locks the catalog row, so concurrent writers
 //! serialize and never lose an update. Peers learn of commits through `NOTIFY`.
 
-use crate::introspect::{self, DbModel, IntrospectError, RelationName};
+use crate::db_model::{DbModel, QualifiedName};
 use crate::metadata::path::JsonPath;
 use crate::metadata::{Metadata, MetadataError};
 use crate::ops::{self, schema_changes, Context, Op};
 use crate::resolve::{self, SchemaCache};
+use database::DatabaseError;
 use serde_json::Value;
 use tokio_postgres::GenericClient;
 
 pub mod actions;
 mod basis;
+pub mod database;
 pub mod events;
 mod group;
 pub mod managed;
@@ -90,7 +92,7 @@ pub enum CatalogError {
     Pool(#[from] deadpool_postgres::PoolError),
     /// Introspection failure.
     #[error(transparent)]
-    Introspect(#[from] IntrospectError),
+    DatabaseModel(#[from] DatabaseError),
     /// The stored document does not parse (edited by hand?), or the document to store does
     /// not serialize.
     #[error("stored metadata is unreadable: {0}")]
@@ -176,7 +178,7 @@ pub async fn current_version(client: &impl GenericClient) -> Result<i64, Catalog
 /// Loads metadata and database model and resolves them: what a process serves.
 pub async fn build(client: &impl GenericClient) -> Result<Snapshot, CatalogError> {
     let (metadata, version) = load(client, false).await?;
-    let db = introspect::introspect(client, &relation_names(&metadata.enum_tables())).await?;
+    let db = database::read_model(client, &metadata.enum_tables()).await?;
     let remotes = remote::world(client, &metadata).await?;
     let mut schema = resolve::resolve_with(&metadata, &db, &remotes);
     schema
@@ -187,11 +189,6 @@ pub async fn build(client: &impl GenericClient) -> Result<Snapshot, CatalogError
         metadata,
         schema,
     })
-}
-
-/// The database model's names of the enum candidate tables, for [`introspect::introspect`].
-fn relation_names(tables: &[crate::metadata::types::QualifiedTable]) -> Vec<RelationName> {
-    tables.iter().map(resolve::relation_name).collect()
 }
 
 /// One consistent view of the catalog: the metadata, its version, and its schema cache.
@@ -229,7 +226,7 @@ struct Work {
     /// The caller's session (`invoke_event_trigger` records it).
     session: Value,
     /// Tables whose enum rows each introspection loads.
-    enum_candidates: Vec<RelationName>,
+    enum_candidates: Vec<QualifiedName>,
     /// An operation enforced its own consistency rules (replace, reload, unchecked SQL).
     own_consistency_rules: bool,
     /// The database model changed: rebuild here and on peers even without a metadata write.
@@ -568,10 +565,9 @@ async fn apply(
     }
     let mut enum_candidates = metadata.enum_tables();
     enum_candidates.extend(op.enum_candidates());
-    let enum_candidates = relation_names(&enum_candidates);
     let db = match &basis {
         Some(basis) => basis.db.clone(),
-        None => std::sync::Arc::new(introspect::introspect(tx, &enum_candidates).await?),
+        None => std::sync::Arc::new(database::read_model(tx, &enum_candidates).await?),
     };
     let session = match writer {
         Writer::Api {
@@ -606,7 +602,8 @@ async fn apply(
         match &basis {
             Some(basis) => ops::check_no_new_inconsistency(&basis.snapshot.schema, &schema)?,
             None => {
-                let before = resolve::resolve_with(&metadata, &work.db_before, &work.remotes_before);
+                let before =
+                    resolve::resolve_with(&metadata, &work.db_before, &work.remotes_before);
                 ops::check_no_new_inconsistency(&before, &schema)?;
             }
         }
@@ -806,7 +803,7 @@ async fn run_sql_op(
         return Ok(response);
     }
     // Later operations of a bulk see the database as the SQL left it.
-    let after = introspect::introspect(tx, &work.enum_candidates).await?;
+    let after = database::read_model(tx, &work.enum_candidates).await?;
     if sql.check_metadata_consistency {
         let before = resolve(
             &mut work.resolution,

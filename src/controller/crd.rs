@@ -24,19 +24,7 @@ pub fn preserved_any(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({"x-kubernetes-preserve-unknown-fields": true})
 }
 
-fn public() -> String {
-    "public".to_owned()
-}
-
-/// A table, view or function name; always the object form.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct QualifiedName {
-    /// Postgres schema.
-    #[serde(default = "public")]
-    pub schema: String,
-    /// Name.
-    pub name: String,
-}
+pub use crate::names::QualifiedName;
 
 /// Status shared by every kind.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -54,7 +54,7 @@ impl ControllerMetrics {
         self.commit_queue.clone()
     }
 
-    /// Counts the database introspections of the work it runs ([`crate::introspect::counting`]).
+    /// Counts the database introspections of the work it runs ([`crate::catalog::database::counting`]).
     pub fn introspections(&self) -> Counter {
         self.introspections.clone()
     }

@@ -378,7 +378,7 @@ pub async fn reconcile<K: Kind>(
         }
     })
     .instrument(span);
-    crate::introspect::counting(ctx.metrics.introspections(), reconciled)
+    crate::catalog::database::counting(ctx.metrics.introspections(), reconciled)
         .await
         .map_err(|e| match e {
             kube::runtime::finalizer::Error::ApplyFailed(e)

@@ -3,9 +3,9 @@
 
 use super::program::Progress;
 use super::ExecuteError;
+use crate::db_model::Encoding;
 use crate::sql::ast::{ActionPart, Param, ParamSource};
 use crate::sql::program::StepValue;
-use crate::sql::Encoding;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 

@@ -584,7 +584,7 @@ mod tests {
     fn param(source: ParamSource) -> Param {
         Param {
             source,
-            encoding: crate::sql::types::Encoding::Text,
+            encoding: crate::db_model::Encoding::Text,
         }
     }
 

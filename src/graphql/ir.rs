@@ -1,9 +1,9 @@
 //! The plan of a query: what to select from which tables, with values as parameters. Built by
 //! [`super::plan`], compiled to SQL by [`crate::translate`]. No SQL text here.
 
+use crate::db_model::PgType;
 use crate::metadata::types::QualifiedTable;
 use crate::resolve::{CompareOp, RelationshipKind};
-use crate::sql::PgType;
 use serde_json::Value;
 
 /// Where a bound value comes from at execution time.
@@ -459,7 +459,7 @@ pub struct OutputObject {
     /// (response key, field).
     pub fields: Vec<(String, OutputField)>,
     /// Fields relationships join on, with the type of the column each is compared with.
-    pub keys: Vec<(String, crate::sql::PgType)>,
+    pub keys: Vec<(String, crate::db_model::PgType)>,
 }
 
 /// A field of an action's output object.

@@ -99,7 +99,7 @@ async fn run(state: AppState, headers: HeaderMap, body: Body) -> Result<Response
         return Ok(Json(answer).into_response());
     }
     let introspections = prometheus_client::metrics::counter::Counter::<u64>::default();
-    let executed = crate::introspect::counting(
+    let executed = crate::catalog::database::counting(
         introspections.clone(),
         catalog::execute_with(&mut client, &op, expected, writer),
     )

@@ -163,8 +163,7 @@ fn object_target(
             .db
             .foreign_keys()
             .find(|fk| fk.columns.len() == 1 && &fk.columns[0] == column)?
-            .referenced_table()
-            .map(resolve::qualified_table),
+            .referenced_table(),
     }
 }
 

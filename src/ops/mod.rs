@@ -30,7 +30,7 @@ pub use run_sql::RunSql;
 pub use collections::check_collection;
 pub use manage::{parse_metadata, ManageOp};
 
-use crate::introspect::DbModel;
+use crate::db_model::DbModel;
 use crate::metadata::error::{parse_failed, Code, MetadataError, Result};
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::{Metadata, QualifiedTable};
@@ -450,7 +450,7 @@ fn drop_with_dependents(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::introspect::{DbTable, RelationName};
+    use crate::db_model::{DbTable, QualifiedName};
     use crate::metadata::error::Missing;
 
     fn run(metadata: &Metadata, db: &DbModel, request: Value) -> MetadataError {
@@ -489,7 +489,7 @@ mod tests {
             }))
             .unwrap();
             db.tables
-                .insert(RelationName::new("public", *name), table.into());
+                .insert(QualifiedName::new("public", *name), table.into());
         }
         db
     }

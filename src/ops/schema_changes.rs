@@ -6,12 +6,12 @@
 //! consistent". Pure: must not do IO; the catalog introspects before and after.
 
 use super::dependencies::{self, edit_permission_json, permission_references};
-use crate::introspect::{DbConstraint, DbModel};
+use crate::db_model::{DbConstraint, DbModel};
 use crate::metadata::error::{Code, MetadataError, Result};
 use crate::metadata::ids::{ObjectId, PermissionKind};
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
-use crate::resolve::{qualified_table, relation_name, SchemaCache, Segment, Target};
+use crate::resolve::{SchemaCache, Segment, Target};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -53,7 +53,7 @@ pub fn diff(metadata: &Metadata, before: &DbModel, after: &DbModel) -> SchemaCha
             changes.dropped_tables.push(name.clone());
             continue;
         };
-        let new_name = qualified_table(new_name.clone());
+        let new_name = new_name.clone();
         let mut altered = false;
         if &new_name != name {
             changes
@@ -118,7 +118,7 @@ pub fn diff(metadata: &Metadata, before: &DbModel, after: &DbModel) -> SchemaCha
     for function in functions {
         let old: BTreeSet<u32> = before
             .functions
-            .get(&relation_name(function))
+            .get(function)
             .map(|fs| fs.iter().map(|f| f.oid).collect())
             .unwrap_or_default();
         if old.is_empty() {
@@ -126,7 +126,7 @@ pub fn diff(metadata: &Metadata, before: &DbModel, after: &DbModel) -> SchemaCha
         }
         let new: Vec<u32> = after
             .functions
-            .get(&relation_name(function))
+            .get(function)
             .map(|fs| fs.iter().map(|f| f.oid).collect())
             .unwrap_or_default();
         if new.iter().any(|oid| old.contains(oid)) {
@@ -142,7 +142,7 @@ pub fn diff(metadata: &Metadata, before: &DbModel, after: &DbModel) -> SchemaCha
             .find(|(_, fs)| fs.iter().any(|f| old.contains(&f.oid)));
         match moved {
             Some((name, overloads)) => {
-                let name = qualified_table(name.clone());
+                let name = name.clone();
                 if overloads.len() > 1 {
                     changes.overloaded_functions.push(name.clone());
                 }
@@ -313,7 +313,7 @@ fn foreign_key_dependents(
             if let ArrRelUsing::ForeignKey(a) = &r.using {
                 if &a.table == table
                     && &a.column == column
-                    && fk.referenced_table().map(qualified_table).as_ref() == Some(&entry.table)
+                    && fk.referenced_table().as_ref() == Some(&entry.table)
                 {
                     direct.push(ObjectId::Relationship(
                         entry.table.clone(),

@@ -273,7 +273,7 @@ impl TableOp {
 
 fn enum_rules(
     table: &QualifiedTable,
-    db_table: &crate::introspect::DbTable,
+    db_table: &crate::db_model::DbTable,
     ctx: Context<'_>,
 ) -> Result<()> {
     resolve::checks_enum(table, db_table, ctx.db)
@@ -285,7 +285,7 @@ fn enum_rules(
 fn check_configuration(
     cache: &SchemaCache,
     table: &QualifiedTable,
-    db_table: &crate::introspect::DbTable,
+    db_table: &crate::db_model::DbTable,
     configuration: &TableConfig,
     path: &JsonPath,
 ) -> Result<()> {

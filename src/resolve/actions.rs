@@ -7,12 +7,12 @@
 
 use super::checks::{base_type_name, custom_type_kind, TypeKind};
 use super::{Inconsistency, RelationshipKind, Resolved, SchemaCache};
-use crate::introspect::DbModel;
+use crate::db_model::DbModel;
+use crate::db_model::PgType;
 use crate::metadata::error::{Code, MetadataError, Missing};
 use crate::metadata::ids::ObjectId;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
-use crate::sql::PgType;
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;

@@ -5,13 +5,13 @@
 use super::operators::{self, Operand, OperatorKind, TypeFamily};
 use super::rules::{BoolExp, ColumnRef, Condition, Preset, PresetValue, RuleValue};
 use super::{FieldRef, Resolved, ResolvedTable};
-use crate::introspect::DbColumn;
+use crate::db_model::DbColumn;
+use crate::db_model::PgType;
 use crate::metadata::error::{
     not_exists_in_database, not_exists_in_metadata, parse_failed, Result,
 };
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::{json_kind, QualifiedTable};
-use crate::sql::PgType;
 use serde_json::Value;
 
 /// One step of a location inside a JSON value.

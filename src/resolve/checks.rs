@@ -1,9 +1,8 @@
 //! Rule checks shared by operations and the resolver: enum tables, computed-field functions,
 //! custom types. Errors carry paths relative to the checked object (`$`).
 
-use super::{qualified_table, relation_name};
 use super::{ComputedReturn, Resolved, ResolvedComputedField};
-use crate::introspect::{DbModel, DbTable};
+use crate::db_model::{DbModel, DbTable};
 use crate::metadata::error::{not_exists_in_metadata, Code, MetadataError};
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
@@ -54,11 +53,7 @@ pub fn check_enum_table(
             ))
         }
     }
-    let rows = db
-        .enum_rows
-        .get(&relation_name(name))
-        .cloned()
-        .unwrap_or_default();
+    let rows = db.enum_rows.get(name).cloned().unwrap_or_default();
     if rows.is_empty() {
         return Err(fail("it has no rows".to_owned()));
     }
@@ -117,7 +112,7 @@ pub fn check_computed_field(
     let function_name = &cf.definition.function;
     let functions = db
         .functions
-        .get(&relation_name(function_name))
+        .get(function_name)
         .map(Vec::as_slice)
         .unwrap_or(&[]);
     let function = match functions {
@@ -198,7 +193,7 @@ pub fn check_computed_field(
 
 /// The rules a computed field's function must follow, each adding its reason when broken.
 struct FunctionCheck<'a> {
-    function: &'a crate::introspect::DbFunction,
+    function: &'a crate::db_model::DbFunction,
     function_name: &'a QualifiedFunction,
     /// Names of the input arguments (empty when unnamed).
     names: Vec<String>,
@@ -231,7 +226,7 @@ impl FunctionCheck<'_> {
         };
         if let Some(pos) = position {
             let arg_type = &self.function.input_types[pos];
-            if arg_type.relation().map(qualified_table).as_ref() != Some(table) {
+            if arg_type.relation().as_ref() != Some(table) {
                 let arg = self
                     .names
                     .get(pos)
@@ -278,7 +273,7 @@ impl FunctionCheck<'_> {
         let function_name = self.function_name;
         let function = self.function;
         let ret = &function.return_type;
-        match ret.relation().map(qualified_table) {
+        match ret.relation() {
             Some(rel) if ret.kind == "c" => {
                 if resolved.table(&rel).is_some() {
                     Some(ComputedReturn::Table {

@@ -7,7 +7,7 @@
 
 use super::Inconsistency;
 use crate::capture::{captures, Capture};
-use crate::introspect::{DbModel, DbTable};
+use crate::db_model::{DbModel, DbTable};
 use crate::metadata::error::{not_exists_in_database, Code, MetadataError};
 use crate::metadata::ids::{event_trigger_definition, ObjectId};
 use crate::metadata::path::JsonPath;

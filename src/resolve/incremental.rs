@@ -178,7 +178,7 @@ fn root_fields_distinct(metadata: &Metadata, db: &DbModel) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::introspect::{DbTable, RelationName};
+    use crate::db_model::{DbTable, QualifiedName};
 
     fn column(name: &str, attnum: i32) -> Value {
         json!({
@@ -218,7 +218,7 @@ mod tests {
             }))
             .unwrap();
             db.tables
-                .insert(RelationName::new("public", name), table.into());
+                .insert(QualifiedName::new("public", name), table.into());
         }
         db
     }

@@ -33,7 +33,7 @@ pub use rules::{
     RuleValue, SelectRule, UpdateRule,
 };
 
-use crate::introspect::{DbModel, DbTable, RelationName};
+use crate::db_model::{DbModel, DbTable};
 use crate::metadata::error::{not_exists_in_database, not_exists_in_metadata, Code, MetadataError};
 use crate::metadata::ids::{
     computed_field_definition, event_trigger_definition, permission_definition,
@@ -98,7 +98,7 @@ pub struct FunctionArgument {
     /// `pg_type.typname`, for the GraphQL scalar.
     pub type_name: String,
     /// The type values are bound as.
-    pub cast: crate::sql::PgType,
+    pub cast: crate::db_model::PgType,
     /// The function has a default for it, so a call may leave it out.
     pub has_default: bool,
 }
@@ -174,7 +174,7 @@ impl ResolvedTable {
 #[derive(Debug, Clone, Copy)]
 pub enum FieldRef<'a> {
     /// A column.
-    Column(&'a crate::introspect::DbColumn),
+    Column(&'a crate::db_model::DbColumn),
     /// A relationship.
     Relationship(&'a ResolvedRelationship),
     /// A computed field.
@@ -241,16 +241,6 @@ impl SchemaCache {
                 .collect(),
         )
     }
-}
-
-/// The database model's name of a metadata table (or function) name.
-pub fn relation_name(name: &QualifiedTable) -> RelationName {
-    RelationName::new(name.schema.clone(), name.name.clone())
-}
-
-/// The metadata name of a relation (or function) of the database model.
-pub fn qualified_table(name: RelationName) -> QualifiedTable {
-    QualifiedTable::new(name.schema, name.name)
 }
 
 /// Resolves the metadata against the database, with no stored remote-schema introspection
@@ -636,18 +626,6 @@ fn resolve_event_triggers(entry: &TableEntry, db: &DbModel, cache: &mut SchemaCa
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn relation_names_convert_both_ways_and_print_alike() {
-        for table in [
-            QualifiedTable::new("public", "article"),
-            QualifiedTable::new("shop", "order"),
-        ] {
-            let relation = relation_name(&table);
-            assert_eq!(relation.to_string(), table.to_string());
-            assert_eq!(qualified_table(relation), table);
-        }
-    }
 
     #[test]
     fn custom_column_names_may_not_take_another_columns_field() {

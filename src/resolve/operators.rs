@@ -3,7 +3,7 @@
 //! `<S>_comparison_exp` types are generated from it (`docs/graphql.md`, "Filtering"), and both kinds of
 //! expression are planned and translated through its [`CompareOp`]s.
 
-use crate::introspect::DbColumn;
+use crate::db_model::DbColumn;
 
 /// What a column's type allows: the families of `docs/graphql.md`, "Scalars".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

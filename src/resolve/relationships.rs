@@ -117,7 +117,7 @@ pub fn resolve_object_relationship(
                 .filter(|fk| fk.columns.len() == 1 && &fk.columns[0] == column)
                 .collect();
             let fk = single_fk(&fks)?;
-            let target = fk.referenced_table().map(qualified_table).ok_or_else(|| {
+            let target = fk.referenced_table().ok_or_else(|| {
                 MetadataError::new(
                     Code::ConstraintError,
                     JsonPath::root(),
@@ -145,8 +145,8 @@ pub fn resolve_object_relationship(
 }
 
 fn single_fk<'a>(
-    fks: &[&'a crate::introspect::DbConstraint],
-) -> Result<&'a crate::introspect::DbConstraint, MetadataError> {
+    fks: &[&'a crate::db_model::DbConstraint],
+) -> Result<&'a crate::db_model::DbConstraint, MetadataError> {
     let message = match fks {
         [fk] => return Ok(fk),
         [] => "no foreign constraint exists on the given column",
@@ -177,7 +177,7 @@ pub fn resolve_array_relationship(
                 .filter(|fk| {
                     fk.columns.len() == 1
                         && fk.columns[0] == fk_ref.column
-                        && fk.referenced_table().map(qualified_table).as_ref() == Some(table)
+                        && fk.referenced_table().as_ref() == Some(table)
                 })
                 .collect();
             let fk = single_fk(&fks)?;

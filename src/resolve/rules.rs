@@ -3,8 +3,8 @@
 //! typed presets. The GraphQL layer plans from these and never reads permission JSON.
 
 use super::operators::CompareOp;
+use crate::db_model::PgType;
 use crate::metadata::types::{Columns, QualifiedTable};
-use crate::sql::PgType;
 use serde_json::Value;
 
 /// A permission's boolean expression (`filter`, `check`, `_exists._where`), resolved.

@@ -5,7 +5,7 @@
 //! response keys and type names a JSON object is built with.
 
 pub use super::names::{Alias, Ident, QualifiedName};
-use super::types::PgType;
+use crate::db_model::PgType;
 use serde_json::Value;
 
 /// A whole statement.
@@ -536,7 +536,7 @@ pub struct Param {
     /// Where the value comes from at execution time.
     pub source: ParamSource,
     /// How it becomes text.
-    pub encoding: super::types::Encoding,
+    pub encoding: crate::db_model::Encoding,
 }
 
 /// Where a bound value comes from when the statement runs.

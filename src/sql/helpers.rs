@@ -3,7 +3,7 @@
 
 use super::ast::*;
 use super::print::{print, SqlText};
-use super::types::PgType;
+use crate::db_model::PgType;
 
 /// `coalesce(json_agg(expr ORDER BY …), '[]'::json)`: the JSON array of a column of rows,
 /// empty rather than null when there are none.

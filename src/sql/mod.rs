@@ -13,4 +13,3 @@ pub mod quote;
 pub mod types;
 
 pub use print::SqlText;
-pub use types::{Encoding, PgType};

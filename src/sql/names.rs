@@ -21,28 +21,15 @@ impl fmt::Display for Ident {
     }
 }
 
-/// `"schema"."name"` of a table, view or function.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct QualifiedName {
-    /// Schema.
-    pub schema: String,
-    /// Name inside the schema.
-    pub name: String,
-}
+pub use crate::names::QualifiedName;
 
-impl QualifiedName {
-    /// A qualified name.
-    pub fn new(schema: impl Into<String>, name: impl Into<String>) -> Self {
-        QualifiedName {
-            schema: schema.into(),
-            name: name.into(),
-        }
-    }
-}
+/// A qualified name as SQL spells it: `"schema"."name"`, both parts always quoted.
+#[derive(Debug, Clone, Copy)]
+pub struct Quoted<'a>(pub &'a QualifiedName);
 
-impl fmt::Display for QualifiedName {
+impl fmt::Display for Quoted<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&super::quote::quote_qualified(&self.schema, &self.name))
+        f.write_str(&super::quote::quote_qualified(&self.0.schema, &self.0.name))
     }
 }
 

@@ -2,6 +2,7 @@
 //! `$2`, … in the order they appear in the text (after any registered up front).
 
 use super::ast::*;
+use super::names::Quoted;
 use super::quote::quote_ident;
 
 /// Printed SQL with its parameters: `$n` in `sql` is `params[n - 1]`.
@@ -211,7 +212,7 @@ impl Printer {
     fn from(&mut self, from: &From) {
         match from {
             From::Table { name, alias } => {
-                self.display(name);
+                self.display(&Quoted(name));
                 self.alias(alias);
             }
             From::Named { name, alias } => {
@@ -281,7 +282,7 @@ impl Printer {
 
     fn insert(&mut self, i: &Insert) {
         self.push("INSERT INTO ");
-        self.display(&i.table);
+        self.display(&Quoted(&i.table));
         self.alias(&i.alias);
         if i.columns.is_empty() {
             self.push(" DEFAULT VALUES");
@@ -331,7 +332,7 @@ impl Printer {
 
     fn update(&mut self, u: &Update) {
         self.push("UPDATE ");
-        self.display(&u.table);
+        self.display(&Quoted(&u.table));
         self.alias(&u.alias);
         self.push(" SET ");
         self.assignments(&u.set);
@@ -341,7 +342,7 @@ impl Printer {
 
     fn delete(&mut self, d: &Delete) {
         self.push("DELETE FROM ");
-        self.display(&d.table);
+        self.display(&Quoted(&d.table));
         self.alias(&d.alias);
         self.where_(&d.where_);
         self.returning(&d.returning);
@@ -350,7 +351,7 @@ impl Printer {
     fn call(&mut self, call: &Call) {
         match &call.function {
             Function::Builtin(name) => self.push(name),
-            Function::Qualified(name) => self.display(name),
+            Function::Qualified(name) => self.display(&Quoted(name)),
         }
         self.push("(");
         if call.distinct {
@@ -502,13 +503,13 @@ impl Printer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sql::types::PgType;
+    use crate::db_model::PgType;
 
     #[test]
     fn parameters_are_numbered_in_text_order_after_leading_ones() {
         let session = Param {
             source: ParamSource::SessionObject,
-            encoding: crate::sql::types::Encoding::Json,
+            encoding: crate::db_model::Encoding::Json,
         };
         let t = Alias::numbered(1);
         let select = Select {

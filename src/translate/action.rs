@@ -6,13 +6,13 @@
 
 use super::select::{json_object, select};
 use super::{value, State};
+use crate::db_model::PgType;
 use crate::graphql::ir::*;
 use crate::sql::ast::{
     self, ActionPart, Alias, BinaryOp, Expr, From as FromItem, Ident, Insert, InsertValue, Literal,
     ParamSource, QualifiedName, Select as SqlSelect, SelectItem, Statement, ELEMENT, POSITION,
 };
 use crate::sql::helpers::json_array_agg;
-use crate::sql::PgType;
 
 /// The action log, in the catalog.
 fn action_log() -> QualifiedName {

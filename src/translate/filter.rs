@@ -2,10 +2,10 @@
 //! [`BoolExpr`]), simplified and turned into SQL conditions.
 
 use super::{array, value, State};
+use crate::db_model::PgType;
 use crate::graphql::ir::*;
 use crate::resolve::CompareOp;
 use crate::sql::ast::{self, Alias, BinaryOp, Expr, Literal, Quantifier, Select};
-use crate::sql::PgType;
 
 /// The join of a related row to its parent: `alias."remote" = parent."local"` per column pair.
 pub(super) fn join(columns: &[(String, String)], parent: &Alias, alias: &Alias) -> Vec<Expr> {

@@ -13,12 +13,13 @@ mod select;
 
 pub use mutation::{mutation, shared_insert, shares_inserts};
 
+use crate::db_model::Encoding;
+use crate::db_model::PgType;
 use crate::graphql::ir::{Param, QueryPlan, RootField, ValueExpr};
 use crate::metadata::types::QualifiedTable;
 use crate::sql::ast::*;
 use crate::sql::print::{print_multiplexed, print_with, MultiplexedSql};
-use crate::sql::types::Encoding;
-use crate::sql::{PgType, SqlText};
+use crate::sql::SqlText;
 use serde_json::Value;
 
 /// Per-statement translation state: the alias counter, and the aliases that name a paged

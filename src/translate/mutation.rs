@@ -7,6 +7,7 @@
 use super::filter::{bool_expr, conjunction, simplified};
 use super::select::{output, Written};
 use super::{name, session_param, set_session, value, State};
+use crate::db_model::PgType;
 use crate::graphql::ir::*;
 use crate::sql::ast::{
     self, Alias, BinaryOp, ConflictUpdate, Expr, Ident, InsertValue, Literal, ParamSource,
@@ -16,7 +17,7 @@ use crate::sql::print::print;
 use crate::sql::program::{
     CheckKind, FieldProgram, Guard, MutationProgram, Output, Program, Rows, Step, StepValue,
 };
-use crate::sql::{PgType, SqlText};
+use crate::sql::SqlText;
 use serde_json::Value;
 
 /// Translates a mutation plan.

@@ -3,6 +3,7 @@
 
 use super::filter::{bool_expr, join, simplified};
 use super::{array, name, value, State};
+use crate::db_model::PgType;
 use crate::graphql::ir::*;
 use crate::resolve::RelationshipKind;
 use crate::sql::ast::{
@@ -10,7 +11,6 @@ use crate::sql::ast::{
     Select as SqlSelect, SelectItem,
 };
 use crate::sql::helpers::json_array_agg;
-use crate::sql::PgType;
 
 /// Most key/value pairs in one `json_build_object` call (Postgres allows 100 arguments).
 const MAX_PAIRS: usize = 50;

@@ -16,8 +16,8 @@
 
 use crate::harness::TestServer;
 use crate::sql_snapshots::{pretty, program_text};
+use basalt::db_model::DbModel;
 use basalt::graphql::{model, plan, typegen};
-use basalt::introspect::DbModel;
 use basalt::metadata::Metadata;
 use basalt::sql::program::{FieldProgram, MutationProgram};
 use basalt::sql::SqlText;
@@ -225,12 +225,7 @@ async fn goldenfile_database_is_the_blog_fixture() {
         .unwrap();
     tokio::spawn(conn);
     let metadata: Metadata = serde_json::from_str(crate::harness::BLOG_METADATA).unwrap();
-    let enums: Vec<_> = metadata
-        .enum_tables()
-        .iter()
-        .map(basalt::resolve::relation_name)
-        .collect();
-    let model = basalt::introspect::introspect(&client, &enums)
+    let model = basalt::catalog::database::read_model(&client, &metadata.enum_tables())
         .await
         .unwrap();
     let fresh = stable(model.to_json());

@@ -764,7 +764,7 @@ fn collection_edits_end_in_the_resources_order() {
         );
         // Run the plan's requests through the metadata API's own parser and operations.
         let mut m = current.clone();
-        let db = crate::introspect::DbModel::default();
+        let db = crate::db_model::DbModel::default();
         let remotes = crate::resolve::remote::Remotes::default();
         for planned in &plan.ops {
             let limits = crate::ops::Limits {

@@ -2,7 +2,7 @@
 //! type, enum-table columns, and which columns aggregate and order.
 
 use super::RoleColumn;
-use crate::introspect::DbColumn;
+use crate::db_model::DbColumn;
 use crate::metadata::types::QualifiedTable;
 use crate::resolve::{Resolved, ResolvedTable, TypeFamily};
 use indexmap::IndexMap;
@@ -72,7 +72,7 @@ fn enum_of_column(table: &ResolvedTable, column: &str, enums: &EnumTables) -> Op
             return None;
         }
         enums
-            .get(&crate::resolve::qualified_table(fk.referenced_table()?))
+            .get(&fk.referenced_table()?)
             .map(|(name, _)| name.clone())
     })
 }

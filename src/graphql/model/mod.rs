@@ -11,10 +11,10 @@ mod write;
 pub use columns::{scalar_for, scalar_for_type, EnumTables};
 pub use write::{MutationKind, MutationRoot, RoleInsert, RoleUpdate, RoleWrite};
 
+use crate::db_model::PgType;
 use crate::metadata::types::QualifiedTable;
 use crate::resolve::actions::{ResolvedAction, ResolvedCustomTypes};
 use crate::resolve::{BoolExp, ComputedReturn, RelationshipKind, Resolved, TypeFamily};
-use crate::sql::PgType;
 use indexmap::IndexMap;
 
 /// The admin role: sees everything, no permission rules.

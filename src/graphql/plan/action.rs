@@ -4,12 +4,12 @@
 //! and its result read by id.
 
 use super::{Collected, Input, PlanError, Planner, Result};
+use crate::db_model::PgType;
 use crate::graphql::ir::*;
 use crate::graphql::types::{TypeDef, TypeRef};
 use crate::metadata::types::ActionType;
 use crate::resolve::actions::ResolvedAction;
 use crate::resolve::RelationshipKind;
-use crate::sql::PgType;
 use async_graphql_parser::types::Field as AstField;
 use indexmap::IndexMap;
 

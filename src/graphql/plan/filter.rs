@@ -2,11 +2,11 @@
 //! with the permission filters of related tables folded in.
 
 use super::{Input, PlanError, Planner, Result};
+use crate::db_model::PgType;
 use crate::graphql::ir::*;
 use crate::graphql::model::{RoleTable, TableField};
 use crate::resolve::operators::{self, Operand, OperatorKind};
 use crate::resolve::RelationshipKind;
-use crate::sql::PgType;
 use serde_json::Value;
 
 impl<'a> Planner<'a> {

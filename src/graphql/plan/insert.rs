@@ -4,11 +4,11 @@
 use super::filter::list_param;
 use super::permission::permission;
 use super::{Input, PlanError, Planner, Result};
+use crate::db_model::PgType;
 use crate::graphql::ir::*;
 use crate::graphql::model::{RoleInsert, RoleRelationship, RoleWrite};
 use crate::resolve::RelationshipKind;
 use crate::resolve::{Preset, PresetValue};
-use crate::sql::PgType;
 use indexmap::IndexMap;
 use serde_json::Value;
 

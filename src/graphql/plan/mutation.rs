@@ -4,10 +4,10 @@
 use super::insert::{input_value, preset_value, Rows};
 use super::permission::permission;
 use super::{Collected, Input, PlanError, Planned, Planner, Result};
+use crate::db_model::PgType;
 use crate::graphql::ir::*;
 use crate::graphql::model::{MutationKind, RoleModel, RoleTable, RoleWrite};
 use crate::resolve::CompareOp;
-use crate::sql::PgType;
 use async_graphql_parser::types::{OperationType, SelectionSet};
 use indexmap::IndexMap;
 use serde_json::Value;

@@ -2,10 +2,10 @@
 //! relationships, computed fields) and aggregates.
 
 use super::{Collected, Input, PlanError, PlanErrorKind, Planner, Result};
+use crate::db_model::PgType;
 use crate::graphql::ir::*;
 use crate::graphql::model::{RoleComputed, RoleTable, TableField};
 use crate::resolve::{ComputedReturn, RelationshipKind};
-use crate::sql::PgType;
 use async_graphql_parser::types::Field as AstField;
 use indexmap::IndexMap;
 use serde_json::Value;

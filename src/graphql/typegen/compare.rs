@@ -2,10 +2,10 @@
 //! (`docs/graphql.md`, "Filtering"), and `jsonb_cast_exp`.
 
 use super::TypeBuilder;
+use crate::db_model::PgType;
 use crate::graphql::model::RoleColumn;
 use crate::graphql::types::*;
 use crate::resolve::operators::{self, Operand, TypeFamily};
-use crate::sql::PgType;
 use indexmap::IndexMap;
 
 impl TypeBuilder<'_> {

@@ -1,91 +1,17 @@
-//! Names in the document: `QualifiedTable` (and `QualifiedFunction`), `GraphQLName`, `Name`,
-//! column lists, and `json_kind` for messages (see `docs/metadata-api.md`). Pure serde types: must not depend on anything outside `metadata`.
+//! Names in the document: tables and functions (the crate's one [`crate::names::QualifiedName`]),
+//! `GraphQLName`, `Name` and column lists. Pure serde types.
 
 use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use std::fmt;
 
-/// A table or view name: `{"schema","name"}`, or the string shorthand for schema `public`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-pub struct QualifiedTable {
-    /// Postgres schema.
-    pub schema: String,
-    /// Relation name.
-    pub name: String,
-}
-
-impl QualifiedTable {
-    /// A name in the given schema.
-    pub fn new(schema: impl Into<String>, name: impl Into<String>) -> Self {
-        QualifiedTable {
-            schema: schema.into(),
-            name: name.into(),
-        }
-    }
-
-    /// The GraphQL base name: the table name in `public`, else `<schema>_<table>`.
-    pub fn graphql_base_name(&self) -> String {
-        if self.schema == "public" {
-            self.name.clone()
-        } else {
-            format!("{}_{}", self.schema, self.name)
-        }
-    }
-}
-
-/// Messages print the bare name for `public`, else `schema.name`.
-impl fmt::Display for QualifiedTable {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.schema == "public" {
-            f.write_str(&self.name)
-        } else {
-            write!(f, "{}.{}", self.schema, self.name)
-        }
-    }
-}
-
-fn public() -> String {
-    "public".to_owned()
-}
-
-#[derive(Deserialize)]
-struct QualifiedObject {
-    #[serde(default = "public")]
-    schema: String,
-    name: String,
-}
-
-impl<'de> Deserialize<'de> for QualifiedTable {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        match Value::deserialize(d)? {
-            Value::String(name) => Ok(QualifiedTable::new("public", name)),
-            Value::Object(map) => {
-                let obj = QualifiedObject::deserialize(Value::Object(map))
-                    .map_err(de::Error::custom)?;
-                Ok(QualifiedTable::new(obj.schema, obj.name))
-            }
-            other => Err(de::Error::custom(format!(
-                "expected a table name (string or object with \"schema\" and \"name\"), encountered {}",
-                json_kind(&other)
-            ))),
-        }
-    }
-}
+/// A table or view name in the document.
+pub type QualifiedTable = crate::names::QualifiedName;
 
 /// A function name; same two forms as a table name.
-pub type QualifiedFunction = QualifiedTable;
+pub type QualifiedFunction = crate::names::QualifiedName;
 
-/// The JSON type name of a value, for messages.
-pub fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "Null",
-        Value::Bool(_) => "Boolean",
-        Value::Number(_) => "Number",
-        Value::String(_) => "String",
-        Value::Array(_) => "Array",
-        Value::Object(_) => "Object",
-    }
-}
+pub use crate::names::json_kind;
 
 /// A name valid in GraphQL: `^[_A-Za-z][_0-9A-Za-z]*$`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]

@@ -26,11 +26,11 @@
 
 #![allow(dead_code)]
 
+use basalt::db_model::{DbModel, DbTable};
 use basalt::graphql::ir::RootField;
 use basalt::graphql::plan::{self, PlanError};
 use basalt::graphql::schemas::{RoleSchema, Schemas};
 use basalt::graphql::types::{FieldDef, TypeDef, TypeRef, TypeSystem};
-use basalt::introspect::{DbModel, DbTable};
 use basalt::metadata::types::QualifiedTable;
 use basalt::metadata::{JsonPath, Metadata, MetadataError, PermissionKind};
 use basalt::ops::{self, Op};
@@ -1318,7 +1318,7 @@ fn qualified(value: &Value) -> QualifiedTable {
 
 /// Column names of `table` (any table when it is unknown), or sometimes a wrong one.
 fn column(fx: &Fixture, tape: &mut Tape, table: &QualifiedTable) -> String {
-    let columns: Vec<&str> = match fx.db.tables.get(&resolve::relation_name(table)) {
+    let columns: Vec<&str> = match fx.db.tables.get(table) {
         Some(t) => t.columns.iter().map(|c| c.name.as_str()).collect(),
         None => vec!["id", "name"],
     };

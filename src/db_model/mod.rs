@@ -1,68 +1,28 @@
-//! Reads the database: tables, views, columns, keys, functions and scalar types, in one query
-//! (`introspection.sql`), plus the rows of enum tables. Read-only; never reads metadata: its
-//! names are its own [`RelationName`], which `schema` converts to and from the metadata's
-//! names. See `docs/architecture.md`, "introspect".
+//! The database model: what Basalt knows of the database's tables, views, columns, keys,
+//! functions, scalar types, enum rows and capture triggers, and Postgres's type vocabulary
+//! ([`PgType`]). Pure data with its JSON form (how goldenfiles describe a database without
+//! one); reading it from Postgres is `catalog::database`'s job.
 
-use crate::sql::helpers::{enum_rows, EnumTable};
-use crate::sql::PgType;
+mod types;
+
+pub use crate::names::QualifiedName;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
-use std::fmt;
 use std::sync::Arc;
-
-/// A schema-qualified name of a relation or function, as the database model keys them.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct RelationName {
-    /// Postgres schema.
-    pub schema: String,
-    /// Relation or function name.
-    pub name: String,
-}
-
-impl RelationName {
-    /// A name in the given schema.
-    pub fn new(schema: impl Into<String>, name: impl Into<String>) -> Self {
-        RelationName {
-            schema: schema.into(),
-            name: name.into(),
-        }
-    }
-}
-
-/// Prints like the metadata's table names: the bare name for `public`, else `schema.name`.
-impl fmt::Display for RelationName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.schema == "public" {
-            f.write_str(&self.name)
-        } else {
-            write!(f, "{}.{}", self.schema, self.name)
-        }
-    }
-}
-
-/// Failure to read the database model.
-#[derive(Debug, thiserror::Error)]
-pub enum IntrospectError {
-    /// The query failed.
-    #[error("introspection query failed: {0}")]
-    Query(#[from] tokio_postgres::Error),
-    /// The query's JSON did not match the model (a bug).
-    #[error("introspection result malformed: {0}")]
-    Decode(#[from] serde_json::Error),
-}
+pub use types::{Encoding, PgType};
 
 /// Everything Basalt knows about the database.
 #[derive(Debug, Clone, Default)]
 pub struct DbModel {
     /// Relations by name.
-    pub tables: IndexMap<RelationName, Arc<DbTable>>,
+    pub tables: IndexMap<QualifiedName, Arc<DbTable>>,
     /// Functions by name; several entries mean the function is overloaded.
-    pub functions: IndexMap<RelationName, Vec<DbFunction>>,
+    pub functions: IndexMap<QualifiedName, Vec<DbFunction>>,
     /// Names of base, enum, domain and range types.
     pub scalar_types: BTreeSet<String>,
     /// Rows of the tables asked for as enum candidates: (value, description).
-    pub enum_rows: HashMap<RelationName, Vec<(String, Option<String>)>>,
+    pub enum_rows: HashMap<QualifiedName, Vec<(String, Option<String>)>>,
     /// Event-trigger capture triggers (`notify_basalt_*`) on user tables.
     pub capture_triggers: Vec<CaptureTrigger>,
     /// Capture functions in `basalt_catalog` (`notify_basalt_*`), with or without a trigger.
@@ -92,7 +52,7 @@ impl DbModel {
     /// A relation, shared: what a resolved schema keeps of it (a reference, not a copy, so
     /// resolving the metadata again copies no column lists).
     pub fn shared_table(&self, schema: &str, name: &str) -> Option<&Arc<DbTable>> {
-        self.tables.get(&RelationName::new(schema, name))
+        self.tables.get(&QualifiedName::new(schema, name))
     }
 }
 
@@ -228,8 +188,8 @@ pub struct DbConstraint {
 
 impl DbConstraint {
     /// The referenced table of a foreign key.
-    pub fn referenced_table(&self) -> Option<RelationName> {
-        Some(RelationName::new(
+    pub fn referenced_table(&self) -> Option<QualifiedName> {
+        Some(QualifiedName::new(
             self.ref_schema.clone()?,
             self.ref_table.clone()?,
         ))
@@ -264,7 +224,7 @@ impl DbTypeRef {
             Some(formatted) => {
                 PgType::from_catalog(formatted, &self.schema, &self.name, self.element.as_deref())
             }
-            None => PgType::Qualified(crate::sql::ast::QualifiedName::new(
+            None => PgType::Qualified(crate::names::QualifiedName::new(
                 self.schema.as_str(),
                 self.name.as_str(),
             )),
@@ -272,8 +232,8 @@ impl DbTypeRef {
     }
 
     /// The relation when this is a table's row type.
-    pub fn relation(&self) -> Option<RelationName> {
-        Some(RelationName::new(
+    pub fn relation(&self) -> Option<QualifiedName> {
+        Some(QualifiedName::new(
             self.relation_schema.clone()?,
             self.relation.clone()?,
         ))
@@ -368,14 +328,14 @@ impl DbModel {
             tables: document
                 .tables
                 .into_iter()
-                .map(|t| (RelationName::new(t.schema.clone(), t.name.clone()), t))
+                .map(|t| (QualifiedName::new(t.schema.clone(), t.name.clone()), t))
                 .collect(),
             functions: IndexMap::new(),
             scalar_types: document.scalar_types,
             enum_rows: document
                 .enum_rows
                 .into_iter()
-                .map(|e| (RelationName::new(e.schema, e.name), e.rows))
+                .map(|e| (QualifiedName::new(e.schema, e.name), e.rows))
                 .collect(),
             capture_triggers: document.capture_triggers,
             capture_functions: document.capture_functions,
@@ -383,7 +343,7 @@ impl DbModel {
         for f in document.functions {
             model
                 .functions
-                .entry(RelationName::new(f.schema.clone(), f.name.clone()))
+                .entry(QualifiedName::new(f.schema.clone(), f.name.clone()))
                 .or_default()
                 .push(f);
         }
@@ -413,79 +373,4 @@ impl DbModel {
         };
         serde_json::to_value(document).unwrap_or(serde_json::Value::Null)
     }
-}
-
-tokio::task_local! {
-    /// The counter [`introspect`] bumps in the current task, when one is set.
-    static COUNTER: prometheus_client::metrics::counter::Counter;
-}
-
-/// Runs `work` counting every [`introspect`] it makes in `counter`: the controller proves with
-/// it that reconciles share one view of the database instead of reading it each
-/// (`basalt_controller_introspections_total`).
-pub async fn counting<F: std::future::Future>(
-    counter: prometheus_client::metrics::counter::Counter,
-    work: F,
-) -> F::Output {
-    COUNTER.scope(counter, work).await
-}
-
-/// Reads the database model. `enum_tables` names the tables whose rows are needed to check
-/// the enum-table rules; relations that do not exist or lack a single-column key are skipped.
-pub async fn introspect(
-    client: &impl tokio_postgres::GenericClient,
-    enum_tables: &[RelationName],
-) -> Result<DbModel, IntrospectError> {
-    let _ = COUNTER.try_with(|counter| counter.inc());
-    let row = client
-        .query_one(include_str!("introspection.sql"), &[])
-        .await?;
-    let text: crate::sql::types::JsonText<'_> = row.try_get(0)?;
-    let mut model = DbModel::from_slice(text.0)?;
-    load_enum_rows(client, &mut model, enum_tables).await?;
-    Ok(model)
-}
-
-/// Fetches (value, description) rows of enum candidates in one statement.
-async fn load_enum_rows(
-    client: &impl tokio_postgres::GenericClient,
-    model: &mut DbModel,
-    enum_tables: &[RelationName],
-) -> Result<(), IntrospectError> {
-    let mut selects = Vec::new();
-    let mut names = Vec::new();
-    let mut seen = BTreeSet::new();
-    for name in enum_tables {
-        if !seen.insert(name.clone()) {
-            continue;
-        }
-        let Some(table) = model.tables.get(name) else {
-            continue;
-        };
-        let Some([key]) = table.primary_key() else {
-            continue;
-        };
-        let description = table
-            .columns
-            .iter()
-            .find(|c| &c.name != key)
-            .map(|c| c.name.as_str());
-        selects.push(EnumTable {
-            schema: &table.schema,
-            name: &table.name,
-            key,
-            description,
-        });
-        names.push(name.clone());
-    }
-    if selects.is_empty() {
-        return Ok(());
-    }
-    let row = client
-        .query_one(enum_rows(&selects).sql.as_str(), &[])
-        .await?;
-    let value: serde_json::Value = row.try_get(0)?;
-    let lists: Vec<Vec<(String, Option<String>)>> = serde_json::from_value(value)?;
-    model.enum_rows.extend(names.into_iter().zip(lists));
-    Ok(())
 }
