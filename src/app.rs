@@ -85,7 +85,15 @@ pub async fn start(config: ServeConfig) -> Result<Running> {
         .with_context(|| format!("cannot listen on {addr}"))?;
     let addr = listener.local_addr()?;
     let (shutdown, mut stopped) = watch::channel(false);
-    let live = Arc::new(LiveQueries::new(state.config.live.max_connections));
+    let polling = crate::live::Polling {
+        interval: std::time::Duration::from_millis(state.config.live.refetch_interval_ms),
+        batch_size: state.config.live.batch_size,
+    };
+    let live = Arc::new(LiveQueries::new(
+        state.engine.clone(),
+        polling,
+        state.config.live.max_connections,
+    ));
     let app = crate::http::app(state.clone(), live.clone());
     let mut server_stop = shutdown.subscribe();
     let server = tokio::spawn(async move {
@@ -104,7 +112,7 @@ pub async fn start(config: ServeConfig) -> Result<Running> {
         pg_config.clone(),
         shutdown.subscribe(),
     ));
-    let actions = tokio::spawn(crate::actions::worker::run(
+    let actions = tokio::spawn(crate::async_actions::run(
         state.clone(),
         pg_config.clone(),
         shutdown.subscribe(),

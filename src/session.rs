@@ -2,7 +2,21 @@
 //! variables. No IO; [`crate::auth`] decides which variables to trust.
 
 use http::{HeaderMap, HeaderValue};
+use serde_json::{Map, Value};
 use std::collections::BTreeMap;
+
+/// The session variable (and request header) that names the caller's role.
+pub const ROLE: &str = "x-svc-role";
+/// What every session variable's name (and every Basalt request header's) starts with.
+pub const PREFIX: &str = "x-svc-";
+/// The request header carrying the admin secret.
+pub const ADMIN_SECRET: &str = "x-svc-admin-secret";
+/// The older name of [`ADMIN_SECRET`], accepted the same way.
+pub const ACCESS_KEY: &str = "x-svc-access-key";
+/// The request header asking for backend-only insert permissions.
+pub const USE_BACKEND_ONLY_PERMISSIONS: &str = "x-svc-use-backend-only-permissions";
+/// The role that bypasses permissions.
+pub const ADMIN_ROLE: &str = "admin";
 
 /// The resolved caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,23 +34,57 @@ pub struct Session {
 }
 
 impl Session {
-    /// The session as event payloads record it: the variables plus `x-svc-role`.
-    pub fn to_json(&self) -> serde_json::Value {
-        let mut map: serde_json::Map<String, serde_json::Value> = self
+    /// The admin, with no other variable: who Basalt's own work runs as.
+    pub fn admin() -> Self {
+        Session {
+            role: ADMIN_ROLE.to_owned(),
+            variables: BTreeMap::new(),
+            backend_only: false,
+            expires: None,
+        }
+    }
+
+    /// A session from variables given as JSON (explain's `user`): names lower-cased, values
+    /// that are not strings as their JSON text, the role from [`ROLE`] (admin when absent) and
+    /// kept among the variables.
+    pub fn from_variables(given: &Map<String, Value>) -> Self {
+        let mut variables: BTreeMap<String, String> = given
+            .iter()
+            .map(|(name, value)| {
+                let text = value
+                    .as_str()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| value.to_string());
+                (name.to_ascii_lowercase(), text)
+            })
+            .collect();
+        let role = variables
+            .get(ROLE)
+            .cloned()
+            .unwrap_or_else(|| ADMIN_ROLE.to_owned());
+        variables.insert(ROLE.to_owned(), role.clone());
+        Session {
+            role,
+            variables,
+            backend_only: false,
+            expires: None,
+        }
+    }
+
+    /// The session as event payloads and handlers receive it: the variables plus [`ROLE`].
+    pub fn to_json(&self) -> Value {
+        let mut map: Map<String, Value> = self
             .variables
             .iter()
-            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
             .collect();
-        map.insert(
-            "x-svc-role".to_owned(),
-            serde_json::Value::String(self.role.clone()),
-        );
-        serde_json::Value::Object(map)
+        map.insert(ROLE.to_owned(), Value::String(self.role.clone()));
+        Value::Object(map)
     }
 
     /// Whether the caller is the admin.
     pub fn is_admin(&self) -> bool {
-        self.role == "admin"
+        self.role == ADMIN_ROLE
     }
 }
 
@@ -81,11 +129,11 @@ const HOP_BY_HOP: &[&str] = &[
 /// client's own connection or body, not a hop-by-hop one, and never an `X-Svc-*` header —
 /// credentials stay here, and the session's variables say who the caller is.
 pub fn forwardable(name: &str) -> bool {
-    !(NOT_FORWARDED.contains(&name) || HOP_BY_HOP.contains(&name) || name.starts_with("x-svc-"))
+    !(NOT_FORWARDED.contains(&name) || HOP_BY_HOP.contains(&name) || name.starts_with(PREFIX))
 }
 
 /// Credentials: never session variables.
-const CREDENTIALS: [&str; 2] = ["x-svc-admin-secret", "x-svc-access-key"];
+const CREDENTIALS: [&str; 2] = [ADMIN_SECRET, ACCESS_KEY];
 
 /// A session header whose value is not UTF-8 text.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -104,7 +152,7 @@ pub fn header_variables(headers: &HeaderMap) -> Result<BTreeMap<String, String>,
     headers
         .iter()
         .filter(|(name, _)| {
-            name.as_str().starts_with("x-svc-") && !CREDENTIALS.contains(&name.as_str())
+            name.as_str().starts_with(PREFIX) && !CREDENTIALS.contains(&name.as_str())
         })
         .map(|(name, value)| {
             let text = header_text(name.as_str(), value)?;

@@ -1,66 +1,20 @@
 //! The state a server shares between requests and its background tasks: the pool, the
-//! configuration, the authenticator, the work counters and the [`Served`] snapshot, swapped
-//! whole on every rebuild ([`Writing::install`], [`AppState::reload`]). Rebuilds are
-//! serialized, and an older snapshot never replaces a newer one (see `docs/architecture.md`,
-//! "Keeping replicas in sync").
+//! configuration, the authenticator, the work counters and the engine, and the rebuilds that
+//! have the engine serve each new catalog version ([`Writing::install`],
+//! [`AppState::reload`]). Rebuilds are serialized, and an older version never replaces a
+//! newer one (see `docs/architecture.md`, "Keeping replicas in sync").
 //!
-//! Used by `http`, `engine` and `app`. Must not parse requests, edit metadata, or start
-//! anything (startup, the catalog watcher and shutdown belong to `app`).
+//! Used by `http` and `app`. Must not parse requests, edit metadata, or start anything
+//! (startup, the catalog watcher and shutdown belong to `app`).
 
 use crate::auth::Authenticator;
 use crate::catalog::{self, CatalogError, Snapshot};
 use crate::config::ServeConfig;
-use crate::graphql::schemas::Schemas;
+use crate::engine::Engine;
 use crate::stats::Counters;
 use deadpool_postgres::Pool;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use tokio::sync::Mutex;
-
-/// What a process serves for one metadata version: the catalog snapshot and the GraphQL
-/// schemas built from it.
-#[derive(Debug)]
-pub struct Served {
-    /// Metadata, version and schema cache (shared with the writer's [`catalog::Basis`]).
-    pub snapshot: Arc<Snapshot>,
-    /// Per-role GraphQL schemas.
-    pub graphql: Schemas,
-}
-
-impl Served {
-    /// The GraphQL schemas of `snapshot` (each role's built on first use).
-    fn new(snapshot: Arc<Snapshot>) -> Self {
-        let graphql = Schemas::build(&snapshot.schema.resolved, &snapshot.metadata);
-        Served { snapshot, graphql }
-    }
-
-    /// The schema of a role (see [`Schemas::role`]); a build is counted in
-    /// [`Counters::role_schema_builds`] and timed in [`Counters::schema_build_seconds`].
-    pub fn role(
-        &self,
-        role: &str,
-        backend_flagged: bool,
-        counters: &Counters,
-    ) -> Arc<crate::graphql::schemas::RoleSchema> {
-        let resolved = &self.snapshot.schema.resolved;
-        self.graphql.role(
-            resolved,
-            role,
-            backend_flagged,
-            |took: std::time::Duration| {
-                Counters::bump(&counters.role_schema_builds);
-                counters.schema_build_seconds.observe(took.as_secs_f64());
-            },
-        )
-    }
-}
-
-impl std::ops::Deref for Served {
-    type Target = Snapshot;
-
-    fn deref(&self) -> &Snapshot {
-        &self.snapshot
-    }
-}
 
 /// Shared state of a running server: one reference-counted handle, so the clones every
 /// request makes (router, middleware, handlers) cost one atomic increment each.
@@ -77,12 +31,11 @@ impl std::ops::Deref for AppState {
 
 /// What an [`AppState`] handle points to.
 pub struct SharedState {
-    /// Database pool (catalog and, later, GraphQL).
+    /// The database pool, shared by the engine, the metadata API and the workers.
     pub pool: Pool,
-    /// Configuration.
     pub config: Arc<ServeConfig>,
-    /// What is served, swapped whole on every rebuild.
-    snapshot: Arc<RwLock<Arc<Served>>>,
+    /// The GraphQL engine, with what it serves, swapped whole on every rebuild.
+    pub engine: Arc<Engine>,
     /// Serializes rebuilds so an older one never overwrites a newer one. Holds the `NOTIFY`
     /// payloads of this process's own commits whose snapshots it installed itself, so the
     /// watcher does not rebuild them a second time (see [`AppState::writing`]).
@@ -97,8 +50,6 @@ pub struct SharedState {
     pub metrics: crate::metrics::Metrics,
     /// Event delivery counters (`/metrics`).
     pub events: Arc<crate::stats::EventCounters>,
-    /// How concurrent requests of one query plan share statements.
-    pub sharing: crate::execute::Sharing,
 }
 
 impl std::fmt::Debug for AppState {
@@ -126,29 +77,30 @@ impl AppState {
             below: (config.shared_statements_below_us > 0)
                 .then(|| std::time::Duration::from_micros(config.shared_statements_below_us)),
         };
+        let settings = crate::engine::Settings {
+            limits: crate::graphql::plan::Limits {
+                max_depth: config.max_query_depth,
+                max_root_fields: config.max_root_fields,
+            },
+            enforce_allowlist: config.enable_allowlist,
+        };
+        let engine = Engine::new(pool.clone(), counters.clone(), sharing, settings);
         AppState(Arc::new(SharedState {
             pool,
             config: Arc::new(config),
-            snapshot: Arc::new(RwLock::new(Arc::new(Served::new(Arc::new(Snapshot {
-                version: -1,
-                ..Snapshot::default()
-            }))))),
+            engine: Arc::new(engine),
             rebuild: Arc::new(Mutex::new(OwnCommits::default())),
             auth: Arc::new(auth),
             counters,
             basis: catalog::BasisCache::default(),
             metrics: crate::metrics::Metrics::default(),
             events: Arc::default(),
-            sharing,
         }))
     }
 
-    /// The snapshot being served, with its GraphQL schemas.
-    pub fn snapshot(&self) -> Arc<Served> {
-        match self.snapshot.read() {
-            Ok(guard) => guard.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+    /// The catalog state being served.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.engine.current().catalog.clone()
     }
 
     /// Holds off rebuilds while this process writes the catalog: taken before a write's
@@ -176,31 +128,10 @@ impl AppState {
         self.reload_locked(payload.starts_with("reload:")).await
     }
 
-    /// Builds the GraphQL schemas of `next` and swaps them in; the caller holds `rebuild`,
-    /// so one version is never built twice (the writer's install and its own NOTIFY race).
+    /// Has the engine serve `next`; the caller holds `rebuild`, so one version is never
+    /// built twice (the writer's install and its own NOTIFY race).
     fn install_locked(&self, next: Arc<Snapshot>, force: bool) {
-        let current = self.snapshot().version;
-        if next.version < current || (next.version == current && !force) {
-            return;
-        }
-        // Prepare outside the lock; requests keep using the old version meanwhile. Role
-        // schemas are built by the requests that need them (`Served::role`).
-        let next = Served::new(next);
-        Counters::bump(&self.counters.schema_builds);
-        let mut guard = match self.snapshot.write() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        if next.version < guard.version {
-            return;
-        }
-        let previous = std::mem::replace(&mut *guard, Arc::new(next));
-        drop(guard);
-        // Freed after the lock: the old schema cache and its role schemas take tens of
-        // milliseconds to free at thousands of tables, and every request asking for the
-        // snapshot meanwhile waited for it. (Freed here, not on another thread: mimalloc
-        // returns memory freed by another thread only when its owner allocates again.)
-        drop(previous);
+        self.engine.install(next, force);
     }
 
     /// Rebuilds from the catalog (after a peer's NOTIFY, a poll, or at start). Without

@@ -1,13 +1,12 @@
-//! Actions at run time (`docs/actions.md`): calling a handler and checking its answer
-//! ([`call`], [`output`]), the arguments of a call as the handler receives them ([`input`]),
-//! and the workers that run asynchronous calls from the action log ([`worker`], [`store`]).
+//! Calling action handlers (`docs/actions.md`): one call and the checking of its answer
+//! ([`call`], [`output`]), and the arguments of a call as the handler receives them
+//! ([`input`]). The engine calls synchronous actions' handlers through it, and
+//! `crate::async_actions` the asynchronous ones'.
 //! The schema, the plan and the SQL that shape an output are the GraphQL layer's and the
 //! translator's; this module does the HTTP.
 
 pub mod call;
 pub mod output;
-pub mod store;
-pub mod worker;
 
 pub use call::{call, forwarded_headers, ActionError, Call};
 

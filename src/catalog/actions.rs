@@ -1,6 +1,6 @@
 //! The asynchronous actions' log in the catalog (`docs/actions.md`, "Asynchronous actions"):
 //! its migration, and `drop_action`'s `clear_data`, run in the request's transaction. The
-//! workers' queries live with the workers (`crate::actions::store`).
+//! workers' queries live with the workers (`crate::async_actions::store`).
 
 use super::CatalogError;
 use tokio_postgres::Transaction;

@@ -3,13 +3,14 @@
 //! themselves — a query's all at once before its statement runs, a mutation's each at its
 //! field's turn.
 
-use super::{Caller, GraphqlError};
+use super::error::{GraphqlError, InternalError};
+use super::request::Caller;
+use super::version::ApiVersion;
 use crate::actions::{self, Call};
 use crate::execute::ActionValues;
 use crate::graphql::ir::{MutationField, RootField};
-use crate::graphql::plan::Planned;
+use crate::graphql::plan::OperationIr;
 use crate::resolve::actions::ResolvedAction;
-use crate::state::Served;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -19,17 +20,17 @@ pub(super) type Calls = BTreeMap<String, ActionValues>;
 /// The calls an operation makes (query actions, synchronous and asynchronous mutation
 /// actions), their values worked out from the request.
 pub(super) fn prepare(
-    served: &Served,
+    version: &ApiVersion,
     caller: Caller<'_>,
-    planned: &Planned,
+    operation: &OperationIr,
     variables: &Map<String, Value>,
     document: &str,
 ) -> Result<Calls, GraphqlError> {
-    let query = planned.data.fields.iter().filter_map(|(key, f)| match f {
+    let query = operation.data.fields.iter().filter_map(|(key, f)| match f {
         RootField::Action(a) => Some((key, &a.call)),
         _ => None,
     });
-    let mutation = planned
+    let mutation = operation
         .mutation
         .iter()
         .flat_map(|m| m.fields.iter())
@@ -40,7 +41,7 @@ pub(super) fn prepare(
         });
     let mut calls = Calls::new();
     for (key, call) in query.chain(mutation) {
-        let action = find(served, &call.action)?;
+        let action = find(version, &call.action)?;
         calls.insert(
             key.clone(),
             ActionValues {
@@ -55,29 +56,30 @@ pub(super) fn prepare(
 }
 
 /// The served action named `name`.
-fn find<'a>(served: &'a Served, name: &str) -> Result<&'a ResolvedAction, GraphqlError> {
-    served
+fn find<'a>(version: &'a ApiVersion, name: &str) -> Result<&'a ResolvedAction, GraphqlError> {
+    version
+        .catalog
         .schema
         .resolved
         .actions
         .iter()
         .find(|a| a.name() == name)
-        .ok_or_else(|| GraphqlError::Merge(format!("the action \"{name}\" is gone")))
+        .ok_or_else(|| InternalError::ActionGone(name.to_owned()).into())
 }
 
 /// Calls the handler of the action at `key` and keeps its output for SQL to bind.
 pub(super) async fn call_one(
-    served: &Served,
+    version: &ApiVersion,
     caller: Caller<'_>,
     key: &str,
     action: &str,
     calls: &mut Calls,
 ) -> Result<(), GraphqlError> {
-    let resolved = &served.schema.resolved;
-    let action = find(served, action)?;
+    let resolved = &version.catalog.schema.resolved;
+    let action = find(version, action)?;
     let values = calls
         .get(key)
-        .ok_or_else(|| GraphqlError::Merge(format!("no action call at \"{key}\"")))?;
+        .ok_or_else(|| InternalError::NoActionCall(key.to_owned()))?;
     let session = caller.session.to_json();
     let forwarded = match &values.headers {
         Value::Object(map) => map.clone(),
@@ -104,12 +106,12 @@ pub(super) async fn call_one(
 /// Calls the handlers of a query's actions, all at once; the first failure (in document
 /// order) fails the operation.
 pub(super) async fn call_queries(
-    served: &Served,
+    version: &ApiVersion,
     caller: Caller<'_>,
-    planned: &Planned,
+    operation: &OperationIr,
     calls: &mut Calls,
 ) -> Result<(), GraphqlError> {
-    let wanted: Vec<(String, String)> = planned
+    let wanted: Vec<(String, String)> = operation
         .data
         .fields
         .iter()
@@ -127,7 +129,7 @@ pub(super) async fn call_queries(
             own.insert(key.clone(), v.clone());
         }
         async move {
-            call_one(served, caller, key, action, &mut own).await?;
+            call_one(version, caller, key, action, &mut own).await?;
             Ok::<_, GraphqlError>(own)
         }
     }))

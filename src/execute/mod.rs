@@ -231,6 +231,25 @@ pub async fn run_values<C: deadpool_postgres::GenericClient>(
     Ok(cell.map_or(Bytes::from_static(b"null"), |RawJson(bytes)| bytes))
 }
 
+/// Runs a statement with one `json` column per field (see [`crate::translate::query_fields`])
+/// and returns each column's bytes, in order (`null` for SQL NULL).
+pub async fn run_fields<C: deadpool_postgres::GenericClient>(
+    conn: Connection<'_, C>,
+    sql: &SqlText,
+    binding: &Binding<'_>,
+) -> Result<Vec<Bytes>, ExecuteError> {
+    let values = bind(&sql.params, binding, None)?;
+    let row = first_row(conn, &sql.sql, &values)
+        .await?
+        .ok_or_else(|| ExecuteError::Unexpected("the query returned no row".into()))?;
+    (0..row.len())
+        .map(|column| {
+            let cell: Option<RawJson> = row.try_get(column)?;
+            Ok(cell.map_or(Bytes::from_static(b"null"), |RawJson(bytes)| bytes))
+        })
+        .collect()
+}
+
 /// Postgres's `EXPLAIN` of a compiled statement with its bound values, one line per row.
 pub async fn explain(
     client: &deadpool_postgres::Client,

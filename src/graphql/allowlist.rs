@@ -15,6 +15,11 @@ pub fn normalize(query: &str) -> Option<String> {
     Some(print_document(&document))
 }
 
+/// The normalized text of a parsed document.
+pub fn normalize_document(document: &ExecutableDocument) -> String {
+    print_document(document)
+}
+
 /// Normalized forms of every query of the allow-listed collections.
 pub fn build(metadata: &crate::metadata::Metadata) -> HashSet<String> {
     metadata

@@ -246,8 +246,12 @@ fn graphql_wire(err: &GraphqlError) -> GraphqlWire {
             internal: Some(json!({"message": "query is not in any of the allowlists"})),
             ..GraphqlWire::at_root("validation-failed", message)
         },
-        GraphqlError::Merge(_) | GraphqlError::Remembered(_) => {
-            GraphqlWire::at_root("unexpected", message)
+        GraphqlError::Internal(e) => {
+            tracing::error!(error = %e, "internal error");
+            GraphqlWire {
+                internal: Some(json!({ "error": e.to_string() })),
+                ..GraphqlWire::at_root("unexpected", "unexpected internal error".to_owned())
+            }
         }
         GraphqlError::Remote(ForwardError::Remote(e)) => GraphqlWire {
             internal: e.internal(),

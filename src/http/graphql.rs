@@ -3,7 +3,7 @@
 
 use super::error::{graphql_body, ApiError};
 use crate::auth::AuthError;
-use crate::engine::{self, GraphqlError, GraphqlRequest};
+use crate::engine::{self, GraphqlError, GraphqlRequest, Transport};
 use crate::live::LiveQueries;
 use crate::session::Session;
 use crate::state::AppState;
@@ -32,7 +32,15 @@ pub async fn post(State(state): State<AppState>, request: Request) -> Result<Res
         let session = state.auth.authenticate(&headers, None).await;
         return Ok(respond(
             &headers,
-            parsed(&state, &headers, session, Ok(request), false, gzip).await,
+            parsed(
+                &state,
+                &headers,
+                session,
+                Ok(request),
+                Transport::Post,
+                gzip,
+            )
+            .await,
         ));
     }
     let done = match serde_json::from_slice::<Value>(&bytes) {
@@ -41,7 +49,7 @@ pub async fn post(State(state): State<AppState>, request: Request) -> Result<Res
             false,
         )),
         Ok(Value::Array(items)) => batch(&state, &headers, items).await,
-        Ok(single) => one(&state, &headers, single, false, gzip).await,
+        Ok(single) => one(&state, &headers, single, Transport::Post, gzip).await,
     };
     Ok(respond(&headers, done))
 }
@@ -145,9 +153,25 @@ pub async fn get(
         )),
         Some(Ok(vars)) => {
             request.insert("variables".into(), vars);
-            one(&state, &headers, Value::Object(request), true, gzip).await
+            one(
+                &state,
+                &headers,
+                Value::Object(request),
+                Transport::Get,
+                gzip,
+            )
+            .await
         }
-        None => one(&state, &headers, Value::Object(request), true, gzip).await,
+        None => {
+            one(
+                &state,
+                &headers,
+                Value::Object(request),
+                Transport::Get,
+                gzip,
+            )
+            .await
+        }
     };
     respond(&headers, done)
 }
@@ -166,7 +190,7 @@ async fn batch(state: &AppState, headers: &HeaderMap, items: Vec<Value>) -> Done
         if i > 0 {
             out.push(b',');
         }
-        let mut done = one(state, headers, item, false, false).await;
+        let mut done = one(state, headers, item, Transport::Post, false).await;
         out.extend_from_slice(&done.body);
         cookies.append(&mut done.cookies);
     }
@@ -185,12 +209,12 @@ async fn one(
     state: &AppState,
     headers: &HeaderMap,
     value: Value,
-    via_get: bool,
+    transport: Transport,
     gzip: bool,
 ) -> Done {
     let session = state.auth.authenticate(headers, Some(&value)).await;
     let request = serde_json::from_value(value);
-    parsed(state, headers, session, request, via_get, gzip).await
+    parsed(state, headers, session, request, transport, gzip).await
 }
 
 /// One request whose caller is resolved and whose body is read: its body, and its
@@ -202,7 +226,7 @@ async fn parsed(
     headers: &HeaderMap,
     session: Result<Session, AuthError>,
     request: Result<GraphqlRequest, serde_json::Error>,
-    via_get: bool,
+    transport: Transport,
     gzip: bool,
 ) -> Done {
     let session = match session {
@@ -217,15 +241,12 @@ async fn parsed(
             return Done::failed(graphql_body(&err, expose));
         }
     };
-    if via_get && !is_query(&request) {
-        return Done::failed(graphql_body(&GraphqlError::NotAllowedOverGet, expose));
-    }
     crate::telemetry::request::record_role(&session.role);
     let caller = engine::Caller {
         session: &session,
         headers,
     };
-    let answer = engine::run(state, caller, request).await;
+    let answer = state.engine.run(caller, request, transport).await;
     let (body, gzip) = match answer.body {
         Ok(engine::Body::Gzip(body)) if gzip => (Ok(body), true),
         Ok(body) => (body.json(), false),
@@ -236,17 +257,6 @@ async fn parsed(
         gzip,
         kind: answer.kind,
         cookies: answer.cookies,
-    }
-}
-
-/// Whether the chosen operation is a query (GET allows only queries).
-fn is_query(request: &GraphqlRequest) -> bool {
-    match crate::graphql::plan::prepare(&request.query, request.operation_name.as_deref()) {
-        Ok(p) => matches!(
-            p.operation_type(),
-            Some(async_graphql_parser::types::OperationType::Query)
-        ),
-        Err(_) => true,
     }
 }
 
@@ -316,12 +326,12 @@ pub async fn explain(
     let bytes = to_bytes(body, limit)
         .await
         .map_err(|_| ApiError::PayloadTooLarge(limit))?;
-    let request: crate::engine::ExplainRequest = serde_json::from_slice(&bytes)
+    let request: engine::ExplainRequest = serde_json::from_slice(&bytes)
         .map_err(|e| ApiError::InvalidJson(format!("invalid explain request: {e}")))?;
     if !session.is_admin() {
         return Err(ApiError::AdminOnly);
     }
-    Ok(match crate::engine::explain(&state, request).await {
+    Ok(match state.engine.explain(request).await {
         Ok(value) => (StatusCode::OK, axum::Json(value)).into_response(),
         Err(err) => (StatusCode::BAD_REQUEST, graphql_body(&err, true)).into_response(),
     })

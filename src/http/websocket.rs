@@ -464,17 +464,20 @@ impl Operation {
             session: &session,
             headers: &self.headers,
         };
-        let outcome = Box::pin(engine::run_socket(&self.state, caller, request.clone())).await;
-        match outcome {
+        let outcome = Box::pin(self.state.engine.run_socket(caller, request.clone())).await;
+        let execution = match outcome {
             Ok(SocketOperation::Once(body)) => {
                 self.out.send(data_message(self.protocol, &self.id, &body));
                 self.complete();
+                return;
             }
-            Ok(SocketOperation::Live(live)) => {
-                let deliver = self.deliver();
-                let _subscription =
-                    self.live
-                        .subscribe(&self.state, live, session, request, deliver);
+            Ok(SocketOperation::Subscribe(execution)) => execution,
+            Err(err) => return self.failed(&err),
+        };
+        let deliver = self.deliver();
+        match self.live.subscribe(&execution, session, request, deliver) {
+            Ok(_subscription) => {
+                drop(execution);
                 // Held until the client stops the operation (the task is aborted) or the
                 // socket closes.
                 std::future::pending::<()>().await;

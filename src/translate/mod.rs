@@ -70,7 +70,11 @@ pub fn query(plan: &QueryPlan) -> SqlText {
 /// (`$1` is then the session JSON). A read may leave it out only when nothing it touches can
 /// observe the setting (`graphql-api.md` §7): the caller decides, from the plan's footprint.
 pub fn query_for(plan: &QueryPlan, sets_session: bool) -> SqlText {
-    let mut select = query_select(plan);
+    print_select(query_select(plan), sets_session)
+}
+
+/// A query's statement, with the session set first (`$1`) or, without `sets_session`, not.
+fn print_select(mut select: Select, sets_session: bool) -> SqlText {
     if !sets_session {
         select.from = None;
         return print_with(Vec::new(), &Statement::Select(Box::new(select)));
@@ -101,20 +105,47 @@ fn query_select(plan: &QueryPlan) -> Select {
     let pairs = plan
         .fields
         .iter()
-        .map(|(key, field)| {
-            let value = match field {
-                RootField::Select(s) => select::select(&mut state, s, None),
-                RootField::Aggregate(a) => select::aggregate(&mut state, a, None),
-                RootField::Constant(Value::String(s)) => Expr::string(s).cast(PgType::Text),
-                RootField::Constant(_) => Expr::Literal(Literal::Null).cast(PgType::Json),
-                RootField::Action(f) => action::action_field(&mut state, key, f),
-                RootField::ActionResult(r) => action::action_result(&mut state, r),
-            };
-            (key.as_str(), value)
-        })
+        .map(|(key, field)| (key.as_str(), field_value(&mut state, key, field)))
         .collect();
+    session_select(vec![SelectItem::bare(select::json_object(pairs), "data")])
+}
+
+/// Compiles a query plan into one statement with one `json` column per field it reads from
+/// the database (constant fields are left to the caller), named by its response key: for an
+/// operation whose response also holds fields answered elsewhere, so each field's bytes can
+/// be placed among them without reading the others back. Answers the statement and the
+/// columns' keys, in order. With `sets_session`, as in [`query_for`].
+pub fn query_fields(plan: &QueryPlan, sets_session: bool) -> (SqlText, Vec<String>) {
+    let mut state = State::default();
+    let mut keys = Vec::new();
+    let mut columns = Vec::new();
+    for (key, field) in &plan.fields {
+        if let RootField::Constant(_) = field {
+            continue;
+        }
+        columns.push(SelectItem::named(field_value(&mut state, key, field), key));
+        keys.push(key.clone());
+    }
+    (print_select(session_select(columns), sets_session), keys)
+}
+
+/// The value of a root field in the statement.
+fn field_value(state: &mut State, key: &str, field: &RootField) -> Expr {
+    match field {
+        RootField::Select(s) => select::select(state, s, None),
+        RootField::Aggregate(a) => select::aggregate(state, a, None),
+        RootField::Action(f) => action::action_field(state, key, f),
+        RootField::ActionResult(r) => action::action_result(state, r),
+        RootField::Constant(Value::String(s)) => Expr::string(s).cast(PgType::Text),
+        RootField::Constant(_) => Expr::Literal(Literal::Null).cast(PgType::Json),
+    }
+}
+
+/// `SELECT <list> FROM (SELECT set_config(…)) AS _session`: the session set before the list
+/// is computed (the caller drops the `FROM` when the statement cannot observe it).
+fn session_select(list: Vec<SelectItem>) -> Select {
     Select {
-        list: vec![SelectItem::bare(select::json_object(pairs), "data")],
+        list,
         from: Some(From::Subquery {
             select: Box::new(Select::expr(set_session(Expr::ParamRef(1)))),
             alias: Alias::fixed("_session"),

@@ -335,10 +335,10 @@ async fn a_simple_mutation_is_one_statement_without_a_transaction() {
 async fn role_schemas_hold_one_definition_of_the_types_they_see_alike() {
     let server = blog_with_pool(1).await;
     let state = &server.running.state;
-    let served = state.snapshot();
+    let served = state.engine.current();
     // The user's schema first, then admin's: the user sees every column of `comment`.
-    let user = served.role("user", false, &state.counters);
-    let admin = served.role("admin", false, &state.counters);
+    let user = &served.role("user", false, &state.counters).schema;
+    let admin = &served.role("admin", false, &state.counters).schema;
     let same = |name: &str| {
         let (Some(a), Some(u)) = (admin.types.types.get(name), user.types.types.get(name)) else {
             panic!("{name} missing from a schema");

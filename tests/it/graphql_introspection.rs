@@ -322,7 +322,7 @@ async fn large_introspection_answers_are_remembered_gzipped_and_sent_to_any_clie
     let (status, encoding, plain) = post_raw(&server, &fetch, &[]).await;
     assert_eq!((status, encoding), (200, None));
     assert!(
-        plain.len() > basalt::graphql::schemas::MAX_PLAIN_INTROSPECTION,
+        plain.len() > basalt::engine::MAX_PLAIN_INTROSPECTION,
         "a large answer: {} bytes",
         plain.len()
     );

@@ -195,7 +195,7 @@ fn every_root_field_of_every_role_prepares() {
     let fx = fixture();
     let mut count = 0;
     for (i, session) in targets::SESSIONS.iter().enumerate() {
-        for (root, found) in targets::probes(&fx.role(*session), &fx.cache.resolved, i) {
+        for (root, found) in targets::probes(&fx.role(*session).schema, &fx.cache.resolved, i) {
             let Some((request, compiled)) = found else {
                 panic!("no simple document selecting {root} plans for {session:?}");
             };

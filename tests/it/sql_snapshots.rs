@@ -7,6 +7,14 @@ use basalt::translate;
 use serde_json::{json, Map, Value};
 
 async fn compile(s: &TestServer, role: &str, query: &str, variables: Value) -> String {
+    let planned = plan_for(s, role, query, variables).await;
+    let sql = translate::query(&planned.data);
+    let (pretty, params) = pretty(&sql);
+    format!("{pretty}\n\n-- params\n{params}")
+}
+
+/// The IR of a query planned for `role` against the blog database.
+async fn plan_for(s: &TestServer, role: &str, query: &str, variables: Value) -> plan::OperationIr {
     let (client, conn) = tokio_postgres::connect(&s.db_url, tokio_postgres::NoTls)
         .await
         .unwrap();
@@ -20,7 +28,7 @@ async fn compile(s: &TestServer, role: &str, query: &str, variables: Value) -> S
         max_root_fields: 100,
     };
     let types = basalt::graphql::typegen::build(&model);
-    let planned = plan::plan(
+    plan::plan(
         &model,
         &types,
         &snapshot.schema.resolved,
@@ -28,10 +36,7 @@ async fn compile(s: &TestServer, role: &str, query: &str, variables: Value) -> S
         &variables,
         limits,
     )
-    .unwrap();
-    let sql = translate::query(&planned.data);
-    let (pretty, params) = pretty(&sql);
-    format!("{pretty}\n\n-- params\n{params}")
+    .unwrap()
 }
 
 /// Formatted SQL and its parameters, one per line.
@@ -275,4 +280,21 @@ async fn generated_action_sql() {
     let planned = plan_of(r#"mutation { archive { ok author { name } } later(id: 3) }"#);
     let program = translate::mutation(&planned.mutation.unwrap());
     insta::assert_snapshot!("action_mutation", program_text(&program));
+}
+
+/// An operation whose response also holds introspection fields reads its database fields one
+/// column each, named by response key; its constant fields are not in the statement.
+#[tokio::test]
+async fn generated_sql_of_fields_placed_among_others() {
+    let s = TestServer::blog().await;
+    let query = r#"{ __typename first: author(limit: 1) { id } __schema { queryType { name } } count: article_aggregate { aggregate { count } } }"#;
+    let planned = plan_for(&s, "admin", query, json!({})).await;
+    let (sql, keys) = translate::query_fields(&planned.data, false);
+    assert_eq!(keys, ["first", "count"]);
+    let (pretty, params) = pretty(&sql);
+    insta::assert_snapshot!(
+        "fields_placed_among_others",
+        format!("{pretty}\n\n-- params\n{params}"),
+        query
+    );
 }

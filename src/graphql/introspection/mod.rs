@@ -37,8 +37,8 @@ pub enum IntrospectionError {
     Rejected(Vec<String>),
 }
 
-/// The JSON `data` object (as bytes) answering an introspection-only document for one role.
-pub fn answer(types: &TypeSystem, document: &str) -> Result<Vec<u8>, IntrospectionError> {
+/// The `data` object answering an introspection-only document for one role.
+pub fn answer(types: &TypeSystem, document: &str) -> Result<Answer, IntrospectionError> {
     let doc = async_graphql_parser::parse_query(document)
         .map_err(|e| IntrospectionError::Parse(e.to_string()))?;
     let set = operation(&doc)?;
@@ -62,10 +62,37 @@ pub fn answer(types: &TypeSystem, document: &str) -> Result<Vec<u8>, Introspecti
         visible: None,
         merged: HashMap::new(),
     };
-    writer.object(Node::Root, &root);
+    // The root object by hand, to record where each field's value lies.
+    writer.out.push(b'{');
+    let mut fields = Vec::with_capacity(root.fields.len());
+    for (i, (key, selected)) in root.fields.iter().enumerate() {
+        if i > 0 {
+            writer.out.push(b',');
+        }
+        writer.string(key);
+        writer.out.push(b':');
+        let start = writer.out.len();
+        writer.field(Node::Root, selected);
+        fields.push(((*key).to_owned(), start..writer.out.len()));
+    }
+    writer.out.push(b'}');
     // The answer may be kept (per role and version): without the doubling's spare capacity.
     writer.out.shrink_to_fit();
-    Ok(writer.out)
+    Ok(Answer {
+        json: writer.out,
+        fields,
+    })
+}
+
+/// The answer to an introspection document: the `data` object's JSON, and where in it each
+/// root field's value lies (so the fields can be placed among an operation's other fields
+/// without reading the JSON back).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    /// The `data` object.
+    pub json: Vec<u8>,
+    /// Each response key and the byte range of its value in `json`, in document order.
+    pub fields: Vec<(String, std::ops::Range<usize>)>,
 }
 
 /// The selection set of the document's only operation (the planner prints one `query`).

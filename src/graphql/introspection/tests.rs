@@ -71,8 +71,24 @@ fn sample() -> TypeSystem {
     types
 }
 
+/// The answer as a value, after checking that each field's recorded range holds its value.
 fn run(types: &TypeSystem, document: &str) -> Result<Value, IntrospectionError> {
-    answer(types, document).map(|bytes| serde_json::from_slice(&bytes).expect("JSON"))
+    answer(types, document).map(|answer| {
+        let whole: Value = serde_json::from_slice(&answer.json).expect("JSON");
+        let keys: Vec<&str> = whole
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let ranged: Vec<&str> = answer.fields.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(ranged, keys, "one range per field, in order");
+        for (key, range) in &answer.fields {
+            let value: Value = serde_json::from_slice(&answer.json[range.clone()]).expect("JSON");
+            assert_eq!(value, whole[key], "the range of {key}");
+        }
+        whole
+    })
 }
 
 #[test]

@@ -7,14 +7,14 @@ use async_graphql_parser::types::{
 
 /// A parsed document with its chosen operation.
 #[derive(Debug)]
-pub struct Prepared {
+pub struct Document {
     /// The document.
     pub document: ExecutableDocument,
     /// Name of the chosen operation, if named.
     pub operation_name: Option<String>,
 }
 
-impl Prepared {
+impl Document {
     /// The chosen operation's name, if it has one.
     pub fn chosen_name(&self) -> Option<&str> {
         match &self.document.operations {
@@ -46,13 +46,13 @@ impl Prepared {
 }
 
 /// Parses `query` and picks the operation named `operation_name` (required with several).
-pub fn prepare(query: &str, operation_name: Option<&str>) -> Result<Prepared> {
+pub fn prepare(query: &str, operation_name: Option<&str>) -> Result<Document> {
     let document = async_graphql_parser::parse_query(query).map_err(|e| PlanError {
         message: e.to_string(),
         path: "$.query".to_owned(),
         kind: PlanErrorKind::Parse,
     })?;
-    let prepared = Prepared {
+    let prepared = Document {
         document,
         operation_name: operation_name.map(str::to_owned),
     };

@@ -18,7 +18,7 @@ mod query;
 mod remote;
 mod select;
 
-pub use document::{prepare, Prepared};
+pub use document::{prepare, Document};
 pub use input::Input;
 use input::Keep;
 pub use remote::RemotePart;
@@ -99,9 +99,9 @@ pub struct Limits {
     pub max_root_fields: usize,
 }
 
-/// The result of planning a query operation.
+/// The IR of one operation: what each root field reads, writes or asks elsewhere.
 #[derive(Debug, Clone)]
-pub struct Planned {
+pub struct OperationIr {
     /// Data root fields, and constants.
     pub data: QueryPlan,
     /// Response keys of introspection root fields, in document order, with the standalone
@@ -124,10 +124,10 @@ pub fn plan(
     model: &RoleModel,
     types: &TypeSystem,
     resolved: &Resolved,
-    prepared: &Prepared,
+    prepared: &Document,
     variables: &Map<String, Value>,
     limits: Limits,
-) -> Result<Planned> {
+) -> Result<OperationIr> {
     let Some(operation) = prepared.operation() else {
         return Err(PlanError::validation(
             "$",
@@ -159,7 +159,7 @@ pub fn check_variables(
     model: &RoleModel,
     types: &TypeSystem,
     resolved: &Resolved,
-    prepared: &Prepared,
+    prepared: &Document,
     variables: &Map<String, Value>,
 ) -> Result<()> {
     let Some(operation) = prepared.operation() else {
@@ -206,7 +206,7 @@ impl<'a> Planner<'a> {
         model: &'a RoleModel,
         types: &'a TypeSystem,
         resolved: &'a Resolved,
-        prepared: &'a Prepared,
+        prepared: &'a Document,
         limits: Limits,
     ) -> Self {
         Planner {

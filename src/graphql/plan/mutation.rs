@@ -3,7 +3,7 @@
 
 use super::insert::{input_value, preset_value, Rows};
 use super::permission::permission;
-use super::{Collected, Input, PlanError, Planned, Planner, Result};
+use super::{Collected, Input, OperationIr, PlanError, Planner, Result};
 use crate::db_model::PgType;
 use crate::graphql::ir::*;
 use crate::graphql::model::{MutationKind, RoleModel, RoleTable, RoleWrite};
@@ -24,7 +24,7 @@ impl<'a> Planner<'a> {
         })
     }
 
-    pub(super) fn mutation_root(mut self, set: &SelectionSet) -> Result<Planned> {
+    pub(super) fn mutation_root(mut self, set: &SelectionSet) -> Result<OperationIr> {
         let mut collected = Vec::new();
         self.collect_root(set, "mutation_root", &mut collected)?;
         let mut plan = MutationPlan::default();
@@ -114,7 +114,7 @@ impl<'a> Planner<'a> {
                 .push((key.clone(), MutationField::Write { action, output }));
         }
         let remote = self.remote_parts(OperationType::Mutation)?;
-        Ok(Planned {
+        Ok(OperationIr {
             data: QueryPlan::default(),
             introspection: None,
             remote,

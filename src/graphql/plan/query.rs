@@ -1,7 +1,7 @@
 //! The query root: each root field becomes a selection, a by-key lookup or an aggregate;
 //! introspection fields are set aside for [`crate::graphql::introspection`].
 
-use super::{Input, PlanError, Planned, Planner, Result};
+use super::{Input, OperationIr, PlanError, Planner, Result};
 use crate::graphql::ir::*;
 use crate::graphql::model::RootKind;
 use crate::resolve::CompareOp;
@@ -11,7 +11,7 @@ use serde_json::Value;
 
 impl<'a> Planner<'a> {
     /// The query root, or the subscription root (the same table fields, no introspection).
-    pub(super) fn root(mut self, set: &SelectionSet, subscription: bool) -> Result<Planned> {
+    pub(super) fn root(mut self, set: &SelectionSet, subscription: bool) -> Result<OperationIr> {
         let root_type = if subscription {
             "subscription_root"
         } else {
@@ -90,7 +90,7 @@ impl<'a> Planner<'a> {
             )
         });
         let remote = self.remote_parts(OperationType::Query)?;
-        Ok(Planned {
+        Ok(OperationIr {
             data,
             introspection,
             remote,

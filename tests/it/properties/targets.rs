@@ -26,10 +26,12 @@
 
 #![allow(dead_code)]
 
+use basalt::catalog::Snapshot;
 use basalt::db_model::{DbModel, DbTable};
+use basalt::engine::{ApiVersion, RoleApi};
 use basalt::graphql::ir::RootField;
 use basalt::graphql::plan::{self, PlanError};
-use basalt::graphql::schemas::{RoleSchema, Schemas};
+use basalt::graphql::schemas::RoleSchema;
 use basalt::graphql::types::{FieldDef, TypeDef, TypeRef, TypeSystem};
 use basalt::metadata::types::QualifiedTable;
 use basalt::metadata::{JsonPath, Metadata, MetadataError, PermissionKind};
@@ -279,18 +281,25 @@ pub struct Fixture {
     /// The metadata resolved against the database.
     pub cache: SchemaCache,
     /// Every role's schema, as the server builds them.
-    pub schemas: Schemas,
+    pub schemas: ApiVersion,
+}
+
+/// What the engine serves for a document resolved as `cache`: every role's schema, built as
+/// the server builds them.
+fn api_version(cache: &SchemaCache, metadata: &Metadata) -> ApiVersion {
+    ApiVersion::new(Arc::new(Snapshot {
+        version: 1,
+        metadata: metadata.clone(),
+        schema: cache.clone(),
+    }))
 }
 
 impl Fixture {
     /// The schema requests of `session` are planned against.
-    pub fn role(&self, session: Session) -> Arc<RoleSchema> {
-        self.schemas.role(
-            &self.cache.resolved,
-            session.role,
-            session.backend_only,
-            |_| {},
-        )
+    pub fn role(&self, session: Session) -> Arc<RoleApi> {
+        let counters = basalt::stats::Counters::default();
+        self.schemas
+            .role(session.role, session.backend_only, &counters)
     }
 
     /// Tracked tables.
@@ -316,7 +325,7 @@ pub fn fixture() -> &'static Fixture {
             "{:?}",
             cache.inconsistencies
         );
-        let schemas = Schemas::build(&cache.resolved, &metadata);
+        let schemas = api_version(&cache, &metadata);
         Fixture {
             db,
             metadata,
@@ -455,7 +464,7 @@ fn multiplexed(sql: &MultiplexedSql) -> Statement {
 /// Prepares, plans and translates a request as a plan-cache miss does.
 pub fn compile_graphql(fx: &Fixture, request: &GraphqlRequest) -> Result<Compiled, PlanError> {
     let role = fx.role(request.session());
-    compile_for(&role, &fx.cache.resolved, request)
+    compile_for(&role.schema, &fx.cache.resolved, request)
 }
 
 fn compile_for(
@@ -536,7 +545,7 @@ pub fn graphql_request(fx: &Fixture, bytes: &[u8]) -> GraphqlRequest {
             operation_name: None,
         };
     }
-    let mut generator = DocumentGen::new(&role.types, &mut tape);
+    let mut generator = DocumentGen::new(&role.schema.types, &mut tape);
     let (mut query, variables, operation_name) = generator.document();
     match mode {
         // Cut short, or a character spliced in somewhere.
@@ -1541,7 +1550,7 @@ fn op_args(fx: &Fixture, tape: &mut Tape, op_type: &str) -> Value {
         | "drop_collection_from_allowlist" => {
             let collection = json!(*tape.pick(&["fuzz", "allowed", ""]));
             let admin = fx.role(SESSIONS[0]);
-            let query = DocumentGen::new(&admin.types, tape).document().0;
+            let query = DocumentGen::new(&admin.schema.types, tape).document().0;
             set("name", collection.clone());
             set("collection", collection.clone());
             set("collection_name", collection);
@@ -1684,7 +1693,7 @@ pub struct Accepted {
     /// The document resolved against the fixture's database.
     pub cache: SchemaCache,
     /// Every role's schema.
-    pub schemas: Schemas,
+    pub schemas: ApiVersion,
 }
 
 fn run(
@@ -1739,13 +1748,14 @@ fn assert_stored_document_reloads(metadata: &Metadata, request: &Value) {
 
 /// Every role's schema builds as the server builds them when it installs a version, and is a
 /// valid GraphQL schema.
-fn assert_schemas_build(cache: &SchemaCache, metadata: &Metadata, context: &Value) -> Schemas {
-    let schemas = Schemas::build(&cache.resolved, metadata);
+fn assert_schemas_build(cache: &SchemaCache, metadata: &Metadata, context: &Value) -> ApiVersion {
+    let schemas = api_version(cache, metadata);
+    let counters = basalt::stats::Counters::default();
     let roles = cache.resolved.roles.iter().map(String::as_str);
     for role in roles.chain(["admin", "nobody"]) {
         for flagged in [false, true] {
-            let schema = schemas.role(&cache.resolved, role, flagged, |_| {});
-            if let Err(error) = basalt::graphql::checked::check(&schema.types) {
+            let schema = schemas.role(role, flagged, &counters);
+            if let Err(error) = basalt::graphql::checked::check(&schema.schema.types) {
                 panic!(
                     "the schema of role {role} (flagged: {flagged}) is not a valid GraphQL \
                      schema: {error:?}\n{context}"
@@ -2114,15 +2124,15 @@ pub fn check_permission_case(
     };
     let mut out = Vec::new();
     for flagged in [false, true] {
-        let role = schemas.role(&after.resolved, &case.role, flagged, |_| {});
+        let role = schemas.role(&case.role, flagged, &basalt::stats::Counters::default());
         out.extend(
-            probes(&role, &after.resolved, 0)
+            probes(&role.schema, &after.resolved, 0)
                 .into_iter()
                 .filter_map(|(_, found)| found),
         );
         let mut tape = Tape::new(&case.documents);
         for _ in 0..2 {
-            let mut generator = DocumentGen::new(&role.types, &mut tape);
+            let mut generator = DocumentGen::new(&role.schema.types, &mut tape);
             let (query, variables, operation_name) = generator.document();
             let request = GraphqlRequest {
                 session: 0,
@@ -2130,7 +2140,7 @@ pub fn check_permission_case(
                 variables,
                 operation_name,
             };
-            if let Ok(compiled) = compile_for(&role, &after.resolved, &request) {
+            if let Ok(compiled) = compile_for(&role.schema, &after.resolved, &request) {
                 out.push((request, compiled));
             }
         }

@@ -6,7 +6,9 @@
 //! timeout has passed ([`store::sweep`]). On shutdown the worker stops claiming and waits,
 //! within the grace period, for the calls in flight.
 
-use super::{call, store, Call};
+mod store;
+
+use crate::actions::{call, Call};
 use crate::catalog::actions::ACTIONS_CHANNEL;
 use crate::state::AppState;
 use serde_json::{Map, Value};
@@ -37,7 +39,7 @@ pub async fn run(
         }
         while calls.try_join_next().is_some() {}
         let snapshot = state.snapshot();
-        let resolved = &snapshot.snapshot.schema.resolved;
+        let resolved = &snapshot.schema.resolved;
         let timeouts: Map<String, Value> = resolved
             .actions
             .iter()
@@ -71,7 +73,7 @@ pub async fn run(
             };
             let (state, snapshot) = (state.clone(), snapshot.clone());
             calls.spawn(async move {
-                let resolved = &snapshot.snapshot.schema.resolved;
+                let resolved = &snapshot.schema.resolved;
                 let outcome = match resolved.actions.iter().find(|a| a.name() == claim.action) {
                     Some(action) => {
                         let request = Call {

@@ -1,0 +1,98 @@
+//! Why a GraphQL request failed. The request's own faults (a document that does not parse or
+//! fit the schema, a statement Postgres refuses, a remote's or handler's error) are told to
+//! the client; Basalt's own ([`InternalError`]) are logged with their detail and answered with
+//! a generic message. Each variant's wire code and path are decided in `http/error.rs`.
+
+use crate::execute::ExecuteError;
+use crate::graphql::plan::PlanError;
+
+/// Why a GraphQL request failed.
+#[derive(Debug, thiserror::Error)]
+pub enum GraphqlError {
+    /// The document does not parse or does not fit the role's schema.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// A statement failed. `field` is the mutation root field (response key) it belongs to,
+    /// when the error is about that field rather than the whole request.
+    #[error("{error}")]
+    Execute {
+        error: Box<ExecuteError>,
+        field: Option<String>,
+    },
+    #[error(transparent)]
+    Auth(#[from] crate::auth::AuthError),
+    /// The body is not JSON.
+    #[error("invalid JSON: {0}")]
+    InvalidJson(String),
+    /// The body is JSON but not a GraphQL request.
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    /// The `variables` query parameter of a GET is not JSON.
+    #[error("invalid variables: {0}")]
+    InvalidVariables(String),
+    #[error("batch of {size} requests is larger than the limit of {limit}")]
+    BatchTooLarge { size: usize, limit: usize },
+    /// A mutation or subscription sent with GET.
+    #[error("mutations and subscriptions are not allowed over GET")]
+    NotAllowedOverGet,
+    /// The allow-list is enforced and the document is not on it.
+    #[error("query is not allowed")]
+    NotAllowListed,
+    /// The introspection fields could not be answered.
+    #[error(transparent)]
+    Introspection(#[from] crate::graphql::introspection::IntrospectionError),
+    /// `explain` was asked for a mutation.
+    #[error("only queries can be explained")]
+    ExplainMutation,
+    #[error("subscriptions are not supported over HTTP, use websockets instead")]
+    SubscriptionOverHttp,
+    /// A remote schema's part of the operation failed.
+    #[error(transparent)]
+    Remote(#[from] crate::remote::forward::ForwardError),
+    /// An action's handler failed or answered something unusable (boxed: it carries the
+    /// whole exchange).
+    #[error(transparent)]
+    Action(Box<crate::actions::ActionError>),
+    /// Basalt failed, not the request.
+    #[error(transparent)]
+    Internal(#[from] InternalError),
+}
+
+/// A failure of Basalt's own, never of the request: its detail is for the log.
+#[derive(Debug, thiserror::Error)]
+pub enum InternalError {
+    /// A plan names a remote schema the version it was compiled against does not serve.
+    #[error("remote schema \"{0}\" is gone")]
+    RemoteSchemaGone(String),
+    /// A plan names an action the version it was compiled against does not serve.
+    #[error("the action \"{0}\" is gone")]
+    ActionGone(String),
+    /// A mutation's program calls an action its plan does not hold.
+    #[error("no action call at \"{0}\"")]
+    NoActionCall(String),
+    /// A remembered (compressed) introspection answer could not be read back.
+    #[error("a remembered introspection answer could not be read: {0}")]
+    Remembered(String),
+}
+
+impl GraphqlError {
+    /// Whether the failure is Basalt's own rather than the request's.
+    pub fn is_internal(&self) -> bool {
+        matches!(self, GraphqlError::Internal(_))
+    }
+}
+
+impl From<crate::actions::ActionError> for GraphqlError {
+    fn from(error: crate::actions::ActionError) -> Self {
+        GraphqlError::Action(Box::new(error))
+    }
+}
+
+impl From<ExecuteError> for GraphqlError {
+    fn from(error: ExecuteError) -> Self {
+        GraphqlError::Execute {
+            error: Box::new(error),
+            field: None,
+        }
+    }
+}

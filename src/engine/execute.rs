@@ -1,0 +1,154 @@
+//! Stage 4, execute, for a query: the action handlers it calls, then its one statement (shared
+//! with concurrent requests of the same plan where it may be), and at the same time each
+//! remote schema's part; then its introspection fields from the role's remembered answers.
+//! What it produces is written by [`super::respond`]. Mutations run in
+//! [`super::mutation`].
+
+use super::actions::{self, Calls};
+use super::error::GraphqlError;
+use super::introspection;
+use super::plan::{ExecutionPlan, Reads};
+use super::remote;
+use super::request::Caller;
+use super::respond::{FieldValue, Fields, Output};
+use super::version::{ApiVersion, RoleApi};
+use super::Engine;
+use crate::execute::{self, Binding, Connection, ExecuteError};
+use crate::graphql::ir::RootField;
+use bytes::Bytes;
+use serde_json::{Map, Value};
+use tracing::Instrument;
+
+/// What one run of an operation works with.
+#[derive(Clone, Copy)]
+pub(super) struct Run<'a> {
+    pub(super) engine: &'a Engine,
+    pub(super) caller: Caller<'a>,
+    pub(super) version: &'a ApiVersion,
+    pub(super) role: &'a RoleApi,
+    pub(super) plan: &'a ExecutionPlan,
+    pub(super) variables: &'a Map<String, Value>,
+    /// The document's text, as action handlers receive it (`request_query`).
+    pub(super) document: &'a str,
+}
+
+/// What the database read produced.
+enum Read {
+    /// Nothing to read: constants only.
+    Nothing,
+    /// The whole `data` object.
+    Whole(Bytes),
+    /// One value per database field.
+    Fields(Vec<Bytes>),
+}
+
+/// Runs a query; `cookies` collects the remote schemas' `Set-Cookie` headers.
+pub(super) async fn query(
+    run: Run<'_>,
+    cookies: &mut Vec<http::HeaderValue>,
+) -> Result<Output, GraphqlError> {
+    let operation = &run.plan.operation;
+    let mut calls = actions::prepare(
+        run.version,
+        run.caller,
+        operation,
+        run.variables,
+        run.document,
+    )?;
+    let remotes = remote::calls(run.version, run.caller, operation, run.variables)?;
+    let database = async {
+        actions::call_queries(run.version, run.caller, operation, &mut calls).await?;
+        read(run, &calls).await
+    };
+    let (read, answered) = futures_util::future::join(database, remote::send_all(remotes)).await;
+    let read = read?;
+    let answered = answered?;
+    let introspected = match &operation.introspection {
+        Some((_, document)) => Some(introspection::answer(
+            &run.engine.counters,
+            run.role,
+            document,
+        )?),
+        None => None,
+    };
+    let constants_only = || {
+        let mut fields = Fields::default();
+        constants(run.plan, &mut fields);
+        fields
+    };
+    let mut fields = match (read, introspected) {
+        (Read::Whole(data), None) if answered.is_empty() => return Ok(Output::Data(data)),
+        (Read::Nothing, None) if answered.is_empty() => {
+            return Ok(Output::Fields(constants_only()))
+        }
+        // Only introspection fields: the remembered answer is the whole `data` object.
+        (Read::Nothing, Some(answer))
+            if operation.data.fields.is_empty() && answered.is_empty() =>
+        {
+            return Ok(Output::Introspection(answer))
+        }
+        (read, introspected) => {
+            let mut fields = constants_only();
+            if let (Read::Fields(values), Some(Reads::Fields { keys, .. })) =
+                (read, &run.plan.reads)
+            {
+                for (key, value) in keys.iter().zip(values) {
+                    fields.push(key, FieldValue::Json(value));
+                }
+            }
+            if let Some(answer) = &introspected {
+                fields.introspection(answer)?;
+            }
+            fields
+        }
+    };
+    remote::merge(&mut fields, answered, operation, cookies);
+    Ok(Output::Fields(fields))
+}
+
+/// The operation's constant fields (`__typename` and the like).
+fn constants(plan: &ExecutionPlan, fields: &mut Fields) {
+    for (key, field) in &plan.operation.data.fields {
+        if let RootField::Constant(value) = field {
+            fields.push(key, FieldValue::Value(value.clone()));
+        }
+    }
+}
+
+/// Runs the operation's statement, if it has one.
+async fn read(run: Run<'_>, calls: &Calls) -> Result<Read, GraphqlError> {
+    let engine = run.engine;
+    let binding = Binding {
+        variables: run.variables,
+        session: &run.caller.session.variables,
+        actions: (!calls.is_empty()).then_some(calls),
+    };
+    let span = || tracing::debug_span!("sql", "db.system" = "postgresql", kind = "query");
+    let (sql, shared) = match &run.plan.reads {
+        None => return Ok(Read::Nothing),
+        Some(Reads::Fields { sql, .. }) => {
+            let client = engine.pool.get().await.map_err(ExecuteError::from)?;
+            let conn = Connection::of(&client, &engine.counters);
+            let values = execute::run_fields(conn, sql, &binding)
+                .instrument(span())
+                .await?;
+            return Ok(Read::Fields(values));
+        }
+        Some(Reads::Whole(sql)) => (sql, &run.plan.shared),
+    };
+    let data = match shared {
+        Some(shared) if engine.sharing.in_flight > 0 => {
+            let values = execute::bind(&sql.params, &binding, None)?;
+            shared
+                .run(&engine.sharing, sql, values)
+                .instrument(span())
+                .await?
+        }
+        _ => {
+            let client = engine.pool.get().await.map_err(ExecuteError::from)?;
+            let conn = Connection::of(&client, &engine.counters);
+            execute::run(conn, sql, &binding).instrument(span()).await?
+        }
+    };
+    Ok(Read::Whole(data))
+}

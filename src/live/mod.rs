@@ -1,0 +1,268 @@
+//! Live queries: the subscriptions of every WebSocket, re-run on an interval and answered in
+//! bulk. Subscribers whose operation compiles to the same statement for the same role (and,
+//! when the statement can observe the session setting, the same session) form a *group*
+//! ([`GroupKey`]); one task per group ([`poll`]) runs the multiplexed statement
+//! ([`crate::translate::live_query`]) every `BASALT_LIVE_QUERIES_MULTIPLEXED_REFETCH_INTERVAL`
+//! ms, each distinct set of parameter values (a *cohort*) one row of its arrays, at most
+//! `BASALT_LIVE_QUERIES_MULTIPLEXED_BATCH_SIZE` cohorts per statement. A subscriber gets its
+//! first result at once and later ones only when their hash changes. A new metadata version
+//! plans every subscriber again (one whose fields vanished gets [`LiveEvent::Ended`]).
+//!
+//! The engine plans a subscription (stages 1 to 3); this module runs it. It knows nothing
+//! about sockets: results go through each subscriber's [`Deliver`] callback. See
+//! `docs/graphql.md`, "Subscriptions".
+
+mod poll;
+
+use crate::engine::{self, ApiVersion, Engine, Execution, GraphqlError, GraphqlRequest};
+use crate::execute::{self, Binding};
+use crate::session::Session;
+use crate::sql::print::MultiplexedSql;
+use bytes::Bytes;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::sync::{watch, Notify, OwnedSemaphorePermit, Semaphore};
+
+/// What a subscriber receives.
+#[derive(Debug, Clone)]
+pub enum LiveEvent {
+    /// A result: the whole response body (`{"data": …}`).
+    Data(Bytes),
+    /// The statement failed for this subscriber (the subscription may go on).
+    Error(Arc<GraphqlError>),
+    /// The subscription cannot go on (its fields vanished in a new metadata version); nothing
+    /// follows.
+    Ended(Arc<GraphqlError>),
+}
+
+/// Hands an event to a subscriber; `false` means the subscriber is gone (or too slow) and
+/// is dropped from its group.
+pub type Deliver = Arc<dyn Fn(LiveEvent) -> bool + Send + Sync>;
+
+/// Stops its subscription when dropped.
+#[derive(Debug)]
+pub struct LiveHandle {
+    stopped: Arc<AtomicBool>,
+}
+
+impl Drop for LiveHandle {
+    fn drop(&mut self) {
+        self.stopped.store(true, Ordering::Relaxed);
+    }
+}
+
+/// How often live queries run, and how many cohorts one statement answers.
+#[derive(Debug, Clone, Copy)]
+pub struct Polling {
+    pub interval: Duration,
+    pub batch_size: usize,
+}
+
+/// What makes live queries shareable: the same statement for the same role, and, when the
+/// statement can observe the session setting, the same session.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct GroupKey {
+    pub role: String,
+    /// The backend-only variant of the role.
+    pub backend_only: bool,
+    /// The statement's text (as one subscriber would run it alone).
+    pub sql: String,
+    /// The session, when the statement may observe it.
+    pub session: Option<Vec<(String, String)>>,
+}
+
+/// The live queries of one server, and the sockets that carry them: how many may be open
+/// and the signal that closes them all at shutdown.
+pub struct LiveQueries {
+    engine: Arc<Engine>,
+    polling: Polling,
+    groups: Mutex<HashMap<GroupKey, Arc<Group>>>,
+    sockets: Arc<Semaphore>,
+    max_sockets: usize,
+    closing: watch::Sender<bool>,
+}
+
+impl std::fmt::Debug for LiveQueries {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveQueries")
+            .field("groups", &self.lock().len())
+            .finish()
+    }
+}
+
+/// One subscriber in a group.
+struct Member {
+    stopped: Arc<AtomicBool>,
+    deliver: Deliver,
+    session: Session,
+    /// The request, planned again for every new metadata version.
+    request: GraphqlRequest,
+    /// This subscriber's bound parameter values, in the statement's parameter order.
+    values: Vec<Option<String>>,
+    /// Hash of the last result sent (none yet: the next one is always sent).
+    last: Option<u64>,
+}
+
+/// Subscribers sharing one statement.
+struct Group {
+    key: GroupKey,
+    sql: MultiplexedSql,
+    /// The version the members were planned against.
+    version: Arc<ApiVersion>,
+    members: Mutex<Vec<Member>>,
+    /// Poll now (a member joined).
+    wake: Notify,
+}
+
+impl Group {
+    fn members(&self) -> MutexGuard<'_, Vec<Member>> {
+        self.members.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Where a planned subscription goes.
+enum Placement {
+    /// Into the group of this key, with these bound values.
+    Group(GroupKey, Vec<Option<String>>),
+    /// Nowhere: it reads nothing, and this constant answer is all it ever gets.
+    Constant(Bytes),
+}
+
+/// The group of a planned subscription for `session`, and its bound values.
+fn placement(execution: &Execution, session: &Session) -> Result<Placement, GraphqlError> {
+    let Some(sql) = execution.plan.whole_sql() else {
+        let body = execution
+            .constant_body()
+            .unwrap_or_else(|| engine::data_body(b"{}"));
+        return Ok(Placement::Constant(body));
+    };
+    let binding = Binding {
+        variables: &execution.variables,
+        session: &session.variables,
+        actions: None,
+    };
+    let values = execute::bind(&sql.params, &binding, None)?;
+    let resolved = &execution.version.catalog.schema.resolved;
+    let observes_session = engine::observes_session(&execution.plan.operation.data, resolved);
+    let key = GroupKey {
+        role: session.role.clone(),
+        backend_only: session.backend_only,
+        sql: sql.sql.clone(),
+        session: observes_session.then(|| {
+            session
+                .variables
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        }),
+    };
+    Ok(Placement::Group(key, values))
+}
+
+impl LiveQueries {
+    /// No subscriptions yet; at most `max_sockets` sockets at once.
+    pub fn new(engine: Arc<Engine>, polling: Polling, max_sockets: usize) -> Self {
+        LiveQueries {
+            engine,
+            polling,
+            groups: Mutex::new(HashMap::new()),
+            sockets: Arc::new(Semaphore::new(max_sockets)),
+            max_sockets,
+            closing: watch::channel(false).0,
+        }
+    }
+
+    /// A place for one more socket, held while it is open; `None` at the limit.
+    pub fn open_socket(&self) -> Option<OwnedSemaphorePermit> {
+        self.sockets.clone().try_acquire_owned().ok()
+    }
+
+    /// Becomes `true` when the server shuts down: every socket then closes (1001).
+    pub fn closing(&self) -> watch::Receiver<bool> {
+        self.closing.subscribe()
+    }
+
+    /// Asks every socket to close and waits (at most `grace`) until they have.
+    pub async fn close_sockets(&self, grace: Duration) {
+        self.closing.send_replace(true);
+        let all = u32::try_from(self.max_sockets).unwrap_or(u32::MAX);
+        let _ = tokio::time::timeout(grace, self.sockets.acquire_many(all)).await;
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<GroupKey, Arc<Group>>> {
+        self.groups.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Groups currently polled (each costs one statement per poll and batch).
+    pub fn group_count(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Subscribers of all groups (live queries being polled).
+    pub fn subscriber_count(&self) -> usize {
+        self.lock().values().map(|g| g.members().len()).sum()
+    }
+
+    /// WebSockets open now.
+    pub fn open_sockets(&self) -> usize {
+        self.max_sockets
+            .saturating_sub(self.sockets.available_permits())
+    }
+
+    /// Starts a subscription the engine planned. Its first result is sent as soon as its
+    /// group polls (at once), later ones when they change.
+    pub fn subscribe(
+        self: &Arc<Self>,
+        execution: &Execution,
+        session: Session,
+        request: GraphqlRequest,
+        deliver: Deliver,
+    ) -> Result<LiveHandle, GraphqlError> {
+        let stopped = Arc::new(AtomicBool::new(false));
+        let handle = LiveHandle {
+            stopped: stopped.clone(),
+        };
+        let placement = placement(execution, &session)?;
+        let member = Member {
+            stopped,
+            deliver,
+            session,
+            request,
+            values: Vec::new(),
+            last: None,
+        };
+        self.join(execution, placement, member);
+        Ok(handle)
+    }
+
+    /// Puts a member into the group of its subscription (creating the group and its task).
+    fn join(self: &Arc<Self>, execution: &Execution, placement: Placement, mut member: Member) {
+        let (key, values) = match placement {
+            Placement::Constant(body) => {
+                // Nothing to poll: the answer cannot change.
+                if member.last.is_none() {
+                    (member.deliver)(LiveEvent::Data(body));
+                }
+                return;
+            }
+            Placement::Group(key, values) => (key, values),
+        };
+        member.values = values;
+        let mut groups = self.lock();
+        let group = groups.entry(key.clone()).or_insert_with(|| {
+            let group = Arc::new(Group {
+                key,
+                sql: crate::translate::live_query(&execution.plan.operation.data),
+                version: execution.version.clone(),
+                members: Mutex::new(Vec::new()),
+                wake: Notify::new(),
+            });
+            tokio::spawn(poll::run_group(self.clone(), group.clone()));
+            group
+        });
+        group.members().push(member);
+        group.wake.notify_one();
+    }
+}

@@ -1,0 +1,209 @@
+//! One group's task: run its multiplexed statement for every cohort on each interval, and
+//! deliver to each member what changed; plan every member again when a new metadata version
+//! is served.
+
+use super::{placement, Group, LiveEvent, LiveQueries};
+use crate::engine::{self, GraphqlError, Transport};
+use crate::execute::{self, Connection, ExecuteError};
+use crate::sql::print::MultiplexedSql;
+use crate::stats::Counters;
+use bytes::Bytes;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// Batches of one group run at once.
+const CONCURRENT_BATCHES: usize = 4;
+
+/// A result or failure for one cohort, with its hash.
+type Outcome = (u64, Result<Bytes, Arc<GraphqlError>>);
+
+/// Polls on every interval (or at once when a member joins) until no member is left or a new
+/// version is served (then every member is planned again).
+pub(super) async fn run_group(live: Arc<LiveQueries>, group: Arc<Group>) {
+    let period = live
+        .polling
+        .interval
+        .max(std::time::Duration::from_millis(1));
+    // A steady cadence: the next poll is due one period after the last one started, not after
+    // it ended (a poll that overruns delays the next instead of queueing several).
+    let mut ticks = tokio::time::interval(period);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticks.tick().await;
+    loop {
+        tokio::select! {
+            _ = group.wake.notified() => {}
+            _ = ticks.tick() => {}
+        }
+        if !Arc::ptr_eq(&live.engine.current(), &group.version) {
+            regroup(&live, &group);
+            return;
+        }
+        poll(&live, &group).await;
+        let mut groups = live.lock();
+        if group.members().is_empty() {
+            if groups
+                .get(&group.key)
+                .is_some_and(|g| Arc::ptr_eq(g, &group))
+            {
+                groups.remove(&group.key);
+            }
+            return;
+        }
+    }
+}
+
+/// A new version is served: every member is planned again and joins its (possibly new)
+/// group; one that no longer plans ends.
+fn regroup(live: &Arc<LiveQueries>, group: &Arc<Group>) {
+    {
+        let mut groups = live.lock();
+        if groups
+            .get(&group.key)
+            .is_some_and(|g| Arc::ptr_eq(g, group))
+        {
+            groups.remove(&group.key);
+        }
+    }
+    let members = std::mem::take(&mut *group.members());
+    for member in members {
+        if member.stopped.load(Ordering::Relaxed) {
+            continue;
+        }
+        let planned = live
+            .engine
+            .prepare(&member.session, member.request.clone(), Transport::Socket)
+            .and_then(|execution| {
+                placement(&execution, &member.session).map(|placed| (execution, placed))
+            });
+        match planned {
+            Ok((execution, placed)) => live.join(&execution, placed, member),
+            Err(err) => {
+                (member.deliver)(LiveEvent::Ended(Arc::new(err)));
+            }
+        }
+    }
+}
+
+/// Runs the group's statement for every cohort and delivers what changed.
+async fn poll(live: &LiveQueries, group: &Group) {
+    let cohorts: Vec<Vec<Option<String>>> = {
+        let mut members = group.members();
+        members.retain(|m| !m.stopped.load(Ordering::Relaxed));
+        let mut seen = std::collections::HashSet::new();
+        let mut distinct: Vec<Vec<Option<String>>> = Vec::new();
+        for m in members.iter() {
+            if seen.insert(m.values.as_slice()) {
+                distinct.push(m.values.clone());
+            }
+        }
+        distinct
+    };
+    if cohorts.is_empty() {
+        return;
+    }
+    // This poll's statements are counted with the poll, once it ends, so that the two counters
+    // always hold whole polls (statements per poll can then be read over any window).
+    let mut ran = 0u64;
+    let mut outcomes: HashMap<&[Option<String>], Outcome> = HashMap::new();
+    let batches: Vec<Vec<&[Option<String>]>> = cohorts
+        .chunks(live.polling.batch_size.max(1))
+        .map(|chunk| chunk.iter().map(Vec::as_slice).collect())
+        .collect();
+    // A large group's batches run a few at a time, so a poll does not take one round trip per
+    // batch; the pool bounds what all groups use together.
+    for window in batches.chunks(CONCURRENT_BATCHES) {
+        let mut running = Vec::with_capacity(window.len());
+        for values in window {
+            running.push(run_chunk(live, &group.sql, values));
+        }
+        ran += window.len() as u64;
+        let results = futures_util::future::join_all(running).await;
+        for (values, result) in window.iter().zip(results) {
+            if let (Err(err), true) = (&result, values.len() > 1) {
+                // One cohort's values may fail the whole statement (a variable Postgres cannot
+                // cast): answer each alone, so only that cohort gets the error.
+                tracing::warn!(error = %err, cohorts = values.len(),
+                    "a live-query statement failed; its cohorts run one by one");
+                for cohort in values {
+                    let single = [*cohort];
+                    ran += 1;
+                    let result = run_chunk(live, &group.sql, &single).await;
+                    record(&single, result, &mut outcomes);
+                }
+                continue;
+            }
+            record(values, result, &mut outcomes);
+        }
+    }
+    let counters = live.engine.counters();
+    counters.live_statements.fetch_add(ran, Ordering::Relaxed);
+    Counters::bump(&counters.live_polls);
+    deliver(group, &outcomes);
+}
+
+/// The outcome of one batch, per cohort.
+fn record<'v>(
+    values: &[&'v [Option<String>]],
+    result: Result<Vec<(usize, Bytes)>, ExecuteError>,
+    outcomes: &mut HashMap<&'v [Option<String>], Outcome>,
+) {
+    match result {
+        Ok(rows) => {
+            for (index, data) in rows {
+                if let Some(cohort) = values.get(index).copied() {
+                    let body = engine::data_body(&data);
+                    outcomes.insert(cohort, (hash(&body), Ok(body)));
+                }
+            }
+        }
+        Err(err) => {
+            let err = Arc::new(GraphqlError::from(err));
+            let h = hash(err.to_string().as_bytes());
+            for cohort in values {
+                outcomes.insert(cohort, (h, Err(err.clone())));
+            }
+        }
+    }
+}
+
+/// Hands each member its cohort's outcome when it changed; drops members that are gone.
+fn deliver(group: &Group, outcomes: &HashMap<&[Option<String>], Outcome>) {
+    let mut members = group.members();
+    members.retain_mut(|m| {
+        if m.stopped.load(Ordering::Relaxed) {
+            return false;
+        }
+        let Some((h, outcome)) = outcomes.get(m.values.as_slice()) else {
+            return true; // joined during this poll: served next time
+        };
+        if m.last == Some(*h) {
+            return true;
+        }
+        m.last = Some(*h);
+        let event = match outcome {
+            Ok(body) => LiveEvent::Data(body.clone()),
+            Err(err) => LiveEvent::Error(err.clone()),
+        };
+        (m.deliver)(event)
+    });
+}
+
+/// One multiplexed statement on a pooled connection.
+async fn run_chunk(
+    live: &LiveQueries,
+    sql: &MultiplexedSql,
+    cohorts: &[&[Option<String>]],
+) -> Result<Vec<(usize, Bytes)>, ExecuteError> {
+    let engine = &live.engine;
+    let client = engine.pool().get().await?;
+    let conn = Connection::of(&client, engine.counters());
+    execute::run_multiplexed(conn, sql, cohorts).await
+}
+
+fn hash(bytes: &[u8]) -> u64 {
+    let mut hasher = std::hash::DefaultHasher::new();
+    bytes.hash(&mut hasher);
+    hasher.finish()
+}
