@@ -39,7 +39,6 @@
 //! - [`metrics`]: Prometheus `/metrics`: request counts and latencies, and the counters, pool,
 //!   catalog and live-query state read at scrape time.
 //! - [`json_path`]: JSON select paths.
-#![warn(missing_docs)]
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod actions;
