@@ -8,7 +8,6 @@ use super::quote::quote_ident;
 /// Printed SQL with its parameters: `$n` in `sql` is `params[n - 1]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SqlText {
-    /// The statement.
     pub sql: String,
     /// Its parameters, in number order.
     pub params: Vec<Param>,
