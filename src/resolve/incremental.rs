@@ -1,8 +1,8 @@
 //! Resolving a document from the resolution of the one it was derived from. A metadata write
-//! changes a few table entries; resolving the whole document again made each write cost time
-//! in proportion to the number of tables (about 100 ms at 5,000 tables). [`resolve_from`]
-//! resolves again only the tables the change reaches and shares every other resolved table
-//! with the resolution it starts from.
+//! changes a few table entries; resolving the whole document again would make each write cost
+//! time in proportion to the number of tables. [`resolve_from`] resolves again only the tables
+//! the change reaches and shares every other resolved table with the resolution it starts
+//! from.
 //!
 //! A table's resolution depends on its own entry, the database model, the root fields of the
 //! other tables (a clash leaves the later table out) and what its stages looked at in other
