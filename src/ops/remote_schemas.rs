@@ -22,12 +22,10 @@ pub enum RemoteSchemaOp {
     Add(Box<RemoteSchemaEntry>),
     /// `remove_remote_schema`.
     Remove {
-        /// Remote schema name.
         name: String,
     },
     /// `reload_remote_schema`: introspect again (the document does not change).
     Reload {
-        /// Remote schema name.
         name: String,
     },
 }
@@ -106,7 +104,6 @@ impl RemoteSchemaOp {
         }
     }
 
-    /// Applies the operation.
     pub fn apply(&self, metadata: &Metadata, ctx: Context<'_>) -> Result<Metadata> {
         let mut next = metadata.clone();
         let position = |name: &str| {
