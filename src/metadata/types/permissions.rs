@@ -1,5 +1,6 @@
-//! Permissions of a role on a table. BoolExps and presets stay JSON values, stored exactly
-//! as submitted (see `docs/metadata-api.md`, "Permissions"). Pure serde types: must not depend on anything outside `metadata`.
+//! Permissions of a role on a table. BoolExps and presets stay JSON values, stored exactly as
+//! submitted (see `docs/metadata-api.md`, "Permissions"). Pure serde types: must not depend on
+//! anything outside `metadata`.
 
 use super::*;
 use serde::{Deserialize, Serialize};
@@ -10,9 +11,7 @@ use serde_json::{Map, Value};
 pub struct PermissionEntry<P> {
     /// The role it applies to.
     pub role: Name,
-    /// The rules.
     pub permission: P,
-    /// Free text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
 }
