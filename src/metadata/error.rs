@@ -23,7 +23,7 @@ pub enum Code {
     DependencyError,
     /// Not allowed for the caller.
     AccessDenied,
-    /// Feature used in a way that is not allowed (or not built yet).
+    /// A feature used in a way Basalt does not support.
     NotSupported,
     /// The object is invalid against the database.
     ConstraintViolation,
