@@ -41,10 +41,7 @@ pub enum ActionOp {
         permission: ActionPermission,
     },
     /// `drop_action_permission`.
-    DropPermission {
-        action: String,
-        role: String,
-    },
+    DropPermission { action: String, role: String },
 }
 
 #[derive(Deserialize)]

@@ -30,10 +30,7 @@ pub enum CollectionOp {
         query: CollectionQuery,
     },
     /// `drop_query_from_collection`.
-    DropQuery {
-        collection: String,
-        query: String,
-    },
+    DropQuery { collection: String, query: String },
     /// `add_collection_to_allowlist`.
     AllowlistAdd(String),
     /// `drop_collection_from_allowlist`.

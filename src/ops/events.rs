@@ -24,9 +24,7 @@ pub enum EventTriggerOp {
         replace: bool,
     },
     /// `delete_event_trigger`.
-    Delete {
-        name: String,
-    },
+    Delete { name: String },
 }
 
 /// An operation on the event log, run by the catalog.
@@ -39,9 +37,7 @@ pub enum EventLogOp {
         payload: Value,
     },
     /// `redeliver_event`: back to pending, attempts reset.
-    Redeliver {
-        event_id: String,
-    },
+    Redeliver { event_id: String },
 }
 
 #[derive(Deserialize)]

@@ -21,13 +21,9 @@ pub enum RemoteSchemaOp {
     /// `add_remote_schema`.
     Add(Box<RemoteSchemaEntry>),
     /// `remove_remote_schema`.
-    Remove {
-        name: String,
-    },
+    Remove { name: String },
     /// `reload_remote_schema`: introspect again (the document does not change).
-    Reload {
-        name: String,
-    },
+    Reload { name: String },
 }
 
 #[derive(Deserialize)]

@@ -105,10 +105,7 @@ pub enum ComputedReturn {
     /// A scalar of this Postgres type.
     Scalar(String),
     /// Rows of a tracked table (`set` for `SETOF`).
-    Table {
-        table: QualifiedTable,
-        set: bool,
-    },
+    Table { table: QualifiedTable, set: bool },
 }
 
 /// A computed field with its function checked.

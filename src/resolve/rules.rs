@@ -51,10 +51,7 @@ pub enum Condition {
         cast: PgType,
     },
     /// The column compared with another column.
-    CompareColumn {
-        op: CompareOp,
-        other: ColumnRef,
-    },
+    CompareColumn { op: CompareOp, other: ColumnRef },
 }
 
 /// A value in a rule: a constant or a session variable resolved per request.

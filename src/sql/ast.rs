@@ -108,25 +108,13 @@ pub enum ColumnAlias {
 #[derive(Debug, Clone, PartialEq)]
 pub enum From {
     /// `"schema"."table" AS alias`.
-    Table {
-        name: QualifiedName,
-        alias: Alias,
-    },
+    Table { name: QualifiedName, alias: Alias },
     /// `"cte" [AS alias]`: rows of a `WITH` of the same statement.
-    Named {
-        name: Ident,
-        alias: Option<Alias>,
-    },
+    Named { name: Ident, alias: Option<Alias> },
     /// `"schema"."function"(args) AS alias`.
-    Function {
-        call: Box<Call>,
-        alias: Alias,
-    },
+    Function { call: Box<Call>, alias: Alias },
     /// `(SELECT …) AS alias`.
-    Subquery {
-        select: Box<Select>,
-        alias: Alias,
-    },
+    Subquery { select: Box<Select>, alias: Alias },
     /// `jsonb_array_elements(json) WITH ORDINALITY AS alias("$v", "$o")`: the elements of
     /// a JSON array ([`ELEMENT`]) with their 1-based positions ([`POSITION`]).
     JsonElements {
@@ -622,15 +610,9 @@ pub enum Rows {
 pub enum StepValue {
     /// A column of the first row a step returned (its `row_to_json` cell); JSON `null` when the
     /// step returned no row or did not run.
-    Column {
-        step: usize,
-        column: String,
-    },
+    Column { step: usize, column: String },
     /// The `ctid`s held by a record, as an array.
-    Ctids {
-        record: usize,
-        rows: Rows,
-    },
+    Ctids { record: usize, rows: Rows },
     /// How many rows all records of the program hold.
     Affected,
 }

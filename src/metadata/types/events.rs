@@ -9,10 +9,7 @@ use serde::{Deserialize, Serialize};
 #[serde(untagged)]
 pub enum Header {
     /// `{"name","value"}`.
-    Value {
-        name: String,
-        value: String,
-    },
+    Value { name: String, value: String },
     /// `{"name","value_from_env"}`.
     FromEnv {
         name: String,
