@@ -1,7 +1,7 @@
 //! SQL as values: a small typed AST of the statements Basalt generates ([`ast`], with the
 //! [`names`] it prints), how Postgres types are spelled in it ([`types`]; the types themselves
 //! are [`crate::db_model::PgType`]), programs of statements for writes ([`program`]), the one
-//! printer ([`print`]) and identifier quoting ([`quote`]). Nothing here knows GraphQL or
+//! printer ([`print`](mod@print)) and identifier quoting ([`quote`]). Nothing here knows GraphQL or
 //! metadata; no other module formats SQL. See `docs/architecture.md`.
 
 pub mod ast;
