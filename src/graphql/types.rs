@@ -201,14 +201,12 @@ impl FieldDef {
         self.args.iter().find(|a| a.name == name)
     }
 
-    /// Sets the description.
     pub fn describe(mut self, text: impl Into<Name>) -> Self {
         self.description = Some(text.into());
         self
     }
 }
 
-/// One enum value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EnumValueDef {
     pub name: Name,

@@ -12,7 +12,6 @@ use crate::resolve::{self, FieldRef, SchemaCache};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-/// A computed-field operation.
 #[derive(Debug, Clone)]
 pub enum ComputedFieldOp {
     /// `add_computed_field`.

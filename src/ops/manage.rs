@@ -15,7 +15,6 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
-/// A metadata-management operation.
 #[derive(Debug, Clone)]
 pub enum ManageOp {
     /// `export_metadata`; `include_owners` adds who owns each object (the catalog adds it,

@@ -13,7 +13,6 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// A permission operation.
 #[derive(Debug, Clone)]
 pub enum PermissionOp {
     /// `create_<kind>_permission`.

@@ -14,7 +14,6 @@ use crate::resolve::{self, SchemaCache, Target};
 use serde::Deserialize;
 use serde_json::Value;
 
-/// A relationship operation.
 #[derive(Debug, Clone)]
 pub enum RelationshipOp {
     /// `create_object_relationship`.

@@ -12,7 +12,6 @@ use crate::resolve::{self, SchemaCache};
 use serde::Deserialize;
 use serde_json::Value;
 
-/// A table operation.
 #[derive(Debug, Clone)]
 pub enum TableOp {
     /// `track_table` (both versions).

@@ -18,7 +18,6 @@ const MAX_PAIRS: usize = 50;
 /// Which rows the top select of a mutation's answer reads instead of its planned source.
 #[derive(Debug, Clone)]
 pub(super) enum Written {
-    /// The planned source.
     Planned,
     /// The planned source, restricted to these `ctid`s (rows written by earlier steps).
     Ctids(ast::ParamSource),

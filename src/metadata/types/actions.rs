@@ -19,7 +19,6 @@ pub struct ActionEntry {
     pub permissions: Vec<ActionPermission>,
 }
 
-/// An action's definition.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActionDefinition {
     /// Handler URL (may hold `{{ENV}}` templates).
@@ -69,7 +68,6 @@ pub enum ActionKind {
     Asynchronous,
 }
 
-/// An action argument.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActionArgument {
     pub name: GraphQLName,

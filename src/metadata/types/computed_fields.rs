@@ -4,7 +4,6 @@
 use super::*;
 use serde::{Deserialize, Serialize};
 
-/// A computed field.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ComputedFieldEntry {
     pub name: GraphQLName,

@@ -87,7 +87,6 @@ pub enum ObjectRelationshipType {
     Array,
 }
 
-/// A custom scalar.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScalarType {
     pub name: GraphQLName,
@@ -95,7 +94,6 @@ pub struct ScalarType {
     pub description: Option<String>,
 }
 
-/// A custom enum.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EnumType {
     pub name: GraphQLName,
@@ -104,7 +102,6 @@ pub struct EnumType {
     pub values: Vec<EnumValue>,
 }
 
-/// One enum value.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EnumValue {
     pub value: GraphQLName,

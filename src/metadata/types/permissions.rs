@@ -16,7 +16,6 @@ pub struct PermissionEntry<P> {
     pub comment: Option<String>,
 }
 
-/// Insert rules.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InsertPermission {
     /// Must hold for every inserted row.
@@ -32,7 +31,6 @@ pub struct InsertPermission {
     pub backend_only: Option<bool>,
 }
 
-/// Select rules.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SelectPermission {
     /// Selectable columns.
@@ -50,7 +48,6 @@ pub struct SelectPermission {
     pub allow_aggregations: bool,
 }
 
-/// Update rules.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UpdatePermission {
     /// Updatable columns.
@@ -65,7 +62,6 @@ pub struct UpdatePermission {
     pub set: Map<String, Value>,
 }
 
-/// Delete rules.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeletePermission {
     /// Rows that may be deleted.
