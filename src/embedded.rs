@@ -15,9 +15,7 @@ use std::process::{Command, Stdio};
 /// The user the server processes run as (`None`: the current user).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RunAs {
-    /// User id.
     pub uid: u32,
-    /// Group id.
     pub gid: u32,
 }
 

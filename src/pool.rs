@@ -12,10 +12,8 @@ use tokio_postgres::NoTls;
 /// The pool hands out the connection returned last (LIFO), not the one idle longest
 /// (deadpool's default): requests then use as few connections as the load needs, and each
 /// finds its Postgres backend awake, in the CPU's caches, with its statements prepared, where
-/// FIFO walks every connection in turn and wakes a backend that slept longest. Measured with
-/// the bench's queries (`docs/operations.md`, "The connection pool"): 4–16 % more requests
-/// per second at concurrency 1 with 18–31 % less engine CPU per request; at concurrency 16
-/// about 20 % more inserts and 14–32 % more for three of the shared reads, the rest unchanged.
+/// FIFO walks every connection in turn and wakes a backend that slept longest. The
+/// measurements are in `docs/operations.md`, "The connection pool".
 pub fn pool_for(url: &str, size: usize) -> Result<(Pool, tokio_postgres::Config)> {
     let pg = tokio_postgres::Config::from_str(url).context("invalid database URL")?;
     let manager = Manager::from_config(

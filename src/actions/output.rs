@@ -1,5 +1,5 @@
 //! A handler's answer checked against the action's declared output type before anything is
-//! made of it (`docs/actions.md`, "Handler response"): the right shape at the top (an object,
+//! made of it (`docs/actions.md`, "Answers"): the right shape at the top (an object,
 //! or an array for a list type), every non-null field present, scalars of the built-in types
 //! of the right JSON kind, enum values among the enum's, nested objects and lists checked the
 //! same way. Extra fields are ignored; custom and Postgres scalars take any JSON value.

@@ -13,9 +13,7 @@ const DEADLINE_MARGIN_SECONDS: f64 = 5.0;
 /// An accepted asynchronous call, claimed for processing.
 #[derive(Debug, Clone)]
 pub struct Claimed {
-    /// Call id.
     pub id: String,
-    /// Action name.
     pub action: String,
     /// The arguments.
     pub input: Value,

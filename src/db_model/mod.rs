@@ -34,9 +34,7 @@ pub struct DbModel {
 pub struct CaptureTrigger {
     /// `notify_basalt_<name>_<OP>`.
     pub name: String,
-    /// The table's schema.
     pub schema: String,
-    /// The table.
     pub table: String,
     /// The comment of the function it runs: the hash Basalt wrote with it.
     #[serde(default)]
@@ -56,15 +54,13 @@ impl DbModel {
     }
 }
 
-/// A relation.
+/// A relation: a table, view, materialized view or foreign table (see `kind`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DbTable {
     /// Its OID (stable across renames).
     #[serde(default)]
     pub oid: u32,
-    /// Schema.
     pub schema: String,
-    /// Name.
     pub name: String,
     /// `r` table, `p` partitioned, `f` foreign, `v` view, `m` materialized view.
     pub kind: String,
@@ -89,7 +85,6 @@ impl DbTable {
         !matches!(self.kind.as_str(), "r" | "p" | "m") || self.row_security
     }
 
-    /// A column by name.
     pub fn column(&self, name: &str) -> Option<&DbColumn> {
         self.columns.iter().find(|c| c.name == name)
     }
@@ -102,7 +97,6 @@ impl DbTable {
             .map(|c| c.columns.as_slice())
     }
 
-    /// Foreign keys.
     pub fn foreign_keys(&self) -> impl Iterator<Item = &DbConstraint> {
         self.constraints.iter().filter(|c| c.kind == "f")
     }
@@ -128,10 +122,8 @@ impl DbTable {
     }
 }
 
-/// A column.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DbColumn {
-    /// Name.
     pub name: String,
     /// Position (stable across renames).
     pub attnum: i16,
@@ -139,19 +131,17 @@ pub struct DbColumn {
     pub data_type: String,
     /// `pg_type.typname` (`int4`, `_int4`, `varchar`).
     pub type_name: String,
-    /// Schema of the type.
     pub type_schema: String,
     /// `pg_type.typtype`: `b` base, `e` enum, `c` composite, `d` domain, `r` range …
     pub type_kind: String,
     /// Element type name for arrays.
     pub element_type: Option<String>,
-    /// Whether NULL is allowed.
     pub nullable: bool,
     /// Default expression.
     pub default: Option<String>,
     /// `GENERATED ALWAYS AS`.
     pub generated: bool,
-    /// Identity column.
+    /// An identity column (`GENERATED … AS IDENTITY`).
     pub identity: bool,
     /// `COMMENT ON COLUMN`.
     pub comment: Option<String>,
@@ -172,7 +162,6 @@ impl DbColumn {
 /// A primary key (`p`), unique (`u`) or foreign-key (`f`) constraint.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DbConstraint {
-    /// Constraint name.
     pub name: String,
     /// `p`, `u` or `f`.
     pub kind: String,
@@ -199,9 +188,7 @@ impl DbConstraint {
 /// A type reference in a function signature.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DbTypeRef {
-    /// Type schema.
     pub schema: String,
-    /// Type name.
     pub name: String,
     /// `pg_type.typtype`.
     pub kind: String,
@@ -240,15 +227,12 @@ impl DbTypeRef {
     }
 }
 
-/// A function.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DbFunction {
     /// OID (identifies one overload).
     #[serde(default)]
     pub oid: u32,
-    /// Schema.
     pub schema: String,
-    /// Name.
     pub name: String,
     /// Names of all arguments (input and output), possibly empty strings.
     pub arg_names: Vec<String>,
@@ -256,7 +240,6 @@ pub struct DbFunction {
     pub arg_modes: Option<Vec<String>>,
     /// Types of the input arguments.
     pub input_types: Vec<DbTypeRef>,
-    /// Return type.
     pub return_type: DbTypeRef,
     /// `RETURNS SETOF`.
     pub returns_set: bool,

@@ -8,13 +8,11 @@ use tokio_postgres::GenericClient;
 /// An event claimed for delivery.
 #[derive(Debug, Clone)]
 pub struct Claimed {
-    /// Event id.
     pub id: String,
     /// Table schema.
     pub schema: String,
     /// Table name.
     pub table: String,
-    /// Trigger name.
     pub trigger: String,
     /// `{"op","data","session_variables","trace_context"}`.
     pub payload: Value,
@@ -78,9 +76,7 @@ pub enum Next {
 /// One attempt's record: the event's next state and its invocation log row.
 #[derive(Debug, Clone)]
 pub struct Attempt {
-    /// Event id.
     pub event_id: String,
-    /// Trigger name.
     pub trigger: String,
     /// HTTP status, or 1000 without a response.
     pub status: i32,

@@ -56,7 +56,6 @@ pub enum ExecuteError {
     /// Postgres refused a statement.
     #[error("{message}")]
     Database {
-        /// Which kind of refusal.
         refusal: Refusal,
         /// Postgres's message.
         message: String,

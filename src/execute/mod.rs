@@ -45,7 +45,6 @@ const STATEMENT_CACHE_SIZE: usize = 500;
 pub struct Connection<'a, C> {
     /// The client or transaction.
     pub client: &'a C,
-    /// The connection's statement cache.
     pub cache: &'a deadpool_postgres::StatementCache,
     /// Work counters (statements prepared).
     pub counters: &'a crate::stats::Counters,
@@ -60,7 +59,7 @@ impl<C> Clone for Connection<'_, C> {
 impl<C> Copy for Connection<'_, C> {}
 
 impl<'a> Connection<'a, deadpool_postgres::Client> {
-    /// A pooled client.
+    /// A pooled client, with its own statement cache.
     pub fn of(client: &'a deadpool_postgres::Client, counters: &'a crate::stats::Counters) -> Self {
         Connection {
             client,
@@ -71,7 +70,7 @@ impl<'a> Connection<'a, deadpool_postgres::Client> {
 }
 
 impl<'a, 't> Connection<'a, deadpool_postgres::Transaction<'t>> {
-    /// A transaction.
+    /// A transaction, with its connection's statement cache.
     pub fn of_transaction(
         tx: &'a deadpool_postgres::Transaction<'t>,
         counters: &'a crate::stats::Counters,

@@ -1,50 +1,14 @@
-//! Shared statements: concurrent requests for the same query plan answered by one statement.
+//! Shared statements: concurrent requests for the same query plan answered by one statement
+//! (a read's multiplexed statement, one row per distinct list of values; for an insert, one
+//! copy of the write per request). A request runs alone while fewer than the plan's width of
+//! statements run, and queues otherwise; the next statement of the plan to finish hands the
+//! queue to one shared statement. It exists because a cheap statement's cost is mostly fixed
+//! (round trip, parsing, planning), which one statement for many requests pays once; whether
+//! queueing pays for a plan is [`Cost`]'s decision.
 //!
-//! A request runs its plan's statement alone while fewer than `in_flight` statements of that
-//! plan are running (`writes_in_flight` for an insert plan, see [`Sharing`]). Past that it
-//! waits in the plan's queue, and the next statement of the plan to finish hands everyone
-//! queued to one *multiplexed* statement (the one live queries use: each request's parameter
-//! values one row of the statement's arrays, each answer tagged with its row). Nothing waits
-//! for a batch to fill: with no statement of the plan running, a request starts at once, so a
-//! lone client pays nothing. Under load, Postgres parses, plans
-//! and answers one statement for many requests, and the engine makes one round trip for them.
-//! A batch that fills up ([`MAX_SHARED_REQUESTS`]) starts at once beside the running ones, so
-//! more load means more statements, not longer waits.
-//!
-//! Sharing pays where a statement's fixed cost (a round trip, parsing, planning, starting
-//! the executor) is a large part of it. A plan measures both ways of answering ([`Cost`]): the
-//! time of its statements run alone, and the time per row of its shared statements. Its
-//! requests queue only while a shared row costs clearly less than a statement alone; a plan
-//! whose rows cost about as much (a statement whose work is all per request) keeps one
-//! statement per request and Postgres's parallelism, and lets a short window of its requests
-//! share now and then to measure again; a sharing plan likewise runs one request in a while
-//! alone ([`Cost::decide`]), so that its time alone stays current. Both times are taken under
-//! the same load, so the comparison holds on any hardware, busy or idle. [`Sharing::below`],
-//! when set, is an absolute bound on top: plans whose statement takes longer alone are never
-//! shared. A read that runs alone may do so as its multiplexed statement with one row, when
-//! that costs less than its own statement ([`Cost::alone_form`]): Postgres plans the one-row
-//! form once, where it may plan the plan's own statement again for every request's values.
-//!
-//! Only plans whose statement cannot observe the session setting are shared (the caller
-//! decides: see `graphql-api.md` §7); their session values, if any, are parameters like any
-//! other, so requests of different sessions and roles never see each other's values. Each
-//! row answers its requests as it arrives, not when the statement ends: the first requests of
-//! a batch go back to their clients while Postgres computes the rest. A multiplexed statement
-//! that fails (one request's value Postgres refuses, a lost connection) answers no further
-//! request: each request its rows had not answered runs alone, and gets its own answer or
-//! error (the rows sent before the error were whole answers of one snapshot, so they stand).
-//! Requests of a batch with equal values (the session's included) are one row of the
-//! statement and share its answer: their statement could not tell them apart.
-//!
-//! Writes share differently ([`SharedStatement::writes`]): a statement for a batch of n
-//! requests holds n copies of the plan's write, each with its own parameters and answer, so
-//! every request writes its own rows and nothing matches rows to requests afterwards; there is
-//! one such statement per batch size. Writes observe the session (triggers, defaults), so a
-//! statement takes the requests of one session only: a batch is split by the values of its
-//! session parameters. Equal values are not merged (two equal inserts are two rows). A
-//! statement Postgres refused wrote nothing, so each of its requests runs alone as above; any
-//! other failure (a connection lost while the statement ran) may have written, so its
-//! requests get that error rather than write twice.
+//! Must not decide which plans may share (the caller does: a plan whose statement can observe
+//! the session setting never gets here), nor build SQL. The mechanism and its reasons are in
+//! `docs/design-notes.md`, "Shared statements".
 
 use super::cost::{AloneForm, Cost, Decision};
 use super::{Connection, ExecuteError};
@@ -145,9 +109,7 @@ impl Copies {
 /// may run before requests queue (`0`: never share).
 #[derive(Clone)]
 pub struct Sharing {
-    /// Where statements run.
     pub pool: deadpool_postgres::Pool,
-    /// Work counters.
     pub counters: Arc<Counters>,
     /// Statements of one read plan running at once before requests queue for a shared one.
     pub in_flight: usize,
@@ -175,7 +137,6 @@ struct Waiter {
 /// What a shared statement tells a request that waited for it.
 #[derive(Debug)]
 enum Outcome {
-    /// Its answer.
     Answer(Bytes),
     /// No answer: run alone (its values back).
     Alone(Vec<Option<String>>),

@@ -26,7 +26,6 @@ pub enum Param {
 /// A value compared with or passed to SQL, with the Postgres type it is cast to.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ValueExpr {
-    /// Source.
     pub param: Param,
     /// Postgres type the value is bound as.
     pub cast: PgType,
@@ -44,7 +43,6 @@ pub enum Scope {
 /// A column in a boolean expression, possibly cast (`_cast`) or viewed as text.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ColumnExpr {
-    /// Which table.
     pub scope: Scope,
     /// Postgres column.
     pub column: String,
@@ -55,44 +53,33 @@ pub struct ColumnExpr {
 /// A boolean expression over a table.
 #[derive(Debug, Clone, PartialEq)]
 pub enum BoolExpr {
-    /// Always true.
     True,
-    /// All hold.
     And(Vec<BoolExpr>),
-    /// Any holds.
     Or(Vec<BoolExpr>),
-    /// Negation.
     Not(Box<BoolExpr>),
     /// Column compared with a value.
     Compare {
-        /// Left side.
         column: ColumnExpr,
-        /// Operator.
         op: CompareOp,
-        /// Right side.
         value: ValueExpr,
     },
     /// `IS NULL` / `IS NOT NULL`.
     IsNull {
-        /// Column.
         column: ColumnExpr,
         /// True for `IS NULL`.
         is_null: bool,
     },
     /// Column compared with another column.
     CompareColumns {
-        /// Left side.
         left: ColumnExpr,
         /// Operator (`=`, `<>`, `>` …).
         op: CompareOp,
-        /// Right side.
         right: ColumnExpr,
     },
     /// A permission filter: inside it, `Scope::Root` means the table it is applied to.
     Permission(Box<BoolExpr>),
     /// Some row of another table, optionally joined to this one, satisfies the inner filter.
     Exists {
-        /// The other table.
         table: QualifiedTable,
         /// (this table's column, other table's column); empty for `_exists`.
         join: Vec<(String, String)>,
@@ -104,9 +91,7 @@ pub enum BoolExpr {
 /// An ordering direction with nulls placement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Direction {
-    /// Descending.
     pub descending: bool,
-    /// Nulls first.
     pub nulls_first: bool,
 }
 
@@ -134,7 +119,6 @@ pub enum OrderExpr {
     Column(String),
     /// Through an object relationship.
     Object {
-        /// Target table.
         table: QualifiedTable,
         /// Join (local, remote).
         join: Vec<(String, String)>,
@@ -145,7 +129,6 @@ pub enum OrderExpr {
     },
     /// An aggregate over an array relationship.
     Aggregate {
-        /// Target table.
         table: QualifiedTable,
         /// Join (local, remote).
         join: Vec<(String, String)>,
@@ -168,25 +151,15 @@ pub enum OrderAggregate {
 /// The aggregate functions of `<t>_aggregate_fields` besides `count`, named as in SQL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AggregateFunction {
-    /// `avg`.
     Avg,
-    /// `max`.
     Max,
-    /// `min`.
     Min,
-    /// `stddev`.
     Stddev,
-    /// `stddev_pop`.
     StddevPop,
-    /// `stddev_samp`.
     StddevSamp,
-    /// `sum`.
     Sum,
-    /// `var_pop`.
     VarPop,
-    /// `var_samp`.
     VarSamp,
-    /// `variance`.
     Variance,
 }
 
@@ -243,9 +216,7 @@ impl AggregateFunction {
 /// One `ORDER BY` item.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OrderBy {
-    /// Expression.
     pub expr: OrderExpr,
-    /// Direction.
     pub direction: Direction,
 }
 
@@ -256,9 +227,7 @@ pub enum Source {
     Table(QualifiedTable),
     /// A set-returning function of the parent row (computed field).
     Function {
-        /// Function.
         function: QualifiedTable,
-        /// Arguments.
         args: Vec<FunctionArg>,
     },
 }
@@ -268,7 +237,6 @@ pub enum Source {
 pub struct FunctionArg {
     /// Name (empty: positional).
     pub name: String,
-    /// Value.
     pub value: FunctionArgValue,
 }
 
@@ -277,7 +245,6 @@ pub struct FunctionArg {
 pub enum FunctionArgValue {
     /// The parent row.
     Row,
-    /// A value.
     Value(ValueExpr),
 }
 
@@ -286,13 +253,10 @@ pub enum FunctionArgValue {
 pub struct RowArgs {
     /// `where` AND permission filter.
     pub filter: Vec<BoolExpr>,
-    /// `order_by`.
     pub order_by: Vec<OrderBy>,
-    /// `distinct_on` columns.
     pub distinct_on: Vec<String>,
     /// Limits (several are combined with `least`).
     pub limit: Vec<ValueExpr>,
-    /// `offset`.
     pub offset: Option<ValueExpr>,
 }
 
@@ -303,7 +267,6 @@ pub struct Select {
     pub source: Source,
     /// Join to the parent row: (parent column, this column).
     pub join: Vec<(String, String)>,
-    /// Filter, order and paging.
     pub args: RowArgs,
     /// Output fields (response key, field).
     pub fields: Vec<(String, Field)>,
@@ -325,18 +288,14 @@ pub enum Field {
     Constant(String),
     /// Related rows.
     Relationship {
-        /// Cardinality.
         kind: RelationshipKind,
-        /// The related selection.
         select: Box<Select>,
     },
     /// An aggregate over related rows.
     Aggregate(Box<AggregateSelect>),
     /// A scalar computed field.
     Computed {
-        /// Function.
         function: QualifiedTable,
-        /// Arguments.
         args: Vec<FunctionArg>,
     },
 }
@@ -344,13 +303,10 @@ pub enum Field {
 /// An aggregate selection (`<t>_aggregate`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AggregateSelect {
-    /// Table.
     pub table: QualifiedTable,
     /// Join to the parent row (relationship aggregates).
     pub join: Vec<(String, String)>,
-    /// Filter, order and paging.
     pub args: RowArgs,
-    /// Output fields.
     pub fields: Vec<(String, AggregateField)>,
 }
 
@@ -379,7 +335,6 @@ pub enum AggregateOp {
     },
     /// `sum { a b }` and friends.
     Function {
-        /// The aggregate function.
         function: AggregateFunction,
         /// (response key, what to compute).
         columns: Vec<(String, AggregateColumn)>,
@@ -400,7 +355,6 @@ pub enum AggregateColumn {
 pub enum RootField {
     /// Rows, one row or null.
     Select(Select),
-    /// Aggregate.
     Aggregate(AggregateSelect),
     /// A constant (`__typename`, `no_queries_available`).
     Constant(Value),
@@ -429,7 +383,6 @@ pub enum ArgValue {
 /// A call to an action's handler.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ActionCall {
-    /// The action.
     pub action: String,
     /// Arguments given, by name (arguments left out are not sent).
     pub input: Vec<(String, ArgValue)>,
@@ -438,7 +391,6 @@ pub struct ActionCall {
 /// A synchronous action root field: the call and the shape of its answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ActionField {
-    /// The call.
     pub call: ActionCall,
     /// What the response shows of the output.
     pub output: OutputSelect,
@@ -473,7 +425,6 @@ pub enum OutputField {
     Object {
         /// The field of the output.
         field: String,
-        /// The selection on it.
         select: Box<OutputSelect>,
     },
     /// Rows of a table related to the object: the select joins on the object's
@@ -484,7 +435,6 @@ pub enum OutputField {
 /// An asynchronous action's result, read by id.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ActionResult {
-    /// The action.
     pub action: String,
     /// The id asked for.
     pub id: ValueExpr,
@@ -550,14 +500,12 @@ pub struct NestedInsert {
     /// For object relationships: columns of the owning row filled from the inserted parent,
     /// as (column, its type, parent column).
     pub fill: Vec<(String, PgType, String)>,
-    /// The nested insert.
     pub insert: InsertPlan,
 }
 
 /// `ON CONFLICT` of an insert.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OnConflict {
-    /// Constraint name.
     pub constraint: String,
     /// Columns set from the proposed row (`DO NOTHING` when empty).
     pub update_columns: Vec<String>,
@@ -570,11 +518,8 @@ pub struct OnConflict {
 /// Rows to insert into one table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InsertPlan {
-    /// Table.
     pub table: QualifiedTable,
-    /// Rows.
     pub rows: Vec<InsertRow>,
-    /// Upsert.
     pub on_conflict: Option<OnConflict>,
     /// Insert permission check on every inserted row.
     pub check: Option<BoolExpr>,
@@ -607,7 +552,6 @@ pub enum UpdateOp {
 /// An update of one table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UpdatePlan {
-    /// Table.
     pub table: QualifiedTable,
     /// `where` (or primary key) AND update permission filter.
     pub filter: Vec<BoolExpr>,
@@ -622,7 +566,6 @@ pub struct UpdatePlan {
 /// A delete from one table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeletePlan {
-    /// Table.
     pub table: QualifiedTable,
     /// `where` (or primary key) AND delete permission filter.
     pub filter: Vec<BoolExpr>,
@@ -657,11 +600,8 @@ pub enum MutationOutput {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum MutationAction {
-    /// Insert.
     Insert(InsertPlan),
-    /// Update.
     Update(UpdatePlan),
-    /// Delete.
     Delete(DeletePlan),
 }
 
@@ -674,9 +614,7 @@ pub enum MutationField {
     Constant(Value),
     /// A write and its answer.
     Write {
-        /// The write.
         action: MutationAction,
-        /// The answer.
         output: MutationOutput,
     },
     /// A synchronous mutation action: the handler is called at this field's turn.

@@ -1,8 +1,8 @@
 //! Remote schemas in the GraphQL layer (`docs/remote-schemas.md`): a remote's introspection
 //! result read into our [`TypeSystem`] form and validated by async-graphql's schema checks
 //! (unknown types, unions of non-objects, interfaces implemented wrongly, …), never by hand;
-//! the clash rules of spec §3; and the merge of a remote's root fields and types into a role's
-//! types.
+//! the clash rules (`docs/remote-schemas.md`, "Clashes"); and the merge of a remote's root
+//! fields and types into a role's types.
 
 use super::model;
 use super::types::{
@@ -274,7 +274,8 @@ fn shape(def: &TypeDef) -> (&'static str, Vec<String>) {
     (kind, members)
 }
 
-/// Why `remote` cannot be merged into `types` (spec §3 messages), if it cannot.
+/// Why `remote` cannot be merged into `types`, if it cannot, in the messages of
+/// `docs/remote-schemas.md`, "Clashes".
 pub fn clash(types: &TypeSystem, remote: &RemoteTypes) -> Option<String> {
     let existing = |root: Option<&String>| root.and_then(|r| types.object_fields(r));
     let mut nodes: Vec<&str> = Vec::new();

@@ -6,9 +6,9 @@ use serde_json::Value;
 use std::fmt;
 use std::sync::Arc;
 
-/// A name or description in a type system. At a thousand tables a role's schema holds hundreds
-/// of thousands of them: short ones (most field and argument names) are stored inline, longer
-/// ones are shared on clone, and fixed texts take no allocation at all.
+/// A name or description in a type system. A role's schema over many tables holds a great many
+/// of them: short ones (most field and argument names) are stored inline, longer ones are
+/// shared on clone, and fixed texts take no allocation at all.
 pub type Name = smol_str::SmolStr;
 
 /// A description taken from metadata (`comment`, `description`) into a type system.
@@ -113,14 +113,11 @@ impl fmt::Display for TypeRef {
 /// An argument or input-object field.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InputValueDef {
-    /// Name.
     pub name: Name,
-    /// Free text.
     pub description: Option<Name>,
-    /// Type.
     pub ty: TypeRef,
-    /// Default value (JSON form of a GraphQL constant). Boxed: few inputs have one, and a
-    /// schema holds a hundred thousand inputs.
+    /// Default value (JSON form of a GraphQL constant). Boxed: few inputs have one, and a large
+    /// schema holds very many inputs.
     pub default: Option<Box<Value>>,
 }
 
@@ -170,15 +167,12 @@ impl<T: Member> Members<T> for IndexMap<Name, T> {
 /// An output field.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FieldDef {
-    /// Name.
     pub name: Name,
-    /// Free text.
     pub description: Option<Name>,
     /// Arguments in order: a handful per field at most, so a list (looked up by
     /// [`FieldDef::argument`]) rather than a map with its hash table and second copy of
     /// each name.
     pub args: Vec<InputValueDef>,
-    /// Type.
     pub ty: TypeRef,
 }
 
@@ -207,19 +201,15 @@ impl FieldDef {
         self.args.iter().find(|a| a.name == name)
     }
 
-    /// Sets the description.
     pub fn describe(mut self, text: impl Into<Name>) -> Self {
         self.description = Some(text.into());
         self
     }
 }
 
-/// One enum value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EnumValueDef {
-    /// The GraphQL name.
     pub name: Name,
-    /// Free text.
     pub description: Option<Name>,
 }
 
@@ -228,9 +218,7 @@ pub struct EnumValueDef {
 pub enum TypeDef {
     /// Object with fields.
     Object {
-        /// Name.
         name: Name,
-        /// Free text.
         description: Option<Name>,
         /// Fields in order.
         fields: IndexMap<Name, FieldDef>,
@@ -239,45 +227,34 @@ pub enum TypeDef {
     },
     /// Interface (from remote schemas).
     Interface {
-        /// Name.
         name: Name,
-        /// Free text.
         description: Option<Name>,
         /// Fields in order.
         fields: IndexMap<Name, FieldDef>,
     },
     /// Union of object types (from remote schemas).
     Union {
-        /// Name.
         name: Name,
-        /// Free text.
         description: Option<Name>,
         /// Member object types.
         members: Vec<Name>,
     },
     /// Input object.
     Input {
-        /// Name.
         name: Name,
-        /// Free text.
         description: Option<Name>,
         /// Fields in order.
         fields: IndexMap<Name, InputValueDef>,
     },
-    /// Enum.
     Enum {
-        /// Name.
         name: Name,
-        /// Free text.
         description: Option<Name>,
         /// Values in order.
         values: Vec<EnumValueDef>,
     },
     /// Custom scalar (built-ins are implicit).
     Scalar {
-        /// Name.
         name: Name,
-        /// Free text.
         description: Option<Name>,
     },
 }
@@ -293,7 +270,6 @@ pub struct RemoteRoots {
 }
 
 impl TypeDef {
-    /// The type's name.
     pub fn name(&self) -> &Name {
         match self {
             TypeDef::Object { name, .. }
@@ -415,7 +391,7 @@ impl TypeSystem {
 
     /// Makes this type system hold the definitions of `shared` wherever they are equal, and
     /// adds its other types to `shared`: the types of a table that two roles see alike are
-    /// then stored once (at a thousand tables, most of admin's and a full-access role's).
+    /// then stored once (for roles with broad access, most of their types).
     pub fn share(&mut self, shared: &mut std::collections::HashMap<Name, Arc<TypeDef>>) {
         for (name, def) in self.types.iter_mut() {
             match shared.get(name) {

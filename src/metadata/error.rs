@@ -23,7 +23,7 @@ pub enum Code {
     DependencyError,
     /// Not allowed for the caller.
     AccessDenied,
-    /// Feature used in a way that is not allowed (or not built yet).
+    /// A feature used in a way Basalt does not support.
     NotSupported,
     /// The object is invalid against the database.
     ConstraintViolation,
@@ -77,9 +77,10 @@ impl Code {
 }
 
 /// What a `not-exists` or `not-found` error (or a `constraint-violation` about a missing
-/// reference, such as an unknown computed field in a select permission) found missing. The Kubernetes controller retries
-/// the two differently: a database object appears only through a migration, a metadata object
-/// through another resource's reconcile.
+/// reference, such as an unknown computed field in a select permission) found missing. The
+/// Kubernetes controller retries each kind differently: a database object appears only through
+/// a migration, a metadata object through another resource's reconcile, an environment
+/// variable through a new Deployment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Missing {
     /// A table, view, column or function in Postgres.

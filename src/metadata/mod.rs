@@ -5,7 +5,7 @@
 //! and taken out).
 //!
 //! The leaf of the crate: must not depend on anything outside `metadata` (the operations on
-//! the document live in the crate's `ops` module, above `schema`). Pure: no IO. See
+//! the document live in the crate's `ops` module, above `resolve`). Pure: no IO. See
 //! `docs/metadata-api.md` and `docs/architecture.md`.
 
 pub mod digest;

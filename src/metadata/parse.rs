@@ -6,7 +6,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 /// Deserializes `value` (found at `path` in the request) into `T`. Errors carry the path of the
-/// offending field and the spec's wording for a missing key.
+/// offending field and, for a missing key, the wording of `docs/metadata-api.md`, "Request and
+/// response".
 pub fn parse<T: DeserializeOwned>(value: &Value, path: &JsonPath) -> Result<T, MetadataError> {
     serde_path_to_error::deserialize(value).map_err(|err| {
         let mut at = path.clone();

@@ -49,7 +49,6 @@ impl JsonPath {
         rest.split(']').next()?.parse().ok()
     }
 
-    /// The path as text.
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -23,34 +23,25 @@ pub enum ActionOp {
     Create(Box<ActionEntry>),
     /// `update_action`: a new definition (and comment), permissions kept.
     Update {
-        /// Action name.
         name: String,
         /// The full new definition.
         definition: Box<ActionDefinition>,
-        /// The new comment.
         comment: Option<String>,
     },
     /// `drop_action`.
     Drop {
-        /// Action name.
         name: String,
         /// Delete the action's logged asynchronous calls too.
         clear_data: bool,
     },
     /// `create_action_permission`.
     CreatePermission {
-        /// Action name.
         action: String,
         /// The role and its comment.
         permission: ActionPermission,
     },
     /// `drop_action_permission`.
-    DropPermission {
-        /// Action name.
-        action: String,
-        /// The role.
-        role: String,
-    },
+    DropPermission { action: String, role: String },
 }
 
 #[derive(Deserialize)]
@@ -81,7 +72,8 @@ struct CreatePermission {
     role: Name,
     #[serde(default)]
     comment: Option<String>,
-    /// Accepted for compatibility and ignored (`metadata-api.md` §8).
+    /// Accepted for compatibility and ignored (`docs/metadata-api.md`,
+    /// "`create_action_permission` / `drop_action_permission`").
     #[serde(default)]
     #[allow(dead_code)]
     definition: Option<Value>,
@@ -163,7 +155,6 @@ impl ActionOp {
         }))
     }
 
-    /// Applies the operation.
     pub fn apply(
         &self,
         metadata: &Metadata,
@@ -266,8 +257,9 @@ impl ActionOp {
     }
 }
 
-/// The rules a created or updated action must meet, with the spec's codes: types, handler
-/// and headers, and no clash with a table's root field or a remote schema's.
+/// The rules a created or updated action must meet, with the codes of `docs/metadata-api.md`,
+/// "`create_action`": types, handler and headers, and no clash with a table's root field or a
+/// remote schema's.
 fn check(
     entry: &ActionEntry,
     metadata: &Metadata,

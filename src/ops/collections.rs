@@ -1,7 +1,8 @@
 //! The query-collection and allow-list operations (`create_query_collection`,
 //! `add_query_to_collection`, `add_collection_to_allowlist`, their drops), and
 //! [`check_collection`](super::check_collection), shared with the controller's mapping. See
-//! `docs/metadata-api.md`, "Query collections and the allow-list". Must not do IO, read the clock, or edit anything but the `Metadata` it returns.
+//! `docs/metadata-api.md`, "Query collections and the allow-list". Must not do IO, read the clock,
+//! or edit anything but the `Metadata` it returns.
 
 use crate::metadata::error::{
     already_exists, not_exists_in_metadata, parse_failed, Code, MetadataError, Missing, Result,
@@ -19,25 +20,17 @@ pub enum CollectionOp {
     Create(CollectionEntry),
     /// `drop_query_collection`.
     Drop {
-        /// Collection.
         collection: String,
         /// Also remove it from the allow-list.
         cascade: bool,
     },
     /// `add_query_to_collection`.
     AddQuery {
-        /// Collection.
         collection: String,
-        /// The query.
         query: CollectionQuery,
     },
     /// `drop_query_from_collection`.
-    DropQuery {
-        /// Collection.
-        collection: String,
-        /// Query name.
-        query: String,
-    },
+    DropQuery { collection: String, query: String },
     /// `add_collection_to_allowlist`.
     AllowlistAdd(String),
     /// `drop_collection_from_allowlist`.
@@ -147,7 +140,6 @@ impl CollectionOp {
         }))
     }
 
-    /// Applies the operation.
     pub fn apply(&self, metadata: &Metadata) -> Result<Metadata> {
         let mut next = metadata.clone();
         let args = JsonPath::args();

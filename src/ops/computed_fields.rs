@@ -1,5 +1,6 @@
 //! `add_computed_field` and `drop_computed_field`, validated by the resolver's own
-//! `resolve::check_computed_field`. See `docs/metadata-api.md`, "Computed fields". Must not do IO, read the clock, or edit anything but the `Metadata` it returns.
+//! `resolve::check_computed_field`. See `docs/metadata-api.md`, "Computed fields". Must not do IO,
+//! read the clock, or edit anything but the `Metadata` it returns.
 
 use super::{resolved_table, tracked_entry, Context};
 use crate::metadata::error::{already_exists, not_exists_in_metadata, Code, MetadataError, Result};
@@ -11,16 +12,13 @@ use crate::resolve::{self, FieldRef, SchemaCache};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-/// A computed-field operation.
 #[derive(Debug, Clone)]
 pub enum ComputedFieldOp {
     /// `add_computed_field`.
     Add(QualifiedTable, ComputedFieldEntry),
     /// `drop_computed_field`.
     Drop {
-        /// Owning table.
         table: QualifiedTable,
-        /// Field name.
         name: String,
         /// Drop dependents too.
         cascade: bool,
@@ -71,7 +69,6 @@ impl ComputedFieldOp {
         }))
     }
 
-    /// Applies the operation.
     pub fn apply(
         &self,
         metadata: &Metadata,

@@ -15,12 +15,10 @@ use serde_json::Value;
 pub struct SetCustomTypes(pub CustomTypes);
 
 impl SetCustomTypes {
-    /// Parses the arguments.
     pub fn parse(args: &Value, path: &JsonPath) -> Result<Self> {
         parse(args, path).map(SetCustomTypes)
     }
 
-    /// Applies the operation.
     pub fn apply(
         &self,
         metadata: &Metadata,

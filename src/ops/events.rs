@@ -18,18 +18,13 @@ use serde_json::Value;
 pub enum EventTriggerOp {
     /// `create_event_trigger`.
     Create {
-        /// Its table.
         table: QualifiedTable,
-        /// The trigger.
         trigger: Box<EventTriggerEntry>,
         /// Replace a trigger of the same name (on the same table), or create it.
         replace: bool,
     },
     /// `delete_event_trigger`.
-    Delete {
-        /// Trigger name.
-        name: String,
-    },
+    Delete { name: String },
 }
 
 /// An operation on the event log, run by the catalog.
@@ -37,16 +32,12 @@ pub enum EventTriggerOp {
 pub enum EventLogOp {
     /// `invoke_event_trigger`: a `MANUAL` event with the caller's payload.
     Invoke {
-        /// Trigger name.
         name: String,
         /// `event.data`, verbatim.
         payload: Value,
     },
     /// `redeliver_event`: back to pending, attempts reset.
-    Redeliver {
-        /// The event's id.
-        event_id: String,
-    },
+    Redeliver { event_id: String },
 }
 
 #[derive(Deserialize)]
@@ -145,7 +136,6 @@ impl EventTriggerOp {
         }))
     }
 
-    /// Applies the operation.
     pub fn apply(&self, metadata: &Metadata, cache: &SchemaCache) -> Result<Metadata> {
         let mut next = metadata.clone();
         let args = JsonPath::args();

@@ -1,7 +1,7 @@
 //! Managing the whole document: `export_metadata`, `replace_metadata`, `reload_metadata`,
 //! `clear_metadata`, `get_inconsistent_metadata`, `drop_inconsistent_metadata`. See
-//! `docs/metadata-api.md`, "Managing the document". Must not do IO, read the clock, or edit anything but the `Metadata` it returns. (A reload only marks the request;
-//! the catalog rebuilds.)
+//! `docs/metadata-api.md`, "Managing the document". Must not do IO, read the clock, or edit
+//! anything but the `Metadata` it returns. (A reload only marks the request; the catalog rebuilds.)
 
 use super::collections::check_collection;
 use super::dependencies;
@@ -15,7 +15,6 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
-/// A metadata-management operation.
 #[derive(Debug, Clone)]
 pub enum ManageOp {
     /// `export_metadata`; `include_owners` adds who owns each object (the catalog adds it,
@@ -26,7 +25,6 @@ pub enum ManageOp {
     },
     /// `replace_metadata`.
     Replace {
-        /// The new document.
         metadata: Box<Metadata>,
         /// v2 form (different response).
         v2: bool,
@@ -364,7 +362,6 @@ impl ManageOp {
         }
     }
 
-    /// Applies the operation.
     pub fn apply(
         &self,
         metadata: &Metadata,

@@ -3,9 +3,9 @@
 //! file per family, plus [`dependencies`] (who depends on what, cascade) and
 //! [`schema_changes`] (what a `run_sql` change means for the metadata).
 //!
-//! Sits above `schema` and below `catalog`/`controller`: validation goes through the
+//! Sits above `resolve` and below `catalog`/`controller`: validation goes through the
 //! resolver's own rules (`resolve::resolve`, `resolve::check_permission`, …) against the
-//! read-only `introspect::DbModel` the catalog hands in, so an operation and the resolver
+//! read-only `db_model::DbModel` the catalog hands in, so an operation and the resolver
 //! cannot disagree. `run_sql` and `bulk` need the database between steps, so the catalog walks
 //! them. Must not do IO, read the clock, or know about GraphQL, HTTP or the catalog.
 //! See `docs/metadata-api.md` for every operation and `docs/architecture.md` for the path of
@@ -61,21 +61,15 @@ pub enum Op {
 /// An operation that is a pure function of the metadata and the database model.
 #[derive(Debug, Clone)]
 pub enum MetadataOp {
-    /// Table operations.
     Table(tables::TableOp),
-    /// Relationship operations.
     Relationship(relationships::RelationshipOp),
-    /// Permission operations.
     Permission(permissions::PermissionOp),
-    /// Computed-field operations.
     ComputedField(computed_fields::ComputedFieldOp),
     /// `set_custom_types`.
     CustomTypes(custom_types::SetCustomTypes),
     /// Query collections and the allow-list.
     Collection(collections::CollectionOp),
-    /// Event triggers.
     EventTrigger(events::EventTriggerOp),
-    /// Remote schemas.
     RemoteSchema(remote_schemas::RemoteSchemaOp),
     /// Actions and their permissions.
     Action(actions::ActionOp),
@@ -287,7 +281,6 @@ impl Op {
 /// introspection results).
 #[derive(Debug, Clone, Copy)]
 pub struct Context<'a> {
-    /// The database model.
     pub db: &'a DbModel,
     /// Remote schemas' stored and fresh introspection results.
     pub remotes: &'a Remotes,

@@ -1,6 +1,6 @@
 //! `create_*_permission`, `drop_*_permission` (insert, select, update, delete) and
-//! `set_permission_comment`, checked by `resolve::check_permission`. See
-//! `docs/metadata-api.md`, "Permissions". Must not do IO, read the clock, or edit anything but the `Metadata` it returns.
+//! `set_permission_comment`, checked by `resolve::check_permission`. See `docs/metadata-api.md`,
+//! "Permissions". Must not do IO, read the clock, or edit anything but the `Metadata` it returns.
 
 use super::tracked_entry;
 use crate::metadata::error::{already_exists, not_exists_in_metadata, Code, MetadataError, Result};
@@ -13,38 +13,27 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// A permission operation.
 #[derive(Debug, Clone)]
 pub enum PermissionOp {
     /// `create_<kind>_permission`.
     Create {
-        /// Which kind.
         kind: PermissionKind,
-        /// Table.
         table: QualifiedTable,
-        /// Role.
         role: Name,
         /// The rules, shape-checked for the kind.
         permission: Value,
-        /// Free text.
         comment: Option<String>,
     },
     /// `drop_<kind>_permission`.
     Drop {
-        /// Which kind.
         kind: PermissionKind,
-        /// Table.
         table: QualifiedTable,
-        /// Role.
         role: Name,
     },
     /// `set_permission_comment`.
     SetComment {
-        /// Which kind.
         kind: PermissionKind,
-        /// Table.
         table: QualifiedTable,
-        /// Role.
         role: Name,
         /// New comment (`None` removes it).
         comment: Option<String>,
@@ -146,7 +135,6 @@ impl PermissionOp {
         Ok(None)
     }
 
-    /// Applies the operation.
     pub fn apply(&self, metadata: &Metadata, cache: &SchemaCache) -> Result<Metadata> {
         let mut next = metadata.clone();
         let args = JsonPath::args();

@@ -1,6 +1,7 @@
 //! `create_object_relationship`, `create_array_relationship`, `drop_relationship`,
-//! `set_relationship_comment`, `rename_relationship`, resolved by the resolver's own
-//! relationship rules. See `docs/metadata-api.md`, "Relationships". Must not do IO, read the clock, or edit anything but the `Metadata` it returns.
+//! `set_relationship_comment`, `rename_relationship`, resolved by the resolver's own relationship
+//! rules. See `docs/metadata-api.md`, "Relationships". Must not do IO, read the clock, or edit
+//! anything but the `Metadata` it returns.
 
 use super::dependencies;
 use super::{resolved_table, tracked_entry};
@@ -13,7 +14,6 @@ use crate::resolve::{self, SchemaCache, Target};
 use serde::Deserialize;
 use serde_json::Value;
 
-/// A relationship operation.
 #[derive(Debug, Clone)]
 pub enum RelationshipOp {
     /// `create_object_relationship`.
@@ -22,29 +22,23 @@ pub enum RelationshipOp {
     CreateArray(QualifiedTable, RelationshipEntry<ArrRelUsing>),
     /// `drop_relationship`.
     Drop {
-        /// Owning table.
         table: QualifiedTable,
-        /// Relationship name.
         relationship: String,
         /// Drop dependents too.
         cascade: bool,
     },
     /// `set_relationship_comment`.
     SetComment {
-        /// Owning table.
         table: QualifiedTable,
-        /// Relationship name.
         relationship: String,
         /// New comment (`None` removes it).
         comment: Option<String>,
     },
     /// `rename_relationship`.
     Rename {
-        /// Owning table.
         table: QualifiedTable,
         /// Current name.
         name: String,
-        /// New name.
         new_name: GraphQLName,
     },
 }
@@ -136,7 +130,6 @@ impl RelationshipOp {
         }))
     }
 
-    /// Applies the operation.
     pub fn apply(&self, metadata: &Metadata, cache: &SchemaCache) -> Result<Metadata> {
         let mut next = metadata.clone();
         let args = JsonPath::args();

@@ -21,15 +21,9 @@ pub enum RemoteSchemaOp {
     /// `add_remote_schema`.
     Add(Box<RemoteSchemaEntry>),
     /// `remove_remote_schema`.
-    Remove {
-        /// Remote schema name.
-        name: String,
-    },
+    Remove { name: String },
     /// `reload_remote_schema`: introspect again (the document does not change).
-    Reload {
-        /// Remote schema name.
-        name: String,
-    },
+    Reload { name: String },
 }
 
 #[derive(Deserialize)]
@@ -106,7 +100,6 @@ impl RemoteSchemaOp {
         }
     }
 
-    /// Applies the operation.
     pub fn apply(&self, metadata: &Metadata, ctx: Context<'_>) -> Result<Metadata> {
         let mut next = metadata.clone();
         let position = |name: &str| {

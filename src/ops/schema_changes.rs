@@ -1,9 +1,9 @@
-//! What a `run_sql` change to the database means for the metadata. [`diff`] compares the
-//! database before and after by OID and attnum (so renames are recognised as renames) and keeps
-//! only what metadata uses; [`reconcile`] applies the rules: dependency errors for drops (or
-//! cascade), type changes under dependents refused, computed fields of dropped functions
-//! removed, overloads refused, renames of tables, columns and functions followed. See `docs/metadata-api.md`, "Keeping metadata
-//! consistent". Pure: must not do IO; the catalog introspects before and after.
+//! What a `run_sql` change to the database means for the metadata. [`diff`] compares the database
+//! before and after by OID and attnum (so renames are recognised as renames) and keeps only what
+//! metadata uses; [`reconcile`] applies the rules: dependency errors for drops (or cascade), type
+//! changes under dependents refused, computed fields of dropped functions removed, overloads
+//! refused, renames of tables, columns and functions followed. See `docs/metadata-api.md`, "Keeping
+//! metadata consistent". Pure: must not do IO; the catalog introspects before and after.
 
 use super::dependencies::{self, edit_permission_json, permission_references};
 use crate::db_model::{DbConstraint, DbModel};

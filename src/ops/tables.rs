@@ -1,5 +1,6 @@
-//! `track_table` (v1, v2), `untrack_table`, `set_table_is_enum`, `set_table_custom_fields`.
-//! See `docs/metadata-api.md`, "Tables". Must not do IO, read the clock, or edit anything but the `Metadata` it returns.
+//! `track_table` (v1, v2), `untrack_table`, `set_table_is_enum`, `set_table_custom_fields`. See
+//! `docs/metadata-api.md`, "Tables". Must not do IO, read the clock, or edit anything but the
+//! `Metadata` it returns.
 
 use super::{resolved_table, tracked_entry, Context};
 use crate::metadata::error::{not_exists_in_database, parse_failed, Code, MetadataError, Result};
@@ -11,35 +12,28 @@ use crate::resolve::{self, SchemaCache};
 use serde::Deserialize;
 use serde_json::Value;
 
-/// A table operation.
 #[derive(Debug, Clone)]
 pub enum TableOp {
     /// `track_table` (both versions).
     Track {
-        /// The relation.
         table: QualifiedTable,
-        /// Enum flag.
         is_enum: bool,
         /// v2 configuration.
         configuration: TableConfig,
     },
     /// `untrack_table`.
     Untrack {
-        /// The relation.
         table: QualifiedTable,
         /// Drop dependents too.
         cascade: bool,
     },
     /// `set_table_is_enum`.
     SetIsEnum {
-        /// The relation.
         table: QualifiedTable,
-        /// New flag.
         is_enum: bool,
     },
     /// `set_table_custom_fields` (v2).
     SetCustomFields {
-        /// The relation.
         table: QualifiedTable,
         /// Replacement configuration.
         configuration: TableConfig,
@@ -183,7 +177,6 @@ impl TableOp {
         }
     }
 
-    /// Applies the operation.
     pub fn apply(
         &self,
         metadata: &Metadata,

@@ -81,7 +81,6 @@ pub enum RemoteError {
     Status {
         /// The URL as configured.
         url: String,
-        /// The HTTP status.
         status: u16,
     },
     /// The answer is not what a GraphQL server sends.

@@ -56,9 +56,7 @@ impl ResolvedAction {
 pub struct ResolvedTypeRelationship {
     /// Field name.
     pub name: String,
-    /// Cardinality.
     pub kind: RelationshipKind,
-    /// The table.
     pub target: QualifiedTable,
     /// (object field, table column, the column's type).
     pub mapping: Vec<(String, String, PgType)>,
@@ -225,7 +223,8 @@ pub fn root_field_clash<T: std::fmt::Display>(
     })
 }
 
-/// The timeout of a definition.
+/// A definition's handler timeout: its `timeout`, else [`DEFAULT_TIMEOUT_SECONDS`]; at least
+/// a second.
 pub fn timeout(definition: &ActionDefinition) -> Duration {
     Duration::from_secs(u64::from(
         definition.timeout.unwrap_or(DEFAULT_TIMEOUT_SECONDS).max(1),

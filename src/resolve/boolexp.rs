@@ -39,7 +39,6 @@ pub enum Target {
 /// A reference and where it sits (the key naming it, from the start of the checked value).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reference {
-    /// What is referred to.
     pub target: Target,
     /// Location of the key or element that names it.
     pub pointer: Vec<Segment>,

@@ -73,7 +73,8 @@ pub fn check_enum_table(
     Ok(rows)
 }
 
-/// The error of a computed field, worded as the spec words it.
+/// The error of a computed field, in the wording of `docs/metadata-api.md`,
+/// "`add_computed_field`".
 pub fn computed_field_error(
     table: &QualifiedTable,
     name: &str,

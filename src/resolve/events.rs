@@ -16,9 +16,7 @@ use crate::metadata::types::*;
 /// A header sent with each delivery, its value resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResolvedHeader {
-    /// Header name.
     pub name: String,
-    /// Its value.
     pub value: String,
     /// The environment variable it came from, if any (its value is then a secret: the
     /// invocation log records the variable's name instead).
@@ -28,15 +26,11 @@ pub struct ResolvedHeader {
 /// A deliverable event trigger.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResolvedEventTrigger {
-    /// Trigger name.
     pub name: String,
-    /// Its table.
     pub table: QualifiedTable,
     /// Webhook URL (from the environment with `webhook_from_env`).
     pub webhook: String,
-    /// Headers, resolved.
     pub headers: Vec<ResolvedHeader>,
-    /// Retry policy.
     pub retry: RetryConf,
     /// Whether `invoke_event_trigger` may fire it.
     pub enable_manual: bool,

@@ -1,22 +1,15 @@
 //! Resolving a document from the resolution of the one it was derived from. A metadata write
-//! changes a few table entries; resolving the whole document again made each write cost time
-//! in proportion to the number of tables (about 100 ms at 5,000 tables). [`resolve_from`]
-//! resolves again only the tables the change reaches and shares every other resolved table
-//! with the resolution it starts from.
+//! changes a few table entries; resolving the whole document again would make each write cost
+//! time in proportion to the number of tables. [`resolve_from`] resolves again only the tables
+//! whose entry changed and those that read a table that changed or went away
+//! ([`super::ResolvedTable::reads`]), and shares every other resolved table with the
+//! resolution it starts from.
 //!
-//! A table's resolution depends on its own entry, the database model, the root fields of the
-//! other tables (a clash leaves the later table out) and what its stages looked at in other
-//! resolved tables ([`super::ResolvedTable::reads`]). So with the same database model, the
-//! tables resolved again are those whose entry changed (added, edited) and those that read a
-//! table that changed or went away; the rest resolve as they did. Root fields are checked
-//! across every table when a table is added or its custom root fields change, and anything but
-//! a clean result (a clash) falls back to the full resolution, whose order decides who wins.
-//! So does a starting resolution with anything inconsistent (an inconsistency's report
-//! depends on where it stands among the others), and a document with remote schemas (their
-//! resolution reads the request's introspection). Everything resolved across tables (roles,
-//! custom types, actions) is resolved again every time.
-//!
-//! Debug builds (every test) resolve the whole document too and check the two agree.
+//! It falls back to the full resolution when a table is added or its custom root fields change
+//! and root fields clash, when the starting resolution has anything inconsistent, and when the
+//! document has remote schemas; roles, custom types and actions are resolved again every time.
+//! The reasons are in `docs/design-notes.md`, "Incremental resolution". Debug builds (every
+//! test) resolve the whole document too and check the two agree.
 
 use super::*;
 use crate::metadata::types::{Metadata, QualifiedTable, TableEntry};

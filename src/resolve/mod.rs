@@ -48,13 +48,11 @@ use std::collections::{BTreeSet, HashMap};
 /// A metadata object that does not fit the database (or is not supported yet).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Inconsistency {
-    /// Which object.
     pub object: ObjectId,
     /// `type` on the wire (`table`, `object_relation`, `select_permission` …).
     pub kind: &'static str,
     /// The object's metadata as it was created.
     pub definition: Value,
-    /// Why.
     pub reason: String,
     /// A remote schema clashing with the rest of the schema: a request that introduces it
     /// fails with `remote-schema-conflicts` and this reason as its message.
@@ -82,9 +80,7 @@ pub enum RelationshipKind {
 pub struct ResolvedRelationship {
     /// Field name.
     pub name: String,
-    /// Cardinality.
     pub kind: RelationshipKind,
-    /// Related table.
     pub target: QualifiedTable,
     /// (local column, remote column) pairs.
     pub mapping: Vec<(String, String)>,
@@ -109,12 +105,7 @@ pub enum ComputedReturn {
     /// A scalar of this Postgres type.
     Scalar(String),
     /// Rows of a tracked table (`set` for `SETOF`).
-    Table {
-        /// The table.
-        table: QualifiedTable,
-        /// Several rows.
-        set: bool,
-    },
+    Table { table: QualifiedTable, set: bool },
 }
 
 /// A computed field with its function checked.
@@ -122,7 +113,6 @@ pub enum ComputedReturn {
 pub struct ResolvedComputedField {
     /// Field name.
     pub name: String,
-    /// Function.
     pub function: QualifiedFunction,
     /// Position of the row argument among the input arguments.
     pub table_argument: usize,
@@ -130,14 +120,12 @@ pub struct ResolvedComputedField {
     pub session_argument: Option<usize>,
     /// Input arguments; the caller passes the ones not bound above.
     pub arguments: Vec<FunctionArgument>,
-    /// Return shape.
     pub returns: ComputedReturn,
 }
 
 /// A tracked table, consistent with the database.
 #[derive(Debug, Clone)]
 pub struct ResolvedTable {
-    /// Name.
     pub name: QualifiedTable,
     /// The database's view of it.
     pub db: std::sync::Arc<DbTable>,
@@ -173,11 +161,8 @@ impl ResolvedTable {
 /// A field of a table: column, relationship or computed field.
 #[derive(Debug, Clone, Copy)]
 pub enum FieldRef<'a> {
-    /// A column.
     Column(&'a crate::db_model::DbColumn),
-    /// A relationship.
     Relationship(&'a ResolvedRelationship),
-    /// A computed field.
     ComputedField(&'a ResolvedComputedField),
 }
 

@@ -129,9 +129,7 @@ pub enum Operand {
 pub struct Operator {
     /// Name without prefix (`eq`, `has_keys_any`).
     pub name: &'static str,
-    /// What it does.
     pub kind: OperatorKind,
-    /// What it takes.
     pub operand: Operand,
     /// Families whose `<S>_comparison_exp` offers it.
     pub graphql: &'static [TypeFamily],
@@ -238,7 +236,8 @@ pub const OPERATORS: &[Operator] = &[
     compare("regex", CompareOp::Regex, Operand::Text, TEXT, TEXT),
     compare("similar", CompareOp::Similar, Operand::Text, TEXT, TEXT),
     compare("nin", CompareOp::Nin, Operand::ListOfSame, EQUALITY, SCALAR),
-    // Permission rules only: the spec's alias `ne`, and column comparisons.
+    // Permission rules only: the alias `ne` and the column comparisons
+    // (`docs/metadata-api.md`, "Permissions").
     compare("ne", CompareOp::Neq, Operand::Same, NONE, ORDERED),
     column("ceq", CompareOp::Eq),
     column("cne", CompareOp::Neq),

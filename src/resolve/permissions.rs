@@ -62,8 +62,9 @@ pub fn check_permission(
         for (i, c) in list.iter().enumerate() {
             let name = c.as_str().unwrap_or_default();
             match owner.computed_fields.get(name) {
-                // The spec's code for both is `constraint-violation`; the missing one still
-                // records what is missing, so the controller waits for it.
+                // The code for both is `constraint-violation` (`docs/metadata-api.md`,
+                // "Permissions"); the missing one still records what is missing, so the
+                // controller waits for it.
                 None => {
                     return Err(MetadataError::new(
                         Code::ConstraintViolation,

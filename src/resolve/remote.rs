@@ -44,7 +44,7 @@ pub struct FetchFailure {
     pub code: Code,
     /// An environment variable it needs is unset.
     pub environment: bool,
-    /// Message (spec §2).
+    /// The message, as `docs/remote-schemas.md`, "Adding one", words it.
     pub message: String,
     /// Detail for the admin (`{"type": "http_exception", "message": …}`).
     pub internal: Option<Value>,
@@ -53,7 +53,6 @@ pub struct FetchFailure {
 /// The outcome of introspecting one definition during the current request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fetched {
-    /// Remote schema name.
     pub name: String,
     /// [`definition_hash`] of the definition introspected.
     pub hash: String,
@@ -111,7 +110,6 @@ impl Remotes {
 /// A remote schema that is served: its definition, URL and stored introspection result.
 #[derive(Debug, Clone)]
 pub struct ResolvedRemote {
-    /// The metadata entry.
     pub entry: RemoteSchemaEntry,
     /// The URL, environment variables expanded.
     pub url: String,
@@ -124,7 +122,6 @@ pub struct ResolvedRemote {
 }
 
 impl ResolvedRemote {
-    /// The remote schema's name.
     pub fn name(&self) -> &str {
         &self.entry.name.0
     }
@@ -261,7 +258,8 @@ fn inconsistency(entry: &RemoteSchemaEntry, reason: String, conflict: bool) -> I
 
 /// Pairs each remote schema with its stored introspection and merges what fits. A remote
 /// whose last introspection failed but which has a stored schema for its definition is
-/// served from it and still reported inconsistent (spec §2).
+/// served from it and still reported inconsistent (`docs/remote-schemas.md`, "When Basalt
+/// introspects").
 pub(super) fn resolve_remotes(
     entries: &[RemoteSchemaEntry],
     remotes: &Remotes,

@@ -18,14 +18,12 @@ pub enum BoolExp {
     Not(Box<BoolExp>),
     /// `_exists`: some row of another table satisfies the inner expression.
     Exists {
-        /// The other table.
         table: QualifiedTable,
         /// Over the other table.
         filter: Box<BoolExp>,
     },
     /// Through a relationship: some related row satisfies the inner expression.
     Related {
-        /// The related table.
         target: QualifiedTable,
         /// (this table's column, related table's column).
         mapping: Vec<(String, String)>,
@@ -34,9 +32,7 @@ pub enum BoolExp {
     },
     /// Conditions on one column, all of which hold.
     Column {
-        /// The column.
         column: String,
-        /// Its conditions.
         conditions: Vec<Condition>,
     },
 }
@@ -48,21 +44,14 @@ pub enum Condition {
     IsNull(bool),
     /// The column compared with a value bound as `cast`.
     Compare {
-        /// The operator.
         op: CompareOp,
-        /// The value.
         value: RuleValue,
         /// The type the value is bound as (the column's, or `text` for pattern and key
         /// operators).
         cast: PgType,
     },
     /// The column compared with another column.
-    CompareColumn {
-        /// The operator.
-        op: CompareOp,
-        /// The other column.
-        other: ColumnRef,
-    },
+    CompareColumn { op: CompareOp, other: ColumnRef },
 }
 
 /// A value in a rule: a constant or a session variable resolved per request.
@@ -96,9 +85,8 @@ pub enum ColumnRef {
 /// A column preset of an insert or update permission.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Preset {
-    /// The column.
     pub column: String,
-    /// Its type.
+    /// The type the value is bound as.
     pub pg_type: PgType,
     /// The value written.
     pub value: PresetValue,
@@ -166,12 +154,8 @@ pub struct DeleteRule {
 /// The permissions of one role on one table (only consistent ones).
 #[derive(Debug, Clone, Default)]
 pub struct RolePermissions {
-    /// Insert rules.
     pub insert: Option<InsertRule>,
-    /// Select rules.
     pub select: Option<SelectRule>,
-    /// Update rules.
     pub update: Option<UpdateRule>,
-    /// Delete rules.
     pub delete: Option<DeleteRule>,
 }

@@ -11,13 +11,9 @@ use serde_json::Value;
 /// A whole statement.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Statement {
-    /// `SELECT …`.
     Select(Box<Select>),
-    /// `INSERT …`.
     Insert(Box<Insert>),
-    /// `UPDATE …`.
     Update(Box<Update>),
-    /// `DELETE …`.
     Delete(Box<Delete>),
     /// `WITH "name" AS (<write>) SELECT …`: a data-modifying CTE read by the select.
     With(Box<With>),
@@ -48,19 +44,14 @@ impl With {
 /// `SELECT [DISTINCT ON (…)] list [FROM …] [WHERE …] [ORDER BY …] [LIMIT …] [OFFSET …]`.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Select {
-    /// `DISTINCT ON` expressions.
     pub distinct_on: Vec<Expr>,
     /// Output expressions.
     pub list: Vec<SelectItem>,
-    /// The source of rows, if any.
     pub from: Option<From>,
     /// Conjuncts, printed `a AND b` after `WHERE`.
     pub where_: Vec<Expr>,
-    /// Ordering.
     pub order_by: Vec<OrderBy>,
-    /// `LIMIT`.
     pub limit: Option<Expr>,
-    /// `OFFSET`.
     pub offset: Option<Expr>,
 }
 
@@ -77,9 +68,7 @@ impl Select {
 /// An output expression, optionally named.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SelectItem {
-    /// The value.
     pub expr: Expr,
-    /// `AS …`.
     pub alias: Option<ColumnAlias>,
 }
 
@@ -119,48 +108,24 @@ pub enum ColumnAlias {
 #[derive(Debug, Clone, PartialEq)]
 pub enum From {
     /// `"schema"."table" AS alias`.
-    Table {
-        /// The relation.
-        name: QualifiedName,
-        /// Its alias.
-        alias: Alias,
-    },
+    Table { name: QualifiedName, alias: Alias },
     /// `"cte" [AS alias]`: rows of a `WITH` of the same statement.
-    Named {
-        /// The CTE.
-        name: Ident,
-        /// Its alias, if any.
-        alias: Option<Alias>,
-    },
+    Named { name: Ident, alias: Option<Alias> },
     /// `"schema"."function"(args) AS alias`.
-    Function {
-        /// The call.
-        call: Box<Call>,
-        /// Its alias.
-        alias: Alias,
-    },
+    Function { call: Box<Call>, alias: Alias },
     /// `(SELECT …) AS alias`.
-    Subquery {
-        /// The subquery.
-        select: Box<Select>,
-        /// Its alias.
-        alias: Alias,
-    },
+    Subquery { select: Box<Select>, alias: Alias },
     /// `jsonb_array_elements(json) WITH ORDINALITY AS alias("$v", "$o")`: the elements of
     /// a JSON array ([`ELEMENT`]) with their 1-based positions ([`POSITION`]).
     JsonElements {
         /// The `jsonb` array.
         json: Box<Expr>,
-        /// Its alias.
         alias: Alias,
     },
     /// `(VALUES (…), (…)) AS alias(c1, c2)`.
     Values {
-        /// Rows of expressions.
         rows: Vec<Vec<Expr>>,
-        /// The alias.
         alias: Alias,
-        /// Column names.
         columns: Vec<Alias>,
     },
 }
@@ -183,13 +148,11 @@ pub struct Order {
 /// One `ORDER BY` item.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OrderBy {
-    /// What to sort by.
     pub expr: Expr,
     /// How; Postgres's default (ascending, nulls last) when absent.
     pub order: Option<Order>,
 }
 
-/// A function name.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Function {
     /// A built-in, printed bare (`json_build_object`, `count`).
@@ -201,9 +164,7 @@ pub enum Function {
 /// A function call, with the aggregate clauses Basalt uses.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Call {
-    /// The function.
     pub function: Function,
-    /// Arguments.
     pub args: Vec<Arg>,
     /// `DISTINCT` before the arguments (aggregates).
     pub distinct: bool,
@@ -226,7 +187,6 @@ impl Call {
     }
 }
 
-/// A function argument.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Arg {
     /// A positional value.
@@ -351,7 +311,6 @@ pub enum Literal {
     Null,
 }
 
-/// An expression.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Expr {
     /// `alias."column"`.
@@ -397,11 +356,8 @@ pub enum Expr {
     Call(Box<Call>),
     /// `CASE WHEN when THEN then ELSE otherwise END`.
     Case {
-        /// The condition.
         when: Box<Expr>,
-        /// Its value when the condition holds.
         then: Box<Expr>,
-        /// Its value otherwise.
         otherwise: Box<Expr>,
     },
 }
@@ -575,9 +531,7 @@ pub enum ActionPart {
 /// `INSERT INTO … AS alias (columns) VALUES … | DEFAULT VALUES [ON CONFLICT …] RETURNING …`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Insert {
-    /// The relation.
     pub table: QualifiedName,
-    /// Its alias.
     pub alias: Alias,
     /// Columns written; empty means `DEFAULT VALUES`.
     pub columns: Vec<Ident>,
@@ -588,16 +542,13 @@ pub struct Insert {
     /// mutation sets the session there, so triggers and defaults see it). Needs every row to
     /// give every column (no `DEFAULT`).
     pub gate: Option<Expr>,
-    /// Upsert.
     pub on_conflict: Option<OnConflict>,
-    /// `RETURNING` list.
     pub returning: Vec<SelectItem>,
 }
 
 /// A value in a `VALUES` row.
 #[derive(Debug, Clone, PartialEq)]
 pub enum InsertValue {
-    /// An expression.
     Expr(Expr),
     /// `DEFAULT`.
     Default,
@@ -606,7 +557,6 @@ pub enum InsertValue {
 /// `ON CONFLICT ON CONSTRAINT "c" DO NOTHING | DO UPDATE SET … [WHERE …]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OnConflict {
-    /// The constraint.
     pub constraint: Ident,
     /// `None` for `DO NOTHING`.
     pub update: Option<ConflictUpdate>,
@@ -624,28 +574,22 @@ pub struct ConflictUpdate {
 /// `UPDATE … AS alias SET … [WHERE …] RETURNING …`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Update {
-    /// The relation.
     pub table: QualifiedName,
-    /// Its alias.
     pub alias: Alias,
     /// `"c" = expr` assignments.
     pub set: Vec<(Ident, Expr)>,
     /// Conjuncts after `WHERE`.
     pub where_: Vec<Expr>,
-    /// `RETURNING` list.
     pub returning: Vec<SelectItem>,
 }
 
 /// `DELETE FROM … AS alias [WHERE …] RETURNING …`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Delete {
-    /// The relation.
     pub table: QualifiedName,
-    /// Its alias.
     pub alias: Alias,
     /// Conjuncts after `WHERE`.
     pub where_: Vec<Expr>,
-    /// `RETURNING` list.
     pub returning: Vec<SelectItem>,
 }
 
@@ -666,19 +610,9 @@ pub enum Rows {
 pub enum StepValue {
     /// A column of the first row a step returned (its `row_to_json` cell); JSON `null` when the
     /// step returned no row or did not run.
-    Column {
-        /// The step.
-        step: usize,
-        /// The column.
-        column: String,
-    },
+    Column { step: usize, column: String },
     /// The `ctid`s held by a record, as an array.
-    Ctids {
-        /// The record.
-        record: usize,
-        /// Which of its rows.
-        rows: Rows,
-    },
+    Ctids { record: usize, rows: Rows },
     /// How many rows all records of the program hold.
     Affected,
 }

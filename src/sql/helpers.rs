@@ -22,9 +22,7 @@ pub fn json_array_agg(expr: Expr, order_by: Vec<OrderBy>) -> Expr {
 /// An enum table whose rows are read: its name, key column and optional description column.
 #[derive(Debug, Clone, Copy)]
 pub struct EnumTable<'a> {
-    /// Schema.
     pub schema: &'a str,
-    /// Table.
     pub name: &'a str,
     /// The key column (the enum's values).
     pub key: &'a str,

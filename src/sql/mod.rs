@@ -1,8 +1,8 @@
 //! SQL as values: a small typed AST of the statements Basalt generates ([`ast`], with the
-//! [`names`] it prints), Postgres
-//! types and how values of each are bound ([`types`]), programs of statements for writes
-//! ([`program`]), the one printer ([`print`]) and identifier quoting ([`quote`]). Nothing here
-//! knows GraphQL or metadata; no other module formats SQL. See `docs/architecture.md`.
+//! [`names`] it prints), how Postgres types are spelled in it ([`types`]; the types themselves
+//! are [`crate::db_model::PgType`]), programs of statements for writes ([`program`]), the one
+//! printer ([`print`](mod@print)) and identifier quoting ([`quote`]). Nothing here knows GraphQL or
+//! metadata; no other module formats SQL. See `docs/architecture.md`.
 
 pub mod ast;
 pub mod helpers;

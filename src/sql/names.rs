@@ -9,7 +9,6 @@ use std::fmt;
 pub struct Ident(pub String);
 
 impl Ident {
-    /// An identifier.
     pub fn new(name: impl Into<String>) -> Self {
         Ident(name.into())
     }

@@ -1,5 +1,6 @@
-//! The one printer: an [`ast::Statement`] becomes SQL text plus its parameters, numbered `$1`,
-//! `$2`, … in the order they appear in the text (after any registered up front).
+//! The one printer: an [`ast::Statement`](super::ast::Statement) becomes SQL text plus its
+//! parameters, numbered `$1`, `$2`, … in the order they appear in the text (after any
+//! registered up front). No other module formats SQL.
 
 use super::ast::*;
 use super::names::Quoted;
@@ -8,7 +9,6 @@ use super::quote::quote_ident;
 /// Printed SQL with its parameters: `$n` in `sql` is `params[n - 1]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SqlText {
-    /// The statement.
     pub sql: String,
     /// Its parameters, in number order.
     pub params: Vec<Param>,

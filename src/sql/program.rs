@@ -11,16 +11,13 @@ use std::fmt;
 /// When a step runs.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Guard {
-    /// Always.
     Always,
     /// Only if that earlier step returned a row (rows nested under a row an upsert skipped are
     /// skipped with it).
     RowFrom(usize),
     /// Only if the record holds rows of that kind.
     Recorded {
-        /// The record.
         record: usize,
-        /// Which of its rows.
         rows: Rows,
     },
 }
@@ -69,18 +66,14 @@ pub enum Output {
 /// One statement of a program.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
-    /// The statement.
     pub sql: SqlText,
-    /// When it runs.
     pub guard: Guard,
-    /// What its rows mean.
     pub output: Output,
 }
 
 /// A write: its steps in order. The last step is the answer.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Program {
-    /// The statements.
     pub steps: Vec<Step>,
     /// How many records (sets of written rows) the steps fill.
     pub records: usize,

@@ -4,11 +4,12 @@
 //! current span (`{"timestamp","level","message",<fields>,"target","span":{<fields>,"name"}}`),
 //! but written without its detour: that formatter keeps a span's fields as JSON text and, for
 //! every line, parses that text back into a tree to serialize it again, and it collects the
-//! event's fields into a map first. Every request writes one line, so that detour was about a
-//! tenth of the engine's CPU on a cheap request. Here the span's JSON object is copied as it
-//! is, and the event's fields are escaped straight into the line. Likewise a field recorded
-//! on a span after its creation (the request's role and operation) is appended to its JSON
-//! object, where `JsonFields` parsed and re-serialized the object each time.
+//! event's fields into a map first. Every request writes one line, so that detour would be a
+//! noticeable share of the engine's CPU on a cheap request. Here the span's JSON object is
+//! copied as it is, and the event's fields are escaped straight into the line. Likewise a field
+//! recorded on a span after its creation (the request's role and operation) is appended to its
+//! JSON object, where `tracing-subscriber`'s `JsonFields` parses and re-serializes the object
+//! each time.
 //!
 //! A line written while an HTTP request is handled names that request as its span: its
 //! fields come from the task-local [`super::request::RequestLog`], not from a `tracing` span.

@@ -7,9 +7,9 @@
 //!
 //! Why not `tracing-appender`'s non-blocking writer: it sends each line through a channel to
 //! its thread, waking that thread (a futex call and a context switch) and writing once per line
-//! whenever the thread keeps up — about a tenth of the engine's CPU on a cheap query under
-//! load (see the README's Performance section). Nothing is dropped: past [`MAX_PENDING`]
-//! bytes (the output is blocked), a logging thread waits for the writer to catch up.
+//! whenever the thread keeps up, which is a noticeable share of the engine's CPU on a cheap
+//! query under load. Nothing is dropped: past [`MAX_PENDING`] bytes (the output is blocked), a
+//! logging thread waits for the writer to catch up.
 
 use std::io::Write;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};

@@ -3,12 +3,11 @@
 //!
 //! Every request writes one log line, and each line written while a request is handled names
 //! the request (`"span":{"method","path","request_id","role","operation","name":"request"}`).
-//! A `tracing` span per request carried those fields before. But that span cost a tenth to a
-//! sixth of the engine's CPU on a cheap query (by_pk under load: 47–57 → 39–41 µs per
-//! request): a slot in the span registry, its fields formatted as JSON text at creation and
-//! again for each recorded field, and entering and leaving the span at every poll of the
-//! request's future. A task-local value costs a pointer swap per poll, and the line's
-//! formatter ([`super::json`]) reads its fields directly.
+//! A `tracing` span per request could carry those fields, but it costs a noticeable share of
+//! the engine's CPU on a cheap query: a slot in the span registry, its fields formatted as JSON
+//! text at creation and again for each recorded field, and entering and leaving the span at
+//! every poll of the request's future. A task-local value costs a pointer swap per poll, and
+//! the line's formatter ([`super::json`]) reads its fields directly.
 //!
 //! A real span is still made when something reads spans: exported traces (the request's
 //! server span, the parent of the spans under it) and the pretty log format, which prints

@@ -68,7 +68,8 @@ pub fn query(plan: &QueryPlan) -> SqlText {
 
 /// Compiles a query plan into one statement; with `sets_session` it sets `basalt.user` first
 /// (`$1` is then the session JSON). A read may leave it out only when nothing it touches can
-/// observe the setting (`graphql-api.md` §7): the caller decides, from the plan's footprint.
+/// observe the setting (`docs/graphql.md`, "The session inside SQL"): the caller decides, from
+/// the plan's footprint.
 pub fn query_for(plan: &QueryPlan, sets_session: bool) -> SqlText {
     print_select(query_select(plan), sets_session)
 }

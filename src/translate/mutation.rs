@@ -20,7 +20,8 @@ use crate::sql::program::{
 use crate::sql::SqlText;
 use serde_json::Value;
 
-/// Translates a mutation plan.
+/// A mutation plan as a program: the session statement, each root field's program, and the
+/// one-statement form when the operation has one.
 pub fn mutation(plan: &MutationPlan) -> MutationProgram {
     let session = SqlSelect::expr(set_session(Expr::Param(session_param())));
     MutationProgram {

@@ -18,7 +18,6 @@ const MAX_PAIRS: usize = 50;
 /// Which rows the top select of a mutation's answer reads instead of its planned source.
 #[derive(Debug, Clone)]
 pub(super) enum Written {
-    /// The planned source.
     Planned,
     /// The planned source, restricted to these `ctid`s (rows written by earlier steps).
     Ctids(ast::ParamSource),
@@ -109,7 +108,7 @@ pub(super) fn select_rows(
     );
     // With an OFFSET, rows are paged in a subquery first: Postgres computes a row's select list
     // before the OFFSET skips it, so nested selections of skipped rows would be built for
-    // nothing (20 authors at offset 5000 built 5020 article lists).
+    // nothing (a page of 20 authors at offset 5000 would build 5020 article lists).
     let paged = match (&s.source, &s.args.offset, written) {
         (_, _, Written::Cte(_)) => None,
         (Source::Table(table), Some(_), _) => Some(name(table)),
@@ -164,8 +163,7 @@ pub(super) fn select_rows(
 
 /// What a paged subquery of `alias` yields: the columns `list` (the rows' selection) reads by
 /// name, or the whole row (`alias.*`) when it reads it whole (a computed field's row
-/// argument) or reads no column. Fewer columns make each row the OFFSET skips cheaper:
-/// Postgres's own time for `nested_3` in the benchmark fell by about a tenth.
+/// argument) or reads no column. Fewer columns make each row the OFFSET skips cheaper.
 fn paged_columns(list: &[SelectItem], alias: &Alias) -> Vec<SelectItem> {
     let mut columns: Vec<Ident> = Vec::new();
     let mut whole = false;

@@ -53,7 +53,7 @@ async fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// SIGINT or SIGTERM.
+/// Resolves on SIGINT or SIGTERM.
 async fn stopped() {
     let terminate = async {
         match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {

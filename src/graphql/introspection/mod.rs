@@ -4,9 +4,9 @@
 //! [`answer`] validates it against the introspection types of the GraphQL specification
 //! ([`meta`]) and writes the JSON answer while walking the type system.
 //!
-//! Memory and time are what matter here: at a thousand tables an admin schema has tens of
-//! thousands of types, so nothing is copied per type: the answer is written as bytes, and the
-//! only per-request structure is the set of types reachable from the roots.
+//! Memory and time are what matter here: an admin schema over many tables has a great many
+//! types, so nothing is copied per type: the answer is written as bytes, and the only
+//! per-request structure is the set of types reachable from the roots.
 
 use super::types::{EnumValueDef, FieldDef, InputValueDef, Name, TypeDef, TypeRef, TypeSystem};
 use async_graphql_parser::types::{
@@ -311,8 +311,8 @@ struct Writer<'a, 'd> {
     /// Types reachable from the roots (what `__schema.types` and `__type` show), computed
     /// when first needed.
     visible: Option<HashSet<&'a str>>,
-    /// Merged selections by (fields, type): the same few are asked of half a million values
-    /// (every field's `type { … ofType { … } }`), merged once each.
+    /// Merged selections by (fields, type): the same few are asked of every field, argument and
+    /// input field of the schema (each one's `type { … ofType { … } }`), merged once each.
     merged: HashMap<(usize, usize, &'static str), Rc<Selections<'d>>>,
 }
 

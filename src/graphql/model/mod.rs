@@ -29,7 +29,6 @@ pub struct RoleColumn {
     pub scalar: String,
     /// The Postgres type values of the column are bound as.
     pub pg_type: PgType,
-    /// NULL allowed.
     pub nullable: bool,
     /// Eligible for sum/avg/….
     pub numeric: bool,
@@ -45,9 +44,7 @@ pub struct RoleColumn {
 pub struct RoleRelationship {
     /// Field name.
     pub name: String,
-    /// Cardinality.
     pub kind: RelationshipKind,
-    /// Target table.
     pub target: QualifiedTable,
     /// (local Postgres column, remote Postgres column).
     pub mapping: Vec<(String, String)>,
@@ -58,7 +55,6 @@ pub struct RoleRelationship {
 pub struct RoleComputed {
     /// Field name.
     pub name: String,
-    /// Function.
     pub function: QualifiedTable,
     /// Input arguments; positions match the function.
     pub arguments: Vec<crate::resolve::FunctionArgument>,
@@ -66,7 +62,6 @@ pub struct RoleComputed {
     pub table_argument: usize,
     /// Position of the session argument.
     pub session_argument: Option<usize>,
-    /// Return shape.
     pub returns: ComputedReturn,
     /// Name of the `<f>_args` input type, when the function takes extra arguments.
     pub args_type: Option<String>,
@@ -75,13 +70,11 @@ pub struct RoleComputed {
 /// What a field of a table object is.
 #[derive(Debug, Clone)]
 pub enum TableField {
-    /// A column.
     Column(RoleColumn),
     /// A relationship (object or array).
     Relationship(RoleRelationship),
     /// `<rel>_aggregate` of an array relationship.
     RelationshipAggregate(RoleRelationship),
-    /// A computed field.
     Computed(RoleComputed),
 }
 
@@ -130,16 +123,13 @@ pub enum RootKind {
 /// A query root field.
 #[derive(Debug, Clone)]
 pub struct RootField {
-    /// Which kind.
     pub kind: RootKind,
-    /// Which table.
     pub table: QualifiedTable,
 }
 
 /// Everything one role can query.
 #[derive(Debug, Clone)]
 pub struct RoleModel {
-    /// The role.
     pub role: String,
     /// Selectable tables.
     pub tables: IndexMap<QualifiedTable, RoleTable>,

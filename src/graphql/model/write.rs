@@ -13,7 +13,6 @@ use indexmap::IndexMap;
 pub struct RoleInsert {
     /// Insertable columns by GraphQL name (presets excluded).
     pub columns: IndexMap<String, RoleColumn>,
-    /// Presets.
     pub presets: Vec<Preset>,
     /// Check on every inserted row (`None`: none, admin).
     pub check: Option<BoolExp>,
@@ -24,7 +23,6 @@ pub struct RoleInsert {
 pub struct RoleUpdate {
     /// Updatable columns by GraphQL name (presets excluded).
     pub columns: IndexMap<String, RoleColumn>,
-    /// Presets.
     pub presets: Vec<Preset>,
     /// Which rows may be updated (`None`: all, admin).
     pub filter: Option<BoolExp>,
@@ -35,13 +33,11 @@ pub struct RoleUpdate {
 /// What a role may write to one table.
 #[derive(Debug, Clone)]
 pub struct RoleWrite {
-    /// Table.
     pub name: QualifiedTable,
     /// GraphQL base name.
     pub type_name: String,
     /// Insert rules (when insert is allowed and Postgres can insert).
     pub insert: Option<RoleInsert>,
-    /// Update rules.
     pub update: Option<RoleUpdate>,
     /// Delete filter (`Some(None)`: delete without filter, admin).
     pub delete: Option<Option<BoolExp>>,
@@ -75,9 +71,7 @@ pub enum MutationKind {
 /// A mutation root field.
 #[derive(Debug, Clone)]
 pub struct MutationRoot {
-    /// Kind.
     pub kind: MutationKind,
-    /// Table.
     pub table: QualifiedTable,
 }
 

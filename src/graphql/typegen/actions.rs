@@ -1,8 +1,8 @@
-//! Actions in a role's schema (`docs/actions.md`, "Schema"): each action the role may call as
-//! a query or mutation root field; an asynchronous action's mutation answers its id, and its
-//! result is read by id from the query and subscription roots. The custom types the actions
-//! reach (arguments, outputs, and their fields, recursively) join the schema under their own
-//! names; an object type's relationships to tables appear where the role may select the table.
+//! Actions in a role's schema (`docs/actions.md`, "In the schema"): each action the role may call
+//! as a query or mutation root field; an asynchronous action's mutation answers its id, and its
+//! result is read by id from the query and subscription roots. The custom types the actions reach
+//! (arguments, outputs, and their fields, recursively) join the schema under their own names; an
+//! object type's relationships to tables appear where the role may select the table.
 
 use super::{list_args, with_args, TypeBuilder};
 use crate::graphql::types::*;

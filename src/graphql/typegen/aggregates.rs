@@ -11,7 +11,8 @@ impl TypeBuilder<'_> {
     pub(super) fn aggregate_types(&mut self, t: &RoleTable) {
         let tn = &t.type_name;
         if !t.aggregations {
-            // Still needed by `<rel>_aggregate` order_by of other tables? Only when aggregatable.
+            // Other tables' `<rel>_aggregate` fields and their orderings name these types only
+            // when this table is aggregatable (`model::read::add_fields`): none is needed.
             return;
         }
         let numeric: Vec<(&String, &RoleColumn)> =

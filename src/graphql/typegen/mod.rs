@@ -1,6 +1,6 @@
-//! The GraphQL types of a role, generated from its model (`docs/graphql.md`, "What a role's schema contains"): the query
-//! root ([`build`]), each table's object, filter, ordering and select-column types
-//! ([`tables`]), comparison types ([`compare`]), aggregate types ([`aggregates`]) and the
+//! The GraphQL types of a role, generated from its model (`docs/graphql.md`, "What a role's schema
+//! contains"): the query root ([`build`]), each table's object, filter, ordering and select-column
+//! types ([`tables`]), comparison types ([`compare`]), aggregate types ([`aggregates`]) and the
 //! mutation root with its inputs ([`mutations`]). Pure. See `docs/architecture.md`.
 
 mod actions;
@@ -120,8 +120,8 @@ pub fn build_sharing(model: &RoleModel, known: &HashMap<Name, Arc<TypeDef>>) -> 
 /// depend on column order or on the order objects were added to the metadata: the same
 /// metadata always gives the same introspection, and schema diffs stay small.
 ///
-/// The member lists are final here: their spare capacity is given back (a schema of a
-/// thousand tables holds half a million fields, grown by doubling).
+/// The member lists are final here: their spare capacity is given back (a schema over many
+/// tables holds a great many fields, each list grown by doubling).
 pub(super) fn sort_members(def: &mut TypeDef) {
     match def {
         TypeDef::Object { fields, .. } | TypeDef::Interface { fields, .. } => {

@@ -1,17 +1,17 @@
-//! Actions: stored and exported unchanged; execution is not built yet (see
-//! `docs/metadata-api.md`, "Operations answered with `400 not-supported`"). Pure serde types: must not depend on anything outside `metadata`.
+//! Actions: custom queries and mutations resolved by HTTP handlers, as `create_action` stores
+//! them (see `docs/metadata-api.md`, "Actions", and `docs/actions.md`). Pure serde types: must
+//! not depend on anything outside `metadata`.
 
 use super::*;
 use serde::{Deserialize, Serialize};
 
-/// An action (stored and exported; execution arrives with the actions feature).
+/// An action: a root field answered by an HTTP handler.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActionEntry {
     /// Root field name.
     pub name: GraphQLName,
     /// Handler, types and kind.
     pub definition: ActionDefinition,
-    /// Free text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
     /// Roles allowed to call it.
@@ -19,7 +19,6 @@ pub struct ActionEntry {
     pub permissions: Vec<ActionPermission>,
 }
 
-/// An action's definition.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActionDefinition {
     /// Handler URL (may hold `{{ENV}}` templates).
@@ -32,7 +31,6 @@ pub struct ActionDefinition {
     /// Headers sent to the handler.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub headers: Vec<Header>,
-    /// Arguments.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub arguments: Vec<ActionArgument>,
     /// `query` or `mutation`.
@@ -70,15 +68,12 @@ pub enum ActionKind {
     Asynchronous,
 }
 
-/// An action argument.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActionArgument {
-    /// Name.
     pub name: GraphQLName,
     /// Type expression.
     #[serde(rename = "type")]
     pub arg_type: String,
-    /// Free text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
 }
@@ -86,9 +81,7 @@ pub struct ActionArgument {
 /// A role allowed to call an action.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActionPermission {
-    /// The role.
     pub role: Name,
-    /// Free text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
 }

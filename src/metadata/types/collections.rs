@@ -1,5 +1,5 @@
-//! Query collections and the allow-list entries (see `docs/metadata-api.md`, "Query
-//! collections and the allow-list"). Pure serde types: must not depend on anything outside `metadata`.
+//! Query collections and the allow-list entries (see `docs/metadata-api.md`, "Query collections and
+//! the allow-list"). Pure serde types: must not depend on anything outside `metadata`.
 
 use super::*;
 use serde::{Deserialize, Serialize};
@@ -7,11 +7,8 @@ use serde::{Deserialize, Serialize};
 /// A named set of GraphQL documents.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CollectionEntry {
-    /// Name.
     pub name: Name,
-    /// The queries.
     pub definition: CollectionDefinition,
-    /// Free text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
 }
@@ -35,6 +32,5 @@ pub struct CollectionQuery {
 /// One allow-listed collection.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AllowlistEntry {
-    /// Collection name.
     pub collection: Name,
 }

@@ -1,17 +1,14 @@
-//! Computed fields: a SQL function exposed as a field of a table (see
-//! `docs/metadata-api.md`, "Computed fields"). Pure serde types: must not depend on anything outside `metadata`.
+//! Computed fields: a SQL function exposed as a field of a table (see `docs/metadata-api.md`,
+//! "Computed fields"). Pure serde types: must not depend on anything outside `metadata`.
 
 use super::*;
 use serde::{Deserialize, Serialize};
 
-/// A computed field.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ComputedFieldEntry {
-    /// Field name.
     pub name: GraphQLName,
     /// The SQL function behind it.
     pub definition: ComputedFieldDefinition,
-    /// Free text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
 }

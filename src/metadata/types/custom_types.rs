@@ -9,16 +9,12 @@ use serde_json::Value;
 /// The custom GraphQL types (`set_custom_types`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct CustomTypes {
-    /// Input object types.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub input_objects: Vec<InputObjectType>,
-    /// Object types.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub objects: Vec<ObjectType>,
-    /// Scalar types.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scalars: Vec<ScalarType>,
-    /// Enum types.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub enums: Vec<EnumType>,
 }
@@ -36,21 +32,16 @@ impl CustomTypes {
 /// A custom input object type.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InputObjectType {
-    /// Type name.
     pub name: GraphQLName,
-    /// Free text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// Fields.
     pub fields: Vec<TypeField>,
 }
 
 /// A field of a custom input or object type.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TypeField {
-    /// Field name.
     pub name: GraphQLName,
-    /// Free text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// Type expression.
@@ -64,12 +55,9 @@ pub struct TypeField {
 /// A custom object type.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ObjectType {
-    /// Type name.
     pub name: GraphQLName,
-    /// Free text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// Fields.
     pub fields: Vec<TypeField>,
     /// Relationships to tracked tables.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -79,7 +67,6 @@ pub struct ObjectType {
 /// A relationship from a custom object type to a tracked table.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ObjectRelationship {
-    /// Field name.
     pub name: GraphQLName,
     /// `object` or `array`.
     #[serde(rename = "type")]
@@ -100,37 +87,26 @@ pub enum ObjectRelationshipType {
     Array,
 }
 
-/// A custom scalar.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScalarType {
-    /// Type name.
     pub name: GraphQLName,
-    /// Free text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
 }
 
-/// A custom enum.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EnumType {
-    /// Type name.
     pub name: GraphQLName,
-    /// Free text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// Values.
     pub values: Vec<EnumValue>,
 }
 
-/// One enum value.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EnumValue {
-    /// The value.
     pub value: GraphQLName,
-    /// Free text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// Deprecated flag.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_deprecated: Option<bool>,
 }

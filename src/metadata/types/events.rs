@@ -1,6 +1,5 @@
-//! Event triggers (`docs/events.md`), remote schemas and their webhook headers. Remote schemas
-//! are stored and exported unchanged; their feature is not built yet.
-//! Pure serde types: must not depend on anything outside `metadata`.
+//! Event triggers (`docs/events.md`), remote schemas (`docs/remote-schemas.md`) and their
+//! webhook headers. Pure serde types: must not depend on anything outside `metadata`.
 
 use super::*;
 use serde::{Deserialize, Serialize};
@@ -10,15 +9,9 @@ use serde::{Deserialize, Serialize};
 #[serde(untagged)]
 pub enum Header {
     /// `{"name","value"}`.
-    Value {
-        /// Header name.
-        name: String,
-        /// Header value.
-        value: String,
-    },
+    Value { name: String, value: String },
     /// `{"name","value_from_env"}`.
     FromEnv {
-        /// Header name.
         name: String,
         /// Environment variable holding the value.
         value_from_env: String,
@@ -28,14 +21,12 @@ pub enum Header {
 /// An event trigger: which row changes of its table go to which webhook, and how retried.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EventTriggerEntry {
-    /// Trigger name.
     pub name: Name,
     /// Which operations fire it.
     pub definition: EventTriggerDefinition,
     /// Retry policy (defaults filled in).
     #[serde(default)]
     pub retry_conf: RetryConf,
-    /// Webhook URL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub webhook: Option<String>,
     /// Environment variable holding the webhook URL.
@@ -52,13 +43,10 @@ pub struct EventTriggerDefinition {
     /// Whether `invoke_event_trigger` may fire it.
     #[serde(default)]
     pub enable_manual: bool,
-    /// Insert spec.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub insert: Option<OperationSpec>,
-    /// Update spec.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub update: Option<OperationSpec>,
-    /// Delete spec.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delete: Option<OperationSpec>,
 }
@@ -104,14 +92,12 @@ impl Default for RetryConf {
     }
 }
 
-/// A remote GraphQL server (stored and exported; stitching arrives with its feature).
+/// A remote GraphQL server whose root fields join the schema.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RemoteSchemaEntry {
-    /// Name.
     pub name: Name,
     /// Where and how to reach it.
     pub definition: RemoteSchemaDefinition,
-    /// Free text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
 }

@@ -2,7 +2,8 @@
 //! file per part of the document. Every type is re-exported here, so paths stay
 //! `crate::metadata::types::X`.
 //!
-//! Serialization is the export format: keys in the spec's order, empty parts omitted. BoolExps
+//! Serialization is the export format (`docs/metadata-api.md`, "`export_metadata`"): keys in
+//! its order, empty parts omitted. BoolExps
 //! and presets stay JSON values, stored exactly as submitted (`$eq` and `_eq` both survive).
 //! Owns only the shapes; it must not depend on anything outside `metadata`.
 

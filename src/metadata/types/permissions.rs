@@ -1,5 +1,6 @@
-//! Permissions of a role on a table. BoolExps and presets stay JSON values, stored exactly
-//! as submitted (see `docs/metadata-api.md`, "Permissions"). Pure serde types: must not depend on anything outside `metadata`.
+//! Permissions of a role on a table. BoolExps and presets stay JSON values, stored exactly as
+//! submitted (see `docs/metadata-api.md`, "Permissions"). Pure serde types: must not depend on
+//! anything outside `metadata`.
 
 use super::*;
 use serde::{Deserialize, Serialize};
@@ -10,14 +11,11 @@ use serde_json::{Map, Value};
 pub struct PermissionEntry<P> {
     /// The role it applies to.
     pub role: Name,
-    /// The rules.
     pub permission: P,
-    /// Free text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
 }
 
-/// Insert rules.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InsertPermission {
     /// Must hold for every inserted row.
@@ -33,7 +31,6 @@ pub struct InsertPermission {
     pub backend_only: Option<bool>,
 }
 
-/// Select rules.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SelectPermission {
     /// Selectable columns.
@@ -51,7 +48,6 @@ pub struct SelectPermission {
     pub allow_aggregations: bool,
 }
 
-/// Update rules.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UpdatePermission {
     /// Updatable columns.
@@ -66,7 +62,6 @@ pub struct UpdatePermission {
     pub set: Map<String, Value>,
 }
 
-/// Delete rules.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeletePermission {
     /// Rows that may be deleted.

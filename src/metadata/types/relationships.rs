@@ -14,7 +14,6 @@ pub struct RelationshipEntry<U> {
     pub name: GraphQLName,
     /// How rows are related.
     pub using: U,
-    /// Free text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
 }
@@ -58,7 +57,8 @@ pub enum ArrRelUsing {
 const FK_KEY: &str = "foreign_key_constraint_on";
 const MANUAL_KEY: &str = "manual_configuration";
 
-/// Splits a `using` object into its one allowed key, with the spec's messages for both/neither.
+/// Splits a `using` object into its one allowed key, with the messages of
+/// `docs/metadata-api.md`, "`create_object_relationship`", for both or neither.
 fn exclusive_using<E: de::Error>(value: Value) -> Result<(bool, Value), E> {
     let Value::Object(mut map) = value else {
         return Err(E::custom(format!(

@@ -1,5 +1,6 @@
 //! A tracked table's entry and its configuration: custom root fields and column names (see
-//! `docs/metadata-api.md`, "Tables"). Pure serde types: must not depend on anything outside `metadata`.
+//! `docs/metadata-api.md`, "Tables"). Pure serde types: must not depend on anything outside
+//! `metadata`.
 
 use super::*;
 use indexmap::IndexMap;
@@ -23,7 +24,6 @@ pub const TABLE_ENTRY_KEYS: &[&str] = &[
 /// One tracked table or view and everything it owns.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TableEntry {
-    /// The relation.
     pub table: QualifiedTable,
     /// Whether its rows form a GraphQL enum.
     #[serde(default, skip_serializing_if = "is_false")]
@@ -52,7 +52,7 @@ pub struct TableEntry {
     /// Delete permissions by role.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub delete_permissions: Vec<PermissionEntry<DeletePermission>>,
-    /// Row-change webhooks (delivered once the event-trigger feature lands).
+    /// Event triggers: row changes of this table sent to webhooks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub event_triggers: Vec<EventTriggerEntry>,
 }
@@ -138,7 +138,8 @@ pub struct CustomRootFields {
 }
 
 impl CustomRootFields {
-    /// Pairs of (key, custom name) that are set, in spec order.
+    /// Pairs of (key, custom name) that are set, in the export order (`docs/metadata-api.md`,
+    /// "`track_table` (version 2)").
     pub fn entries(&self) -> Vec<(&'static str, &GraphQLName)> {
         [
             ("select", &self.select),
