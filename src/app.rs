@@ -67,7 +67,7 @@ pub async fn start(config: ServeConfig) -> Result<Running> {
             .context("catalog migration failed")?;
         // Remote schemas are introspected again at start; one that is down keeps its stored
         // schema and is reported inconsistent, so the server still starts.
-        catalog::remote::refresh(&mut client)
+        crate::transaction::refresh_remotes(&mut client)
             .await
             .context("cannot store remote schema introspection results")?;
     }
@@ -154,9 +154,9 @@ async fn watch_catalog(state: AppState, pg_config: tokio_postgres::Config) {
                 loop {
                     tokio::select! {
                         message = listener.payloads.recv() => {
-                            let Some(payload) = message else { break };
-                            tracing::debug!(%payload, "catalog change notified");
-                            if let Err(err) = state.notified(&payload).await {
+                            let Some(notification) = message else { break };
+                            tracing::debug!(%notification, "catalog change notified");
+                            if let Err(err) = state.notified(&notification).await {
                                 tracing::warn!(%err, "reload after notification failed");
                             }
                         }

@@ -73,4 +73,5 @@ pub mod sql;
 pub mod state;
 pub mod stats;
 pub mod telemetry;
+pub mod transaction;
 pub mod translate;

@@ -8,10 +8,11 @@
 //! (startup, the catalog watcher and shutdown belong to `app`).
 
 use crate::auth::Authenticator;
-use crate::catalog::{self, CatalogError, Snapshot};
+use crate::catalog::{self, CatalogVersion, Notification};
 use crate::config::ServeConfig;
 use crate::engine::Engine;
 use crate::stats::Counters;
+use crate::transaction::{LastWriteCache, TransactionError};
 use deadpool_postgres::Pool;
 use std::sync::Arc;
 use tokio::sync::Mutex;
@@ -45,7 +46,7 @@ pub struct SharedState {
     /// Work counters (plan cache, schema builds, prepares).
     pub counters: Arc<Counters>,
     /// The state this process's last metadata write committed, for its next one.
-    pub basis: catalog::BasisCache,
+    pub last_write: LastWriteCache,
     /// Request counts and latencies (`/metrics`).
     pub metrics: crate::metrics::Metrics,
     /// Event delivery counters (`/metrics`).
@@ -92,22 +93,23 @@ impl AppState {
             rebuild: Arc::new(Mutex::new(OwnCommits::default())),
             auth: Arc::new(auth),
             counters,
-            basis: catalog::BasisCache::default(),
+            last_write: LastWriteCache::default(),
             metrics: crate::metrics::Metrics::default(),
             events: Arc::default(),
         }))
     }
 
     /// The catalog state being served.
-    pub fn snapshot(&self) -> Arc<Snapshot> {
+    pub fn snapshot(&self) -> Arc<CatalogVersion> {
         self.engine.current().catalog.clone()
     }
 
     /// Holds off rebuilds while this process writes the catalog: taken before a write's
-    /// transaction and given its snapshot with [`Writing::install`]. The write's own `NOTIFY`
-    /// reaches the catalog watcher as soon as it commits, before the writer can install what
-    /// it already resolved; without this the watcher would load, introspect and resolve the
-    /// same version again (at 1,000 tables, about as much work as the write itself).
+    /// transaction and given its result with [`Writing::install`]. The write's own
+    /// notification reaches the catalog watcher as soon as it commits, before the writer can
+    /// install what it already resolved; without this the watcher would load, read the
+    /// database model and resolve the same version again (about as much work as the write
+    /// itself).
     ///
     /// Take it before the write's pool connection: a rebuild holds this lock while it waits
     /// for a connection, so the other order deadlocks when the pool is exhausted.
@@ -118,19 +120,19 @@ impl AppState {
         }
     }
 
-    /// Rebuilds after the catalog notification `payload` unless it is one of this process's
-    /// own commits (installed by their writer) or a version already served.
-    pub async fn notified(&self, payload: &str) -> Result<(), CatalogError> {
+    /// Rebuilds after a catalog notification unless it is one of this process's own commits
+    /// (installed by their writer) or a version already served.
+    pub async fn notified(&self, notification: &Notification) -> Result<(), TransactionError> {
         let mut guard = self.rebuild.lock().await;
-        if guard.take(payload) || !catalog::needs_rebuild(payload, self.snapshot().version) {
+        if guard.take(notification) || !notification.needs_rebuild(self.snapshot().version) {
             return Ok(());
         }
-        self.reload_locked(payload.starts_with("reload:")).await
+        self.reload_locked(notification.forces_rebuild()).await
     }
 
     /// Has the engine serve `next`; the caller holds `rebuild`, so one version is never
     /// built twice (the writer's install and its own NOTIFY race).
-    fn install_locked(&self, next: Arc<Snapshot>, force: bool) {
+    fn install_locked(&self, next: Arc<CatalogVersion>, force: bool) {
         self.engine.install(next, force);
     }
 
@@ -138,7 +140,7 @@ impl AppState {
     /// `force`, nothing is built when the catalog version is the one already served. A forced
     /// rebuild (at start, after the watcher reconnects) also forgets the own commits not yet
     /// notified: their notifications may have been lost with the connection.
-    pub async fn reload(&self, force: bool) -> Result<(), CatalogError> {
+    pub async fn reload(&self, force: bool) -> Result<(), TransactionError> {
         let mut guard = self.rebuild.lock().await;
         if force {
             guard.pending.clear();
@@ -147,19 +149,19 @@ impl AppState {
     }
 
     /// [`AppState::reload`] with the rebuild lock held.
-    async fn reload_locked(&self, force: bool) -> Result<(), CatalogError> {
+    async fn reload_locked(&self, force: bool) -> Result<(), TransactionError> {
         let client = self.pool.get().await?;
         if !force && catalog::current_version(&**client).await? <= self.snapshot().version {
             return Ok(());
         }
-        let snapshot = catalog::build(&**client).await?;
+        let catalog = crate::transaction::read(&**client).await?;
         Counters::bump(&self.counters.catalog_reads);
         tracing::info!(
-            version = snapshot.version,
-            inconsistent = snapshot.schema.inconsistencies.len(),
+            version = catalog.version,
+            inconsistent = catalog.schema.inconsistencies.len(),
             "schema cache rebuilt"
         );
-        self.install_locked(Arc::new(snapshot), force);
+        self.install_locked(Arc::new(catalog), force);
         Ok(())
     }
 }
@@ -167,25 +169,25 @@ impl AppState {
 /// The notifications of this process's own commits, each to be skipped once by the watcher.
 #[derive(Debug, Default)]
 struct OwnCommits {
-    /// Payloads, oldest first; at most [`OwnCommits::LIMIT`] (older ones were lost).
-    pending: std::collections::VecDeque<String>,
+    /// Oldest first; at most [`OwnCommits::LIMIT`] (older ones were lost).
+    pending: std::collections::VecDeque<Notification>,
 }
 
 impl OwnCommits {
-    /// Enough for every write in flight; a payload whose notification never came (the
-    /// listener was reconnecting) is dropped once this many newer ones wait.
+    /// Enough for every write in flight; a notification that never came (the listener was
+    /// reconnecting) is dropped once this many newer ones wait.
     const LIMIT: usize = 64;
 
-    fn push(&mut self, payload: String) {
+    fn push(&mut self, notification: Notification) {
         if self.pending.len() == Self::LIMIT {
             self.pending.pop_front();
         }
-        self.pending.push_back(payload);
+        self.pending.push_back(notification);
     }
 
-    /// Whether `payload` is an own commit (forgotten once taken).
-    fn take(&mut self, payload: &str) -> bool {
-        match self.pending.iter().position(|p| p == payload) {
+    /// Whether `notification` is an own commit's (forgotten once taken).
+    fn take(&mut self, notification: &Notification) -> bool {
+        match self.pending.iter().position(|p| p == notification) {
             Some(at) => {
                 self.pending.remove(at);
                 true
@@ -203,10 +205,10 @@ pub struct Writing<'a> {
 }
 
 impl Writing<'_> {
-    /// Installs the snapshot of the write that committed with `notification` (see
-    /// [`catalog::Executed`]), and marks that notification as already handled.
-    pub fn install(mut self, next: Arc<Snapshot>, notification: String) {
-        let force = notification.starts_with("reload:");
+    /// Installs the catalog version of the write that committed with `notification` (see
+    /// [`crate::transaction::Outcome`]), and marks that notification as already handled.
+    pub fn install(mut self, next: Arc<CatalogVersion>, notification: Notification) {
+        let force = notification.forces_rebuild();
         self.guard.push(notification);
         self.state.install_locked(next, force);
     }

@@ -43,7 +43,7 @@ pub(super) const MIGRATION: &str = r#"
 "#;
 
 /// `drop_action` with `clear_data`: deletes the action's logged calls, whatever their state.
-pub(super) async fn clear_log(tx: &Transaction<'_>, action: &str) -> Result<u64, CatalogError> {
+pub async fn clear_log(tx: &Transaction<'_>, action: &str) -> Result<u64, CatalogError> {
     Ok(tx
         .execute(
             "DELETE FROM basalt_catalog.action_log WHERE action_name = $1",

@@ -1,17 +1,11 @@
-//! The event log in `basalt_catalog` (`docs/events.md`): its tables and the helper the
-//! capture triggers call, keeping the capture triggers in step with the document in the same
-//! transaction as every metadata write, archiving the events of triggers that go away, and
-//! the two operations on the log itself (`invoke_event_trigger`, `redeliver_event`).
+//! The event log in `basalt_catalog` (`docs/events.md`): its tables, the helper the capture
+//! triggers call, and the statements the metadata transaction runs on it (archiving the events
+//! of triggers that go away, recording a manual event, rearming one for delivery). The
+//! delivery workers' own statements are in `crate::events::store`.
 
-use super::{CatalogError, Work};
-use crate::capture;
-use crate::db_model::CaptureTrigger;
-use crate::metadata::error::{Code, MetadataError};
-use crate::metadata::path::JsonPath;
-use crate::metadata::types::{Metadata, QualifiedTable};
-use crate::ops::events::EventLogOp;
-use serde_json::{json, Value};
-use std::collections::BTreeSet;
+use super::CatalogError;
+use crate::metadata::types::QualifiedTable;
+use serde_json::Value;
 use tokio_postgres::Transaction;
 
 /// The channel capture triggers and event operations notify, waking the delivery workers.
@@ -69,154 +63,75 @@ pub(super) const MIGRATION: &str = r#"
     $$;
 "#;
 
-/// After the operations of a write: installs the capture triggers the new document needs,
-/// replaces stale ones, drops the rest, and archives the undelivered events of triggers that
-/// are gone. `work.db` then describes the captures as they now are. DDL runs only for what
-/// differs, so a write that does not touch triggers costs one comparison in memory.
-pub(super) async fn sync(
-    tx: &Transaction<'_>,
-    before: &Metadata,
-    work: &mut Work,
-) -> Result<(), CatalogError> {
-    let desired = crate::resolve::events::desired_captures(&work.metadata, &work.db);
-    let existing = &work.db.capture_triggers;
-    let mut statements = Vec::new();
-    let wanted: BTreeSet<&str> = desired.iter().map(|c| c.name.as_str()).collect();
-    for old in existing {
-        let keep = desired.iter().any(|c| {
-            c.name == old.name && c.table.schema == old.schema && c.table.name == old.table
-        });
-        if !keep {
-            let table = QualifiedTable::new(&old.schema, &old.table);
-            let mut drop = capture::drop(&old.name, Some(&table));
-            if wanted.contains(old.name.as_str()) {
-                drop.truncate(1); // moved to another table: keep the function, re-created below
-            }
-            statements.extend(drop);
-        }
-    }
-    for name in &work.db.capture_functions {
-        let has_trigger = existing.iter().any(|t| t.name == *name);
-        if !wanted.contains(name.as_str()) && !has_trigger {
-            statements.extend(capture::drop(name, None));
-        }
-    }
-    for c in &desired {
-        let current = existing.iter().any(|t| {
-            t.name == c.name
-                && t.schema == c.table.schema
-                && t.table == c.table.name
-                && t.hash.as_deref() == Some(c.hash.as_str())
-        });
-        if !current {
-            statements.extend(c.create());
-        }
-    }
-    for statement in &statements {
-        tx.batch_execute(statement).await?;
-    }
-    let triggers: Vec<CaptureTrigger> = desired
-        .iter()
-        .map(|c| CaptureTrigger {
-            name: c.name.clone(),
-            schema: c.table.schema.clone(),
-            table: c.table.name.clone(),
-            hash: Some(c.hash.clone()),
-        })
-        .collect();
-    let functions: BTreeSet<String> = desired.iter().map(|c| c.name.clone()).collect();
-    // Copied only when the captures changed: the model is shared with the state before.
-    if work.db.capture_triggers != triggers || work.db.capture_functions != functions {
-        let db = std::sync::Arc::make_mut(&mut work.db);
-        db.capture_triggers = triggers;
-        db.capture_functions = functions;
-    }
-
-    let names = |m: &Metadata| -> BTreeSet<String> {
-        m.tables
-            .iter()
-            .flat_map(|e| e.event_triggers.iter().map(|t| t.name.0.clone()))
-            .collect()
-    };
-    let gone: Vec<String> = names(before)
-        .difference(&names(&work.metadata))
-        .cloned()
-        .collect();
-    if !gone.is_empty() {
-        tx.execute(
-            "UPDATE basalt_catalog.event_log SET archived = true
-             WHERE trigger_name = ANY($1) AND delivered = false AND archived = false",
-            &[&gone],
-        )
-        .await?;
-    }
+/// Archives the undelivered events of the triggers named `gone`.
+pub async fn archive(tx: &Transaction<'_>, gone: &[String]) -> Result<(), CatalogError> {
+    tx.execute(
+        "UPDATE basalt_catalog.event_log SET archived = true
+         WHERE trigger_name = ANY($1) AND delivered = false AND archived = false",
+        &[&gone],
+    )
+    .await?;
     Ok(())
 }
 
-/// Runs an operation on the event log; `session` is the caller's (recorded on manual events).
-pub(super) async fn run(
+/// Records an event for trigger `name` on `table` with `payload`, and wakes the workers;
+/// answers its id.
+pub async fn record(
     tx: &Transaction<'_>,
-    metadata: &Metadata,
-    op: &EventLogOp,
-    session: &Value,
-) -> Result<Value, CatalogError> {
-    match op {
-        EventLogOp::Invoke { name, payload } => {
-            let table = EventLogOp::manual_target(metadata, name)?;
-            let event = json!({"op": "MANUAL", "data": payload,
-                               "session_variables": session, "trace_context": null});
-            let row = tx
-                .query_one(
-                    "INSERT INTO basalt_catalog.event_log (schema_name, table_name, trigger_name, payload)
-                     VALUES ($1, $2, $3, $4) RETURNING id",
-                    &[&table.schema, &table.name, name, &event],
-                )
-                .await?;
-            notify(tx).await?;
-            let id: String = row.try_get(0)?;
-            Ok(json!({"event_id": id}))
-        }
-        EventLogOp::Redeliver { event_id } => {
-            let row = tx
-                .query_opt(
-                    "SELECT trigger_name, locked IS NOT NULL FROM basalt_catalog.event_log
-                     WHERE id = $1 AND archived = false FOR UPDATE",
-                    &[event_id],
-                )
-                .await?;
-            let not_found = || {
-                MetadataError::new(
-                    Code::NotExists,
-                    JsonPath::args().key("event_id"),
-                    "event not found",
-                )
-            };
-            let Some(row) = row else {
-                return Err(not_found().into());
-            };
-            let trigger: String = row.try_get(0)?;
-            if crate::ops::events::find_trigger(metadata, &trigger).is_none() {
-                return Err(not_found().into());
-            }
-            if row.try_get::<_, bool>(1)? {
-                return Err(MetadataError::new(
-                    Code::Busy,
-                    JsonPath::args().key("event_id"),
-                    "event is already being processed",
-                )
-                .into());
-            }
-            tx.execute(
-                "UPDATE basalt_catalog.event_log
-                 SET delivered = false, error = false, tries = 0, next_retry_at = NULL
-                 WHERE id = $1",
-                &[event_id],
-            )
-            .await?;
-            notify(tx).await?;
-            Ok(json!({"message": "success"}))
-        }
-    }
+    table: &QualifiedTable,
+    name: &str,
+    payload: &Value,
+) -> Result<String, CatalogError> {
+    let row = tx
+        .query_one(
+            "INSERT INTO basalt_catalog.event_log (schema_name, table_name, trigger_name, payload)
+             VALUES ($1, $2, $3, $4) RETURNING id",
+            &[&table.schema, &table.name, &name, payload],
+        )
+        .await?;
+    notify(tx).await?;
+    Ok(row.try_get(0)?)
+}
+
+/// An event that may be delivered again, locked for this transaction: its trigger, and
+/// whether a worker holds it now.
+#[derive(Debug)]
+pub struct Redeliverable {
+    pub trigger: String,
+    pub being_delivered: bool,
+}
+
+/// The event `id`, locked, unless it is unknown or archived.
+pub async fn lock_event(
+    tx: &Transaction<'_>,
+    id: &str,
+) -> Result<Option<Redeliverable>, CatalogError> {
+    let row = tx
+        .query_opt(
+            "SELECT trigger_name, locked IS NOT NULL FROM basalt_catalog.event_log
+             WHERE id = $1 AND archived = false FOR UPDATE",
+            &[&id],
+        )
+        .await?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    Ok(Some(Redeliverable {
+        trigger: row.try_get(0)?,
+        being_delivered: row.try_get(1)?,
+    }))
+}
+
+/// Makes the event `id` due for delivery again, its tries forgotten, and wakes the workers.
+pub async fn rearm(tx: &Transaction<'_>, id: &str) -> Result<(), CatalogError> {
+    tx.execute(
+        "UPDATE basalt_catalog.event_log
+         SET delivered = false, error = false, tries = 0, next_retry_at = NULL
+         WHERE id = $1",
+        &[&id],
+    )
+    .await?;
+    notify(tx).await
 }
 
 async fn notify(tx: &Transaction<'_>) -> Result<(), CatalogError> {

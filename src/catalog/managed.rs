@@ -93,7 +93,7 @@ async fn load_rows(
 
 /// Whether the rows `changes` touches still have the owners it was planned against; locks them
 /// for the rest of the caller's transaction.
-pub(super) async fn unchanged(
+pub async fn unchanged(
     client: &impl GenericClient,
     changes: &OwnershipChanges,
 ) -> Result<bool, CatalogError> {
@@ -119,7 +119,7 @@ pub(super) async fn unchanged(
 }
 
 /// Applies `changes` inside the caller's transaction; upserted rows record `version`.
-pub(super) async fn write(
+pub async fn write(
     client: &impl GenericClient,
     changes: &OwnershipChanges,
     version: i64,

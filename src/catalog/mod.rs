@@ -1,32 +1,27 @@
-//! The `basalt_catalog` schema: versioned migrations, loading the stored metadata, and running
-//! `/v1/query` operations in one transaction that locks the catalog row, so concurrent writers
-//! serialize and never lose an update. Peers learn of commits through `NOTIFY`.
+//! The `basalt_catalog` schema, where the metadata lives: versioned migrations, the document
+//! loaded and stored under the catalog row lock (so concurrent writers serialize and never
+//! lose an update), and the [`Notification`] every process listens for. Its submodules hold
+//! the other tables (the event log, the action log, remote schemas' last introspections, the
+//! controller's ownership rows, the change counters) and the reading of the database model
+//! ([`database`]). Applying operations is `crate::transaction`'s business: nothing here knows
+//! operations or GraphQL.
 
-use crate::db_model::{DbModel, QualifiedName};
-use crate::metadata::path::JsonPath;
-use crate::metadata::{Metadata, MetadataError};
-use crate::ops::{self, schema_changes, Context, Op};
-use crate::resolve::{self, SchemaCache};
+use crate::metadata::Metadata;
+use crate::resolve::SchemaCache;
 use database::DatabaseError;
-use serde_json::Value;
 use tokio_postgres::GenericClient;
-
-pub mod actions;
-mod basis;
-pub mod database;
-pub mod events;
-mod group;
-pub mod managed;
-pub mod remote;
-mod run_sql;
-pub mod versions;
-use crate::metadata::objects;
-pub use basis::{Basis, BasisCache};
-pub use group::{execute_group, CommittedView, GroupItem, GroupOutcome};
-pub use managed::OwnershipChanges;
 use tracing::Instrument;
 
-/// The channel every Basalt process listens on; the payload is the new resource version.
+pub mod actions;
+pub mod database;
+pub mod events;
+pub mod managed;
+pub mod remote;
+pub mod versions;
+
+pub use managed::OwnershipChanges;
+
+/// The channel every Basalt process listens on for new versions ([`Notification`]).
 pub const NOTIFY_CHANNEL: &str = "basalt_metadata";
 
 /// Subscribes a session to [`NOTIFY_CHANNEL`].
@@ -70,27 +65,13 @@ const CHECK_FAILED_MIGRATION: &str = r#"
     $$;
 "#;
 
-/// Failures of the catalog layer.
+/// Failures of the catalog's storage.
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogError {
-    /// The operation was rejected (400).
-    #[error(transparent)]
-    Metadata(#[from] MetadataError),
-    /// The caller's expected `resource_version` is stale (409).
-    #[error("resource_version mismatch: expected {expected}, but the catalog is at {current}")]
-    Conflict {
-        /// What the caller expected.
-        expected: i64,
-        /// What the catalog holds.
-        current: i64,
-    },
-    /// Database failure.
     #[error("catalog database error: {0}")]
     Database(#[from] tokio_postgres::Error),
-    /// No pooled connection.
     #[error("catalog connection unavailable: {0}")]
     Pool(#[from] deadpool_postgres::PoolError),
-    /// Introspection failure.
     #[error(transparent)]
     DatabaseModel(#[from] DatabaseError),
     /// The stored document does not parse (edited by hand?), or the document to store does
@@ -152,9 +133,9 @@ pub async fn load(
     Ok((metadata, i64::from(version)))
 }
 
-/// Takes the catalog row lock without reading the document (a write starting from a
-/// [`Basis`] reads only the counters).
-async fn lock(client: &impl GenericClient) -> Result<(), CatalogError> {
+/// Takes the catalog row lock without reading the document (a write that starts from the
+/// state its process's last write left reads only the change counters).
+pub async fn lock(client: &impl GenericClient) -> Result<(), CatalogError> {
     client
         .execute(
             "SELECT 1 FROM basalt_catalog.metadata WHERE id = 1 FOR UPDATE",
@@ -175,279 +156,9 @@ pub async fn current_version(client: &impl GenericClient) -> Result<i64, Catalog
     Ok(i64::from(row.try_get::<_, i32>(0)?))
 }
 
-/// Loads metadata and database model and resolves them: what a process serves.
-pub async fn build(client: &impl GenericClient) -> Result<Snapshot, CatalogError> {
-    let (metadata, version) = load(client, false).await?;
-    let db = database::read_model(client, &metadata.enum_tables()).await?;
-    let remotes = remote::world(client, &metadata).await?;
-    let mut schema = resolve::resolve_with(&metadata, &db, &remotes);
-    schema
-        .inconsistencies
-        .extend(resolve::events::capture_drift(&metadata, &db));
-    Ok(Snapshot {
-        version,
-        metadata,
-        schema,
-    })
-}
-
-/// One consistent view of the catalog: the metadata, its version, and its schema cache.
-#[derive(Debug, Clone, Default)]
-pub struct Snapshot {
-    /// Resource version.
-    pub version: i64,
-    /// The stored metadata.
-    pub metadata: Metadata,
-    /// Metadata resolved against the database.
-    pub schema: SchemaCache,
-}
-
-/// The result of running an operation.
-#[derive(Debug)]
-pub struct Executed {
-    /// Response body.
-    pub response: Value,
-    /// The state after the operation.
-    pub snapshot: std::sync::Arc<Snapshot>,
-    /// Whether the catalog row was written.
-    pub wrote: bool,
-    /// The `NOTIFY` payload sent so that peers rebuild (a write, or a reload of the database
-    /// model); `None` when nothing changed.
-    pub notification: Option<String>,
-}
-
-/// What a request accumulates while its operations run in one transaction.
-struct Work {
-    /// The metadata so far.
-    metadata: Metadata,
-    /// The database as the next operation sees it (shared with `db_before` and the basis
-    /// until an operation changes it).
-    db: std::sync::Arc<DbModel>,
-    /// The caller's session (`invoke_event_trigger` records it).
-    session: Value,
-    /// Tables whose enum rows each introspection loads.
-    enum_candidates: Vec<QualifiedName>,
-    /// An operation enforced its own consistency rules (replace, reload, unchecked SQL).
-    own_consistency_rules: bool,
-    /// The database model changed: rebuild here and on peers even without a metadata write.
-    rebuild: bool,
-    /// The database as the request found it.
-    db_before: std::sync::Arc<DbModel>,
-    /// Remote schemas' stored state with this request's introspection results laid over it.
-    remotes: resolve::remote::Remotes,
-    /// Remote schemas' stored state as the request found it.
-    remotes_before: resolve::remote::Remotes,
-    /// The last resolution made (or the basis the request started from): where the next
-    /// one starts, when it is of the same database model.
-    resolution: Option<Resolution>,
-}
-
-/// A document resolved against a database model.
-struct Resolution {
-    /// The model.
-    db: std::sync::Arc<DbModel>,
-    /// The document.
-    metadata: Metadata,
-    /// Its resolution.
-    schema: Held,
-}
-
-/// A resolution held by a request: the basis's, shared, or one it made.
-enum Held {
-    Kept(std::sync::Arc<Basis>),
-    Made(Box<SchemaCache>),
-}
-
-impl Resolution {
-    /// The basis's document and resolution.
-    fn of(basis: &std::sync::Arc<Basis>) -> Self {
-        Resolution {
-            db: basis.db.clone(),
-            metadata: basis.snapshot.metadata.clone(),
-            schema: Held::Kept(basis.clone()),
-        }
-    }
-
-    fn schema(&self) -> &SchemaCache {
-        match &self.schema {
-            Held::Kept(basis) => &basis.snapshot.schema,
-            Held::Made(schema) => schema,
-        }
-    }
-}
-
-impl Work {
-    /// The current document's resolution ([`resolve`]), taken to keep (the next one starts
-    /// afresh).
-    fn take_resolved(&mut self) -> SchemaCache {
-        let last = self.resolution.take();
-        match current(last, &self.metadata, &self.db, &self.remotes).schema {
-            Held::Made(schema) => *schema,
-            Held::Kept(basis) => basis.snapshot.schema.clone(),
-        }
-    }
-}
-
-/// `metadata` resolved against `db`, kept in `last`. With the model of the last resolution,
-/// only what the changes since reach is resolved again ([`resolve::resolve_from`]): a
-/// `bulk`'s operations and a group's writes each start from the previous one's.
-fn resolve<'w>(
-    last: &'w mut Option<Resolution>,
-    metadata: &Metadata,
-    db: &std::sync::Arc<DbModel>,
-    remotes: &resolve::remote::Remotes,
-) -> &'w SchemaCache {
-    let resolution = current(last.take(), metadata, db, remotes);
-    last.insert(resolution).schema()
-}
-
-/// `metadata` resolved against `db`: `last` itself when it is that already, resolved from it
-/// when it is of the same model, otherwise resolved whole.
-fn current(
-    last: Option<Resolution>,
-    metadata: &Metadata,
-    db: &std::sync::Arc<DbModel>,
-    remotes: &resolve::remote::Remotes,
-) -> Resolution {
-    let made = |schema| Resolution {
-        db: db.clone(),
-        metadata: metadata.clone(),
-        schema: Held::Made(Box::new(schema)),
-    };
-    match last.filter(|l| std::sync::Arc::ptr_eq(&l.db, db)) {
-        Some(same) if same.metadata == *metadata => same,
-        Some(earlier) => {
-            let _span = tracing::debug_span!("schema.rebuild", incremental = true).entered();
-            let schema =
-                resolve::resolve_from(earlier.schema(), &earlier.metadata, metadata, db, remotes);
-            made(schema)
-        }
-        None => {
-            let _span = tracing::debug_span!("schema.rebuild", incremental = false).entered();
-            made(resolve::resolve_with(metadata, db, remotes))
-        }
-    }
-}
-
-/// Who writes, and what that means for objects owned by Kubernetes resources.
-#[derive(Debug, Clone, Copy)]
-pub enum Writer<'a> {
-    /// A `/v1/query` request; with `reject_managed` a change to a managed object is refused
-    /// (`BASALT_MANAGED_METADATA=reject`).
-    Api {
-        /// Refuse changes to managed objects.
-        reject_managed: bool,
-        /// The caller's session ([`crate::session::Session::to_json`]); the admin's when
-        /// `None`.
-        session: Option<&'a Value>,
-        /// The process's last committed state, to start from when it is still current and
-        /// to update after a commit; `None` reads everything again.
-        basis: Option<&'a BasisCache>,
-    },
-    /// The Kubernetes controller, recording ownership in the same transaction.
-    Controller(&'a OwnershipChanges),
-}
-
-/// Runs a `/v1/query` request that may change managed objects (see [`execute_with`]).
-pub async fn execute(
-    client: &mut tokio_postgres::Client,
-    op: &Op,
-    expected_version: Option<i64>,
-) -> Result<Executed, CatalogError> {
-    execute_with(
-        client,
-        op,
-        expected_version,
-        Writer::Api {
-            reject_managed: false,
-            session: None,
-            basis: None,
-        },
-    )
-    .await
-}
-
-impl Writer<'_> {
-    /// See `basis` in [`Writer::Api`].
-    fn basis(&self) -> Option<&BasisCache> {
-        match self {
-            Writer::Api { basis, .. } => *basis,
-            Writer::Controller(_) => None,
-        }
-    }
-}
-
-/// Runs a request: lock, load, introspect, run each operation, check, store (with ownership
-/// rows for the controller), NOTIFY — one transaction. `expected_version` gives
-/// compare-and-swap semantics.
-pub async fn execute_with(
-    client: &mut tokio_postgres::Client,
-    op: &Op,
-    expected_version: Option<i64>,
-    writer: Writer<'_>,
-) -> Result<Executed, CatalogError> {
-    let fetched = remote::prefetch(&*client, op).await?;
-    let tx = client.transaction().await?;
-    let Applied {
-        metadata,
-        version,
-        mut work,
-        schema,
-        mut response,
-        started,
-    } = apply(&tx, op, expected_version, writer, &fetched).await?;
-    if !op.is_read_only() {
-        work.rebuild |= remote::store(&tx, &metadata, &work.metadata, &fetched).await?;
-    }
-    let wrote = work.metadata != metadata;
-    annotate(&tx, op, &metadata, &work.db, &mut response).await?;
-    let mut new_version = version;
-    if wrote {
-        new_version = store(&tx, &work.metadata).await?;
-    }
-    if let Writer::Controller(changes) = writer {
-        // Another resource claimed or released one of these objects since the plan was
-        // made: a conflict, so the controller plans again and sees who owns it now.
-        if !managed::unchanged(&tx, changes).await? {
-            return Err(CatalogError::Conflict {
-                expected: version,
-                current: version,
-            });
-        }
-        managed::write(&tx, changes, new_version).await?;
-    }
-    let notification = (wrote || work.rebuild).then(|| notification_payload(new_version, !wrote));
-    if let Some(payload) = &notification {
-        tx.execute("SELECT pg_notify($1, $2)", &[&NOTIFY_CHANNEL, payload])
-            .await?;
-    }
-    // The counters again, for the basis the next write may start from.
-    let ended = match started {
-        Some(_) if Basis::cacheable(&work.metadata) => Some(versions::read(&tx).await?),
-        _ => None,
-    };
-    tx.commit().await?;
-    let snapshot = std::sync::Arc::new(Snapshot {
-        version: new_version,
-        metadata: work.metadata,
-        schema,
-    });
-    if let (Some(cache), Some(started), Some(ended)) = (writer.basis(), started, ended) {
-        if let Some(basis) = Basis::after(&started, ended, work.db, &snapshot) {
-            cache.set(basis);
-        }
-    }
-    Ok(Executed {
-        response,
-        snapshot,
-        wrote,
-        notification,
-    })
-}
-
 /// Stores `metadata` as the next resource version, in the caller's transaction (which holds
 /// the catalog lock); returns that version.
-async fn store(
+pub async fn store(
     tx: &tokio_postgres::Transaction<'_>,
     metadata: &Metadata,
 ) -> Result<i64, CatalogError> {
@@ -465,365 +176,80 @@ async fn store(
     Ok(i64::from(row.try_get::<_, i32>(0)?))
 }
 
-/// Runs a request exactly as [`execute_with`] would — the same locks, SQL, checks and errors —
-/// then rolls the transaction back: nothing is stored and no `NOTIFY` is sent. Answers what
-/// would change, object by object, and the inconsistent objects the change would leave that
-/// were not there before (`dry_run` on `/v1/query`).
-pub async fn dry_run(
-    client: &mut tokio_postgres::Client,
-    op: &Op,
-    expected_version: Option<i64>,
-    writer: Writer<'_>,
-) -> Result<Value, CatalogError> {
-    let fetched = remote::prefetch(&*client, op).await?;
-    let tx = client.transaction().await?;
-    let applied = apply(&tx, op, expected_version, writer, &fetched).await?;
-    let changes =
-        crate::metadata::objects::object_changes(&applied.metadata, &applied.work.metadata);
-    let before = resolve::resolve_with(
-        &applied.metadata,
-        &applied.work.db_before,
-        &applied.work.remotes_before,
-    );
-    let known = before.blocking_ids();
-    let inconsistent: Vec<Value> = applied
-        .schema
-        .inconsistencies
-        .iter()
-        .filter(|i| !known.contains(&i.object))
-        .map(resolve::Inconsistency::to_json)
-        .collect();
-    let mut answer = serde_json::json!({
-        "dry_run": true,
-        "added": changes.added,
-        "changed": changes.changed,
-        "removed": changes.removed,
-        "inconsistent_objects": inconsistent,
-    });
-    annotate(&tx, op, &applied.metadata, &applied.work.db, &mut answer).await?;
-    tx.rollback().await?;
-    Ok(answer)
+/// One version of the catalog: its number, the document, and the document resolved against
+/// the database (what a process serves, and what a write starts from).
+#[derive(Debug, Clone, Default)]
+pub struct CatalogVersion {
+    /// The resource version.
+    pub version: i64,
+    pub metadata: Metadata,
+    /// The document resolved against the database model.
+    pub schema: SchemaCache,
 }
 
-/// A request's operations run in a transaction, checked, not yet stored.
-struct Applied {
-    /// The document before.
-    metadata: Metadata,
-    /// Its version.
-    version: i64,
-    /// The document and database after.
-    work: Work,
-    /// The document after, resolved against the database after.
-    schema: SchemaCache,
-    /// The operation's answer.
-    response: Value,
-    /// The change counters read once the catalog row was locked, when the writer keeps a
-    /// [`BasisCache`].
-    started: Option<versions::Versions>,
+/// What a process tells the others through [`NOTIFY_CHANNEL`] when it commits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notification {
+    /// A new version was committed.
+    Version(i64),
+    /// The database model changed without a metadata change (`reload_metadata`, checked
+    /// `run_sql`): processes rebuild even though they serve this version already.
+    Reload(i64),
+    /// A payload this process does not read: rebuilding is the safe answer.
+    Unknown(String),
 }
 
-/// Lock, load, introspect, run each operation, check.
-async fn apply(
-    tx: &tokio_postgres::Transaction<'_>,
-    op: &Op,
-    expected_version: Option<i64>,
-    writer: Writer<'_>,
-    fetched: &[resolve::remote::Fetched],
-) -> Result<Applied, CatalogError> {
-    // A controller write that changes only ownership still takes the catalog lock: ownership
-    // rows are claimed in the catalog's order, like metadata.
-    let read_only = op.is_read_only() && !matches!(writer, Writer::Controller(c) if !c.is_empty());
-    // With a basis cache: lock, then read the counters; a basis recorded at exactly these
-    // counters is what loading and introspecting would read.
-    let (started, basis) = match writer.basis() {
-        Some(cache) => {
-            if !read_only {
-                lock(tx).await?;
-            }
-            let now = versions::read(tx).await?;
-            let basis = cache.take_for(std::iter::once(op), &now);
-            (Some(now), basis)
-        }
-        None => (None, None),
-    };
-    let (metadata, version) = match &basis {
-        Some(basis) => (basis.snapshot.metadata.clone(), basis.snapshot.version),
-        None => {
-            // Locked here unless the basis path locked it already.
-            load(tx, !read_only && started.is_none())
-                .instrument(tracing::debug_span!("catalog.load"))
-                .await?
-        }
-    };
-    if let Some(expected) = expected_version.filter(|_| !read_only) {
-        if expected != version {
-            return Err(CatalogError::Conflict {
-                expected,
-                current: version,
-            });
+impl Notification {
+    /// The notification a commit sends: a new `version`, or with `reloaded` the same one
+    /// over a changed database model.
+    pub fn of(version: i64, reloaded: bool) -> Self {
+        match reloaded {
+            true => Notification::Reload(version),
+            false => Notification::Version(version),
         }
     }
-    let mut enum_candidates = metadata.enum_tables();
-    enum_candidates.extend(op.enum_candidates());
-    let db = match &basis {
-        Some(basis) => basis.db.clone(),
-        None => std::sync::Arc::new(database::read_model(tx, &enum_candidates).await?),
-    };
-    let session = match writer {
-        Writer::Api {
-            session: Some(session),
-            ..
-        } => session.clone(),
-        _ => serde_json::json!({"x-svc-role": "admin"}),
-    };
-    let remotes_before = remote::world(tx, &metadata).await?;
-    let mut remotes = remotes_before.clone();
-    remotes.record(fetched);
-    let mut work = Work {
-        remotes,
-        remotes_before,
-        metadata: metadata.clone(),
-        db: db.clone(),
-        session,
-        enum_candidates,
-        own_consistency_rules: false,
-        rebuild: false,
-        db_before: db,
-        resolution: basis.as_ref().map(Resolution::of),
-    };
-    let response = run(tx, &mut work, op).await?;
-    if !read_only {
-        events::sync(tx, &metadata, &mut work).await?;
+
+    /// A received payload.
+    pub fn read(payload: &str) -> Self {
+        let parsed = match payload.strip_prefix("reload:") {
+            Some(version) => version.parse().map(Notification::Reload),
+            None => payload.parse().map(Notification::Version),
+        };
+        parsed.unwrap_or_else(|_| Notification::Unknown(payload.to_owned()))
     }
-    let schema = work.take_resolved();
-    // Nothing inconsistent after: nothing new either, and the state before need not be
-    // resolved (the whole schema again, at 1,000 tables a good part of an operation's time).
-    if !work.own_consistency_rules && !schema.inconsistencies.is_empty() {
-        match &basis {
-            Some(basis) => ops::check_no_new_inconsistency(&basis.snapshot.schema, &schema)?,
-            None => {
-                let before =
-                    resolve::resolve_with(&metadata, &work.db_before, &work.remotes_before);
-                ops::check_no_new_inconsistency(&before, &schema)?;
-            }
+
+    /// Whether a process serving `current` must rebuild.
+    pub fn needs_rebuild(&self, current: i64) -> bool {
+        match self {
+            Notification::Version(version) => *version > current,
+            Notification::Reload(_) | Notification::Unknown(_) => true,
         }
     }
-    if let Writer::Api {
-        reject_managed: true,
-        ..
-    } = writer
-    {
-        if work.metadata != metadata {
-            refuse_managed_changes(tx, &metadata, &work.metadata).await?;
-        }
-    }
-    Ok(Applied {
-        metadata,
-        version,
-        work,
-        schema,
-        response,
-        started,
-    })
-}
 
-fn exports_owners(op: &Op) -> bool {
-    matches!(op, Op::Metadata(m) if matches!(m.as_ref(), ops::MetadataOp::Manage(ops::ManageOp::Export { include_owners: true })))
-}
+    /// Whether the rebuild must happen even at the version served.
+    pub fn forces_rebuild(&self) -> bool {
+        matches!(self, Notification::Reload(_))
+    }
 
-fn is_get_inconsistent(op: &Op) -> bool {
-    matches!(op, Op::Metadata(m) if matches!(m.as_ref(), ops::MetadataOp::Manage(ops::ManageOp::GetInconsistent)))
-}
-
-/// What the ownership rows add to a response, read once: who owns each inconsistent object
-/// (`owner`), the drifted managed objects of a `get_inconsistent_metadata`, and the `owners`
-/// of an `export_metadata` with `include_owners`.
-async fn annotate(
-    client: &impl GenericClient,
-    op: &Op,
-    metadata: &crate::metadata::Metadata,
-    db: &DbModel,
-    response: &mut Value,
-) -> Result<(), CatalogError> {
-    if is_get_inconsistent(op) {
-        let captures = resolve::events::capture_drift(metadata, db);
-        if let (false, Some(Value::Array(items))) = (
-            captures.is_empty(),
-            response.get_mut("inconsistent_objects"),
-        ) {
-            items.extend(captures.iter().map(resolve::Inconsistency::to_json));
-            response["is_consistent"] = Value::Bool(false);
-        }
-    }
-    let has_inconsistent = matches!(response.get("inconsistent_objects"), Some(Value::Array(items)) if !items.is_empty());
-    let (drift, owners) = (is_get_inconsistent(op), exports_owners(op));
-    if !(has_inconsistent || drift || owners) {
-        return Ok(());
-    }
-    let rows = managed::load(client).await?;
-    add_owners(&rows, response);
-    if drift {
-        add_drift(&rows, metadata, response);
-    }
-    if owners {
-        response["owners"] = Value::Object(objects::owners(metadata, &rows));
-    }
-    Ok(())
-}
-
-/// Appends one `type: "drift"` item per drifted managed object to a
-/// `get_inconsistent_metadata` response. Drift never fails a request; it is only reported.
-fn add_drift(
-    rows: &[objects::Managed],
-    metadata: &crate::metadata::Metadata,
-    response: &mut Value,
-) {
-    let drift = objects::drift(rows, metadata);
-    if drift.is_empty() {
-        return;
-    }
-    if let Some(Value::Array(items)) = response.get_mut("inconsistent_objects") {
-        items.extend(drift.iter().map(objects::Drift::to_json));
-    }
-    response["is_consistent"] = Value::Bool(false);
-}
-
-/// Says who owns each object of a response's `inconsistent_objects` (`owner`: the resource
-/// that declares it, or `"api"`), so an operator knows where to fix it.
-fn add_owners(rows: &[objects::Managed], response: &mut Value) {
-    let Some(Value::Array(items)) = response.get_mut("inconsistent_objects") else {
-        return;
-    };
-    let owners: std::collections::BTreeMap<&str, Value> = rows
-        .iter()
-        .map(|r| (r.key.as_str(), r.owner.to_json()))
-        .collect();
-    for item in items.iter_mut() {
-        let kind = item["type"].as_str().unwrap_or_default().to_owned();
-        let key = objects::item_key(&kind, &item["definition"]);
-        item["owner"] = key
-            .and_then(|k| owners.get(k.as_str()).cloned())
-            .unwrap_or_else(|| Value::String("api".to_owned()));
-    }
-}
-
-/// `BASALT_MANAGED_METADATA=reject`: fails when the write changes or removes an object a
-/// Kubernetes resource owns.
-async fn refuse_managed_changes(
-    client: &impl GenericClient,
-    before: &crate::metadata::Metadata,
-    after: &crate::metadata::Metadata,
-) -> Result<(), CatalogError> {
-    let rows = managed::load(client).await?;
-    if rows.is_empty() {
-        return Ok(());
-    }
-    let (old, new) = (
-        objects::catalog_objects(before),
-        objects::catalog_objects(after),
-    );
-    for row in rows.iter().filter(|r| !r.orphaned) {
-        if old.get(&row.key) != new.get(&row.key) {
-            return Err(CatalogError::Metadata(MetadataError::new(
-                crate::metadata::Code::NotSupported,
-                JsonPath::args(),
-                format!("{} is managed by {}", row.key, row.owner.describe()),
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// Runs one operation of a request (recursing into `bulk`), updating `work`.
-fn run<'a>(
-    tx: &'a tokio_postgres::Transaction<'_>,
-    work: &'a mut Work,
-    op: &'a Op,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value, CatalogError>> + Send + 'a>> {
-    Box::pin(async move {
-        match op {
-            Op::Metadata(op) => {
-                let resolved = match op.reads_schema() {
-                    true => Some(resolve(
-                        &mut work.resolution,
-                        &work.metadata,
-                        &work.db,
-                        &work.remotes,
-                    )),
-                    false => None,
-                };
-                let ctx = Context {
-                    db: &work.db,
-                    remotes: &work.remotes,
-                    resolved,
-                };
-                let outcome = ops::apply(&work.metadata, op, ctx)?;
-                if let ops::MetadataOp::Action(action) = op.as_ref() {
-                    if let Some(name) = action.clears_log_of(&work.metadata) {
-                        actions::clear_log(tx, &name).await?;
-                    }
-                }
-                work.metadata = outcome.metadata;
-                work.own_consistency_rules |= outcome.own_consistency_rules;
-                work.rebuild |= matches!(
-                    op.as_ref(),
-                    ops::MetadataOp::Manage(ops::ManageOp::Reload { .. })
-                );
-                Ok(outcome.response)
-            }
-            Op::Bulk(ops) => {
-                let mut responses = Vec::with_capacity(ops.len());
-                for (i, op) in ops.iter().enumerate() {
-                    let response = run(tx, work, op).await.map_err(|e| match e {
-                        CatalogError::Metadata(m) => {
-                            CatalogError::Metadata(m.under(&JsonPath::args().index(i)))
-                        }
-                        other => other,
-                    })?;
-                    responses.push(response);
-                }
-                Ok(Value::Array(responses))
-            }
-            Op::RunSql(sql) => run_sql_op(tx, work, sql).await,
-            Op::EventLog(op) => events::run(tx, &work.metadata, op, &work.session).await,
-        }
-    })
-}
-
-/// `run_sql`: snapshot, run, snapshot, reconcile metadata with the difference.
-async fn run_sql_op(
-    tx: &tokio_postgres::Transaction<'_>,
-    work: &mut Work,
-    sql: &ops::RunSql,
-) -> Result<Value, CatalogError> {
-    let response = run_sql::run(tx, &sql.sql, sql.read_only)
-        .instrument(tracing::debug_span!("run_sql"))
+    /// Sends it, in the committing transaction (delivered at its commit).
+    pub async fn send(&self, tx: &tokio_postgres::Transaction<'_>) -> Result<(), CatalogError> {
+        tx.execute(
+            "SELECT pg_notify($1, $2)",
+            &[&NOTIFY_CHANNEL, &self.to_string()],
+        )
         .await?;
-    if sql.read_only {
-        return Ok(response);
+        Ok(())
     }
-    // Later operations of a bulk see the database as the SQL left it.
-    let after = database::read_model(tx, &work.enum_candidates).await?;
-    if sql.check_metadata_consistency {
-        let before = resolve(
-            &mut work.resolution,
-            &work.metadata,
-            &work.db,
-            &work.remotes,
-        );
-        let changes = schema_changes::diff(&work.metadata, &work.db, &after);
-        if !changes.altered_tables.is_empty() {
-            // Event triggers hook in here to regenerate capture triggers of these tables.
-            tracing::debug!(tables = ?changes.altered_tables, "run_sql altered tracked tables");
+}
+
+impl std::fmt::Display for Notification {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Notification::Version(version) => write!(f, "{version}"),
+            Notification::Reload(version) => write!(f, "reload:{version}"),
+            Notification::Unknown(payload) => f.write_str(payload),
         }
-        work.metadata = schema_changes::reconcile(&work.metadata, before, &changes, sql.cascade)?;
-        work.rebuild = true;
-    } else {
-        // Unchecked SQL commits as it is; what it broke shows at the next rebuild.
-        work.own_consistency_rules = true;
     }
-    work.db = std::sync::Arc::new(after);
-    Ok(response)
 }
 
 /// A session LISTENing on [`NOTIFY_CHANNEL`]: the engine's schema reloads and the controller's
@@ -832,7 +258,7 @@ pub struct Listener {
     /// The session, also usable for version polls.
     pub client: tokio_postgres::Client,
     /// Notification payloads; closed when the session is lost.
-    pub payloads: tokio::sync::mpsc::UnboundedReceiver<String>,
+    pub payloads: tokio::sync::mpsc::UnboundedReceiver<Notification>,
     driver: tokio::task::JoinHandle<()>,
 }
 
@@ -852,7 +278,7 @@ pub async fn listen(config: &tokio_postgres::Config) -> Result<Listener, Catalog
         while let Some(message) = messages.next().await {
             match message {
                 Ok(tokio_postgres::AsyncMessage::Notification(n)) => {
-                    let _ = tx.send(n.payload().to_owned());
+                    let _ = tx.send(Notification::read(n.payload()));
                 }
                 Ok(_) => {}
                 Err(err) => {
@@ -871,35 +297,20 @@ pub async fn listen(config: &tokio_postgres::Config) -> Result<Listener, Catalog
     Ok(listener)
 }
 
-/// NOTIFY payload: the new version, prefixed with `reload:` when the database model changed
-/// without a metadata change (peers must rebuild even though the version is the same).
-fn notification_payload(version: i64, reloaded: bool) -> String {
-    if reloaded {
-        format!("reload:{version}")
-    } else {
-        version.to_string()
-    }
-}
-
-/// Whether a process serving `current` must rebuild after a notification with `payload`.
-/// Its own writes (already installed) are skipped; anything unparsable triggers a rebuild.
-pub fn needs_rebuild(payload: &str, current: i64) -> bool {
-    match payload.parse::<i64>() {
-        Ok(version) => version > current,
-        Err(_) => true,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn notifications_skip_versions_already_served() {
-        assert!(!needs_rebuild(&notification_payload(4, false), 4));
-        assert!(needs_rebuild(&notification_payload(5, false), 4));
-        assert!(needs_rebuild(&notification_payload(4, true), 4));
-        assert!(needs_rebuild("garbage", 4));
+        assert!(!Notification::of(4, false).needs_rebuild(4));
+        assert!(Notification::of(5, false).needs_rebuild(4));
+        assert!(Notification::of(4, true).needs_rebuild(4));
+        assert!(Notification::read("garbage").needs_rebuild(4));
+        for sent in [Notification::of(7, false), Notification::of(7, true)] {
+            assert_eq!(Notification::read(&sent.to_string()), sent);
+        }
+        assert_eq!(Notification::of(7, true).to_string(), "reload:7");
     }
 
     #[test]

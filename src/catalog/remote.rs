@@ -2,10 +2,11 @@
 //! (`docs/remote-schemas.md`): the last successful introspection of each definition, so that a
 //! replica starting during a remote's outage serves the same schema as its peers, and the last
 //! failure, which keeps the remote listed as inconsistent on every replica until it answers.
+//! Introspecting the remotes is the metadata transaction's job (`crate::transaction`).
 
 use super::CatalogError;
 use crate::metadata::types::Metadata;
-use crate::resolve::remote::{definition_hash, Fetched, Remotes, StoredRemote};
+use crate::resolve::remote::{definition_hash, Fetched, StoredRemote};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -84,48 +85,10 @@ pub async fn load_stored(
     Ok(out)
 }
 
-/// The remote-schema side of resolving `metadata`: the stored state (read only when it has
-/// remote schemas: the rows carry whole introspection results) and the GraphQL layer's clash
-/// rule.
-pub async fn world(
-    client: &impl GenericClient,
-    metadata: &Metadata,
-) -> Result<Remotes, CatalogError> {
-    let stored = if metadata.remote_schemas.is_empty() {
-        BTreeMap::new()
-    } else {
-        load_stored(client).await?
-    };
-    Ok(Remotes {
-        stored,
-        check: Some(crate::graphql::remote::check),
-        action_types: Some(crate::graphql::typegen::action_type_clashes),
-        fetched: BTreeMap::new(),
-    })
-}
-
-/// Introspects what `op` needs before its transaction starts, so no lock is held while a
-/// remote answers. Reads the document without a lock: a definition changed in between is
-/// simply not found among the results, and the stored state is used for it.
-pub(super) async fn prefetch(
-    client: &impl GenericClient,
-    op: &crate::ops::Op,
-) -> Result<Vec<Fetched>, CatalogError> {
-    if !op.may_introspect() {
-        return Ok(Vec::new());
-    }
-    let (metadata, _) = super::load(client, false).await?;
-    let wanted = op.introspects(&metadata);
-    if wanted.is_empty() {
-        return Ok(Vec::new());
-    }
-    Ok(crate::remote::introspect_all(&wanted).await)
-}
-
 /// Stores this request's introspection results for the definitions the document now holds
 /// and forgets remote schemas it no longer holds (`before`: the document the request found).
 /// Answers whether peers must rebuild.
-pub(super) async fn store(
+pub async fn store(
     tx: &Transaction<'_>,
     before: &Metadata,
     metadata: &Metadata,
@@ -186,29 +149,4 @@ pub(super) async fn store(
         wrote = true;
     }
     Ok(wrote)
-}
-
-/// At server start: introspects every remote schema again and stores the results, so a
-/// remote that changed is served as it is now, and one that is down is reported
-/// inconsistent by every replica (its stored schema still served). Peers are told to
-/// rebuild when anything was stored.
-pub async fn refresh(client: &mut tokio_postgres::Client) -> Result<(), CatalogError> {
-    let (metadata, _) = super::load(&*client, false).await?;
-    if metadata.remote_schemas.is_empty() {
-        return Ok(());
-    }
-    let fetched = crate::remote::introspect_all(&metadata.remote_schemas).await;
-    let tx = client.transaction().await?;
-    // Serializes with metadata writers, and sees the document as it is now.
-    let (metadata, version) = super::load(&tx, true).await?;
-    if store(&tx, &metadata, &metadata, &fetched).await? {
-        let payload = super::notification_payload(version, true);
-        tx.execute(
-            "SELECT pg_notify($1, $2)",
-            &[&super::NOTIFY_CHANNEL, &payload],
-        )
-        .await?;
-    }
-    tx.commit().await?;
-    Ok(())
 }

@@ -2,7 +2,7 @@
 //! against the shared view, then commit — alone, or in a group commit ("Group commit"): a
 //! reconcile with something to write queues it and waits for its turn to commit. Whoever gets the turn
 //! commits every write queued by then in one catalog transaction
-//! ([`catalog::execute_group`]) and hands each its own result; a reconcile whose write was
+//! ([`transaction::run_group`]) and hands each its own result; a reconcile whose write was
 //! committed by an earlier turn just takes its result. No background task: the work runs in
 //! the reconciles themselves, so it is bounded by their concurrency and counted with them.
 
@@ -10,10 +10,11 @@ use super::conditions::{self, Reason};
 use super::diff::{self, Plan, Policy};
 use super::reconcile::{seed, Context, Error};
 use super::view::View;
-use crate::catalog::{self, CatalogError, GroupItem, OwnershipChanges, Writer};
+use crate::catalog::OwnershipChanges;
 use crate::metadata::objects::{Object, Owner};
 use crate::metadata::MetadataError;
 use crate::ops::{Limits, Op};
+use crate::transaction::{self, GroupItem, LastWriteCache, TransactionError, Writer};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -30,7 +31,7 @@ pub(super) enum Reply {
     Committed(i64),
     /// Refused alone: a stale plan or a key taken in the same group (`Conflict`), or the
     /// operations' own error.
-    Refused(CatalogError),
+    Refused(TransactionError),
     /// The group failed as a whole (nothing stored): write on your own, so the failure is
     /// attributed to the write that caused it.
     Alone,
@@ -53,7 +54,7 @@ pub(super) struct GroupCommit {
     waiting: prometheus_client::metrics::gauge::Gauge,
     turn: tokio::sync::Mutex<()>,
     /// The state the last group committed, for the next one.
-    basis: catalog::BasisCache,
+    last_write: LastWriteCache,
 }
 
 impl std::fmt::Debug for GroupCommit {
@@ -69,7 +70,7 @@ impl GroupCommit {
             queue: Mutex::default(),
             waiting,
             turn: tokio::sync::Mutex::default(),
-            basis: catalog::BasisCache::default(),
+            last_write: LastWriteCache::default(),
         }
     }
 
@@ -82,7 +83,7 @@ impl GroupCommit {
         op: Op,
         expected_version: i64,
         plan: &Plan,
-    ) -> Result<Reply, CatalogError> {
+    ) -> Result<Reply, TransactionError> {
         let (reply, mut result) = oneshot::channel();
         self.lock_queue().push(Queued {
             op,
@@ -107,7 +108,7 @@ impl GroupCommit {
                 self.waiting.dec_by(n as i64);
                 queue.drain(..n).collect()
             };
-            commit(pool, view, &self.basis, group).await;
+            commit(pool, view, &self.last_write, group).await;
         }
     }
 
@@ -124,7 +125,7 @@ impl GroupCommit {
 async fn commit(
     pool: &deadpool_postgres::Pool,
     view: &super::view::SharedView,
-    basis: &catalog::BasisCache,
+    last_write: &LastWriteCache,
     group: Vec<Queued>,
 ) {
     let outcome = match pool.get().await {
@@ -139,9 +140,9 @@ async fn commit(
                     ownership: &q.ownership,
                 })
                 .collect();
-            catalog::execute_group(&mut client, &items, Some(basis)).await
+            transaction::run_group(&mut client, &items, Some(last_write)).await
         }
-        Err(err) => Err(CatalogError::from(err)),
+        Err(err) => Err(TransactionError::from(err)),
     };
     match outcome {
         Ok(outcome) => {
@@ -206,8 +207,8 @@ pub(super) async fn write(
     let mut alone = false;
     loop {
         let view = ctx.view.current(&ctx.pool).await?;
-        let (metadata, rows) = (&view.snapshot.metadata, &view.rows);
-        let version = view.snapshot.version;
+        let (metadata, rows) = (&view.catalog.metadata, &view.rows);
+        let version = view.catalog.version;
         let objects = &view.objects;
         let mut plan = match cleanup {
             Some(removal) => {
@@ -254,15 +255,15 @@ pub(super) async fn write(
             Err(e) => return Ok(Err(e)),
         };
         let committed = if alone || !plan.shares_commit() || op.may_introspect() {
-            let mut client = ctx.pool.get().await.map_err(CatalogError::from)?;
-            catalog::execute_with(
+            let mut client = ctx.pool.get().await.map_err(TransactionError::from)?;
+            transaction::run_as(
                 &mut client,
                 &op,
                 Some(version),
                 Writer::Controller(&plan.ownership),
             )
             .await
-            .map(|executed| executed.snapshot.version)
+            .map(|outcome| outcome.catalog.version)
         } else {
             match ctx
                 .commits
@@ -288,14 +289,14 @@ pub(super) async fn write(
             }
             // A write of the same group or an earlier one moved the catalog since the plan:
             // plan again on the new view (shared, so this is cheap).
-            Err(CatalogError::Conflict { .. }) if conflicts < MAX_CONFLICTS => {
+            Err(TransactionError::Conflict { .. }) if conflicts < MAX_CONFLICTS => {
                 conflicts += 1;
                 if alone {
                     let jitter = seed(&resource.owner.name) % 50 + 10 * conflicts;
                     tokio::time::sleep(Duration::from_millis(jitter)).await;
                 }
             }
-            Err(CatalogError::Metadata(e)) => {
+            Err(TransactionError::Metadata(e)) => {
                 let key = e
                     .path
                     .bulk_index()

@@ -338,6 +338,9 @@ pub enum Error {
     /// The catalog database failed.
     #[error("catalog error: {0}")]
     Catalog(#[from] CatalogError),
+    /// A catalog write failed other than by refusing the resource's objects.
+    #[error("catalog error: {0}")]
+    Transaction(#[from] crate::transaction::TransactionError),
     /// Cleanup refused by the catalog; the finalizer stays.
     #[error("deletion blocked: {} ({}): {}", .0.code.as_str(), .0.path, .0.message)]
     DeletionBlocked(MetadataError),
@@ -560,7 +563,7 @@ async fn evaluate(ctx: &Context, written: &Written, declared: &[Object]) -> Resu
         None => ctx.view.current(&ctx.pool).await?,
     };
     let inconsistent: Vec<String> = view
-        .snapshot
+        .catalog
         .schema
         .inconsistencies
         .iter()

@@ -10,8 +10,9 @@
 
 use super::diff::Ownership;
 use crate::catalog::versions::{self, Versions};
-use crate::catalog::{self, managed, CatalogError, Snapshot};
+use crate::catalog::{managed, CatalogVersion};
 use crate::metadata::objects::{self, Object};
+use crate::transaction::{CommittedView, TransactionError};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,8 +28,8 @@ pub struct View {
     /// The counters the view was read at.
     pub versions: Versions,
     /// Metadata, its version, and the schema resolved against the database (shared with the
-    /// group commit's [`catalog::Basis`] when the view came from a commit).
-    pub snapshot: Arc<Snapshot>,
+    /// group commit's [`crate::transaction::LastWrite`] when the view came from a commit).
+    pub catalog: Arc<CatalogVersion>,
     /// Every ownership row (without its definition: plans compare `desired_hash`), indexed
     /// for planning.
     pub rows: Ownership,
@@ -53,7 +54,10 @@ pub struct SharedView {
 
 impl SharedView {
     /// A view at least as recent as the catalog and the database are now.
-    pub async fn current(&self, pool: &deadpool_postgres::Pool) -> Result<Arc<View>, CatalogError> {
+    pub async fn current(
+        &self,
+        pool: &deadpool_postgres::Pool,
+    ) -> Result<Arc<View>, TransactionError> {
         let wanted = versions::read(&**pool.get().await?).await?;
         let mut current = self.current.lock().await;
         if let Some(view) = current.as_ref().filter(|v| v.serves(&wanted)) {
@@ -67,11 +71,11 @@ impl SharedView {
 
     /// Takes what a group commit read in its transaction as the current view, unless the
     /// current one is more recent.
-    pub async fn offer(&self, committed: catalog::CommittedView) {
-        let objects = objects::catalog_objects(&committed.snapshot.metadata);
+    pub async fn offer(&self, committed: CommittedView) {
+        let objects = objects::catalog_objects(&committed.catalog.metadata);
         let view = View {
             versions: committed.versions,
-            snapshot: committed.snapshot,
+            catalog: committed.catalog,
             rows: Ownership::new(committed.rows),
             objects,
             read_at: Instant::now(),
@@ -88,7 +92,7 @@ impl SharedView {
 
 /// Reads the counters and everything a reconcile plans against in one `REPEATABLE READ`
 /// snapshot, so the counters describe exactly what was read.
-async fn read(client: &mut tokio_postgres::Client) -> Result<View, CatalogError> {
+async fn read(client: &mut tokio_postgres::Client) -> Result<View, TransactionError> {
     let tx = client
         .build_transaction()
         .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
@@ -96,13 +100,13 @@ async fn read(client: &mut tokio_postgres::Client) -> Result<View, CatalogError>
         .start()
         .await?;
     let versions = versions::read(&tx).await?;
-    let snapshot = Arc::new(catalog::build(&tx).await?);
+    let catalog = Arc::new(crate::transaction::read(&tx).await?);
     let rows = Ownership::new(managed::load_for_plans(&tx).await?);
     tx.commit().await?;
-    let objects = objects::catalog_objects(&snapshot.metadata);
+    let objects = objects::catalog_objects(&catalog.metadata);
     Ok(View {
         versions,
-        snapshot,
+        catalog,
         rows,
         objects,
         read_at: Instant::now(),

@@ -38,7 +38,7 @@ pub use request::{Caller, GraphqlRequest, Transport};
 pub use respond::{data_body, Body};
 pub use version::{ApiVersion, RoleApi};
 
-use crate::catalog::Snapshot;
+use crate::catalog::CatalogVersion;
 use crate::execute::Sharing;
 use crate::graphql::plan::Limits;
 use crate::session::Session;
@@ -129,9 +129,9 @@ pub enum SocketOperation {
 impl Engine {
     /// An engine serving nothing yet (version -1, so the first install is taken).
     pub fn new(pool: Pool, counters: Arc<Counters>, sharing: Sharing, settings: Settings) -> Self {
-        let nothing = Arc::new(Snapshot {
+        let nothing = Arc::new(CatalogVersion {
             version: -1,
-            ..Snapshot::default()
+            ..CatalogVersion::default()
         });
         Engine {
             pool,
@@ -162,7 +162,7 @@ impl Engine {
 
     /// Serves `catalog` from now on, unless a newer version is served already (or, without
     /// `force`, the same one). The caller serializes installs.
-    pub fn install(&self, catalog: Arc<Snapshot>, force: bool) {
+    pub fn install(&self, catalog: Arc<CatalogVersion>, force: bool) {
         let current = self.current().version();
         if catalog.version < current || (catalog.version == current && !force) {
             return;

@@ -5,7 +5,7 @@
 
 use super::introspection::AnswerCache;
 use super::plan_cache::PlanCache;
-use crate::catalog::Snapshot;
+use crate::catalog::CatalogVersion;
 use crate::graphql::schemas::{self, RoleSchema, SchemaBuilder};
 use crate::stats::Counters;
 use std::collections::{HashMap, HashSet};
@@ -29,7 +29,7 @@ pub struct RoleApi {
 #[derive(Debug)]
 pub struct ApiVersion {
     /// The catalog state served: version, document, resolution.
-    pub catalog: Arc<Snapshot>,
+    pub catalog: Arc<CatalogVersion>,
     builder: SchemaBuilder,
     /// Admin and every role named by a permission (each built once).
     roles: HashMap<String, OnceLock<Arc<RoleApi>>>,
@@ -43,7 +43,7 @@ pub struct ApiVersion {
 
 impl ApiVersion {
     /// The API of `catalog`, no role's schema built yet.
-    pub fn new(catalog: Arc<Snapshot>) -> Self {
+    pub fn new(catalog: Arc<CatalogVersion>) -> Self {
         let resolved = &catalog.schema.resolved;
         let roles = schemas::roles(resolved)
             .map(|role| (role.to_owned(), OnceLock::new()))

@@ -4,11 +4,11 @@
 //! failures are logged and answered generically.
 
 use crate::auth::AuthError;
-use crate::catalog::CatalogError;
 use crate::engine::GraphqlError;
 use crate::execute::{ExecuteError, Refusal};
 use crate::graphql::plan::PlanErrorKind;
 use crate::metadata::MetadataError;
+use crate::transaction::TransactionError;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -70,12 +70,12 @@ impl ApiError {
     }
 }
 
-impl From<CatalogError> for ApiError {
-    fn from(err: CatalogError) -> Self {
+impl From<TransactionError> for ApiError {
+    fn from(err: TransactionError) -> Self {
         match err {
-            CatalogError::Metadata(e) => ApiError::Metadata(e),
-            CatalogError::Conflict { .. } => ApiError::Conflict(err.to_string()),
-            other => ApiError::internal(other.to_string()),
+            TransactionError::Metadata(e) => ApiError::Metadata(e),
+            TransactionError::Conflict { .. } => ApiError::Conflict(err.to_string()),
+            TransactionError::Catalog(other) => ApiError::internal(other.to_string()),
         }
     }
 }

@@ -3,9 +3,9 @@
 //! `"dry_run": true`, run it, roll it back and answer what it would change).
 
 use super::error::ApiError;
-use crate::catalog;
 use crate::ops::{Limits, Op};
 use crate::state::AppState;
+use crate::transaction::{self, Writer};
 use axum::body::{to_bytes, Body};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue};
@@ -87,21 +87,20 @@ async fn run(state: AppState, headers: HeaderMap, body: Body) -> Result<Response
         .get()
         .await
         .map_err(|e| ApiError::internal(e.to_string()))?;
-    let caller = session.to_json();
-    let writer = catalog::Writer::Api {
+    let writer = Writer::Api {
         reject_managed: state.config.managed_metadata == crate::config::ManagedMetadata::Reject,
-        session: Some(&caller),
-        basis: Some(&state.basis),
+        session: Some(&session),
+        last_write: Some(&state.last_write),
     };
     if dry_run {
         // Runs and rolls back: nothing stored, nothing installed, no NOTIFY.
-        let answer = catalog::dry_run(&mut client, &op, expected, writer).await?;
+        let answer = transaction::dry_run(&mut client, &op, expected, writer).await?;
         return Ok(Json(answer).into_response());
     }
     let introspections = prometheus_client::metrics::counter::Counter::<u64>::default();
     let executed = crate::catalog::database::counting(
         introspections.clone(),
-        catalog::execute_with(&mut client, &op, expected, writer),
+        transaction::run_as(&mut client, &op, expected, writer),
     )
     .await;
     state
@@ -110,12 +109,12 @@ async fn run(state: AppState, headers: HeaderMap, body: Body) -> Result<Response
         .fetch_add(introspections.get(), std::sync::atomic::Ordering::Relaxed);
     let executed = executed?;
     drop(client);
-    let version = executed.snapshot.version;
+    let version = executed.catalog.version;
     if let (Some(writing), Some(notification)) = (writing, executed.notification) {
         tracing::info!(version, wrote = executed.wrote, "metadata applied");
-        writing.install(executed.snapshot, notification);
+        writing.install(executed.catalog, notification);
     }
-    let mut response = Json(executed.response).into_response();
+    let mut response = Json(executed.answer).into_response();
     if let Ok(value) = HeaderValue::from_str(&version.to_string()) {
         response
             .headers_mut()

@@ -538,22 +538,24 @@ pub struct Drift {
 }
 
 impl Drift {
-    /// The `get_inconsistent_metadata` item (`type: "drift"`).
-    pub fn to_json(&self) -> Value {
-        let reason = match self.kind {
-            DriftKind::Modified => format!(
-                "catalog definition differs from Kubernetes resource {}/{}",
-                self.owner.namespace, self.owner.name
-            ),
+    /// Why the object is reported, naming the resource.
+    pub fn reason(&self) -> String {
+        let (namespace, name) = (&self.owner.namespace, &self.owner.name);
+        match self.kind {
+            DriftKind::Modified => {
+                format!("catalog definition differs from Kubernetes resource {namespace}/{name}")
+            }
             DriftKind::Missing => format!(
-                "object declared by Kubernetes resource {}/{} is missing from the catalog",
-                self.owner.namespace, self.owner.name
+                "object declared by Kubernetes resource {namespace}/{name} is missing from the catalog"
             ),
             DriftKind::Orphaned => format!(
-                "Kubernetes resource {}/{} that declared this object no longer exists",
-                self.owner.namespace, self.owner.name
+                "Kubernetes resource {namespace}/{name} that declared this object no longer exists"
             ),
-        };
+        }
+    }
+
+    /// The `definition` of its `get_inconsistent_metadata` item (`type: "drift"`).
+    pub fn definition(&self) -> Value {
         let mut definition = json!({
             "object": self.key,
             "drift": self.kind.as_str(),
@@ -562,7 +564,7 @@ impl Drift {
         if !self.fields.is_empty() {
             definition["fields"] = json!(self.fields);
         }
-        json!({"type": "drift", "definition": definition, "reason": reason})
+        definition
     }
 }
 
@@ -833,10 +835,10 @@ mod tests {
         let modified = drift_of(&row(desired.clone(), false, key), &catalog).unwrap();
         assert_eq!(modified.kind, DriftKind::Modified);
         assert_eq!(modified.fields, vec!["permission.filter"]);
-        let item = modified.to_json();
-        assert_eq!(item["type"], "drift");
-        assert_eq!(item["definition"]["owner"]["kind"], "Permission");
-        assert_eq!(item["definition"]["fields"], json!(["permission.filter"]));
+        let definition = modified.definition();
+        assert_eq!(definition["owner"]["kind"], "Permission");
+        assert_eq!(definition["fields"], json!(["permission.filter"]));
+        assert!(modified.reason().starts_with("catalog definition differs"));
         let missing = drift_of(&row(desired.clone(), false, "table:public.gone"), &catalog);
         assert_eq!(missing.unwrap().kind, DriftKind::Missing);
         let orphaned = drift_of(&row(desired, true, key), &catalog);

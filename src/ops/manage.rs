@@ -3,16 +3,17 @@
 //! `docs/metadata-api.md`, "Managing the document". Must not do IO, read the clock, or edit
 //! anything but the `Metadata` it returns. (A reload only marks the request; the catalog rebuilds.)
 
+use super::answer::{self, Answer, Consistency, Export};
 use super::collections::check_collection;
 use super::dependencies;
-use super::{success, Context, Outcome};
+use super::{Context, Outcome};
 use crate::metadata::error::{not_exists_in_metadata, parse_failed, Code, MetadataError, Result};
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
 use crate::resolve::{self, SchemaCache};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::BTreeSet;
 
 #[derive(Debug, Clone)]
@@ -297,13 +298,6 @@ fn check_unique_roles<P>(list: &[PermissionEntry<P>], path: &JsonPath) -> Result
     Ok(())
 }
 
-fn consistency(cache: &SchemaCache) -> Value {
-    json!({
-        "is_consistent": cache.inconsistencies.is_empty(),
-        "inconsistent_objects": cache.inconsistencies_json(),
-    })
-}
-
 impl ManageOp {
     /// Parses the management operations; `None` for other types.
     pub fn parse(
@@ -368,26 +362,33 @@ impl ManageOp {
         cache: &SchemaCache,
         ctx: Context<'_>,
     ) -> Result<Outcome> {
-        let keep = |response: Value, own_consistency_rules: bool| Outcome {
+        let keep = |answer: Answer, own_consistency_rules: bool| Outcome {
             metadata: metadata.clone(),
-            response,
+            answer,
             own_consistency_rules,
         };
         Ok(match self {
-            ManageOp::Export { .. } => {
-                keep(serde_json::to_value(metadata).unwrap_or_default(), false)
-            }
-            ManageOp::GetInconsistent => keep(consistency(cache), false),
+            ManageOp::Export { .. } => keep(
+                Answer::Export(Export {
+                    metadata: Box::new(metadata.clone()),
+                    owners: None,
+                }),
+                false,
+            ),
+            ManageOp::GetInconsistent => keep(Answer::Consistency(Consistency::of(cache)), false),
             ManageOp::Reload { .. } => {
-                let mut response = json!({"message": "success", "is_consistent": cache.inconsistencies.is_empty()});
-                if !cache.inconsistencies.is_empty() {
-                    response["inconsistent_objects"] = cache.inconsistencies_json();
-                }
-                keep(response, true)
+                let consistent = cache.inconsistencies.is_empty();
+                let reload = Consistency {
+                    message: Some("success"),
+                    is_consistent: consistent,
+                    inconsistent_objects: (!consistent)
+                        .then(|| answer::items(&cache.inconsistencies)),
+                };
+                keep(Answer::Consistency(reload), true)
             }
             ManageOp::Clear => Outcome {
                 metadata: Metadata::default(),
-                response: success(),
+                answer: Answer::success(),
                 own_consistency_rules: true,
             },
             ManageOp::Replace {
@@ -409,10 +410,13 @@ impl ManageOp {
                     )
                     .with_internal(Value::Array(blocking)));
                 }
-                let response = if *v2 { consistency(&after) } else { success() };
+                let answer = match v2 {
+                    true => Answer::Consistency(Consistency::of(&after)),
+                    false => Answer::success(),
+                };
                 Outcome {
                     metadata: (**replacement).clone(),
-                    response,
+                    answer,
                     own_consistency_rules: true,
                 }
             }
@@ -429,7 +433,7 @@ impl ManageOp {
                 }
                 Outcome {
                     metadata: next,
-                    response: success(),
+                    answer: Answer::success(),
                     own_consistency_rules: true,
                 }
             }

@@ -12,6 +12,7 @@
 //! a request.
 
 pub mod actions;
+pub mod answer;
 mod collections;
 mod computed_fields;
 mod custom_types;
@@ -36,7 +37,8 @@ use crate::metadata::path::JsonPath;
 use crate::metadata::types::{Metadata, QualifiedTable};
 use crate::resolve::remote::Remotes;
 use crate::resolve::{self, SchemaCache};
-use serde_json::{json, Value};
+pub use answer::Answer;
+use serde_json::Value;
 
 /// Limits applied while parsing requests.
 #[derive(Debug, Clone, Copy)]
@@ -309,15 +311,11 @@ impl<'a> Context<'a> {
 pub struct Outcome {
     /// The metadata after the operation.
     pub metadata: Metadata,
-    /// The response body.
-    pub response: Value,
+    /// What the operation answers.
+    pub answer: Answer,
     /// True when the operation handles inconsistency itself (replace, reload, drop
     /// inconsistent), so the "no new inconsistency" rule does not apply.
     pub own_consistency_rules: bool,
-}
-
-fn success() -> Value {
-    json!({"message": "success"})
 }
 
 impl MetadataOp {
@@ -337,7 +335,7 @@ pub fn apply(metadata: &Metadata, op: &MetadataOp, ctx: Context<'_>) -> Result<O
     let cache = || ctx.current(metadata);
     let done = |metadata: Metadata| Outcome {
         metadata,
-        response: success(),
+        answer: Answer::success(),
         own_consistency_rules: false,
     };
     match op {
@@ -445,6 +443,7 @@ mod tests {
     use super::*;
     use crate::db_model::{DbTable, QualifiedName};
     use crate::metadata::error::Missing;
+    use serde_json::json;
 
     fn run(metadata: &Metadata, db: &DbModel, request: Value) -> MetadataError {
         let Op::Metadata(op) = Op::parse(&request, Limits { max_batch_size: 10 }).unwrap() else {

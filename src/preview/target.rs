@@ -4,9 +4,10 @@
 //! `dry_run`, rolled back).
 
 use super::PreviewError;
-use crate::catalog::{self, managed, Writer};
+use crate::catalog::{self, managed};
 use crate::metadata::Metadata;
 use crate::ops::{Limits, Op};
+use crate::transaction::{self, TransactionError, Writer};
 use serde_json::{json, Map, Value};
 
 /// Where the catalog is.
@@ -122,11 +123,13 @@ impl Target {
                 let writer = Writer::Api {
                     reject_managed: false,
                     session: None,
-                    basis: None,
+                    last_write: None,
                 };
-                match catalog::dry_run(&mut client, &op, None, writer).await {
-                    Ok(answer) => Ok(DryRun::Answer(answer)),
-                    Err(catalog::CatalogError::Metadata(e)) => Ok(DryRun::Refused(refusal(&e))),
+                match transaction::dry_run(&mut client, &op, None, writer).await {
+                    Ok(answer) => Ok(DryRun::Answer(
+                        serde_json::to_value(answer).unwrap_or_default(),
+                    )),
+                    Err(TransactionError::Metadata(e)) => Ok(DryRun::Refused(refusal(&e))),
                     Err(e) => Err(catalog_error(e)),
                 }
             }

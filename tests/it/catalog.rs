@@ -190,8 +190,9 @@ async fn migrations_are_idempotent_and_safe_in_parallel() {
 
 #[tokio::test]
 async fn two_controllers_claiming_the_same_object_at_once_cannot_both_win() {
-    use basalt::catalog::{self, managed::OwnershipChanges, CatalogError, Writer};
+    use basalt::catalog::managed::OwnershipChanges;
     use basalt::metadata::objects::{catalog_objects, hash, Managed, Owner};
+    use basalt::transaction::{self, TransactionError, Writer};
     let db = fresh_database().await;
     run_sql(&db, LIBRARY).await;
     let s = TestServer::on(&db, |_| {}).await;
@@ -201,7 +202,7 @@ async fn two_controllers_claiming_the_same_object_at_once_cannot_both_win() {
         .await
         .unwrap();
     tokio::spawn(conn);
-    let snapshot = catalog::build(&client).await.unwrap();
+    let snapshot = transaction::read(&client).await.unwrap();
     let (key, object) = catalog_objects(&snapshot.metadata)
         .into_iter()
         .next()
@@ -231,7 +232,7 @@ async fn two_controllers_claiming_the_same_object_at_once_cannot_both_win() {
     };
     let (first, second) = (claim("a"), claim("b"));
     let nothing = basalt::ops::Op::Bulk(Vec::new());
-    catalog::execute_with(
+    transaction::run_as(
         &mut client,
         &nothing,
         Some(snapshot.version),
@@ -239,7 +240,7 @@ async fn two_controllers_claiming_the_same_object_at_once_cannot_both_win() {
     )
     .await
     .unwrap();
-    let lost = catalog::execute_with(
+    let lost = transaction::run_as(
         &mut client,
         &nothing,
         Some(snapshot.version),
@@ -247,7 +248,7 @@ async fn two_controllers_claiming_the_same_object_at_once_cannot_both_win() {
     )
     .await;
     assert!(
-        matches!(lost, Err(CatalogError::Conflict { .. })),
+        matches!(lost, Err(TransactionError::Conflict { .. })),
         "{lost:?}"
     );
     let rows = basalt::catalog::managed::load(&client).await.unwrap();

@@ -19,7 +19,7 @@ async fn plan_for(s: &TestServer, role: &str, query: &str, variables: Value) -> 
         .await
         .unwrap();
     tokio::spawn(conn);
-    let snapshot = basalt::catalog::build(&client).await.unwrap();
+    let snapshot = basalt::transaction::read(&client).await.unwrap();
     let model = model::build(&snapshot.schema.resolved, role);
     let prepared = plan::prepare(query, None).unwrap();
     let variables: Map<String, Value> = variables.as_object().cloned().unwrap_or_default();
@@ -151,7 +151,7 @@ async fn generated_mutation_sql() {
         .await
         .unwrap();
     tokio::spawn(conn);
-    let snapshot = basalt::catalog::build(&client).await.unwrap();
+    let snapshot = basalt::transaction::read(&client).await.unwrap();
     let cases = [
         (
             "mutation_insert_upsert_user",
@@ -250,7 +250,7 @@ async fn generated_action_sql() {
         .await
         .unwrap();
     tokio::spawn(conn);
-    let snapshot = basalt::catalog::build(&client).await.unwrap();
+    let snapshot = basalt::transaction::read(&client).await.unwrap();
     let model = model::build(&snapshot.schema.resolved, "user");
     let types = basalt::graphql::typegen::build(&model);
     let limits = plan::Limits {

@@ -26,7 +26,7 @@
 
 #![allow(dead_code)]
 
-use basalt::catalog::Snapshot;
+use basalt::catalog::CatalogVersion;
 use basalt::db_model::{DbModel, DbTable};
 use basalt::engine::{ApiVersion, RoleApi};
 use basalt::graphql::ir::RootField;
@@ -287,7 +287,7 @@ pub struct Fixture {
 /// What the engine serves for a document resolved as `cache`: every role's schema, built as
 /// the server builds them.
 fn api_version(cache: &SchemaCache, metadata: &Metadata) -> ApiVersion {
-    ApiVersion::new(Arc::new(Snapshot {
+    ApiVersion::new(Arc::new(CatalogVersion {
         version: 1,
         metadata: metadata.clone(),
         schema: cache.clone(),

@@ -1,17 +1,22 @@
 //! Running `run_sql` statements inside the request's transaction: text results of the last
 //! statement, read-only execution, and Postgres errors as `postgres-error`.
 
-use super::CatalogError;
+use super::TransactionError;
 use crate::metadata::error::{Code, MetadataError};
 use crate::metadata::path::JsonPath;
-use serde_json::{json, Value};
+use crate::ops::answer::SqlResult;
+use serde_json::json;
 use tokio_postgres::{SimpleQueryMessage, Transaction};
 
 /// Savepoint that scopes a read-only `run_sql`, so the rest of the request stays read-write.
 const READ_ONLY_SAVEPOINT: &str = "basalt_read_only";
 
-/// Runs `sql` (one or more statements) and returns the `run_sql` response body.
-pub async fn run(tx: &Transaction<'_>, sql: &str, read_only: bool) -> Result<Value, CatalogError> {
+/// Runs `sql` (one or more statements) and answers the last statement's result.
+pub(super) async fn run(
+    tx: &Transaction<'_>,
+    sql: &str,
+    read_only: bool,
+) -> Result<SqlResult, TransactionError> {
     if read_only {
         tx.batch_execute(&format!(
             "SAVEPOINT {READ_ONLY_SAVEPOINT}; SET TRANSACTION READ ONLY"
@@ -33,40 +38,41 @@ pub async fn run(tx: &Transaction<'_>, sql: &str, read_only: bool) -> Result<Val
 
 /// `TuplesOk` with the column names first and every value as text (`"NULL"` for SQL NULL) when
 /// the last statement returned rows, else `CommandOk`.
-fn response(messages: &[SimpleQueryMessage]) -> Value {
-    let mut current: Option<Vec<Value>> = None;
-    let mut last: Option<Vec<Value>> = None;
+fn response(messages: &[SimpleQueryMessage]) -> SqlResult {
+    let mut current: Option<Vec<Vec<String>>> = None;
+    let mut last: Option<Vec<Vec<String>>> = None;
     for message in messages {
         match message {
             SimpleQueryMessage::RowDescription(columns) => {
-                current = Some(vec![json!(columns
-                    .iter()
-                    .map(|c| c.name())
-                    .collect::<Vec<_>>())]);
+                current = Some(vec![columns.iter().map(|c| c.name().to_owned()).collect()]);
             }
             SimpleQueryMessage::Row(row) => {
                 if let Some(rows) = current.as_mut() {
-                    let values: Vec<&str> = (0..row.len())
-                        .map(|i| row.get(i).unwrap_or("NULL"))
+                    let values = (0..row.len())
+                        .map(|i| row.get(i).unwrap_or("NULL").to_owned())
                         .collect();
-                    rows.push(json!(values));
+                    rows.push(values);
                 }
             }
             SimpleQueryMessage::CommandComplete(_) => last = current.take(),
             _ => {}
         }
     }
-    match last {
-        Some(rows) => json!({"result_type": "TuplesOk", "result": rows}),
-        None => json!({"result_type": "CommandOk", "result": null}),
+    let result_type = match last {
+        Some(_) => "TuplesOk",
+        None => "CommandOk",
+    };
+    SqlResult {
+        result_type,
+        result: last,
     }
 }
 
 /// A failed statement: `400 postgres-error` with the Postgres detail for admins; errors that
 /// are not from the server (connection lost) stay internal.
-fn statement_error(sql: &str, err: tokio_postgres::Error) -> CatalogError {
+fn statement_error(sql: &str, err: tokio_postgres::Error) -> TransactionError {
     let Some(db) = err.as_db_error() else {
-        return CatalogError::Database(err);
+        return TransactionError::from(err);
     };
     let internal = json!({
         "statement": sql,
@@ -80,7 +86,7 @@ fn statement_error(sql: &str, err: tokio_postgres::Error) -> CatalogError {
             "hint": db.hint(),
         }
     });
-    CatalogError::Metadata(
+    TransactionError::Metadata(
         MetadataError::new(
             Code::PostgresError,
             JsonPath::args(),

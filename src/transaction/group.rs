@@ -1,18 +1,18 @@
-//! Group commit of controller writes (`docs/kubernetes.md`, "Group commit"; design D5 as
-//! amended): the writes of reconciles that are ready at the same moment run in one catalog
+//! Group commit of controller writes (`docs/kubernetes.md`, "Group commit"): the writes of reconciles that are ready at the same moment run in one catalog
 //! transaction — one lock, one load, one introspection, one consistency check, one version,
 //! one `NOTIFY` — instead of one each. Every write keeps its own outcome: each runs under its
 //! own savepoint, so one that is refused (a metadata error, a stale plan, an ownership race)
 //! is rolled back alone and the others commit.
 
-use super::{
-    database, load, lock, managed, notification_payload, remote, run, store, versions, Basis,
-    BasisCache, CatalogError, Snapshot, Work, NOTIFY_CHANNEL,
+use super::draft::Draft;
+use super::last_write::{LastWrite, LastWriteCache};
+use super::{events, remotes, run_op, TransactionError};
+use crate::catalog::{
+    self, database, managed, versions, CatalogError, CatalogVersion, Notification, OwnershipChanges,
 };
-use crate::catalog::OwnershipChanges;
 use crate::metadata::objects::{self, Object};
 use crate::ops::{self, Op};
-use crate::resolve;
+use crate::session::Session;
 use std::collections::BTreeSet;
 use tokio_postgres::Transaction;
 
@@ -42,16 +42,16 @@ pub struct CommittedView {
     /// The counters this describes (read before `rows`, so the rows are at least as recent).
     pub versions: versions::Versions,
     /// The committed metadata, its version and its schema.
-    pub snapshot: std::sync::Arc<Snapshot>,
+    pub catalog: std::sync::Arc<CatalogVersion>,
     /// Every ownership row, without its definition (see [`managed::load_for_plans`]).
     pub rows: Vec<crate::metadata::objects::Managed>,
 }
 
-/// What [`execute_group`] did.
+/// What [`run_group`] did.
 #[derive(Debug)]
 pub struct GroupOutcome {
     /// Each item's result, in order.
-    pub results: Vec<Result<i64, CatalogError>>,
+    pub results: Vec<Result<i64, TransactionError>>,
     /// The state after the commit, when something was committed and no DDL ran meanwhile
     /// (the group's own capture triggers, or anyone's): then it is exactly what reading again
     /// would find, until the next change.
@@ -59,7 +59,7 @@ pub struct GroupOutcome {
 }
 
 impl GroupOutcome {
-    fn only(results: Vec<Option<Result<i64, CatalogError>>>) -> Self {
+    fn only(results: Vec<Option<Result<i64, TransactionError>>>) -> Self {
         GroupOutcome {
             results: results.into_iter().flatten().collect(),
             view: None,
@@ -74,7 +74,7 @@ fn refused_up_front(
     items: &[GroupItem<'_>],
     metadata: &crate::metadata::types::Metadata,
     version: i64,
-) -> Vec<Option<Result<i64, CatalogError>>> {
+) -> Vec<Option<Result<i64, TransactionError>>> {
     let stale = |item: &GroupItem<'_>| item.expected_version != version;
     let wanted: BTreeSet<&str> = items
         .iter()
@@ -95,63 +95,64 @@ fn refused_up_front(
     items
         .iter()
         .map(|item| {
-            (item.op.may_introspect() || !unchanged(item)).then_some(Err(CatalogError::Conflict {
-                expected: item.expected_version,
-                current: version,
-            }))
+            (item.op.may_introspect() || !unchanged(item)).then_some(Err(
+                TransactionError::Conflict {
+                    expected: item.expected_version,
+                    current: version,
+                },
+            ))
         })
         .collect()
 }
 
 /// What the group committed, for the controller's shared view: the counters read at its end,
-/// the snapshot (with capture-trigger drift among its inconsistencies, which the pure
+/// the catalog version (with capture-trigger drift among its inconsistencies, which the pure
 /// resolution a request makes leaves out) and the ownership rows.
 async fn committed_view(
     tx: &tokio_postgres::Transaction<'_>,
     ended: versions::Versions,
-    committed: std::sync::Arc<Snapshot>,
+    committed: std::sync::Arc<CatalogVersion>,
     drift: Vec<crate::resolve::Inconsistency>,
 ) -> Result<CommittedView, CatalogError> {
     let rows = managed::load_for_plans(tx).await?;
-    // The basis shares the snapshot when there is no drift, as there usually is none.
-    let snapshot = if drift.is_empty() {
+    // The last write shares the version when there is no drift, as there usually is none.
+    let catalog = if drift.is_empty() {
         committed
     } else {
-        let mut snapshot = Snapshot::clone(&committed);
-        snapshot.schema.inconsistencies.extend(drift);
-        std::sync::Arc::new(snapshot)
+        let mut catalog = CatalogVersion::clone(&committed);
+        catalog.schema.inconsistencies.extend(drift);
+        std::sync::Arc::new(catalog)
     };
     Ok(CommittedView {
         versions: ended,
-        snapshot,
+        catalog,
         rows,
     })
 }
 
 /// Runs `items` in one transaction. The outer error fails the whole group (nothing was
 /// stored; the caller runs each write on its own); otherwise each item has its own result:
-/// the committed catalog version, or why it alone was refused ([`CatalogError::Conflict`] for
-/// a plan whose objects changed since it was made or a key taken by an earlier write of the
-/// group, [`CatalogError::Metadata`] with the path inside the item's `bulk`).
+/// the committed catalog version, or why it alone was refused ([`TransactionError::Conflict`]
+/// for a plan whose objects changed since it was made or a key taken by an earlier write of
+/// the group, [`TransactionError::Metadata`] with the path inside the item's `bulk`).
 ///
-/// With `basis`, the group starts from the state the previous group left when nothing changed
-/// since (see [`Basis`]), and leaves its own for the next.
-pub async fn execute_group(
+/// With `cache`, the group starts from the state the previous group left when nothing changed
+/// since (see [`LastWrite`]), and leaves its own for the next.
+pub async fn run_group(
     client: &mut tokio_postgres::Client,
     items: &[GroupItem<'_>],
-    basis: Option<&BasisCache>,
-) -> Result<GroupOutcome, CatalogError> {
-    let cache = basis;
+    cache: Option<&LastWriteCache>,
+) -> Result<GroupOutcome, TransactionError> {
     let tx = client.transaction().await?;
-    lock(&tx).await?;
-    // Before the load and the introspection: changes committed after them show as later
+    catalog::lock(&tx).await?;
+    // Before the load and the database model: changes committed after them show as later
     // counts.
     let started = versions::read(&tx).await?;
-    let basis = cache.and_then(|c| c.take_for(items.iter().map(|item| item.op), &started));
-    let (metadata, version) = match &basis {
-        Some(basis) => (basis.snapshot.metadata.clone(), basis.snapshot.version),
+    let last = cache.and_then(|c| c.take_for(items.iter().map(|item| item.op), &started));
+    let (metadata, version) = match &last {
+        Some(last) => (last.catalog.metadata.clone(), last.catalog.version),
         // The row is locked already.
-        None => load(&tx, false).await?,
+        None => catalog::load(&tx, false).await?,
     };
     let mut results = refused_up_front(items, &metadata, version);
     if results.iter().all(Option::is_some) {
@@ -162,23 +163,23 @@ pub async fn execute_group(
     for item in items {
         enum_candidates.extend(item.op.enum_candidates());
     }
-    let db = match &basis {
-        Some(basis) => basis.db.clone(),
-        None => std::sync::Arc::new(database::read_model(&tx, &enum_candidates).await?),
+    let db = match &last {
+        Some(last) => last.db.clone(),
+        None => std::sync::Arc::new(
+            database::read_model(&tx, &enum_candidates)
+                .await
+                .map_err(CatalogError::from)?,
+        ),
     };
-    let remotes = remote::world(&tx, &metadata).await?;
-    let mut work = Work {
-        remotes: remotes.clone(),
-        remotes_before: remotes,
-        metadata: metadata.clone(),
-        db: db.clone(),
-        session: serde_json::json!({"x-svc-role": "admin"}),
+    let stored = remotes::world(&tx, &metadata).await?;
+    let mut draft = Draft::new(
+        metadata.clone(),
+        db,
+        (stored, &[]),
+        Session::admin(),
         enum_candidates,
-        own_consistency_rules: false,
-        rebuild: false,
-        db_before: db,
-        resolution: basis.as_ref().map(super::Resolution::of),
-    };
+        last.as_ref(),
+    );
     let mut taken: BTreeSet<&str> = BTreeSet::new();
     let mut committed = Vec::new();
     for (i, item) in items.iter().enumerate() {
@@ -186,13 +187,13 @@ pub async fn execute_group(
             continue;
         }
         if item.keys.iter().any(|k| taken.contains(k.as_str())) {
-            results[i] = Some(Err(CatalogError::Conflict {
+            results[i] = Some(Err(TransactionError::Conflict {
                 expected: item.expected_version,
                 current: version,
             }));
             continue;
         }
-        match apply_item(&tx, &mut work, item).await? {
+        match apply_item(&tx, &mut draft, item).await? {
             Ok(()) => {
                 taken.extend(item.keys.iter().map(String::as_str));
                 committed.push(i);
@@ -204,23 +205,22 @@ pub async fn execute_group(
         return Ok(GroupOutcome::only(results));
     }
     // Capture triggers follow the group's event-trigger changes, as one write's would.
-    super::events::sync(&tx, &metadata, &mut work).await?;
-    let after = work.take_resolved();
+    events::sync(&tx, &metadata, &mut draft).await?;
+    let after = draft.take_resolution();
     // Which write left something inconsistent is not known here: the caller finds out by
     // running each on its own. Nothing inconsistent after: nothing to compare with before.
     if !after.inconsistencies.is_empty() {
-        match &basis {
-            Some(basis) => ops::check_no_new_inconsistency(&basis.snapshot.schema, &after)?,
+        match &last {
+            Some(last) => ops::check_no_new_inconsistency(&last.catalog.schema, &after)?,
             None => {
-                let before =
-                    resolve::resolve_with(&metadata, &work.db_before, &work.remotes_before);
+                let before = draft.resolution_before(&metadata);
                 ops::check_no_new_inconsistency(&before, &after)?;
             }
         }
     }
     let mut new_version = version;
-    if work.metadata != metadata {
-        new_version = store(&tx, &work.metadata).await?;
+    if draft.metadata != metadata {
+        new_version = catalog::store(&tx, &draft.metadata).await?;
     }
     for &i in &committed {
         managed::write(&tx, items[i].ownership, new_version).await?;
@@ -229,28 +229,28 @@ pub async fn execute_group(
     // The counters first, then the rows: rows written meanwhile make the view look older
     // than it is (read again sooner), never newer.
     let ended = versions::read(&tx).await?;
-    let drift = resolve::events::capture_drift(&work.metadata, &work.db);
-    let committed = std::sync::Arc::new(Snapshot {
+    let drift = crate::resolve::events::capture_drift(&draft.metadata, &draft.db);
+    let committed = std::sync::Arc::new(CatalogVersion {
         version: new_version,
-        metadata: work.metadata,
+        metadata: draft.metadata,
         schema: after,
     });
-    let next_basis = match cache {
-        Some(_) => Basis::after(&started, ended, work.db, &committed),
+    let next = match cache {
+        Some(_) => LastWrite::after(&started, ended, draft.db, &committed),
         None => None,
     };
     let view = match ended.ddl == started.ddl {
         true => Some(committed_view(&tx, ended, committed, drift).await?),
         false => None,
     };
-    if new_version != version || work.rebuild {
-        let payload = notification_payload(new_version, new_version == version);
-        tx.execute("SELECT pg_notify($1, $2)", &[&NOTIFY_CHANNEL, &payload])
+    if new_version != version || draft.rebuild {
+        Notification::of(new_version, new_version == version)
+            .send(&tx)
             .await?;
     }
     tx.commit().await?;
-    if let (Some(cache), Some(basis)) = (cache, next_basis) {
-        cache.set(basis);
+    if let (Some(cache), Some(last)) = (cache, next) {
+        cache.set(last);
     }
     Ok(GroupOutcome {
         results: results.into_iter().flatten().collect(),
@@ -258,24 +258,24 @@ pub async fn execute_group(
     })
 }
 
-/// Runs one write under a savepoint; a refusal rolls it (and its changes to `work`) back.
+/// Runs one write under a savepoint; a refusal rolls it (and its changes to the draft) back.
 /// The outer error is a database failure that ends the group.
 async fn apply_item(
     tx: &Transaction<'_>,
-    work: &mut Work,
+    draft: &mut Draft,
     item: &GroupItem<'_>,
-) -> Result<Result<(), CatalogError>, CatalogError> {
+) -> Result<Result<(), TransactionError>, TransactionError> {
     tx.batch_execute("SAVEPOINT basalt_group_item").await?;
-    let saved = work.metadata.clone();
+    let saved = draft.metadata.clone();
     let outcome = async {
         // Ownership claimed or released by another resource since the plan: planned again.
         if !managed::unchanged(tx, item.ownership).await? {
-            return Err(CatalogError::Conflict {
+            return Err(TransactionError::Conflict {
                 expected: item.expected_version,
                 current: item.expected_version,
             });
         }
-        run(tx, work, item.op).await.map(|_| ())
+        run_op(tx, draft, item.op).await.map(|_| ())
     }
     .await;
     match outcome {
@@ -284,10 +284,10 @@ async fn apply_item(
                 .await?;
             Ok(Ok(()))
         }
-        Err(refused @ (CatalogError::Metadata(_) | CatalogError::Conflict { .. })) => {
+        Err(refused @ (TransactionError::Metadata(_) | TransactionError::Conflict { .. })) => {
             tx.batch_execute("ROLLBACK TO SAVEPOINT basalt_group_item")
                 .await?;
-            work.metadata = saved;
+            draft.metadata = saved;
             Ok(Err(refused))
         }
         Err(failure) => Err(failure),
