@@ -46,7 +46,7 @@ impl Running {
     }
 }
 
-/// Connects, migrates the catalog, builds the schema cache and starts serving.
+/// Connects, migrates the catalog, resolves the metadata and starts serving.
 pub async fn start(config: ServeConfig) -> Result<Running> {
     let url = config.database_url.clone().context("no database URL")?;
     let auth = crate::auth::Authenticator::new(

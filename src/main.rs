@@ -3,7 +3,7 @@
 use basalt::config::{Cli, Command};
 use clap::Parser;
 
-/// mimalloc rather than glibc's malloc: the schema cache is rebuilt from many small
+/// mimalloc rather than glibc's malloc: the resolved metadata is rebuilt from many small
 /// allocations on every metadata change, and glibc spent more time consolidating and
 /// unlinking its free lists than Basalt spent resolving (see `docs/operations.md`, "Memory").
 #[global_allocator]

@@ -158,7 +158,7 @@ impl AppState {
         Counters::bump(&self.counters.catalog_reads);
         tracing::info!(
             version = catalog.version,
-            inconsistent = catalog.schema.inconsistencies.len(),
+            inconsistent = catalog.resolution.inconsistencies.len(),
             "schema cache rebuilt"
         );
         self.install_locked(Arc::new(catalog), force);

@@ -39,7 +39,7 @@ pub async fn run(
         }
         while calls.try_join_next().is_some() {}
         let snapshot = state.snapshot();
-        let resolved = &snapshot.schema.resolved;
+        let resolved = &snapshot.resolution.resolved;
         let timeouts: Map<String, Value> = resolved
             .actions
             .iter()
@@ -73,7 +73,7 @@ pub async fn run(
             };
             let (state, snapshot) = (state.clone(), snapshot.clone());
             calls.spawn(async move {
-                let resolved = &snapshot.schema.resolved;
+                let resolved = &snapshot.resolution.resolved;
                 let outcome = match resolved.actions.iter().find(|a| a.name() == claim.action) {
                     Some(action) => {
                         let request = Call {

@@ -7,7 +7,7 @@
 //! operations or GraphQL.
 
 use crate::metadata::Metadata;
-use crate::resolve::SchemaCache;
+use crate::resolve::Resolution;
 use database::DatabaseError;
 use tokio_postgres::GenericClient;
 use tracing::Instrument;
@@ -184,7 +184,7 @@ pub struct CatalogVersion {
     pub version: i64,
     pub metadata: Metadata,
     /// The document resolved against the database model.
-    pub schema: SchemaCache,
+    pub resolution: Resolution,
 }
 
 /// What a process tells the others through [`NOTIFY_CHANNEL`] when it commits.

@@ -564,7 +564,7 @@ async fn evaluate(ctx: &Context, written: &Written, declared: &[Object]) -> Resu
     };
     let inconsistent: Vec<String> = view
         .catalog
-        .schema
+        .resolution
         .inconsistencies
         .iter()
         .filter_map(|i| objects::object_id_key(&i.object).map(|k| (k, i.reason.clone())))

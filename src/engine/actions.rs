@@ -59,7 +59,7 @@ pub(super) fn prepare(
 fn find<'a>(version: &'a ApiVersion, name: &str) -> Result<&'a ResolvedAction, GraphqlError> {
     version
         .catalog
-        .schema
+        .resolution
         .resolved
         .actions
         .iter()
@@ -75,7 +75,7 @@ pub(super) async fn call_one(
     action: &str,
     calls: &mut Calls,
 ) -> Result<(), GraphqlError> {
-    let resolved = &version.catalog.schema.resolved;
+    let resolved = &version.catalog.resolution.resolved;
     let action = find(version, action)?;
     let values = calls
         .get(key)

@@ -35,7 +35,7 @@ impl Engine {
             &request.query.query,
             request.query.operation_name.as_deref(),
         )?;
-        let resolved = &version.catalog.schema.resolved;
+        let resolved = &version.catalog.resolution.resolved;
         let operation =
             validate::operation(&role, resolved, &document, &variables, self.settings.limits)?;
         if operation.mutation.is_some() {

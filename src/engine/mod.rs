@@ -256,7 +256,7 @@ impl Engine {
         let variables = variables.unwrap_or_default();
         let variables_key = || Value::Object(variables.clone()).to_string();
         let operation = operation_name.as_deref();
-        let resolved = &version.catalog.schema.resolved;
+        let resolved = &version.catalog.resolution.resolved;
         let plan = match role.plans.get(&query, operation, variables_key) {
             Some(plan) => {
                 Counters::bump(&self.counters.plan_cache_hits);

@@ -23,7 +23,7 @@ pub(super) fn calls<'a>(
         .map(|part| {
             let remote = version
                 .catalog
-                .schema
+                .resolution
                 .resolved
                 .remote_schemas
                 .iter()

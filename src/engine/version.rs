@@ -44,7 +44,7 @@ pub struct ApiVersion {
 impl ApiVersion {
     /// The API of `catalog`, no role's schema built yet.
     pub fn new(catalog: Arc<CatalogVersion>) -> Self {
-        let resolved = &catalog.schema.resolved;
+        let resolved = &catalog.resolution.resolved;
         let roles = schemas::roles(resolved)
             .map(|role| (role.to_owned(), OnceLock::new()))
             .collect();
@@ -72,7 +72,7 @@ impl ApiVersion {
             let started = std::time::Instant::now();
             let schema = self
                 .builder
-                .build(&self.catalog.schema.resolved, role, flagged);
+                .build(&self.catalog.resolution.resolved, role, flagged);
             Counters::bump(&counters.role_schema_builds);
             counters
                 .schema_build_seconds

@@ -75,7 +75,7 @@ pub async fn run(
             _ = stop.wait_for(|s| *s) => break,
         };
         let snapshot = state.snapshot();
-        let triggers = &snapshot.schema.resolved.event_triggers;
+        let triggers = &snapshot.resolution.resolved.event_triggers;
         let room = permits.available_permits() + 1;
         let want = room.min(config.fetch_batch_size.max(1));
         let claimed = match triggers.is_empty() {

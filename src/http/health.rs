@@ -16,7 +16,7 @@ pub async fn healthz(State(state): State<AppState>) -> (StatusCode, &'static str
     if !reachable {
         return (StatusCode::INTERNAL_SERVER_ERROR, "ERROR");
     }
-    if state.snapshot().schema.inconsistencies.is_empty() {
+    if state.snapshot().resolution.inconsistencies.is_empty() {
         (StatusCode::OK, "OK")
     } else {
         (StatusCode::OK, "WARN: inconsistent objects in schema")

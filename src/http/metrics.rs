@@ -35,7 +35,7 @@ pub fn render(
         &mut registry,
         "inconsistent_objects",
         "Metadata objects left out of the served schema",
-        count(served.schema.inconsistencies.len()),
+        count(served.resolution.inconsistencies.len()),
     );
     sockets(&mut registry, live);
     events(&mut registry, &state.events, events_pending);

@@ -1,5 +1,5 @@
 //! `POST /v1/query`: authenticate, read the body within its limit, check the caller is admin,
-//! parse the operation, run it through the catalog, install the new schema cache (or, with
+//! parse the operation, run it through the catalog, install what it committed (or, with
 //! `"dry_run": true`, run it, roll it back and answer what it would change).
 
 use super::error::ApiError;

@@ -144,7 +144,7 @@ fn placement(execution: &Execution, session: &Session) -> Result<Placement, Grap
         actions: None,
     };
     let values = execute::bind(&sql.params, &binding, None)?;
-    let resolved = &execution.version.catalog.schema.resolved;
+    let resolved = &execution.version.catalog.resolution.resolved;
     let observes_session = engine::observes_session(&execution.plan.operation.data, resolved);
     let key = GroupKey {
         role: session.role.clone(),

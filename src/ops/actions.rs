@@ -12,7 +12,7 @@ use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
 use crate::resolve::actions::{check_action_types, resolve_endpoint, root_field_clash};
-use crate::resolve::{check_reserved_name, SchemaCache};
+use crate::resolve::{check_reserved_name, Resolution};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -158,7 +158,7 @@ impl ActionOp {
     pub fn apply(
         &self,
         metadata: &Metadata,
-        cache: &SchemaCache,
+        cache: &Resolution,
         ctx: Context<'_>,
     ) -> Result<Metadata> {
         let mut next = metadata.clone();
@@ -263,7 +263,7 @@ impl ActionOp {
 fn check(
     entry: &ActionEntry,
     metadata: &Metadata,
-    cache: &SchemaCache,
+    cache: &Resolution,
     ctx: Context<'_>,
 ) -> Result<()> {
     let definition = JsonPath::args().key("definition");

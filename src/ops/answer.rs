@@ -5,7 +5,7 @@
 
 use crate::metadata::objects::Drift;
 use crate::metadata::Metadata;
-use crate::resolve::{Inconsistency, SchemaCache};
+use crate::resolve::{Inconsistency, Resolution};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -76,7 +76,7 @@ pub struct Consistency {
 
 impl Consistency {
     /// Every inconsistency of a resolution, listed even when there is none.
-    pub fn of(resolution: &SchemaCache) -> Self {
+    pub fn of(resolution: &Resolution) -> Self {
         Consistency {
             message: None,
             is_consistent: resolution.inconsistencies.is_empty(),

@@ -8,7 +8,7 @@ use crate::metadata::ids::{computed_field_definition, ObjectId};
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
-use crate::resolve::{self, FieldRef, SchemaCache};
+use crate::resolve::{self, FieldRef, Resolution};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -72,7 +72,7 @@ impl ComputedFieldOp {
     pub fn apply(
         &self,
         metadata: &Metadata,
-        cache: &SchemaCache,
+        cache: &Resolution,
         ctx: Context<'_>,
     ) -> Result<Metadata> {
         let mut next = metadata.clone();

@@ -7,7 +7,7 @@ use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
 use crate::resolve::actions::check_action_types;
-use crate::resolve::{self, SchemaCache};
+use crate::resolve::{self, Resolution};
 use serde_json::Value;
 
 /// `set_custom_types`: replaces every custom type.
@@ -22,7 +22,7 @@ impl SetCustomTypes {
     pub fn apply(
         &self,
         metadata: &Metadata,
-        cache: &SchemaCache,
+        cache: &Resolution,
         ctx: Context<'_>,
     ) -> Result<Metadata> {
         resolve::check_custom_types(&self.0, &cache.resolved, ctx.db)

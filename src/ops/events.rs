@@ -9,7 +9,7 @@ use crate::metadata::error::{already_exists, not_exists_in_metadata, Code, Metad
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
-use crate::resolve::{self, SchemaCache};
+use crate::resolve::{self, Resolution};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -136,7 +136,7 @@ impl EventTriggerOp {
         }))
     }
 
-    pub fn apply(&self, metadata: &Metadata, cache: &SchemaCache) -> Result<Metadata> {
+    pub fn apply(&self, metadata: &Metadata, cache: &Resolution) -> Result<Metadata> {
         let mut next = metadata.clone();
         let args = JsonPath::args();
         match self {

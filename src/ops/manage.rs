@@ -11,7 +11,7 @@ use crate::metadata::error::{not_exists_in_metadata, parse_failed, Code, Metadat
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
-use crate::resolve::{self, SchemaCache};
+use crate::resolve::{self, Resolution};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -359,7 +359,7 @@ impl ManageOp {
     pub fn apply(
         &self,
         metadata: &Metadata,
-        cache: &SchemaCache,
+        cache: &Resolution,
         ctx: Context<'_>,
     ) -> Result<Outcome> {
         let keep = |answer: Answer, own_consistency_rules: bool| Outcome {

@@ -36,7 +36,7 @@ use crate::metadata::error::{parse_failed, Code, MetadataError, Result};
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::{Metadata, QualifiedTable};
 use crate::resolve::remote::Remotes;
-use crate::resolve::{self, SchemaCache};
+use crate::resolve::{self, Resolution};
 pub use answer::Answer;
 use serde_json::Value;
 
@@ -288,17 +288,17 @@ pub struct Context<'a> {
     pub remotes: &'a Remotes,
     /// The metadata an operation is applied to, already resolved against `db` and `remotes`
     /// (the state a request started from, when the catalog kept it); `None`: resolve it.
-    pub resolved: Option<&'a SchemaCache>,
+    pub resolved: Option<&'a Resolution>,
 }
 
 impl<'a> Context<'a> {
     /// The metadata resolved against this context.
-    pub fn resolve(&self, metadata: &Metadata) -> SchemaCache {
+    pub fn resolve(&self, metadata: &Metadata) -> Resolution {
         resolve::resolve_with(metadata, self.db, self.remotes)
     }
 
     /// The metadata an operation is applied to, resolved: [`Context::resolved`] when given.
-    fn current(&self, metadata: &Metadata) -> std::borrow::Cow<'a, SchemaCache> {
+    fn current(&self, metadata: &Metadata) -> std::borrow::Cow<'a, Resolution> {
         match self.resolved {
             Some(resolved) => std::borrow::Cow::Borrowed(resolved),
             None => std::borrow::Cow::Owned(self.resolve(metadata)),
@@ -353,7 +353,7 @@ pub fn apply(metadata: &Metadata, op: &MetadataOp, ctx: Context<'_>) -> Result<O
 }
 
 /// Enforces "no new inconsistency": objects inconsistent after but not before fail the request.
-pub fn check_no_new_inconsistency(before: &SchemaCache, after: &SchemaCache) -> Result<()> {
+pub fn check_no_new_inconsistency(before: &Resolution, after: &Resolution) -> Result<()> {
     let old = before.blocking_ids();
     let fresh: Vec<&resolve::Inconsistency> = after
         .inconsistencies
@@ -395,7 +395,7 @@ fn tracked_entry<'a>(
 
 /// The resolved (tracked and consistent) table, or `not-exists` at `path`.
 fn resolved_table<'a>(
-    cache: &'a SchemaCache,
+    cache: &'a Resolution,
     table: &QualifiedTable,
     path: &JsonPath,
 ) -> Result<&'a resolve::ResolvedTable> {
@@ -417,7 +417,7 @@ fn resolved_table<'a>(
 fn drop_with_dependents(
     metadata: &Metadata,
     next: &mut Metadata,
-    cache: &SchemaCache,
+    cache: &Resolution,
     id: crate::metadata::ids::ObjectId,
     cascade: bool,
 ) -> Result<()> {

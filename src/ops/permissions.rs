@@ -8,7 +8,7 @@ use crate::metadata::ids::PermissionKind;
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
-use crate::resolve::{self, SchemaCache};
+use crate::resolve::{self, Resolution};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -135,7 +135,7 @@ impl PermissionOp {
         Ok(None)
     }
 
-    pub fn apply(&self, metadata: &Metadata, cache: &SchemaCache) -> Result<Metadata> {
+    pub fn apply(&self, metadata: &Metadata, cache: &Resolution) -> Result<Metadata> {
         let mut next = metadata.clone();
         let args = JsonPath::args();
         match self {

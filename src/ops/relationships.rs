@@ -10,7 +10,7 @@ use crate::metadata::ids::ObjectId;
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
-use crate::resolve::{self, SchemaCache, Target};
+use crate::resolve::{self, Resolution, Target};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -130,7 +130,7 @@ impl RelationshipOp {
         }))
     }
 
-    pub fn apply(&self, metadata: &Metadata, cache: &SchemaCache) -> Result<Metadata> {
+    pub fn apply(&self, metadata: &Metadata, cache: &Resolution) -> Result<Metadata> {
         let mut next = metadata.clone();
         let args = JsonPath::args();
         match self {
@@ -209,7 +209,7 @@ impl RelationshipOp {
 
 /// Fails when `name` is taken by a column, relationship or computed field of `table`.
 fn check_new_name(
-    cache: &SchemaCache,
+    cache: &Resolution,
     table: &QualifiedTable,
     name: &str,
     path: &JsonPath,

@@ -11,7 +11,7 @@ use crate::metadata::error::{Code, MetadataError, Result};
 use crate::metadata::ids::{ObjectId, PermissionKind};
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
-use crate::resolve::{SchemaCache, Segment, Target};
+use crate::resolve::{Resolution, Segment, Target};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -172,7 +172,7 @@ fn same_relation(
 /// relationships to it, and transitively what uses those.
 fn column_dependents(
     metadata: &Metadata,
-    before: &SchemaCache,
+    before: &Resolution,
     table: &QualifiedTable,
     column: &str,
 ) -> BTreeSet<ObjectId> {
@@ -228,7 +228,7 @@ fn column_dependents(
 
 fn with_transitive(
     metadata: &Metadata,
-    before: &SchemaCache,
+    before: &Resolution,
     direct: Vec<ObjectId>,
 ) -> BTreeSet<ObjectId> {
     let mut all = dependencies::dependents(metadata, &before.resolved, &direct);
@@ -239,7 +239,7 @@ fn with_transitive(
 /// A tracked table and everything it owns, plus what depends on it elsewhere.
 fn table_dependents(
     metadata: &Metadata,
-    before: &SchemaCache,
+    before: &Resolution,
     table: &QualifiedTable,
 ) -> BTreeSet<ObjectId> {
     let mut ids = with_transitive(metadata, before, vec![ObjectId::Table(table.clone())]);
@@ -290,7 +290,7 @@ fn table_dependents(
 /// Relationships that resolve through a foreign key, and what depends on them.
 fn foreign_key_dependents(
     metadata: &Metadata,
-    before: &SchemaCache,
+    before: &Resolution,
     table: &QualifiedTable,
     fk: &DbConstraint,
 ) -> BTreeSet<ObjectId> {
@@ -326,11 +326,11 @@ fn foreign_key_dependents(
     with_transitive(metadata, before, direct)
 }
 
-/// Applies the rules of `run_sql` to the metadata; `before` is the schema cache of `metadata`
+/// Applies the rules of `run_sql` to the metadata; `before` is the resolution of `metadata`
 /// against the database as it was before the SQL ran.
 pub fn reconcile(
     metadata: &Metadata,
-    before: &SchemaCache,
+    before: &Resolution,
     changes: &SchemaChanges,
     cascade: bool,
 ) -> Result<Metadata> {
@@ -424,7 +424,7 @@ enum Edit {
 }
 
 /// Rewrites column and table names everywhere metadata mentions them.
-fn follow_renames(metadata: &mut Metadata, before: &SchemaCache, changes: &SchemaChanges) {
+fn follow_renames(metadata: &mut Metadata, before: &Resolution, changes: &SchemaChanges) {
     if changes.renamed_columns.is_empty() && changes.renamed_tables.is_empty() {
         return;
     }

@@ -8,7 +8,7 @@ use crate::metadata::ids::ObjectId;
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
-use crate::resolve::{self, SchemaCache};
+use crate::resolve::{self, Resolution};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -180,7 +180,7 @@ impl TableOp {
     pub fn apply(
         &self,
         metadata: &Metadata,
-        cache: &SchemaCache,
+        cache: &Resolution,
         ctx: Context<'_>,
     ) -> Result<Metadata> {
         let mut next = metadata.clone();
@@ -276,7 +276,7 @@ fn enum_rules(
 
 /// Validates a configuration: names, then clashes with other tables' root fields.
 fn check_configuration(
-    cache: &SchemaCache,
+    cache: &Resolution,
     table: &QualifiedTable,
     db_table: &crate::db_model::DbTable,
     configuration: &TableConfig,

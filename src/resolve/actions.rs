@@ -6,7 +6,7 @@
 //! environment.
 
 use super::checks::{base_type_name, custom_type_kind, TypeKind};
-use super::{Inconsistency, RelationshipKind, Resolved, SchemaCache};
+use super::{Inconsistency, RelationshipKind, Resolution, Resolved};
 use crate::db_model::DbModel;
 use crate::db_model::PgType;
 use crate::metadata::error::{Code, MetadataError, Missing};
@@ -279,7 +279,7 @@ pub(super) fn resolve_actions<T: std::fmt::Display>(
     db: &DbModel,
     table_roots: &HashMap<String, T>,
     type_check: Option<super::remote::ActionTypeCheck>,
-    cache: &mut SchemaCache,
+    cache: &mut Resolution,
 ) {
     cache.resolved.custom_types =
         resolve_type_relationships(&metadata.custom_types, &cache.resolved);

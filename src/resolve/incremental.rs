@@ -19,12 +19,12 @@ use std::sync::Arc;
 /// Resolves `metadata` against `db` and `remotes`, starting from `before`: the resolution of
 /// `previous` against the same database model. The result is what [`resolve_with`] returns.
 pub fn resolve_from(
-    before: &SchemaCache,
+    before: &Resolution,
     previous: &Metadata,
     metadata: &Metadata,
     db: &DbModel,
     remotes: &remote::Remotes,
-) -> SchemaCache {
+) -> Resolution {
     match incremental(before, previous, metadata, db, remotes) {
         Some(cache) => {
             #[cfg(debug_assertions)]
@@ -44,12 +44,12 @@ pub fn resolve_from(
 
 /// The resolution made from `before`, or `None` when it cannot be (see the module's notes).
 fn incremental(
-    before: &SchemaCache,
+    before: &Resolution,
     previous: &Metadata,
     metadata: &Metadata,
     db: &DbModel,
     remotes: &remote::Remotes,
-) -> Option<SchemaCache> {
+) -> Option<Resolution> {
     if !before.inconsistencies.is_empty()
         || !previous.remote_schemas.is_empty()
         || !metadata.remote_schemas.is_empty()
@@ -69,7 +69,7 @@ fn incremental(
                 .get(table)
                 .is_some_and(|t| t.reads.iter().any(|r| change.tables.contains(r)))
     };
-    let mut cache = SchemaCache::default();
+    let mut cache = Resolution::default();
     cache.resolved.tables.reserve(metadata.tables.len());
     let mut again: Vec<&TableEntry> = Vec::new();
     // Clashes were ruled out above: each table is checked against no other.
@@ -237,7 +237,7 @@ mod tests {
     }
 
     /// Which tables of `after` are the very resolved tables of `before`.
-    fn kept(before: &SchemaCache, after: &SchemaCache) -> Vec<String> {
+    fn kept(before: &Resolution, after: &Resolution) -> Vec<String> {
         after
             .resolved
             .tables

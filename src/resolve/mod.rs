@@ -1,4 +1,4 @@
-//! The schema cache: metadata resolved against the database model. Every later layer reads the
+//! Metadata resolved against the database model. Every later layer reads the
 //! [`Resolved`] model; objects that do not fit the database are reported as [`Inconsistency`]
 //! and left out, so one broken object never takes the engine down. Pure: no IO.
 //!
@@ -199,16 +199,16 @@ impl Resolved {
     }
 }
 
-/// The schema cache of one metadata version.
+/// A document resolved against a database model: what is served, and what did not fit.
 #[derive(Debug, Clone, Default)]
-pub struct SchemaCache {
+pub struct Resolution {
     /// The consistent model.
     pub resolved: Resolved,
     /// Objects left out, in metadata order.
     pub inconsistencies: Vec<Inconsistency>,
 }
 
-impl SchemaCache {
+impl Resolution {
     /// Ids of the inconsistent objects (they block writes that add more).
     pub fn blocking_ids(&self) -> BTreeSet<ObjectId> {
         self.inconsistencies
@@ -230,14 +230,14 @@ impl SchemaCache {
 
 /// Resolves the metadata against the database, with no stored remote-schema introspection
 /// (every remote schema is then inconsistent: not introspected).
-pub fn resolve(metadata: &Metadata, db: &DbModel) -> SchemaCache {
+pub fn resolve(metadata: &Metadata, db: &DbModel) -> Resolution {
     resolve_with(metadata, db, &remote::Remotes::default())
 }
 
 /// Resolves the metadata against the database and the stored introspection of its remote
 /// schemas.
-pub fn resolve_with(metadata: &Metadata, db: &DbModel, remotes: &remote::Remotes) -> SchemaCache {
-    let mut cache = SchemaCache::default();
+pub fn resolve_with(metadata: &Metadata, db: &DbModel, remotes: &remote::Remotes) -> Resolution {
+    let mut cache = Resolution::default();
     cache.resolved.tables.reserve(metadata.tables.len());
     // Nine root fields at most per table.
     let mut root_fields: HashMap<String, &QualifiedTable> =
@@ -258,7 +258,7 @@ fn resolve_table_or_report<'m>(
     entry: &'m TableEntry,
     db: &DbModel,
     root_fields: &mut HashMap<String, &'m QualifiedTable>,
-    cache: &mut SchemaCache,
+    cache: &mut Resolution,
 ) {
     match resolve_table(entry, db, root_fields) {
         Ok(table) => {
@@ -293,7 +293,7 @@ fn resolve_table_or_report<'m>(
 /// may follow any table's relationships): relationships, computed fields, permissions, event
 /// triggers. What each table's stages look at in other tables is kept in its
 /// [`ResolvedTable::reads`].
-fn resolve_table_objects(entries: &[&TableEntry], db: &DbModel, cache: &mut SchemaCache) {
+fn resolve_table_objects(entries: &[&TableEntry], db: &DbModel, cache: &mut Resolution) {
     for entry in entries {
         recorded(cache, &entry.table, |cache| {
             resolve_relationships(entry, cache)
@@ -318,7 +318,7 @@ fn resolve_table_objects(entries: &[&TableEntry], db: &DbModel, cache: &mut Sche
 }
 
 /// Runs one stage of `table`, adding the other tables it looked at to the table's reads.
-fn recorded(cache: &mut SchemaCache, table: &QualifiedTable, stage: impl FnOnce(&mut SchemaCache)) {
+fn recorded(cache: &mut Resolution, table: &QualifiedTable, stage: impl FnOnce(&mut Resolution)) {
     let mut read = reads::recording(|| stage(cache));
     read.remove(table);
     if read.is_empty() {
@@ -336,7 +336,7 @@ fn resolve_globals<T: std::fmt::Display>(
     db: &DbModel,
     root_fields: &HashMap<String, T>,
     remotes: &remote::Remotes,
-    cache: &mut SchemaCache,
+    cache: &mut Resolution,
 ) {
     let reasons = check_custom_types(&metadata.custom_types, &cache.resolved, db);
     if let Err(err) = reasons {
@@ -540,7 +540,7 @@ pub fn check_table_configuration(
     Ok(())
 }
 
-fn resolve_computed_fields(entry: &TableEntry, db: &DbModel, cache: &mut SchemaCache) {
+fn resolve_computed_fields(entry: &TableEntry, db: &DbModel, cache: &mut Resolution) {
     if !cache.resolved.tables.contains_key(&entry.table) {
         return;
     }
@@ -585,7 +585,7 @@ fn resolve_computed_fields(entry: &TableEntry, db: &DbModel, cache: &mut SchemaC
 /// column gone, an environment variable unset). Capture triggers dropped or edited in Postgres
 /// are not judged here: every write installs them again, so they are reported apart
 /// ([`events::capture_drift`]) and never block one.
-fn resolve_event_triggers(entry: &TableEntry, db: &DbModel, cache: &mut SchemaCache) {
+fn resolve_event_triggers(entry: &TableEntry, db: &DbModel, cache: &mut Resolution) {
     let Some(db_table) = db.table(&entry.table.schema, &entry.table.name) else {
         return;
     };

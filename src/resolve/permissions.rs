@@ -116,7 +116,7 @@ pub fn check_permission(
     Ok(checked)
 }
 
-pub(super) fn resolve_permissions(entry: &TableEntry, cache: &mut SchemaCache) {
+pub(super) fn resolve_permissions(entry: &TableEntry, cache: &mut Resolution) {
     if !cache.resolved.tables.contains_key(&entry.table) {
         return;
     }
@@ -180,7 +180,7 @@ pub(super) fn resolve_permissions(entry: &TableEntry, cache: &mut SchemaCache) {
 /// Checks each permission of one kind on a table: a consistent one becomes the role's rule
 /// (the first, if a role has several), an inconsistent one is reported.
 fn resolve_kind<P: serde::Serialize>(
-    cache: &mut SchemaCache,
+    cache: &mut Resolution,
     table: &QualifiedTable,
     entries: &[PermissionEntry<P>],
     kind: PermissionKind,

@@ -3,7 +3,7 @@
 
 use super::*;
 
-pub(super) fn resolve_relationships(entry: &TableEntry, cache: &mut SchemaCache) {
+pub(super) fn resolve_relationships(entry: &TableEntry, cache: &mut Resolution) {
     if !cache.resolved.tables.contains_key(&entry.table) {
         return;
     }
@@ -22,7 +22,7 @@ pub(super) fn resolve_relationships(entry: &TableEntry, cache: &mut SchemaCache)
 /// built only for a report: building it for every consistent one is a sizeable part of
 /// resolving a document with thousands of relationships.
 fn settle<U: serde::Serialize>(
-    cache: &mut SchemaCache,
+    cache: &mut Resolution,
     table: &QualifiedTable,
     rel: &RelationshipEntry<U>,
     kind: &'static str,

@@ -5,7 +5,7 @@
 //! [`MergeCheck`] because this layer sits below it. Pure, except for reading the environment
 //! (`url_from_env`, `{{VAR}}` templates), as event-trigger webhooks do.
 
-use super::{Inconsistency, Resolved, SchemaCache};
+use super::{Inconsistency, Resolution, Resolved};
 use crate::metadata::error::Code;
 use crate::metadata::ids::ObjectId;
 use crate::metadata::types::{Header, RemoteSchemaDefinition, RemoteSchemaEntry};
@@ -263,7 +263,7 @@ fn inconsistency(entry: &RemoteSchemaEntry, reason: String, conflict: bool) -> I
 pub(super) fn resolve_remotes(
     entries: &[RemoteSchemaEntry],
     remotes: &Remotes,
-    cache: &mut SchemaCache,
+    cache: &mut Resolution,
 ) {
     let mut candidates = Vec::new();
     for entry in entries {

@@ -7,7 +7,7 @@ use super::last_write::LastWrite;
 use crate::db_model::{DbModel, QualifiedName};
 use crate::metadata::Metadata;
 use crate::resolve::remote::{Fetched, Remotes};
-use crate::resolve::{self, SchemaCache};
+use crate::resolve::{self, Resolution};
 use crate::session::Session;
 use std::sync::Arc;
 
@@ -40,20 +40,20 @@ pub(super) struct Draft {
 struct ResolvedDocument {
     db: Arc<DbModel>,
     metadata: Metadata,
-    resolution: Resolution,
+    resolution: ResolutionRef,
 }
 
 /// A resolution a transaction holds: the last write's, shared, or one of its own.
-enum Resolution {
+enum ResolutionRef {
     Shared(Arc<LastWrite>),
-    Own(Box<SchemaCache>),
+    Own(Box<Resolution>),
 }
 
 impl ResolvedDocument {
-    fn schema(&self) -> &SchemaCache {
+    fn schema(&self) -> &Resolution {
         match &self.resolution {
-            Resolution::Shared(last) => &last.catalog.schema,
-            Resolution::Own(schema) => schema,
+            ResolutionRef::Shared(last) => &last.catalog.resolution,
+            ResolutionRef::Own(schema) => schema,
         }
     }
 }
@@ -75,7 +75,7 @@ impl Draft {
         let resolved = last.map(|last| ResolvedDocument {
             db: last.db.clone(),
             metadata: last.catalog.metadata.clone(),
-            resolution: Resolution::Shared(last.clone()),
+            resolution: ResolutionRef::Shared(last.clone()),
         });
         Draft {
             metadata,
@@ -93,7 +93,7 @@ impl Draft {
 
     /// The current document resolved (kept for the next operation), and what an operation
     /// reads beside it: the document, the database model and the remote schemas.
-    pub(super) fn view(&mut self) -> (&SchemaCache, &Metadata, &Arc<DbModel>, &Remotes) {
+    pub(super) fn view(&mut self) -> (&Resolution, &Metadata, &Arc<DbModel>, &Remotes) {
         let next = current(
             self.resolved.take(),
             &self.metadata,
@@ -105,18 +105,18 @@ impl Draft {
     }
 
     /// The current document's resolution, taken to keep (the next one starts afresh).
-    pub(super) fn take_resolution(&mut self) -> SchemaCache {
+    pub(super) fn take_resolution(&mut self) -> Resolution {
         let last = self.resolved.take();
         match current(last, &self.metadata, &self.db, &self.remotes).resolution {
-            Resolution::Own(schema) => *schema,
-            Resolution::Shared(last) => last.catalog.schema.clone(),
+            ResolutionRef::Own(schema) => *schema,
+            ResolutionRef::Shared(last) => last.catalog.resolution.clone(),
         }
     }
 
     /// The document as the transaction found it, resolved against the database as it found
     /// it (what "no new inconsistency" compares with when the transaction did not start from
     /// its process's last write).
-    pub(super) fn resolution_before(&self, metadata: &Metadata) -> SchemaCache {
+    pub(super) fn resolution_before(&self, metadata: &Metadata) -> Resolution {
         resolve::resolve_with(metadata, &self.db_before, &self.remotes_before)
     }
 }
@@ -132,7 +132,7 @@ fn current(
     let own = |schema| ResolvedDocument {
         db: db.clone(),
         metadata: metadata.clone(),
-        resolution: Resolution::Own(Box::new(schema)),
+        resolution: ResolutionRef::Own(Box::new(schema)),
     };
     match last.filter(|l| Arc::ptr_eq(&l.db, db)) {
         Some(same) if same.metadata == *metadata => same,

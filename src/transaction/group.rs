@@ -120,7 +120,7 @@ async fn committed_view(
         committed
     } else {
         let mut catalog = CatalogVersion::clone(&committed);
-        catalog.schema.inconsistencies.extend(drift);
+        catalog.resolution.inconsistencies.extend(drift);
         std::sync::Arc::new(catalog)
     };
     Ok(CommittedView {
@@ -211,7 +211,7 @@ pub async fn run_group(
     // running each on its own. Nothing inconsistent after: nothing to compare with before.
     if !after.inconsistencies.is_empty() {
         match &last {
-            Some(last) => ops::check_no_new_inconsistency(&last.catalog.schema, &after)?,
+            Some(last) => ops::check_no_new_inconsistency(&last.catalog.resolution, &after)?,
             None => {
                 let before = draft.resolution_before(&metadata);
                 ops::check_no_new_inconsistency(&before, &after)?;
@@ -233,7 +233,7 @@ pub async fn run_group(
     let committed = std::sync::Arc::new(CatalogVersion {
         version: new_version,
         metadata: draft.metadata,
-        schema: after,
+        resolution: after,
     });
     let next = match cache {
         Some(_) => LastWrite::after(&started, ended, draft.db, &committed),

@@ -26,7 +26,7 @@ use crate::metadata::path::JsonPath;
 use crate::metadata::{Code, Metadata, MetadataError};
 use crate::ops::answer::DryRun;
 use crate::ops::{self, schema_changes, Answer, Context, Op};
-use crate::resolve::{self, SchemaCache};
+use crate::resolve::{self, Resolution};
 use crate::session::Session;
 use draft::Draft;
 use std::sync::Arc;
@@ -113,7 +113,7 @@ pub async fn read(client: &impl GenericClient) -> Result<CatalogVersion, Transac
     Ok(CatalogVersion {
         version,
         metadata,
-        schema,
+        resolution: schema,
     })
 }
 
@@ -183,7 +183,7 @@ pub async fn run_as(
     let catalog = Arc::new(CatalogVersion {
         version: new_version,
         metadata: draft.metadata,
-        schema,
+        resolution: schema,
     });
     if let (Some(cache), Some(started), Some(ended)) = (writer.last_write(), started, ended) {
         if let Some(last) = LastWrite::after(&started, ended, draft.db, &catalog) {
@@ -247,7 +247,7 @@ struct Staged {
     /// The document and database after.
     draft: Draft,
     /// The document after, resolved against the database after.
-    schema: SchemaCache,
+    schema: Resolution,
     answer: Answer,
     /// The change counters read once the catalog row was locked, when the writer keeps its
     /// last write.
@@ -330,7 +330,7 @@ async fn stage(
     // resolved (the whole document again, expensive for a large one).
     if !draft.own_consistency_rules && !schema.inconsistencies.is_empty() {
         match &last {
-            Some(last) => ops::check_no_new_inconsistency(&last.catalog.schema, &schema)?,
+            Some(last) => ops::check_no_new_inconsistency(&last.catalog.resolution, &schema)?,
             None => {
                 let before = draft.resolution_before(&metadata);
                 ops::check_no_new_inconsistency(&before, &schema)?;

@@ -31,7 +31,7 @@ async fn two_engines_see_each_others_changes() {
         .running
         .state
         .snapshot()
-        .schema
+        .resolution
         .resolved
         .tables
         .contains_key(&basalt::metadata::types::QualifiedTable::new(

@@ -20,7 +20,7 @@ async fn plan_for(s: &TestServer, role: &str, query: &str, variables: Value) -> 
         .unwrap();
     tokio::spawn(conn);
     let snapshot = basalt::transaction::read(&client).await.unwrap();
-    let model = model::build(&snapshot.schema.resolved, role);
+    let model = model::build(&snapshot.resolution.resolved, role);
     let prepared = plan::prepare(query, None).unwrap();
     let variables: Map<String, Value> = variables.as_object().cloned().unwrap_or_default();
     let limits = plan::Limits {
@@ -31,7 +31,7 @@ async fn plan_for(s: &TestServer, role: &str, query: &str, variables: Value) -> 
     plan::plan(
         &model,
         &types,
-        &snapshot.schema.resolved,
+        &snapshot.resolution.resolved,
         &prepared,
         &variables,
         limits,
@@ -175,7 +175,7 @@ async fn generated_mutation_sql() {
         ),
     ];
     for (name, role, query) in cases {
-        let model = model::build(&snapshot.schema.resolved, role);
+        let model = model::build(&snapshot.resolution.resolved, role);
         let prepared = plan::prepare(query, None).unwrap();
         let limits = plan::Limits {
             max_depth: 64,
@@ -185,7 +185,7 @@ async fn generated_mutation_sql() {
         let planned = plan::plan(
             &model,
             &types,
-            &snapshot.schema.resolved,
+            &snapshot.resolution.resolved,
             &prepared,
             &Map::new(),
             limits,
@@ -251,7 +251,7 @@ async fn generated_action_sql() {
         .unwrap();
     tokio::spawn(conn);
     let snapshot = basalt::transaction::read(&client).await.unwrap();
-    let model = model::build(&snapshot.schema.resolved, "user");
+    let model = model::build(&snapshot.resolution.resolved, "user");
     let types = basalt::graphql::typegen::build(&model);
     let limits = plan::Limits {
         max_depth: 64,
@@ -262,7 +262,7 @@ async fn generated_action_sql() {
         plan::plan(
             &model,
             &types,
-            &snapshot.schema.resolved,
+            &snapshot.resolution.resolved,
             &prepared,
             &Map::new(),
             limits,

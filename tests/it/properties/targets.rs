@@ -36,7 +36,7 @@ use basalt::graphql::types::{FieldDef, TypeDef, TypeRef, TypeSystem};
 use basalt::metadata::types::QualifiedTable;
 use basalt::metadata::{JsonPath, Metadata, MetadataError, PermissionKind};
 use basalt::ops::{self, Op};
-use basalt::resolve::{self, operators, SchemaCache};
+use basalt::resolve::{self, operators, Resolution};
 use basalt::sql::print::MultiplexedSql;
 use basalt::sql::program::{FieldProgram, MutationProgram};
 use basalt::sql::SqlText;
@@ -279,18 +279,18 @@ pub struct Fixture {
     /// The metadata.
     pub metadata: Metadata,
     /// The metadata resolved against the database.
-    pub cache: SchemaCache,
+    pub cache: Resolution,
     /// Every role's schema, as the server builds them.
     pub schemas: ApiVersion,
 }
 
 /// What the engine serves for a document resolved as `cache`: every role's schema, built as
 /// the server builds them.
-fn api_version(cache: &SchemaCache, metadata: &Metadata) -> ApiVersion {
+fn api_version(cache: &Resolution, metadata: &Metadata) -> ApiVersion {
     ApiVersion::new(Arc::new(CatalogVersion {
         version: 1,
         metadata: metadata.clone(),
-        schema: cache.clone(),
+        resolution: cache.clone(),
     }))
 }
 
@@ -1691,7 +1691,7 @@ pub struct Accepted {
     /// The document.
     pub metadata: Metadata,
     /// The document resolved against the fixture's database.
-    pub cache: SchemaCache,
+    pub cache: Resolution,
     /// Every role's schema.
     pub schemas: ApiVersion,
 }
@@ -1748,7 +1748,7 @@ fn assert_stored_document_reloads(metadata: &Metadata, request: &Value) {
 
 /// Every role's schema builds as the server builds them when it installs a version, and is a
 /// valid GraphQL schema.
-fn assert_schemas_build(cache: &SchemaCache, metadata: &Metadata, context: &Value) -> ApiVersion {
+fn assert_schemas_build(cache: &Resolution, metadata: &Metadata, context: &Value) -> ApiVersion {
     let schemas = api_version(cache, metadata);
     let counters = basalt::stats::Counters::default();
     let roles = cache.resolved.roles.iter().map(String::as_str);
