@@ -15,7 +15,8 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Serve the metadata API and GraphQL.
+    /// Serve the metadata API and GraphQL, on an embedded Postgres when no database URL is
+    /// given.
     Serve(Box<ServeConfig>),
     /// Run the Kubernetes controller: reconcile `basalt.dev` resources into the catalog.
     Controller(Box<ControllerCommand>),
@@ -57,7 +58,7 @@ pub struct ControllerCommand {
 /// What `basalt export` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ExportFormat {
-    /// `basalt.dev` resources annotated for adoption, one file each (with `--out`).
+    /// `basalt.dev` resources annotated for adoption, one file each with `--out`.
     Crds,
     /// The metadata document, as `export_metadata` returns it.
     Metadata,
@@ -141,7 +142,7 @@ pub struct ControllerConfig {
         value_delimiter = ','
     )]
     pub watch_namespaces: Vec<String>,
-    /// Watch every namespace (needs cluster-wide RBAC).
+    /// Watch every namespace (needs cluster-wide RBAC: a ClusterRole).
     #[arg(long, env = "BASALT_WATCH_ALL_NAMESPACES", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub all_namespaces: bool,
     /// Only reconcile resources matching this label selector (e.g. `basalt.dev/engine=prod`).
@@ -150,21 +151,26 @@ pub struct ControllerConfig {
     /// Re-apply drifted objects (a resource's `basalt.dev/self-heal` annotation overrides).
     #[arg(long, env = "BASALT_SELF_HEAL", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub self_heal: bool,
-    /// Seconds between periodic re-reconciles of every resource (and orphan scans).
+    /// Seconds between periodic re-reconciles of every resource and scans for orphaned
+    /// objects.
     #[arg(long, env = "BASALT_RESYNC_SECONDS", default_value_t = 300)]
     pub resync_seconds: u64,
     /// Remove managed objects whose resource no longer exists (orphans) from the catalog,
     /// instead of only reporting them.
     #[arg(long, env = "BASALT_PRUNE_ORPHANS", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub prune_orphans: bool,
-    /// Resources reconciled at once per kind.
+    /// Resources reconciled at once, per kind and watched namespace.
+    ///
+    /// Their catalog writes are committed in groups.
     #[arg(long, env = "BASALT_CONTROLLER_CONCURRENCY", default_value_t = 8)]
     pub concurrency: u16,
-    /// Milliseconds between attempts to take the leader lock.
+    /// Milliseconds between a standby's attempts to take the leader lock.
     #[arg(long, env = "BASALT_LEADER_RETRY_MS", default_value_t = 5000)]
     pub leader_retry_ms: u64,
-    /// Direct (session-mode, not transaction-pooled) Postgres URL for the leader lock and
-    /// catalog listener; defaults to the database URL.
+    /// Direct Postgres URL for the leader lock and the catalog `LISTEN`; defaults to the
+    /// database URL.
+    ///
+    /// It must be a session-mode connection: not PgBouncer in transaction mode.
     #[arg(long, env = "BASALT_CONTROLLER_DATABASE_URL", hide_env_values = true)]
     pub controller_database_url: Option<String>,
     /// Port of the controller's `/healthz` and `/readyz`.
@@ -194,7 +200,7 @@ impl Default for ControllerConfig {
 pub enum ManagedMetadata {
     /// Allowed; the change shows as drift.
     Allow,
-    /// Refused with `not-supported`.
+    /// Refused with `400 not-supported`.
     Reject,
 }
 
@@ -220,31 +226,55 @@ pub struct ServeConfig {
     /// cluster under `--data-dir`.
     #[arg(long, env = "BASALT_DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
-    /// Admin secret; when set, `/v1/query` requires `X-Svc-Admin-Secret`.
+    /// The secret that gives full access, sent in `X-Svc-Admin-Secret` (or
+    /// `X-Svc-Access-Key`).
+    ///
+    /// A request with it may pick any role. A request without it is authenticated by the JWT,
+    /// webhook or unauthorized-role settings, and refused with `401 access-denied` if none
+    /// applies. When unset, both APIs are open (any caller may pick any role, `admin`
+    /// included) and a warning is logged at startup. See `docs/auth.md`.
     #[arg(long, env = "BASALT_ADMIN_SECRET", hide_env_values = true)]
     pub admin_secret: Option<String>,
-    /// JWT mode: the JSON configuration (`type`/`key` or `jwk_url`, claims settings).
+    /// JWT mode: a JSON object with `type` and `key`, or `jwk_url`, plus optional claims
+    /// settings.
+    ///
+    /// Needs `--admin-secret`; not together with `--auth-hook`. See `docs/auth.md#jwt-mode`.
     #[arg(long, env = "BASALT_JWT_SECRET", hide_env_values = true)]
     pub jwt_secret: Option<String>,
-    /// Webhook mode: URL of the auth hook.
+    /// Webhook mode: the URL that Basalt asks for the role and session variables of each
+    /// request without the admin secret.
+    ///
+    /// Needs `--admin-secret`; not together with `--jwt-secret` or `--unauthorized-role`.
     #[arg(long, env = "BASALT_AUTH_HOOK")]
     pub auth_hook: Option<String>,
-    /// Webhook mode: `GET` (client headers forwarded) or `POST` (`{headers, request}` body).
+    /// Webhook mode: `GET` (the client's headers are forwarded as headers) or `POST` (a JSON
+    /// body `{"headers", "request"}`).
     #[arg(long, env = "BASALT_AUTH_HOOK_MODE", default_value = "GET")]
     pub auth_hook_mode: String,
-    /// Webhook mode: seconds before a hook call is abandoned.
+    /// Webhook mode: seconds before a hook call is abandoned (at least 1).
+    ///
+    /// A call that takes longer fails the request with `500 unexpected`.
     #[arg(long, env = "BASALT_AUTH_HOOK_TIMEOUT_SECONDS", default_value_t = 10)]
     pub auth_hook_timeout_seconds: u64,
-    /// Role for requests without credentials (needs the admin secret; not with a webhook).
+    /// Role for requests without credentials: without the admin secret in admin-secret mode,
+    /// without a token in JWT mode.
+    ///
+    /// Needs `--admin-secret`; not together with `--auth-hook`.
     #[arg(long, env = "BASALT_UNAUTHORIZED_ROLE")]
     pub unauthorized_role: Option<String>,
     /// Only allow-listed operations for non-admin roles.
+    ///
+    /// Roles other than `admin` may then run on `/v1/graphql` only the operations of the query
+    /// collections on the allow-list (`docs/auth.md#allow-list`).
     #[arg(long, env = "BASALT_ENABLE_ALLOWLIST", default_value_t = false, action = clap::ArgAction::Set)]
     pub enable_allowlist: bool,
     /// Log format.
     #[arg(long, env = "BASALT_LOG_FORMAT", value_enum, default_value_t = LogFormat::Json)]
     pub log_format: LogFormat,
     /// Comma-separated APIs to serve: `metadata`, `graphql`.
+    ///
+    /// Without `metadata`, `/v1/query` answers 404. Without `graphql`, `/v1/graphql` and
+    /// `/console` answer 404.
     #[arg(
         long,
         env = "BASALT_ENABLED_APIS",
@@ -253,47 +283,72 @@ pub struct ServeConfig {
     )]
     pub enabled_apis: Vec<String>,
     /// Include `internal` details in errors for every role.
+    ///
+    /// That includes the cause of `500 unexpected` errors, otherwise only logged. On
+    /// `/v1/graphql`, admin callers get that detail even without dev mode.
     #[arg(long, env = "BASALT_DEV_MODE", default_value_t = false, action = clap::ArgAction::Set)]
     pub dev_mode: bool,
-    /// Largest accepted request body in bytes.
+    /// Largest accepted request body in bytes; larger bodies get `413 payload-too-large`, on
+    /// both APIs.
     #[arg(long, env = "BASALT_MAX_BODY_BYTES", default_value_t = 10 * 1024 * 1024)]
     pub max_body_bytes: usize,
-    /// Longest accepted `bulk` list.
+    /// Longest accepted `bulk` list on `/v1/query`, and longest batch (a JSON array of
+    /// requests) on `/v1/graphql`.
+    ///
+    /// A longer `bulk` gets `400 parse-failed`; a longer batch gets one `validation-failed`
+    /// error.
     #[arg(long, env = "BASALT_MAX_BATCH_SIZE", default_value_t = 64)]
     pub max_batch_size: usize,
     /// Deepest accepted GraphQL selection nesting.
+    ///
+    /// Each field with its own sub-selection is one level. Deeper queries get
+    /// `validation-failed`, `query depth exceeds <n>`.
     #[arg(long, env = "BASALT_MAX_QUERY_DEPTH", default_value_t = 64)]
     pub max_query_depth: usize,
     /// Most root fields in one GraphQL operation.
+    ///
+    /// Root fields are response keys, counted after fragments and `@skip`/`@include`. More get
+    /// `validation-failed`.
     #[arg(long, env = "BASALT_MAX_ROOT_FIELDS", default_value_t = 100)]
     pub max_root_fields: usize,
-    /// Where the embedded Postgres cluster lives when no database URL is given.
+    /// Where the embedded Postgres cluster lives (`<dir>/pg`) when no database URL is given.
     #[arg(long, env = "BASALT_DATA_DIR", default_value = ".basalt")]
     pub data_dir: PathBuf,
-    /// Seconds between catalog version polls (backup for NOTIFY).
+    /// Seconds between two checks of the catalog version by each replica, as a backup for
+    /// `NOTIFY` (at least 1).
     #[arg(long, env = "BASALT_METADATA_POLL_SECONDS", default_value_t = 5)]
     pub metadata_poll_seconds: u64,
-    /// Connections in the database pool.
+    /// Connections in the database pool, shared by the metadata API and GraphQL.
+    ///
+    /// A GraphQL query holds one connection while its statement runs, a mutation for its whole
+    /// transaction. See `docs/operations.md#the-connection-pool`.
     #[arg(long, env = "BASALT_POOL_SIZE", default_value_t = 16)]
     pub pool_size: usize,
     /// Statements of one query plan that run at once before further requests for the plan
-    /// wait and share one statement (`0`: every request, read or write, runs its own).
+    /// wait and share one statement.
+    ///
+    /// `0` turns all sharing off, inserts included: every request, read or write, runs its own
+    /// statement, and reads never run as the one-row form of their shared statement. See
+    /// `docs/operations.md#shared-statements`.
     #[arg(long, env = "BASALT_SHARED_STATEMENTS_IN_FLIGHT", default_value_t = 2)]
     pub shared_statements_in_flight: usize,
     /// The same for one-statement inserts: statements of one insert plan that run at once
-    /// before further inserts of the plan wait and share one statement and its commit (`0`:
-    /// inserts never share, each commits on its own, while reads still share). One by default:
-    /// an insert plan's batches then grow largest, and Postgres writes a row for less.
+    /// before further inserts of the plan (and session) wait and share one statement and its
+    /// commit.
+    ///
+    /// `0`: inserts never share, each commits on its own, while reads still share. One by
+    /// default: an insert plan's batches then grow largest, and Postgres writes a row for less.
     #[arg(long, env = "BASALT_SHARED_WRITES_IN_FLIGHT", default_value_t = 1)]
     pub shared_writes_in_flight: usize,
     /// Microseconds a plan's request takes alone (a moving average, in the cheaper of its two
-    /// forms) above which its requests never share statements and keep Postgres's parallelism
-    /// (`0`: no such bound; a plan shares while a shared row costs clearly less than a request
-    /// alone).
+    /// forms) above which its requests never share statements and keep Postgres's parallelism.
+    ///
+    /// `0`: no such bound; a plan shares while a shared row costs at most four fifths of a
+    /// request alone.
     #[arg(long, env = "BASALT_SHARED_STATEMENTS_BELOW_US", default_value_t = 0)]
     pub shared_statements_below_us: u64,
-    /// Changes to objects owned by Kubernetes resources through `/v1/query`: `allow` (shown
-    /// as drift) or `reject`.
+    /// What `/v1/query` may do to objects that Kubernetes resources own. See
+    /// `docs/kubernetes.md`.
     #[arg(long, env = "BASALT_MANAGED_METADATA", value_enum, default_value_t = ManagedMetadata::Allow)]
     pub managed_metadata: ManagedMetadata,
     /// Run the Kubernetes controller in this process too.
@@ -305,7 +360,8 @@ pub struct ServeConfig {
     /// Subscriptions and the WebSocket transport.
     #[command(flatten)]
     pub live: LiveConfig,
-    /// Serve `/metrics` without the admin secret (for a scraper inside the cluster).
+    /// Serve `/metrics` without the admin secret (for a scraper inside the cluster). See
+    /// `docs/operations.md#metrics`.
     #[arg(long, env = "BASALT_METRICS_PUBLIC", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub metrics_public: bool,
     /// OpenTelemetry traces.
@@ -379,7 +435,8 @@ pub struct EventsConfig {
         default_value_t = 60
     )]
     pub lease_seconds: u64,
-    /// Hours delivered events and invocation logs are kept; 0 keeps them forever.
+    /// Hours delivered and archived events and invocation logs are kept; 0 keeps them
+    /// forever.
     #[arg(
         long = "events-retention-hours",
         env = "BASALT_EVENTS_RETENTION_HOURS",
@@ -420,7 +477,7 @@ impl Default for EventsConfig {
 /// The wire format of OTLP over HTTP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OtlpProtocol {
-    /// `application/x-protobuf` (what collectors expect by default).
+    /// `application/x-protobuf`, what collectors expect by default.
     #[value(name = "http/protobuf")]
     HttpProtobuf,
     /// `application/json`.
@@ -432,7 +489,10 @@ pub enum OtlpProtocol {
 #[derive(Debug, Clone, clap::Args)]
 pub struct OtlpConfig {
     /// Base URL of an OTLP/HTTP collector, e.g. `http://otel-collector:4318` (spans go to
-    /// `<url>/v1/traces`). Collector headers can be set with `OTEL_EXPORTER_OTLP_HEADERS`.
+    /// `<url>/v1/traces`).
+    ///
+    /// Unset: no traces and no cost. Collector headers can be set with
+    /// `OTEL_EXPORTER_OTLP_HEADERS`. See `docs/operations.md#traces`.
     #[arg(long = "otlp-endpoint", env = "BASALT_OTLP_ENDPOINT")]
     pub endpoint: Option<String>,
     /// Wire format.
@@ -472,7 +532,8 @@ pub struct LiveConfig {
         default_value_t = 1000
     )]
     pub refetch_interval_ms: u64,
-    /// Most subscribers (cohorts) answered by one multiplexed statement.
+    /// Most subscribers (cohorts: distinct variable and session values) answered by one
+    /// multiplexed statement.
     #[arg(
         long = "live-queries-batch-size",
         env = "BASALT_LIVE_QUERIES_MULTIPLEXED_BATCH_SIZE",
@@ -486,28 +547,31 @@ pub struct LiveConfig {
         default_value_t = 10_000
     )]
     pub max_connections: usize,
-    /// Most running operations on one WebSocket connection.
+    /// Most running operations on one WebSocket connection; the next gets a `start-failed`
+    /// error and the socket stays open.
     #[arg(
         long = "websocket-max-operations",
         env = "BASALT_WEBSOCKET_MAX_OPERATIONS",
         default_value_t = 100
     )]
     pub max_operations: usize,
-    /// Seconds between keep-alive messages.
+    /// Seconds between keep-alive messages (`ka`, or `ping` on `graphql-transport-ws`).
     #[arg(
         long = "websocket-keepalive-seconds",
         env = "BASALT_WEBSOCKET_KEEPALIVE",
         default_value_t = 5
     )]
     pub keepalive_seconds: u64,
-    /// Seconds a `graphql-transport-ws` client has to send `connection_init`.
+    /// Seconds a `graphql-transport-ws` client has to send `connection_init` (else the socket
+    /// is closed with 4408).
     #[arg(
         long = "websocket-init-timeout-seconds",
         env = "BASALT_WEBSOCKET_CONNECTION_INIT_TIMEOUT",
         default_value_t = 3
     )]
     pub init_timeout_seconds: u64,
-    /// Messages queued for one socket before it counts as too slow and is closed (1008).
+    /// Messages queued for one socket before it counts as too slow and is closed (1008,
+    /// `client too slow`).
     #[arg(
         long = "websocket-max-queued-messages",
         env = "BASALT_WEBSOCKET_MAX_QUEUED_MESSAGES",
@@ -575,4 +639,161 @@ impl ServeConfig {
             actions: ActionsConfig::default(),
         }
     }
+}
+
+/// The command-line reference as Markdown, rendered from the clap definitions above: one
+/// section per subcommand, one table row per flag with its environment variable, default and
+/// help text. `docs/configuration.md` holds this text, and a test keeps the two equal.
+pub fn reference_markdown() -> String {
+    let cli = <Cli as clap::CommandFactory>::command();
+    let mut out = String::new();
+    for command in cli.get_subcommands() {
+        command_markdown(command, "basalt", &mut out);
+    }
+    out
+}
+
+/// One subcommand's section (and those of its own subcommands) appended to `out`.
+fn command_markdown(command: &clap::Command, parent: &str, out: &mut String) {
+    let name = format!("{parent} {}", command.get_name());
+    out.push_str(&format!("\n## `{name}`\n\n"));
+    if let Some(about) = command.get_long_about().or(command.get_about()) {
+        out.push_str(&sentence(&about.to_string()));
+        out.push_str("\n\n");
+    }
+    let args: Vec<&clap::Arg> = command
+        .get_arguments()
+        .filter(|arg| !arg.is_hide_set() && arg.get_long().is_some())
+        .collect();
+    if args.is_empty() {
+        out.push_str("No flags.\n");
+    } else {
+        out.push_str("| Flag | Environment variable | Default | Meaning |\n");
+        out.push_str("|---|---|---|---|\n");
+        for arg in args {
+            out.push_str(&arg_row(arg));
+        }
+    }
+    for sub in command.get_subcommands() {
+        command_markdown(sub, &name, out);
+    }
+}
+
+/// One flag's table row.
+fn arg_row(arg: &clap::Arg) -> String {
+    let mut flag = String::new();
+    if let Some(short) = arg.get_short() {
+        flag.push_str(&format!("`-{short}`, "));
+    }
+    if let Some(long) = arg.get_long() {
+        flag.push_str(&format!("`--{long}`"));
+    }
+    let env = arg
+        .get_env()
+        .map(|env| format!("`{}`", env.to_string_lossy()))
+        .unwrap_or_default();
+    let defaults: Vec<String> = arg
+        .get_default_values()
+        .iter()
+        .map(|value| value.to_string_lossy().into_owned())
+        .collect();
+    let default = if arg.is_required_set() {
+        "required".to_owned()
+    } else if !arg.get_action().takes_values() {
+        "off".to_owned()
+    } else if defaults.is_empty() {
+        "unset".to_owned()
+    } else {
+        format!("`{}`", defaults.join(","))
+    };
+    let help = arg
+        .get_long_help()
+        .or(arg.get_help())
+        .map(|help| sentence(&help.to_string()))
+        .unwrap_or_default();
+    let meaning = format!("{help}{}", values_note(arg));
+    format!(
+        "| {flag} | {env} | {default} | {} |\n",
+        cell(&link_docs(&meaning))
+    )
+}
+
+/// What values a flag takes, when its help text does not say: `true`/`false` for the
+/// boolean ones that take a value, the names of an enumeration's values.
+fn values_note(arg: &clap::Arg) -> String {
+    if !arg.get_action().takes_values() {
+        return String::new();
+    }
+    let values = arg.get_possible_values();
+    let names: Vec<&str> = values.iter().map(|value| value.get_name()).collect();
+    if names == ["true", "false"] {
+        let long = arg.get_long().unwrap_or_default();
+        let optional = arg.get_num_args().is_some_and(|n| n.min_values() == 0);
+        return if optional {
+            format!(" `--{long}` alone means `true`.")
+        } else {
+            format!(" Takes a value: `--{long} true`.")
+        };
+    }
+    if values.is_empty() {
+        return String::new();
+    }
+    let listed: Vec<String> = values
+        .iter()
+        .map(|value| match value.get_help() {
+            Some(help) => format!(
+                "`{}` ({})",
+                value.get_name(),
+                lowercase_first(&help.to_string())
+            ),
+            None => format!("`{}`", value.get_name()),
+        })
+        .collect();
+    format!(" Values: {}.", listed.join(", "))
+}
+
+/// Help text as one line ending with a full stop (clap drops the stop of one-sentence help).
+fn sentence(text: &str) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let line = line.trim_end_matches('.');
+    format!("{line}.")
+}
+
+/// `text` with its first letter in lower case, for a help text set inside a sentence.
+fn lowercase_first(text: &str) -> String {
+    let text = text.trim_end_matches('.');
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// `docs/<page>.md` code spans as links, relative to `docs/` where the reference is written.
+fn link_docs(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("`docs/") {
+        let after = &rest[start + "`docs/".len()..];
+        match after.find('`') {
+            Some(end) if !after[..end].contains(char::is_whitespace) => {
+                let target = &after[..end];
+                let page = target.split('#').next().unwrap_or(target);
+                out.push_str(&rest[..start]);
+                out.push_str(&format!("[docs/{page}]({target})"));
+                rest = &after[end + 1..];
+            }
+            _ => {
+                out.push_str(&rest[..start + 1]);
+                rest = &rest[start + 1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `text` made safe inside a Markdown table cell.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|")
 }

@@ -12,6 +12,7 @@ mod counters;
 mod crashes;
 mod crds;
 mod diff;
+mod docs;
 mod e2e_cluster;
 mod events;
 mod events_delivery;
