@@ -3,6 +3,7 @@
 //! `cargo test --test it -- --skip slow::` everything else; `docs/testing.md` lists why each
 //! is here.
 
+mod actions_crash;
 mod console;
 mod controller_failover;
 mod crashes;
