@@ -1,7 +1,7 @@
 //! Synchronous query and mutation actions: the handler protocol checked end to end (body,
 //! headers, forwarded client headers), outputs shaped and joined to tables with the caller's
-//! permissions, a mutation rolled back with its operation, and handler failures as the spec
-//! words them.
+//! permissions, a mutation rolled back with its operation, and handler failures answered as
+//! `docs/actions.md` lists them.
 
 use super::*;
 

@@ -1,4 +1,4 @@
-//! Token attacks (the security issue's suite): forged, tampered, stale, misaddressed, oversized
+//! Token attacks (a suite of `docs/security.md`): forged, tampered, stale, misaddressed, oversized
 //! and mistyped credentials, and misbehaving auth hooks, sent through `/v1/graphql` and
 //! `/v1/query` to a real server. Every attack must be refused with the code of `docs/auth.md`
 //! ("Errors") and serve no data. Each test also shows that the same server serves the honest
