@@ -1,5 +1,5 @@
-//! The Kubernetes controller (`src/controller/`) against a fake API server (`kube_fake.rs`,
-//! tower-test: every request asserted) and the real Postgres catalog, next to a running engine
+//! The Kubernetes controller against a fake API server (`kube_fake.rs`, tower-test: every
+//! request asserted) and the real Postgres catalog, next to a running engine
 //! (`docs/kubernetes.md` describes the reconcile, its conditions and Events). One file per
 //! topic or kind; the shared setup (resources of the blog fixture, [`Setup`], the applied
 //! `examples/blog/`) is here. Failover between two real controller processes is in the slow
