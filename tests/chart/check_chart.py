@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks the Helm chart in charts/basalt without a cluster (design kubernetes.md §9.5).
+"""Checks the Helm chart in charts/basalt without a cluster (docs/kubernetes.md, "Installing").
 
 Lints the chart and renders it for a matrix of values with helm-python-sdk (Helm's Go SDK
 through a C library: no helm binary, no network), validates every rendered object against

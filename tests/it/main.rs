@@ -1,41 +1,20 @@
 //! Integration tests: Basalt's HTTP API against a real PostgreSQL.
+//!
+//! One folder per area of the code. `slow/` is the slow tier (real processes killed or soaked,
+//! a browser, a real cluster): `cargo test --test it -- --skip slow::` runs the rest alone,
+//! `cargo test --test it slow::` runs only the slow tier; `docs/testing.md` says more.
 
 mod harness;
 
 mod actions;
 mod architecture;
 mod auth;
-mod catalog;
-mod console;
 mod controller;
-mod counters;
-mod crashes;
-mod crds;
-mod diff;
 mod docs;
-mod e2e_cluster;
 mod events;
-mod events_delivery;
-mod front;
-mod goldenfiles;
-mod graphql_introspection;
-mod graphql_mutations;
-mod graphql_queries;
+mod graphql;
 mod http;
-mod injection;
-mod kube_fake;
-mod manage;
-mod permissions;
+mod metadata;
 mod properties;
-mod relationships;
 mod remote_schemas;
-mod remote_server;
-mod run_sql;
-mod shared_statements;
-mod soak;
-mod sql_snapshots;
-mod subscriptions;
-mod tables;
-mod token_attacks;
-mod traces;
-mod types_and_collections;
+mod slow;
