@@ -523,7 +523,7 @@ fn markdown_references_are_read_as_intended() {
         "other crates are skipped"
     );
     assert!(
-        problems("catalog::a_write_starts_from_the_previous_one_only_while_nothing_changed")
+        problems("metadata::catalog::a_write_starts_from_the_previous_one_only_while_nothing_changed")
             .is_empty(),
         "a test named by its path"
     );
