@@ -6,8 +6,9 @@
 //! stuck terminating.
 
 use super::conditions::{self, Reason, Wanted};
+use super::kinds::Kind;
 use super::reconcile::{
-    deleted_note, remove_owned, Context, Error, Kind, CASCADE_DELETE, DELETION_POLICY, FINALIZER,
+    deleted_note, remove_owned, Context, Error, CASCADE_DELETE, DELETION_POLICY, FINALIZER,
 };
 use crate::metadata::objects::Owner;
 use k8s_openapi::api::core::v1::ObjectReference;

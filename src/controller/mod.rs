@@ -8,12 +8,11 @@
 pub mod cel;
 mod commit;
 pub mod conditions;
-pub mod crd;
 pub mod diff;
 pub mod export;
 mod invalid;
+pub mod kinds;
 pub mod leader;
-pub mod mapping;
 pub mod metrics;
 pub mod reconcile;
 pub mod run;
@@ -21,21 +20,10 @@ pub mod scope;
 mod view;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::CustomResourceExt;
 
-/// Every CRD, in a stable order.
+/// Every CRD, in the kinds table's order.
 pub fn crds() -> Vec<CustomResourceDefinition> {
-    vec![
-        crd::TrackedTable::crd(),
-        crd::Permission::crd(),
-        crd::ComputedField::crd(),
-        crd::EventTrigger::crd(),
-        crd::RemoteSchema::crd(),
-        crd::Action::crd(),
-        crd::CustomTypeSet::crd(),
-        crd::QueryCollection::crd(),
-        crd::AllowListEntry::crd(),
-    ]
+    kinds::crds()
 }
 
 /// `(file name, YAML)` of every CRD, as `basalt crds --out DIR` writes them.

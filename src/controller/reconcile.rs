@@ -6,14 +6,13 @@
 pub(super) use super::commit::{deleted_note, remove_owned};
 use super::commit::{write, Written};
 use super::conditions::{self, Reason, Wanted};
-use super::crd::*;
 use super::diff::{self, Policy, Step};
-use crate::catalog::{self, managed, CatalogError};
+use super::kinds::*;
+use crate::catalog::{managed, CatalogError};
 use crate::metadata::objects::{self, DriftKind, Managed, Object, Owner};
 use crate::metadata::MetadataError;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Patch, PatchParams};
-use kube::core::object::HasStatus;
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType, Recorder};
@@ -43,100 +42,6 @@ pub const ADOPT: &str = "basalt.dev/adopt";
 pub const DELETION_POLICY: &str = "basalt.dev/deletion-policy";
 /// Annotation: `"true"` drops dependants too on delete.
 pub const CASCADE_DELETE: &str = "basalt.dev/cascade-delete";
-
-/// A resource kind the controller reconciles.
-pub trait Kind:
-    Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
-    + HasStatus<Status: KindStatus>
-    + Clone
-    + std::fmt::Debug
-    + serde::de::DeserializeOwned
-    + serde::Serialize
-    + Send
-    + Sync
-    + 'static
-{
-    /// The catalog objects the spec declares.
-    fn declared(&self) -> Result<Vec<Object>, MetadataError>;
-    /// The CRD's CEL rules, evaluated client-side (objects created before a rule existed).
-    fn check_cel(&self) -> Result<(), SpecError>;
-    /// Fills the kind's own status fields after a reconcile that brought the catalog in line
-    /// (or found it so), from what the catalog knows. Only RemoteSchema has any: the remote
-    /// server's introspection state.
-    fn observe(
-        &self,
-        _pool: &deadpool_postgres::Pool,
-        _status: &mut <Self as HasStatus>::Status,
-    ) -> impl std::future::Future<Output = Result<(), CatalogError>> + Send {
-        std::future::ready(Ok(()))
-    }
-}
-
-/// Why a resource's spec cannot be applied as it stands; reported as `InvalidSpec`, never
-/// retried until the spec changes.
-#[derive(Debug, thiserror::Error)]
-pub enum SpecError {
-    /// A CEL validation rule of the CRD fails.
-    #[error("validation rule failed: {0}")]
-    Cel(kube::core::cel::ValidationErrors),
-    /// The spec does not map to metadata objects.
-    #[error("{}: {}", .0.path, .0.message)]
-    Mapping(MetadataError),
-}
-
-macro_rules! kind {
-    ($kind:ty, $objects:path, no_cel) => {
-        impl Kind for $kind {
-            fn declared(&self) -> Result<Vec<Object>, MetadataError> {
-                $objects(&self.spec)
-            }
-            fn check_cel(&self) -> Result<(), SpecError> {
-                Ok(())
-            }
-        }
-    };
-    ($kind:ty, $objects:path) => {
-        impl Kind for $kind {
-            fn declared(&self) -> Result<Vec<Object>, MetadataError> {
-                $objects(&self.spec)
-            }
-            fn check_cel(&self) -> Result<(), SpecError> {
-                super::cel::validate(self).map_err(SpecError::Cel)
-            }
-        }
-    };
-}
-
-kind!(TrackedTable, super::mapping::tracked_table_objects);
-kind!(Permission, super::mapping::permission_objects);
-kind!(ComputedField, super::mapping::computed_field_objects);
-kind!(EventTrigger, super::mapping::event_trigger_objects);
-// `Action` alone is kube's requeue decision here.
-kind!(super::crd::Action, super::mapping::action_objects);
-kind!(CustomTypeSet, super::mapping::custom_type_objects, no_cel);
-kind!(QueryCollection, super::mapping::query_collection_objects);
-kind!(AllowListEntry, super::mapping::allowlist_objects);
-
-impl Kind for RemoteSchema {
-    fn declared(&self) -> Result<Vec<Object>, MetadataError> {
-        super::mapping::remote_schema_objects(&self.spec)
-    }
-    fn check_cel(&self) -> Result<(), SpecError> {
-        super::cel::validate(self).map_err(SpecError::Cel)
-    }
-    /// `status.remote`: whether the last introspection of the definition succeeded, and when
-    /// the server was last introspected or last failed (`basalt_catalog.remote_schemas`).
-    async fn observe(
-        &self,
-        pool: &deadpool_postgres::Pool,
-        status: &mut RemoteSchemaStatus,
-    ) -> Result<(), CatalogError> {
-        let client = pool.get().await?;
-        let remote = catalog::remote::status(&**client, &self.spec.name).await?;
-        status.remote = remote.map(RemoteServerStatus::from);
-        Ok(())
-    }
-}
 
 /// Controller-wide settings.
 #[derive(Debug, Clone)]

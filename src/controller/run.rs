@@ -3,10 +3,11 @@
 //! one [`Context`] on the leader, catalog `NOTIFY` re-triggering every resource, periodic orphan
 //! scans, probes, graceful shutdown.
 
-use super::crd::*;
+use super::kinds::for_each_kind;
+use super::kinds::Kind;
 use super::leader;
 use super::metrics::ControllerMetrics;
-use super::reconcile::{self, Context, Kind, Settings};
+use super::reconcile::{self, Context, Settings};
 use super::scope::{self, ScanReport};
 use crate::catalog;
 use crate::config::ControllerConfig;
@@ -22,21 +23,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
-
-/// Runs `$m!(Kind)` for every kind the controller reconciles: the one list of them here.
-macro_rules! each_kind {
-    ($m:ident) => {
-        $m!(TrackedTable);
-        $m!(Permission);
-        $m!(ComputedField);
-        $m!(EventTrigger);
-        $m!(RemoteSchema);
-        $m!(Action);
-        $m!(CustomTypeSet);
-        $m!(QueryCollection);
-        $m!(AllowListEntry);
-    };
-}
 
 /// Where the controller looks: one namespace each, or all (`None`).
 pub type Scopes = Vec<Option<String>>;
@@ -200,7 +186,7 @@ pub async fn run_with(
                 ));
             };
         }
-        each_kind!(warm);
+        for_each_kind!(warm);
     }
     // The watches, and the readiness that waits on them, end with this function however it
     // returns.
@@ -296,7 +282,7 @@ async fn check_crds(client: &kube::Client, scopes: &Scopes) -> Result<()> {
                 })?;
         };
     }
-    each_kind!(check);
+    for_each_kind!(check);
     Ok(())
 }
 
@@ -557,7 +543,7 @@ pub async fn scan(
                     .extend(scope::list::<$kind>(ctx, watched, selector, &mut live).await?);
             };
         }
-        each_kind!(list);
+        for_each_kind!(list);
     }
     if !scopes.contains(&None) {
         let client = ctx.pool.get().await.map_err(catalog::CatalogError::from)?;
@@ -570,7 +556,7 @@ pub async fn scan(
                     .extend(scope::release_unwatched::<$kind>(ctx, scopes, &rows).await?);
             };
         }
-        each_kind!(unwatched);
+        for_each_kind!(unwatched);
     }
     scope::settle_orphans(ctx, &live, scopes, prune, pod, &mut report).await?;
     Ok(report)

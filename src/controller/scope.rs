@@ -14,7 +14,8 @@
 //! One controller leads per catalog (leader election), so ownership rows outside its scope can
 //! only be left over from an earlier scope.
 
-use super::reconcile::{remove_owned, Context, Error, Kind, FINALIZER};
+use super::kinds::Kind;
+use super::reconcile::{remove_owned, Context, Error, FINALIZER};
 use crate::metadata::objects::{Managed, Owner};
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{ListParams, Patch, PatchParams};

@@ -17,8 +17,8 @@ pub use input::{read, Input, ResourceDoc};
 pub use target::{DryRun, Target};
 
 use crate::config::{DiffCommand, DiffOutput};
-use crate::controller::crd::*;
-use crate::controller::reconcile::{Kind, ADOPT};
+use crate::controller::kinds;
+use crate::controller::reconcile::ADOPT;
 use crate::metadata::objects::{catalog_objects, differing_fields, item_key, Object};
 use crate::metadata::{place, Metadata};
 use serde::Serialize;
@@ -72,46 +72,10 @@ pub struct Desired {
     pub waiting: Vec<Held>,
 }
 
-/// Dependencies first: types and remote schemas (which need nothing) before tables, tables
-/// before what is defined on them, types before the actions using them.
-fn rank(kind: &str) -> u8 {
-    match kind {
-        "CustomTypeSet" => 0,
-        "RemoteSchema" => 1,
-        "TrackedTable" => 2,
-        "ComputedField" => 3,
-        "Permission" => 4,
-        "EventTrigger" => 5,
-        "Action" => 6,
-        "QueryCollection" => 7,
-        "AllowListEntry" => 8,
-        _ => 9,
-    }
-}
-
-fn objects_of<K: Kind>(doc: &ResourceDoc) -> Result<Vec<Object>, String> {
-    let resource: K = serde_json::from_value(doc.manifest.clone())
-        .map_err(|e| format!("does not match its schema: {e}"))?;
-    resource.check_cel().map_err(|e| e.to_string())?;
-    resource
-        .declared()
-        .map_err(|e| format!("{}: {}", e.path, e.message))
-}
-
 /// The objects a resource declares, checked as the controller checks them.
 fn declared(doc: &ResourceDoc) -> Result<Vec<Object>, PreviewError> {
-    let objects = match doc.kind.as_str() {
-        "TrackedTable" => objects_of::<TrackedTable>(doc),
-        "Permission" => objects_of::<Permission>(doc),
-        "ComputedField" => objects_of::<ComputedField>(doc),
-        "EventTrigger" => objects_of::<EventTrigger>(doc),
-        "RemoteSchema" => objects_of::<RemoteSchema>(doc),
-        "Action" => objects_of::<Action>(doc),
-        "CustomTypeSet" => objects_of::<CustomTypeSet>(doc),
-        "QueryCollection" => objects_of::<QueryCollection>(doc),
-        "AllowListEntry" => objects_of::<AllowListEntry>(doc),
-        other => Err(format!("basalt.dev has no kind {other}")),
-    };
+    let objects = kinds::declared(&doc.kind, &doc.manifest)
+        .unwrap_or_else(|| Err(format!("basalt.dev has no kind {}", doc.kind)));
     objects.map_err(|message| PreviewError::Resource {
         resource: doc.label(),
         file: doc.file.display().to_string(),
@@ -154,7 +118,7 @@ pub fn desired(
     };
     let mut declared_by: BTreeMap<String, String> = BTreeMap::new();
     let mut ordered: Vec<&ResourceDoc> = resources.iter().collect();
-    ordered.sort_by_key(|r| rank(&r.kind));
+    ordered.sort_by_key(|r| kinds::rank(&r.kind));
     for doc in ordered {
         let label = doc.label();
         let adopt = doc.annotation(ADOPT) == Some("true");

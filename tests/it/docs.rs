@@ -523,8 +523,10 @@ fn markdown_references_are_read_as_intended() {
         "other crates are skipped"
     );
     assert!(
-        problems("metadata::catalog::a_write_starts_from_the_previous_one_only_while_nothing_changed")
-            .is_empty(),
+        problems(
+            "metadata::catalog::a_write_starts_from_the_previous_one_only_while_nothing_changed"
+        )
+        .is_empty(),
         "a test named by its path"
     );
     assert_eq!(problems("src/nowhere.rs").len(), 1);

@@ -3,7 +3,7 @@
 //! CustomTypeSet whose deletion an action blocks.
 
 use super::*;
-use basalt::controller::crd::Action as ActionResource;
+use basalt::controller::kinds::Action as ActionResource;
 
 const ACTIONS: &str = "/apis/basalt.dev/v1alpha1/namespaces/shop/actions";
 const CUSTOM_TYPE_SETS: &str = "/apis/basalt.dev/v1alpha1/namespaces/shop/customtypesets";

@@ -212,7 +212,7 @@ async fn exported_resources_rebuild_the_catalog_exactly() {
                 ),
                 "Action" => drop(
                     s.$run(
-                        &serde_json::from_value::<basalt::controller::crd::Action>(typed($r))
+                        &serde_json::from_value::<basalt::controller::kinds::Action>(typed($r))
                             .unwrap(),
                     )
                     .await,

@@ -26,9 +26,10 @@ use crate::remote_schemas::remote_server::{
     blog_newsletter, newsletter_schema, RemoteServer, NEWSLETTER_TOKEN, NEWSLETTER_TOKEN_ENV,
 };
 use basalt::catalog::managed;
-use basalt::controller::crd::*;
+use basalt::controller::kinds::Kind;
+use basalt::controller::kinds::*;
 use basalt::controller::leader;
-use basalt::controller::reconcile::{self, Context, Kind};
+use basalt::controller::reconcile::{self, Context};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::core::error_boundary::InvalidObject;
 use kube::core::DeserializeGuard;
@@ -321,7 +322,7 @@ pub(crate) async fn applied_blog_example() -> Setup {
                     drop(s.$run(&r).await);
                 }
                 "Action" => {
-                    let r: basalt::controller::crd::Action =
+                    let r: basalt::controller::kinds::Action =
                         serde_json::from_value($m.clone()).unwrap();
                     r.validate_cel().unwrap();
                     drop(s.$run(&r).await);

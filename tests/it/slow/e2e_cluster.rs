@@ -4,7 +4,7 @@
 //! database and clean up. Not run here: this machine has no cluster.
 
 use crate::harness::{TestServer, BLOG};
-use basalt::controller::crd::*;
+use basalt::controller::kinds::*;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::ResourceExt;

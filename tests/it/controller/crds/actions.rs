@@ -2,7 +2,7 @@
 //! `create_action` and `create_action_permission` arguments.
 
 use super::*;
-use basalt::controller::crd::Action as ActionResource;
+use basalt::controller::kinds::Action as ActionResource;
 
 fn action_crd() -> Crd {
     crd_of("Action")
@@ -196,17 +196,17 @@ fn action_maps_to_create_action_and_its_permissions() {
         "headers": [{"name": "X-Secret", "value_from_env": "BLOG_ACTIONS_SECRET"}, {"name": "X-Source", "value": "basalt"}],
         "arguments": [{"name": "id", "type": "Int!", "description": "the article"}, {"name": "reason", "type": "String"}],
         "type": "mutation", "kind": "asynchronous", "timeout": 20}});
-    assert_eq!(mapping::action_json(&spec), args);
+    assert_eq!(spec.to_json(), args);
     // The entry is what the catalog keeps (without permissions), and the request the
     // controller sends for it.
-    let entry = mapping::action(&spec).unwrap();
+    let entry = spec.entry().unwrap();
     assert_eq!(serde_json::to_value(&entry).unwrap(), args);
     assert!(entry.permissions.is_empty());
     assert_eq!(
-        mapping::action_permission_json("archiveArticle", &spec.permissions[0]),
+        basalt::controller::kinds::action::permission_json("archiveArticle", &spec.permissions[0]),
         json!({"action": "archiveArticle", "role": "user", "comment": "own articles"})
     );
-    let objects = mapping::action_objects(&spec).unwrap();
+    let objects = spec.objects().unwrap();
     let keys: Vec<String> = objects.iter().map(|o| o.key()).collect();
     assert_eq!(
         keys,
@@ -232,10 +232,10 @@ fn action_maps_to_create_action_and_its_permissions() {
     )
     .unwrap();
     assert_eq!(
-        serde_json::to_value(mapping::action(&spec).unwrap()).unwrap(),
+        serde_json::to_value(spec.entry().unwrap()).unwrap(),
         json!({"name": "stats", "definition": {"handler": "http://stats/", "output_type": "Stats", "type": "mutation"}})
     );
-    assert_eq!(mapping::action_objects(&spec).unwrap().len(), 1);
+    assert_eq!(spec.objects().unwrap().len(), 1);
 
     // The operation's own checks decide validity, with the path of the field.
     let invalid = [
@@ -268,7 +268,7 @@ fn action_maps_to_create_action_and_its_permissions() {
     ];
     for (spec, path) in invalid {
         let typed: ActionSpec = serde_json::from_value(spec.clone()).unwrap();
-        let err = mapping::action_objects(&typed).unwrap_err();
+        let err = typed.objects().unwrap_err();
         assert_eq!(err.code.as_str(), "parse-failed", "{spec}: {err:?}");
         assert_eq!(err.path.as_str(), path, "{spec}: {err:?}");
     }

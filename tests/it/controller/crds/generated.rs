@@ -131,14 +131,15 @@ fn every_schema_is_structural() {
 
 #[test]
 fn kinds_names_and_printer_columns() {
+    // In the kinds table's order: dependencies first.
     let expected = [
-        ("TrackedTable", "trackedtables", "btable"),
-        ("Permission", "permissions", "bperm"),
-        ("ComputedField", "computedfields", "bcf"),
-        ("EventTrigger", "eventtriggers", "btrigger"),
-        ("RemoteSchema", "remoteschemas", "brs"),
-        ("Action", "actions", "baction"),
         ("CustomTypeSet", "customtypesets", "bct"),
+        ("RemoteSchema", "remoteschemas", "brs"),
+        ("TrackedTable", "trackedtables", "btable"),
+        ("ComputedField", "computedfields", "bcf"),
+        ("Permission", "permissions", "bperm"),
+        ("EventTrigger", "eventtriggers", "btrigger"),
+        ("Action", "actions", "baction"),
         ("QueryCollection", "querycollections", "bqc"),
         ("AllowListEntry", "allowlistentries", "ballow"),
     ];

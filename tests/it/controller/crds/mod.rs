@@ -7,8 +7,8 @@ mod generated;
 mod rules;
 mod to_metadata;
 
-use basalt::controller::crd::*;
-use basalt::controller::{crd_files, crds, mapping};
+use basalt::controller::kinds::*;
+use basalt::controller::{crd_files, crds};
 use kube::core::ObjectMeta;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;

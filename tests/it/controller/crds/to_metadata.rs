@@ -11,7 +11,7 @@ fn resources_map_to_metadata_field_by_field() {
         "arrayRelationships": [{"name": "comments", "using": {"manualConfiguration": {"remoteTable": {"schema": "public", "name": "comment"}, "columnMapping": {"id": "article_id"}}}}]
     }))
     .unwrap();
-    let entry = mapping::tracked_table(&spec).unwrap();
+    let entry = spec.entry().unwrap();
     assert_eq!(
         serde_json::to_value(&entry).unwrap(),
         json!({
@@ -27,7 +27,7 @@ fn resources_map_to_metadata_field_by_field() {
         json!({"$or": [{"author_id": {"_eq": "X-SVC-USER-ID"}}, {"status": {"$eq": "published"}}]});
     let spec: PermissionSpec = serde_json::from_value(json!({"table": {"name": "article"}, "role": "user", "operation": "update",
         "permission": {"columns": ["title"], "filter": filter, "set": {"edited_at": "now()"}, "check": null}})).unwrap();
-    let (table, kind, entry) = mapping::permission(&spec).unwrap();
+    let (table, kind, entry) = spec.entry().unwrap();
     assert_eq!(table.name, "article");
     assert_eq!(kind, basalt::metadata::PermissionKind::Update);
     // The rules come back in the catalog's typed form (an absent update `check` is null).
@@ -40,14 +40,14 @@ fn resources_map_to_metadata_field_by_field() {
         serde_json::to_string(&filter).unwrap()
     );
     let spec: PermissionSpec = serde_json::from_value(json!({"table": {"name": "article"}, "role": "user", "operation": "select", "permission": {"columns": "all", "filter": {}}})).unwrap();
-    let err = mapping::permission(&spec).unwrap_err();
+    let err = spec.entry().unwrap_err();
     assert_eq!(err.path.as_str(), "$.spec.permission.columns", "{err:?}");
 
     let spec: ComputedFieldSpec =
         serde_json::from_value(json!({"table": {"name": "author"}, "name": "fullName",
         "definition": {"function": {"name": "author_full_name"}, "sessionArgument": "s"}}))
         .unwrap();
-    let (_, cf) = mapping::computed_field(&spec).unwrap();
+    let (_, cf) = spec.entry().unwrap();
     assert_eq!(
         serde_json::to_value(&cf).unwrap(),
         json!({"name": "fullName", "definition": {"function": {"schema": "public", "name": "author_full_name"}, "session_argument": "s"}})
@@ -56,7 +56,7 @@ fn resources_map_to_metadata_field_by_field() {
     let spec: CustomTypeSetSpec = serde_json::from_value(json!({
         "objects": [{"name": "Result", "fields": [{"name": "id", "type": "Int!"}], "relationships": [{"name": "author", "type": "object", "remoteTable": {"name": "author"}, "fieldMapping": {"id": "id"}}]}],
         "enums": [{"name": "Level", "values": [{"value": "LOW", "isDeprecated": true}]}]})).unwrap();
-    let types = mapping::custom_types(&spec).unwrap();
+    let types = spec.entry().unwrap();
     assert_eq!(
         types.objects[0].relationships[0].remote_table.name,
         "author"
@@ -64,24 +64,14 @@ fn resources_map_to_metadata_field_by_field() {
     assert_eq!(types.enums[0].values[0].is_deprecated, Some(true));
 
     let spec: QueryCollectionSpec = serde_json::from_value(json!({"name": "app", "definition": {"queries": [{"name": "q", "query": "{ author { id } }"}]}})).unwrap();
-    assert_eq!(
-        mapping::query_collection(&spec)
-            .unwrap()
-            .definition
-            .queries
-            .len(),
-        1
-    );
+    assert_eq!(spec.entry().unwrap().definition.queries.len(), 1);
     let bad: QueryCollectionSpec = serde_json::from_value(
         json!({"name": "app", "definition": {"queries": [{"name": "q", "query": "{"}]}}),
     )
     .unwrap();
-    assert_eq!(
-        mapping::query_collection(&bad).unwrap_err().code.as_str(),
-        "parse-failed"
-    );
+    assert_eq!(bad.entry().unwrap_err().code.as_str(), "parse-failed");
     let spec: AllowListEntrySpec = serde_json::from_value(json!({"collection": "app"})).unwrap();
-    assert_eq!(mapping::allowlist_entry(&spec).unwrap().collection.0, "app");
+    assert_eq!(spec.entry().unwrap().collection.0, "app");
 
     // EventTrigger: flat `create_event_trigger` fields, nested the way the catalog stores them;
     // payload column lists and header names are user data, kept as written.
@@ -96,7 +86,7 @@ fn resources_map_to_metadata_field_by_field() {
         "enableManual": true
     }))
     .unwrap();
-    let (table, trigger) = mapping::event_trigger(&spec).unwrap();
+    let (table, trigger) = spec.entry().unwrap();
     assert_eq!(
         (table.schema.as_str(), table.name.as_str()),
         ("blog", "article")
@@ -118,7 +108,7 @@ fn resources_map_to_metadata_field_by_field() {
     );
     // It is the same entry the metadata API builds from the equivalent request.
     assert_eq!(
-        mapping::event_trigger_json(&spec),
+        spec.to_json(),
         json!({"name": "article_published", "table": {"schema": "blog", "name": "article"},
             "webhook_from_env": "ARTICLE_WEBHOOK_URL",
             "insert": {"columns": "*"},
@@ -128,7 +118,7 @@ fn resources_map_to_metadata_field_by_field() {
             "retry_conf": {"num_retries": 3, "interval_sec": 5},
             "headers": [{"name": "X-Token", "value_from_env": "HOOK_TOKEN"}, {"name": "X-Source", "value": "basalt"}]})
     );
-    let objects = mapping::event_trigger_objects(&spec).unwrap();
+    let objects = spec.objects().unwrap();
     assert_eq!(objects.len(), 1);
     assert_eq!(objects[0].key(), "event_trigger:article_published");
     // The operation's own checks decide validity, with the path of the field.
@@ -160,7 +150,7 @@ fn resources_map_to_metadata_field_by_field() {
     ];
     for (spec, path) in invalid {
         let typed: EventTriggerSpec = serde_json::from_value(spec.clone()).unwrap();
-        let err = mapping::event_trigger(&typed).unwrap_err();
+        let err = typed.entry().unwrap_err();
         assert_eq!(err.code.as_str(), "parse-failed", "{spec}: {err:?}");
         assert_eq!(err.path.as_str(), path, "{spec}: {err:?}");
     }
@@ -183,11 +173,11 @@ fn resources_map_to_metadata_field_by_field() {
             "headers": [{"name": "Authorization", "value_from_env": "NEWSLETTER_API_TOKEN"}, {"name": "X-Source", "value": "basalt"}],
             "forward_client_headers": true, "timeout_seconds": 10},
         "comment": "subscribers"});
-    assert_eq!(mapping::remote_schema_json(&spec), args);
-    let entry = mapping::remote_schema(&spec).unwrap();
+    assert_eq!(spec.to_json(), args);
+    let entry = spec.entry().unwrap();
     // The entry is what the catalog keeps, and the request the controller sends for it.
     assert_eq!(serde_json::to_value(&entry).unwrap(), args);
-    let objects = mapping::remote_schema_objects(&spec).unwrap();
+    let objects = spec.objects().unwrap();
     assert_eq!(objects.len(), 1);
     assert_eq!(objects[0].key(), "remote_schema:newsletter");
     assert_eq!(objects[0].canonical(), args);
@@ -196,11 +186,11 @@ fn resources_map_to_metadata_field_by_field() {
         serde_json::from_value(json!({"name": "geo", "definition": {"url": "http://geo/graphql"}}))
             .unwrap();
     assert_eq!(
-        mapping::remote_schema_json(&spec),
+        spec.to_json(),
         json!({"name": "geo", "definition": {"url": "http://geo/graphql", "forward_client_headers": false}})
     );
     assert_eq!(
-        serde_json::to_value(mapping::remote_schema(&spec).unwrap()).unwrap(),
+        serde_json::to_value(spec.entry().unwrap()).unwrap(),
         json!({"name": "geo", "definition": {"url": "http://geo/graphql"}})
     );
     let invalid = [
@@ -227,7 +217,7 @@ fn resources_map_to_metadata_field_by_field() {
     ];
     for (spec, code, path) in invalid {
         let typed: RemoteSchemaSpec = serde_json::from_value(spec.clone()).unwrap();
-        let err = mapping::remote_schema(&typed).unwrap_err();
+        let err = typed.entry().unwrap_err();
         assert_eq!(err.code.as_str(), code, "{spec}: {err:?}");
         assert_eq!(err.path.as_str(), path, "{spec}: {err:?}");
     }
