@@ -306,7 +306,10 @@ pub(super) async fn write(
                 match key {
                     Some(key)
                         if cleanup.is_none()
-                            && key.starts_with("relationship:")
+                            && matches!(
+                                key.parse(),
+                                Ok(crate::metadata::ObjectId::Relationship(..))
+                            )
                             && matches!(
                                 reason,
                                 Reason::DependencyNotReady | Reason::DatabaseObjectMissing

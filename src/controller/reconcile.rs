@@ -10,7 +10,7 @@ use super::diff::{self, Policy, Step};
 use super::kinds::*;
 use crate::catalog::{managed, CatalogError};
 use crate::metadata::objects::{self, DriftKind, Managed, Object, Owner};
-use crate::metadata::MetadataError;
+use crate::metadata::{MetadataError, ObjectId};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Patch, PatchParams};
 use kube::core::DeserializeGuard;
@@ -472,13 +472,14 @@ async fn evaluate(ctx: &Context, written: &Written, declared: &[Object]) -> Resu
         .resolution
         .inconsistencies
         .iter()
-        .filter_map(|i| objects::object_id_key(&i.object).map(|k| (k, i.reason.clone())))
-        .filter(|(k, _)| {
-            declared
-                .iter()
-                .any(|d| d.key() == *k || d.table().is_some_and(|t| objects::table_key(t) == *k))
+        .filter(|i| {
+            declared.iter().any(|d| {
+                d.id() == i.object
+                    || d.table()
+                        .is_some_and(|t| i.object == ObjectId::Table(t.clone()))
+            })
         })
-        .map(|(k, reason)| format!("{k}: {reason}"))
+        .map(|i| format!("{}: {}", i.object, i.reason))
         .collect();
     outcome.consistent = Some(if inconsistent.is_empty() {
         (true, "consistent with the database".to_owned())

@@ -8,43 +8,79 @@ use super::types::*;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-/// Identity of a metadata object, used to compare inconsistencies across versions and to
-/// remove objects.
+/// Identity of a metadata object: what inconsistencies, dependency errors and drops name, and,
+/// as its key (`Display`, `FromStr`), what Kubernetes resources own
+/// (`permission:public.article.user.select`; a segment holding `.`, `"` or `:` is quoted,
+/// inner quotes doubled). See `docs/kubernetes.md`, "Kinds".
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ObjectId {
-    /// A tracked table.
     Table(QualifiedTable),
-    /// A relationship of a table.
     Relationship(QualifiedTable, String),
-    /// A computed field of a table.
     ComputedField(QualifiedTable, String),
     /// A permission of a role on a table.
     Permission(QualifiedTable, String, PermissionKind),
-    /// An event trigger on a table.
-    EventTrigger(QualifiedTable, String),
-    /// A remote schema.
+    /// An event trigger, by name (names are unique across tables).
+    EventTrigger(OnTable, String),
     RemoteSchema(String),
-    /// An action.
     Action(String),
+    /// One role's permission to call an action: (action, role).
+    ActionPermission(String, String),
+    /// One custom type, by name (unique across the four kinds of custom type).
+    CustomType(String),
     /// The custom types as a whole.
     CustomTypes,
-    /// A relationship of a custom object type to a table.
+    /// A relationship of a custom object type to a table: (type, relationship).
     CustomTypeRelationship(String, String),
+    QueryCollection(String),
+    /// A collection's allow-list entry, by collection.
+    Allowlist(String),
+}
+
+/// The table an event trigger is on, when it is known. Not part of the trigger's identity
+/// (trigger names are unique across tables, and a key names the trigger alone): any two are
+/// equal.
+#[derive(Debug, Clone, Default)]
+pub struct OnTable(pub Option<QualifiedTable>);
+
+impl PartialEq for OnTable {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for OnTable {}
+
+impl std::hash::Hash for OnTable {
+    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
+}
+
+impl PartialOrd for OnTable {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for OnTable {
+    fn cmp(&self, _: &Self) -> std::cmp::Ordering {
+        std::cmp::Ordering::Equal
+    }
 }
 
 impl ObjectId {
-    /// The tracked table the object is defined on (the table itself for a table).
+    /// The event trigger `name` on `table`.
+    pub fn event_trigger(table: &QualifiedTable, name: impl Into<String>) -> Self {
+        ObjectId::EventTrigger(OnTable(Some(table.clone())), name.into())
+    }
+
+    /// The tracked table the object is defined on (the table itself for a table), when known.
     pub fn table(&self) -> Option<&QualifiedTable> {
         match self {
             ObjectId::Table(t)
             | ObjectId::Relationship(t, _)
             | ObjectId::ComputedField(t, _)
-            | ObjectId::Permission(t, _, _)
-            | ObjectId::EventTrigger(t, _) => Some(t),
-            ObjectId::RemoteSchema(_)
-            | ObjectId::Action(_)
-            | ObjectId::CustomTypes
-            | ObjectId::CustomTypeRelationship(_, _) => None,
+            | ObjectId::Permission(t, _, _) => Some(t),
+            ObjectId::EventTrigger(on, _) => on.0.as_ref(),
+            _ => None,
         }
     }
 
@@ -57,11 +93,171 @@ impl ObjectId {
             ObjectId::Permission(t, role, kind) => {
                 format!("permission {t}.{role}.{}", kind.as_str())
             }
-            ObjectId::EventTrigger(t, n) => format!("event-trigger {t}.{n}"),
+            ObjectId::EventTrigger(OnTable(Some(t)), n) => format!("event-trigger {t}.{n}"),
+            ObjectId::EventTrigger(OnTable(None), n) => format!("event-trigger {n}"),
             ObjectId::RemoteSchema(n) => format!("remote schema {n}"),
             ObjectId::Action(n) => format!("action {n}"),
+            ObjectId::ActionPermission(a, r) => format!("action permission {a}.{r}"),
+            ObjectId::CustomType(n) => format!("custom type {n}"),
             ObjectId::CustomTypes => "custom types".to_owned(),
             ObjectId::CustomTypeRelationship(t, r) => format!("custom type relationship {t}.{r}"),
+            ObjectId::QueryCollection(n) => format!("query collection {n}"),
+            ObjectId::Allowlist(n) => format!("allow-list entry {n}"),
+        }
+    }
+
+    /// The identity of the object a `{"type", "definition"}` item names (an inconsistency, a
+    /// dry run's change), when the item names one.
+    pub fn of_item(kind: &str, definition: &Value) -> Option<Self> {
+        let table = |v: &Value| serde_json::from_value::<QualifiedTable>(v.clone()).ok();
+        let text = |k: &str| definition.get(k).and_then(Value::as_str).map(str::to_owned);
+        Some(match kind {
+            "table" => ObjectId::Table(table(definition.get("table").unwrap_or(definition))?),
+            "object_relation" | "array_relation" => {
+                ObjectId::Relationship(table(definition.get("table")?)?, text("name")?)
+            }
+            "computed_field" => {
+                ObjectId::ComputedField(table(definition.get("table")?)?, text("name")?)
+            }
+            "event_trigger" => {
+                let name = definition.get("configuration")?.get("name")?.as_str()?;
+                let on = definition.get("table").and_then(table);
+                ObjectId::EventTrigger(OnTable(on), name.to_owned())
+            }
+            "remote_schema" => ObjectId::RemoteSchema(text("name")?),
+            "action" => ObjectId::Action(text("name")?),
+            "action_permission" => ObjectId::ActionPermission(text("action")?, text("role")?),
+            permission => {
+                let kind = PermissionKind::ALL
+                    .into_iter()
+                    .find(|k| k.object_type() == permission)?;
+                ObjectId::Permission(table(definition.get("table")?)?, text("role")?, kind)
+            }
+        })
+    }
+
+    /// The key's kind and segments.
+    fn key_parts(&self) -> (&'static str, Vec<&str>) {
+        fn table(t: &QualifiedTable) -> [&str; 2] {
+            [t.schema.as_str(), t.name.as_str()]
+        }
+        match self {
+            ObjectId::Table(t) => ("table", table(t).to_vec()),
+            ObjectId::Relationship(t, r) => ("relationship", [&table(t)[..], &[r]].concat()),
+            ObjectId::ComputedField(t, c) => ("computed_field", [&table(t)[..], &[c]].concat()),
+            ObjectId::Permission(t, role, kind) => (
+                "permission",
+                [&table(t)[..], &[role.as_str(), kind.as_str()]].concat(),
+            ),
+            ObjectId::EventTrigger(_, n) => ("event_trigger", vec![n]),
+            ObjectId::RemoteSchema(n) => ("remote_schema", vec![n]),
+            ObjectId::Action(n) => ("action", vec![n]),
+            ObjectId::ActionPermission(a, r) => ("action_permission", vec![a, r]),
+            ObjectId::CustomType(n) => ("custom_type", vec![n]),
+            ObjectId::CustomTypes => ("custom_types", Vec::new()),
+            ObjectId::CustomTypeRelationship(t, r) => ("custom_type_relationship", vec![t, r]),
+            ObjectId::QueryCollection(n) => ("query_collection", vec![n]),
+            ObjectId::Allowlist(n) => ("allowlist", vec![n]),
+        }
+    }
+}
+
+impl std::fmt::Display for ObjectId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (kind, segments) = self.key_parts();
+        f.write_str(kind)?;
+        for (i, segment) in segments.iter().enumerate() {
+            f.write_str(if i == 0 { ":" } else { "." })?;
+            if segment.contains(['.', '"', ':']) {
+                write!(f, "\"{}\"", segment.replace('"', "\"\""))?;
+            } else {
+                f.write_str(segment)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A key that names no object.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not an object key: {0}")]
+pub struct BadKey(pub String);
+
+impl std::str::FromStr for ObjectId {
+    type Err = BadKey;
+
+    fn from_str(key: &str) -> Result<Self, BadKey> {
+        let bad = || BadKey(key.to_owned());
+        let (kind, rest) = key.split_once(':').unwrap_or((key, ""));
+        let segments = segments(rest).ok_or_else(bad)?;
+        let table = |s: &str, n: &str| QualifiedTable::new(s, n);
+        let id = match (kind, segments.as_slice()) {
+            ("table", [s, n]) => ObjectId::Table(table(s, n)),
+            ("relationship", [s, n, r]) => ObjectId::Relationship(table(s, n), r.clone()),
+            ("computed_field", [s, n, c]) => ObjectId::ComputedField(table(s, n), c.clone()),
+            ("permission", [s, n, role, op]) => {
+                let kind = PermissionKind::ALL
+                    .into_iter()
+                    .find(|k| k.as_str() == op)
+                    .ok_or_else(bad)?;
+                ObjectId::Permission(table(s, n), role.clone(), kind)
+            }
+            ("event_trigger", [n]) => ObjectId::EventTrigger(OnTable(None), n.clone()),
+            ("remote_schema", [n]) => ObjectId::RemoteSchema(n.clone()),
+            ("action", [n]) => ObjectId::Action(n.clone()),
+            ("action_permission", [a, r]) => ObjectId::ActionPermission(a.clone(), r.clone()),
+            ("custom_type", [n]) => ObjectId::CustomType(n.clone()),
+            ("custom_types", []) => ObjectId::CustomTypes,
+            ("custom_type_relationship", [t, r]) => {
+                ObjectId::CustomTypeRelationship(t.clone(), r.clone())
+            }
+            ("query_collection", [n]) => ObjectId::QueryCollection(n.clone()),
+            ("allowlist", [n]) => ObjectId::Allowlist(n.clone()),
+            _ => return Err(bad()),
+        };
+        Ok(id)
+    }
+}
+
+/// The segments of a key after its kind: `.`-separated, each bare or `"quoted"` (inner quotes
+/// doubled); `None` when they do not read so.
+fn segments(text: &str) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    if text.is_empty() {
+        return Some(out);
+    }
+    let mut chars = text.chars().peekable();
+    loop {
+        let mut segment = String::new();
+        if chars.peek() == Some(&'"') {
+            chars.next();
+            loop {
+                match chars.next()? {
+                    '"' if chars.peek() == Some(&'"') => {
+                        chars.next();
+                        segment.push('"');
+                    }
+                    '"' => break,
+                    c => segment.push(c),
+                }
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c == '.' {
+                    break;
+                }
+                if c == '"' || c == ':' {
+                    return None;
+                }
+                segment.push(c);
+                chars.next();
+            }
+        }
+        out.push(segment);
+        match chars.next() {
+            None => return Some(out),
+            Some('.') => {}
+            Some(_) => return None,
         }
     }
 }
@@ -188,7 +384,7 @@ impl TableEntry {
         }
         for trigger in &self.event_triggers {
             push(
-                ObjectId::EventTrigger(table.clone(), trigger.name.0.clone()),
+                ObjectId::event_trigger(table, trigger.name.0.clone()),
                 "event_trigger",
                 event_trigger_definition(table, trigger),
             );
@@ -219,4 +415,65 @@ fn permissions<P: Serialize>(
             )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_read_back_as_the_objects_they_name() {
+        let odd = QualifiedTable::new("my.schema", "a\"b:c");
+        let ids = [
+            ObjectId::Table(QualifiedTable::new("public", "article")),
+            ObjectId::Relationship(odd.clone(), "by.dot".into()),
+            ObjectId::ComputedField(odd.clone(), "".into()),
+            ObjectId::Permission(odd, "us\"er".into(), PermissionKind::Update),
+            ObjectId::EventTrigger(OnTable(None), "notify".into()),
+            ObjectId::RemoteSchema("geo".into()),
+            ObjectId::Action("signUp".into()),
+            ObjectId::ActionPermission("signUp".into(), "guest".into()),
+            ObjectId::CustomType("Email".into()),
+            ObjectId::CustomTypes,
+            ObjectId::CustomTypeRelationship("Result".into(), "author".into()),
+            ObjectId::QueryCollection("allowed".into()),
+            ObjectId::Allowlist("allowed".into()),
+        ];
+        for id in ids {
+            let key = id.to_string();
+            assert_eq!(key.parse::<ObjectId>(), Ok(id), "{key}");
+        }
+        let permission = ObjectId::Permission(
+            QualifiedTable::new("public", "article"),
+            "user".into(),
+            PermissionKind::Select,
+        );
+        assert_eq!(
+            permission.to_string(),
+            "permission:public.article.user.select"
+        );
+        assert_eq!(
+            ObjectId::Relationship(QualifiedTable::new("a.b", "t"), "x".into()).to_string(),
+            "relationship:\"a.b\".t.x"
+        );
+        for bad in [
+            "",
+            "table:a",
+            "table:a.b.c",
+            "nothing:x",
+            "table:a\".b",
+            "permission:a.b.r.read",
+        ] {
+            assert!(bad.parse::<ObjectId>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_event_trigger_is_itself_on_any_table() {
+        let on = ObjectId::event_trigger(&QualifiedTable::new("public", "article"), "t");
+        let read: ObjectId = "event_trigger:t".parse().unwrap();
+        assert_eq!(on, read);
+        assert_eq!(on.describe(), "event-trigger article.t");
+        assert_eq!(read.table(), None);
+    }
 }

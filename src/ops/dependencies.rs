@@ -220,7 +220,7 @@ pub fn remove(metadata: &mut Metadata, ids: &BTreeSet<ObjectId>) {
             .retain(|p| keep(&p.role, PermissionKind::Delete));
         entry
             .event_triggers
-            .retain(|e| !ids.contains(&ObjectId::EventTrigger(t.clone(), e.name.0.clone())));
+            .retain(|e| !ids.contains(&ObjectId::event_trigger(&t, e.name.0.clone())));
     }
     metadata
         .remote_schemas

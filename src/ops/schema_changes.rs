@@ -206,10 +206,7 @@ fn column_dependents(
                         || matches!(&spec.payload, Some(Columns::List(l)) if l.iter().any(|c| c == column))
                 });
             if names {
-                direct.push(ObjectId::EventTrigger(
-                    table.clone(),
-                    trigger.name.0.clone(),
-                ));
+                direct.push(ObjectId::event_trigger(table, trigger.name.0.clone()));
             }
         }
     }
@@ -281,7 +278,7 @@ fn table_dependents(
             }
         }
         for e in &entry.event_triggers {
-            ids.insert(ObjectId::EventTrigger(t.clone(), e.name.0.clone()));
+            ids.insert(ObjectId::event_trigger(t, e.name.0.clone()));
         }
     }
     ids

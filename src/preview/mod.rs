@@ -19,7 +19,8 @@ pub use target::{DryRun, Target};
 use crate::config::{DiffCommand, DiffOutput};
 use crate::controller::kinds;
 use crate::controller::reconcile::ADOPT;
-use crate::metadata::objects::{catalog_objects, differing_fields, item_key, Object};
+use crate::metadata::objects::{catalog_objects, differing_fields, Object};
+use crate::metadata::ObjectId;
 use crate::metadata::{place, Metadata};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -329,6 +330,11 @@ impl Report {
 fn name_of(item: &Value) -> String {
     let kind = item["type"].as_str().unwrap_or("object");
     item_key(kind, &item["definition"]).unwrap_or_else(|| format!("{kind} {}", item["definition"]))
+}
+
+/// The key of the object an item names, if it names one.
+fn item_key(kind: &str, definition: &Value) -> Option<String> {
+    ObjectId::of_item(kind, definition).map(|id| id.to_string())
 }
 
 /// Marks each item of the answer with the resource it comes from.

@@ -203,7 +203,7 @@ pub fn capture_drift(metadata: &Metadata, db: &DbModel) -> Vec<Inconsistency> {
                 continue;
             }
             out.push(Inconsistency {
-                object: ObjectId::EventTrigger(entry.table.clone(), trigger.name.0.clone()),
+                object: ObjectId::event_trigger(&entry.table, trigger.name.0.clone()),
                 kind: "event_trigger",
                 definition: event_trigger_definition(&entry.table, trigger),
                 reason: format!(

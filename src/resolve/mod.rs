@@ -598,7 +598,7 @@ fn resolve_event_triggers(entry: &TableEntry, db: &DbModel, cache: &mut Resoluti
                     .insert(resolved.name.clone(), resolved);
             }
             Err(err) => cache.inconsistencies.push(Inconsistency {
-                object: ObjectId::EventTrigger(entry.table.clone(), trigger.name.0.clone()),
+                object: ObjectId::event_trigger(&entry.table, trigger.name.0.clone()),
                 kind: "event_trigger",
                 definition: event_trigger_definition(&entry.table, trigger),
                 reason: err.message,

@@ -7,7 +7,7 @@ use super::TransactionError;
 use crate::catalog::managed;
 use crate::db_model::DbModel;
 use crate::metadata::objects::{self, Managed};
-use crate::metadata::Metadata;
+use crate::metadata::{Metadata, ObjectId};
 use crate::ops::answer::{self, Answer, Item};
 use crate::ops::{ManageOp, MetadataOp, Op};
 use serde_json::Value;
@@ -89,7 +89,7 @@ fn add_owners(rows: &[Managed], answer: &mut Answer) {
         .map(|r| (r.key.as_str(), r.owner.to_json()))
         .collect();
     for item in answer.items_mut() {
-        let key = objects::item_key(&item.kind, &item.definition);
+        let key = ObjectId::of_item(&item.kind, &item.definition).map(|id| id.to_string());
         item.owner = Some(
             key.and_then(|k| owners.get(k.as_str()).cloned())
                 .unwrap_or_else(|| Value::String("api".to_owned())),

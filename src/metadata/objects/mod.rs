@@ -7,12 +7,21 @@
 //! serialized by the same typed structs, so defaults are filled the same way and a comparison
 //! never reports a difference the metadata API would not show. Pure: no IO.
 
+mod changes;
+mod drift;
+
+pub use changes::{object_changes, ObjectChanges};
+pub use drift::{
+    canonical_text, differing_fields, drift, drift_of, hash, owners, Drift, DriftKind, Managed,
+    Owner,
+};
+
 use super::ids::{
     computed_field_definition, event_trigger_definition, permission_definition,
     relationship_definition, ObjectId, PermissionKind,
 };
 use super::types::*;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// A custom GraphQL type, one of the four kinds `set_custom_types` carries.
@@ -116,44 +125,6 @@ pub enum Object {
     Allowlist(AllowlistEntry),
 }
 
-/// One key segment; quoted (`"a.b"`, inner quotes doubled) when it contains a separator.
-fn segment(s: &str) -> String {
-    if s.contains(['.', '"', ':']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_owned()
-    }
-}
-
-fn table_segments(t: &QualifiedTable) -> String {
-    format!("{}.{}", segment(&t.schema), segment(&t.name))
-}
-
-/// The key of a tracked table.
-pub fn table_key(t: &QualifiedTable) -> String {
-    format!("table:{}", table_segments(t))
-}
-
-/// The key of an event trigger: by name alone, since trigger names are unique across tables.
-pub fn event_trigger_key(name: &str) -> String {
-    format!("event_trigger:{}", segment(name))
-}
-
-/// The key of a remote schema: `remote_schema:<name>`.
-pub fn remote_schema_key(name: &str) -> String {
-    format!("remote_schema:{}", segment(name))
-}
-
-/// The key of an action: `action:<name>`.
-pub fn action_key(name: &str) -> String {
-    format!("action:{}", segment(name))
-}
-
-/// The key of an action permission: `action_permission:<action>.<role>`.
-pub fn action_permission_key(action: &str, role: &str) -> String {
-    format!("action_permission:{}.{}", segment(action), segment(role))
-}
-
 /// The action entry with only its own settings (what [`Object::Action`] holds).
 pub fn action_settings(entry: &ActionEntry) -> ActionEntry {
     ActionEntry {
@@ -163,37 +134,32 @@ pub fn action_settings(entry: &ActionEntry) -> ActionEntry {
 }
 
 impl Object {
-    /// The object's key (`docs/kubernetes.md`, "Kinds"), e.g. `permission:public.article.user.select`.
-    pub fn key(&self) -> String {
+    /// The object's identity.
+    pub fn id(&self) -> ObjectId {
         match self {
-            Object::Table(e) => table_key(&e.table),
-            Object::ObjectRelationship(t, r) => {
-                format!("relationship:{}.{}", table_segments(t), segment(&r.name.0))
+            Object::Table(e) => ObjectId::Table(e.table.clone()),
+            Object::ObjectRelationship(t, r) => ObjectId::Relationship(t.clone(), r.name.0.clone()),
+            Object::ArrayRelationship(t, r) => ObjectId::Relationship(t.clone(), r.name.0.clone()),
+            Object::Permission(t, kind, p) => {
+                ObjectId::Permission(t.clone(), p.role.0.clone(), *kind)
             }
-            Object::ArrayRelationship(t, r) => {
-                format!("relationship:{}.{}", table_segments(t), segment(&r.name.0))
+            Object::ComputedField(t, c) => ObjectId::ComputedField(t.clone(), c.name.0.clone()),
+            Object::EventTrigger(t, e) => ObjectId::event_trigger(t, e.name.0.clone()),
+            Object::RemoteSchema(r) => ObjectId::RemoteSchema(r.name.0.clone()),
+            Object::Action(a) => ObjectId::Action(a.name.0.clone()),
+            Object::ActionPermission(action, p) => {
+                ObjectId::ActionPermission(action.0.clone(), p.role.0.clone())
             }
-            Object::Permission(t, kind, p) => format!(
-                "permission:{}.{}.{}",
-                table_segments(t),
-                segment(&p.role.0),
-                kind.as_str()
-            ),
-            Object::ComputedField(t, c) => {
-                format!(
-                    "computed_field:{}.{}",
-                    table_segments(t),
-                    segment(&c.name.0)
-                )
-            }
-            Object::EventTrigger(_, e) => event_trigger_key(&e.name.0),
-            Object::RemoteSchema(r) => remote_schema_key(&r.name.0),
-            Object::Action(a) => action_key(&a.name.0),
-            Object::ActionPermission(action, p) => action_permission_key(&action.0, &p.role.0),
-            Object::CustomType(c) => format!("custom_type:{}", segment(c.name())),
-            Object::Collection(c) => format!("query_collection:{}", segment(&c.name.0)),
-            Object::Allowlist(a) => format!("allowlist:{}", segment(&a.collection.0)),
+            Object::CustomType(c) => ObjectId::CustomType(c.name().to_owned()),
+            Object::Collection(c) => ObjectId::QueryCollection(c.name.0.clone()),
+            Object::Allowlist(a) => ObjectId::Allowlist(a.collection.0.clone()),
         }
+    }
+
+    /// The object's key (its identity's text, see [`ObjectId`]), e.g.
+    /// `permission:public.article.user.select`.
+    pub fn key(&self) -> String {
+        self.id().to_string()
     }
 
     /// The table the object belongs to, if any.
@@ -272,29 +238,6 @@ fn rules<P: serde::Serialize>(list: &[PermissionEntry<P>]) -> Vec<PermissionEntr
         .collect()
 }
 
-/// The key of the object an inconsistency names, when it is an ownable object.
-pub fn object_id_key(id: &ObjectId) -> Option<String> {
-    Some(match id {
-        ObjectId::Table(t) => table_key(t),
-        ObjectId::Relationship(t, r) => {
-            format!("relationship:{}.{}", table_segments(t), segment(r))
-        }
-        ObjectId::ComputedField(t, c) => {
-            format!("computed_field:{}.{}", table_segments(t), segment(c))
-        }
-        ObjectId::Permission(t, role, kind) => format!(
-            "permission:{}.{}.{}",
-            table_segments(t),
-            segment(role),
-            kind.as_str()
-        ),
-        ObjectId::EventTrigger(_, name) => event_trigger_key(name),
-        ObjectId::RemoteSchema(name) => remote_schema_key(name),
-        ObjectId::Action(name) => action_key(name),
-        _ => return None,
-    })
-}
-
 /// Every ownable object of a metadata document, by key.
 pub fn catalog_objects(metadata: &Metadata) -> BTreeMap<String, Object> {
     let mut out = Vec::new();
@@ -306,32 +249,29 @@ pub fn catalog_objects(metadata: &Metadata) -> BTreeMap<String, Object> {
 }
 
 /// The objects of `metadata` whose keys are among `keys`: [`catalog_objects`] restricted to
-/// them, without taking apart the tables none of the keys can name. A group commit checks a
-/// few keys against a document of thousands of tables this way; the whole map copied every
-/// object of the document.
+/// them, taking apart only the tables the keys name. A group commit checks a few keys against
+/// a document of thousands of tables this way.
 pub fn objects_with_keys(metadata: &Metadata, keys: &BTreeSet<&str>) -> BTreeMap<String, Object> {
-    // A table's objects have keys `<kind>:<table segments>` or `<kind>:<table segments>.<more>`.
-    // Every prefix of a key's part after the kind that ends where a segment may end: the
-    // tables whose segments are among them (and perhaps a few more) are taken apart.
-    let mut prefixes: HashSet<&str> = HashSet::new();
-    for key in keys {
-        if let Some((_, rest)) = key.split_once(':') {
-            prefixes.insert(rest);
-            prefixes.extend(rest.match_indices('.').map(|(i, _)| &rest[..i]));
-        }
-    }
-    let triggers_wanted = keys.iter().any(|k| k.starts_with("event_trigger:"));
+    let ids: Vec<ObjectId> = keys.iter().filter_map(|k| k.parse().ok()).collect();
+    let tables: HashSet<&QualifiedTable> = ids.iter().filter_map(ObjectId::table).collect();
+    // Event trigger keys name the trigger alone, not its table.
+    let triggers: HashSet<&str> = ids
+        .iter()
+        .filter_map(|id| match id {
+            ObjectId::EventTrigger(_, name) => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
     let mut out = Vec::new();
     for entry in &metadata.tables {
-        if prefixes.contains(table_segments(&entry.table).as_str()) {
+        if tables.contains(&entry.table) {
             push_table_objects(entry, &mut out);
-        } else if triggers_wanted {
-            // Event trigger keys name the trigger alone, not its table.
+        } else if !triggers.is_empty() {
             out.extend(
                 entry
                     .event_triggers
                     .iter()
-                    .filter(|e| keys.contains(event_trigger_key(&e.name.0).as_str()))
+                    .filter(|e| triggers.contains(e.name.0.as_str()))
                     .map(|e| Object::EventTrigger(entry.table.clone(), e.clone())),
             );
         }
@@ -394,212 +334,29 @@ fn push_global_objects(metadata: &Metadata, out: &mut Vec<Object>) {
     }
 }
 
-/// Writes `value` with object keys sorted at every level: equal documents give equal text
-/// whatever their key order.
-pub fn canonical_text(value: &Value) -> String {
-    fn sorted(value: &Value) -> Value {
-        match value {
-            Value::Object(map) => {
-                let mut keys: Vec<&String> = map.keys().collect();
-                keys.sort();
-                let mut out = Map::new();
-                for k in keys {
-                    out.insert(k.clone(), sorted(&map[k]));
-                }
-                Value::Object(out)
-            }
-            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
-            other => other.clone(),
-        }
-    }
-    sorted(value).to_string()
-}
-
-/// `sha256:<hex>` of the canonical text of `value`.
-pub fn hash(value: &Value) -> String {
-    super::digest::sha256_tagged(canonical_text(value).as_bytes())
-}
-
-/// The fields in which two definitions differ, as `field` or `field.subfield` (one level deep
-/// under objects), in key order.
-pub fn differing_fields(desired: &Value, actual: &Value) -> Vec<String> {
-    let (Value::Object(a), Value::Object(b)) = (desired, actual) else {
-        return if desired == actual {
-            Vec::new()
-        } else {
-            vec!["(definition)".to_owned()]
-        };
-    };
-    let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
-    keys.sort();
-    keys.dedup();
-    let mut out = Vec::new();
-    for key in keys {
-        match (a.get(key), b.get(key)) {
-            (Some(x), Some(y)) if x == y => {}
-            (Some(Value::Object(x)), Some(Value::Object(y))) => {
-                let mut inner: Vec<&String> = x.keys().chain(y.keys()).collect();
-                inner.sort();
-                inner.dedup();
-                out.extend(
-                    inner
-                        .into_iter()
-                        .filter(|k| x.get(*k) != y.get(*k))
-                        .map(|k| format!("{key}.{k}")),
-                );
-            }
-            (None, Some(Value::Null)) | (Some(Value::Null), None) => {}
-            _ => out.push(key.clone()),
-        }
-    }
-    out
-}
-
-/// Who owns a managed object: the Kubernetes resource that declared it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Owner {
-    /// `basalt.dev/v1alpha1`.
-    pub api_version: String,
-    /// The resource kind.
-    pub kind: String,
-    /// Its namespace.
-    pub namespace: String,
-    /// Its name.
-    pub name: String,
-    /// Its uid (a re-created resource of the same name is a different owner).
-    #[serde(skip)]
-    pub uid: String,
-}
-
-impl Owner {
-    /// `basalt.dev/v1alpha1 Permission shop/article-user-select`.
-    pub fn describe(&self) -> String {
-        format!(
-            "{} {} {}/{}",
-            self.api_version, self.kind, self.namespace, self.name
-        )
-    }
-}
-
-/// One row of `basalt_catalog.managed_objects`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Managed {
-    /// The object key.
-    pub key: String,
-    /// The owning resource.
-    pub owner: Owner,
-    /// Its `metadata.generation` when written.
-    pub generation: i64,
-    /// The canonical desired definition (`null` in rows read for planning, which compare
-    /// `desired_hash`: see `catalog::managed::load_for_plans`).
-    pub desired: Value,
-    /// [`hash`] of `desired`.
-    pub desired_hash: String,
-    /// Catalog version of the write.
-    pub applied_version: i64,
-    /// Set when the owning resource no longer exists.
-    pub orphaned: bool,
-}
-
-/// How a managed object differs from its resource.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DriftKind {
-    /// Present with another definition.
-    Modified,
-    /// Absent from the catalog.
-    Missing,
-    /// Its resource is gone.
-    Orphaned,
-}
-
-impl DriftKind {
-    /// Wire name.
-    pub fn as_str(self) -> &'static str {
+impl Object {
+    /// The object's `type` as inconsistency reports and dry runs name it.
+    pub fn wire_type(&self) -> &'static str {
         match self {
-            DriftKind::Modified => "modified",
-            DriftKind::Missing => "missing",
-            DriftKind::Orphaned => "orphaned",
-        }
-    }
-}
-
-/// One drifted object.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Drift {
-    /// The object key.
-    pub key: String,
-    /// What kind of drift.
-    pub kind: DriftKind,
-    /// Its owner.
-    pub owner: Owner,
-    /// Differing fields (for `modified`).
-    pub fields: Vec<String>,
-}
-
-impl Drift {
-    /// Why the object is reported, naming the resource.
-    pub fn reason(&self) -> String {
-        let (namespace, name) = (&self.owner.namespace, &self.owner.name);
-        match self.kind {
-            DriftKind::Modified => {
-                format!("catalog definition differs from Kubernetes resource {namespace}/{name}")
-            }
-            DriftKind::Missing => format!(
-                "object declared by Kubernetes resource {namespace}/{name} is missing from the catalog"
-            ),
-            DriftKind::Orphaned => format!(
-                "Kubernetes resource {namespace}/{name} that declared this object no longer exists"
-            ),
+            Object::Table(_) => "table",
+            Object::ObjectRelationship(..) => "object_relation",
+            Object::ArrayRelationship(..) => "array_relation",
+            Object::Permission(_, kind, _) => kind.object_type(),
+            Object::ComputedField(..) => "computed_field",
+            Object::EventTrigger(..) => "event_trigger",
+            Object::RemoteSchema(_) => "remote_schema",
+            Object::Action(_) => "action",
+            Object::ActionPermission(..) => "action_permission",
+            Object::CustomType(_) => "custom_type",
+            Object::Collection(_) => "query_collection",
+            Object::Allowlist(_) => "allowlist",
         }
     }
 
-    /// The `definition` of its `get_inconsistent_metadata` item (`type: "drift"`).
-    pub fn definition(&self) -> Value {
-        let mut definition = json!({
-            "object": self.key,
-            "drift": self.kind.as_str(),
-            "owner": self.owner,
-        });
-        if !self.fields.is_empty() {
-            definition["fields"] = json!(self.fields);
-        }
-        definition
+    /// `{"type", "definition"}`, as `get_inconsistent_metadata` lists objects.
+    pub fn item(&self) -> Value {
+        json!({"type": self.wire_type(), "definition": self.canonical()})
     }
-}
-
-/// Drift of one managed object against the catalog, if any. Orphaned rows report as orphaned
-/// whatever their definition.
-pub fn drift_of(row: &Managed, catalog: &BTreeMap<String, Object>) -> Option<Drift> {
-    let drift = |kind, fields| Drift {
-        key: row.key.clone(),
-        kind,
-        owner: row.owner.clone(),
-        fields,
-    };
-    if row.orphaned {
-        return Some(drift(DriftKind::Orphaned, Vec::new()));
-    }
-    match catalog.get(&row.key) {
-        None => Some(drift(DriftKind::Missing, Vec::new())),
-        Some(object) => {
-            let actual = object.canonical();
-            if canonical_text(&actual) == canonical_text(&row.desired) {
-                None
-            } else {
-                Some(drift(
-                    DriftKind::Modified,
-                    differing_fields(&row.desired, &actual),
-                ))
-            }
-        }
-    }
-}
-
-/// Every drifted managed object, in key order.
-pub fn drift(rows: &[Managed], metadata: &Metadata) -> Vec<Drift> {
-    let catalog = catalog_objects(metadata);
-    rows.iter().filter_map(|r| drift_of(r, &catalog)).collect()
 }
 
 #[cfg(test)]
@@ -718,15 +475,20 @@ mod tests {
             10
         );
         assert_eq!(
-            item_key("event_trigger", &item["definition"]).as_deref(),
+            ObjectId::of_item("event_trigger", &item["definition"])
+                .map(|id| id.to_string())
+                .as_deref(),
             Some(key)
         );
-        let id = ObjectId::EventTrigger(
-            QualifiedTable::new("public", "article"),
-            "article.published".into(),
+        let id = ObjectId::event_trigger(
+            &QualifiedTable::new("public", "article"),
+            "article.published",
         );
-        assert_eq!(object_id_key(&id).as_deref(), Some(key));
-        assert_eq!(item_key("event_trigger", &json!({"table": "x"})), None);
+        assert_eq!(id.to_string(), key);
+        assert_eq!(
+            ObjectId::of_item("event_trigger", &json!({"table": "x"})),
+            None
+        );
     }
 
     #[test]
@@ -746,12 +508,17 @@ mod tests {
                 "headers": [{"name": "Authorization", "value_from_env": "GEO_TOKEN"}]}})
         );
         assert_eq!(
-            item_key("remote_schema", &item["definition"]).as_deref(),
+            ObjectId::of_item("remote_schema", &item["definition"])
+                .map(|id| id.to_string())
+                .as_deref(),
             Some(key)
         );
         let id = ObjectId::RemoteSchema("geo.v2".into());
-        assert_eq!(object_id_key(&id).as_deref(), Some(key));
-        assert_eq!(item_key("remote_schema", &json!({"url": "x"})), None);
+        assert_eq!(id.to_string(), key);
+        assert_eq!(
+            ObjectId::of_item("remote_schema", &json!({"url": "x"})),
+            None
+        );
     }
 
     #[test]
@@ -775,10 +542,15 @@ mod tests {
         // Inconsistencies report the whole entry (permissions included) under type `action`;
         // its owner is found by name.
         let reported = serde_json::to_value(&metadata.actions[0]).unwrap();
-        assert_eq!(item_key("action", &reported).as_deref(), Some(key));
+        assert_eq!(
+            ObjectId::of_item("action", &reported)
+                .map(|id| id.to_string())
+                .as_deref(),
+            Some(key)
+        );
         let id = ObjectId::Action("archiveArticle".into());
-        assert_eq!(object_id_key(&id).as_deref(), Some(key));
-        assert_eq!(item_key("action", &json!({"handler": "x"})), None);
+        assert_eq!(id.to_string(), key);
+        assert_eq!(ObjectId::of_item("action", &json!({"handler": "x"})), None);
 
         let key = "action_permission:archiveArticle.\"team.lead\"";
         let permission = &catalog[key];
@@ -789,14 +561,19 @@ mod tests {
         );
         let item = permission.item();
         assert_eq!(
-            item_key("action_permission", &item["definition"]).as_deref(),
+            ObjectId::of_item("action_permission", &item["definition"])
+                .map(|id| id.to_string())
+                .as_deref(),
             Some(key)
         );
         assert_eq!(
             catalog["action_permission:archiveArticle.editor"].canonical(),
             json!({"action": "archiveArticle", "role": "editor", "comment": "desk"})
         );
-        assert_eq!(item_key("action_permission", &json!({"role": "x"})), None);
+        assert_eq!(
+            ObjectId::of_item("action_permission", &json!({"role": "x"})),
+            None
+        );
     }
 
     #[test]
@@ -851,123 +628,4 @@ mod tests {
         let b = json!({"name": "y", "definition": {"a": 1, "b": 3}});
         assert_eq!(differing_fields(&a, &b), vec!["definition.b", "name"]);
     }
-}
-
-impl Object {
-    /// The object's `type` as inconsistency reports and dry runs name it.
-    pub fn wire_type(&self) -> &'static str {
-        match self {
-            Object::Table(_) => "table",
-            Object::ObjectRelationship(..) => "object_relation",
-            Object::ArrayRelationship(..) => "array_relation",
-            Object::Permission(_, kind, _) => kind.object_type(),
-            Object::ComputedField(..) => "computed_field",
-            Object::EventTrigger(..) => "event_trigger",
-            Object::RemoteSchema(_) => "remote_schema",
-            Object::Action(_) => "action",
-            Object::ActionPermission(..) => "action_permission",
-            Object::CustomType(_) => "custom_type",
-            Object::Collection(_) => "query_collection",
-            Object::Allowlist(_) => "allowlist",
-        }
-    }
-
-    /// `{"type", "definition"}`, as `get_inconsistent_metadata` lists objects.
-    pub fn item(&self) -> Value {
-        json!({"type": self.wire_type(), "definition": self.canonical()})
-    }
-}
-
-/// What a change of the metadata document does, object by object (a dry run's answer).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ObjectChanges {
-    /// Objects only in the new document.
-    pub added: Vec<Value>,
-    /// Objects in both whose definition differs: the new definition, and the old one as
-    /// `previous`.
-    pub changed: Vec<Value>,
-    /// Objects only in the old document.
-    pub removed: Vec<Value>,
-}
-
-/// Compares two documents object by object, in key order.
-pub fn object_changes(before: &Metadata, after: &Metadata) -> ObjectChanges {
-    let old = catalog_objects(before);
-    let new = catalog_objects(after);
-    let mut changes = ObjectChanges::default();
-    for (key, object) in &new {
-        match old.get(key) {
-            None => changes.added.push(object.item()),
-            Some(previous) if previous.canonical() != object.canonical() => {
-                let mut item = object.item();
-                item["previous"] = previous.canonical();
-                changes.changed.push(item);
-            }
-            Some(_) => {}
-        }
-    }
-    for (key, object) in &old {
-        if !new.contains_key(key) {
-            changes.removed.push(object.item());
-        }
-    }
-    changes
-}
-
-/// The key of the object a `{type, definition}` item names (an inconsistency, a dry-run
-/// entry), when it is an ownable object.
-pub fn item_key(kind: &str, definition: &Value) -> Option<String> {
-    let table = |v: &Value| serde_json::from_value::<QualifiedTable>(v.clone()).ok();
-    let text = |k: &str| definition.get(k).and_then(Value::as_str);
-    Some(match kind {
-        "table" => table_key(&table(definition.get("table").unwrap_or(definition))?),
-        "object_relation" | "array_relation" => format!(
-            "relationship:{}.{}",
-            table_segments(&table(definition.get("table")?)?),
-            segment(text("name")?)
-        ),
-        "computed_field" => format!(
-            "computed_field:{}.{}",
-            table_segments(&table(definition.get("table")?)?),
-            segment(text("name")?)
-        ),
-        "event_trigger" => {
-            event_trigger_key(definition.get("configuration")?.get("name")?.as_str()?)
-        }
-        "remote_schema" => remote_schema_key(text("name")?),
-        "action" => action_key(text("name")?),
-        "action_permission" => action_permission_key(text("action")?, text("role")?),
-        permission => {
-            let operation = permission.strip_suffix("_permission")?;
-            format!(
-                "permission:{}.{}.{}",
-                table_segments(&table(definition.get("table")?)?),
-                segment(text("role")?),
-                operation
-            )
-        }
-    })
-}
-
-impl Owner {
-    /// `{"apiVersion", "kind", "namespace", "name"}`: who owns an object, as `owner` fields
-    /// report it (objects without one are owned by the imperative API, `"api"`).
-    pub fn to_json(&self) -> Value {
-        json!({"apiVersion": self.api_version, "kind": self.kind, "namespace": self.namespace, "name": self.name})
-    }
-}
-
-/// Who owns each object of a document: its resource, or `"api"`.
-pub fn owners(metadata: &Metadata, rows: &[Managed]) -> Map<String, Value> {
-    let by_key: BTreeMap<&str, &Owner> = rows.iter().map(|r| (r.key.as_str(), &r.owner)).collect();
-    catalog_objects(metadata)
-        .into_keys()
-        .map(|key| {
-            let owner = by_key
-                .get(key.as_str())
-                .map(|o| o.to_json())
-                .unwrap_or_else(|| json!("api"));
-            (key, owner)
-        })
-        .collect()
 }
