@@ -1,39 +1,14 @@
-//! The Postgres side of an event trigger (`docs/events.md`, "Capture"): for each operation it
-//! listens to, a trigger function `basalt_catalog."notify_basalt_<name>_<OP>"()` and an
-//! `AFTER <OP> … FOR EACH ROW` trigger calling it, which writes the row change into
-//! `basalt_catalog.event_log` in the transaction that made it — whoever made it.
-//!
-//! Pure: this module only prints DDL. Every name is quoted, every string is a literal (DDL
-//! takes no parameters), and each function carries the hash of its own text as its comment,
-//! so the catalog can tell a current capture from a stale one without comparing bodies.
+//! What an event trigger captures in Postgres (`docs/events.md`, "Capture"): for each
+//! operation it listens to, a trigger function and a trigger named
+//! `notify_basalt_<name>_<OP>`, whose DDL `sql::capture` writes. Each function carries the hash
+//! of its own text as its comment, so the catalog can tell a current capture from a stale one
+//! without comparing bodies.
 
 use crate::metadata::types::{Columns, EventTriggerEntry, OperationSpec, QualifiedTable};
-use crate::sql::quote::{quote_ident, quote_literal, quote_qualified};
+use crate::sql::capture::{self as ddl, CaptureFunction, RowOp};
 
 /// Prefix of every capture trigger and function Basalt owns.
 pub const PREFIX: &str = "notify_basalt_";
-
-/// The row operations a trigger can listen to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum RowOp {
-    /// `INSERT`.
-    Insert,
-    /// `UPDATE`.
-    Update,
-    /// `DELETE`.
-    Delete,
-}
-
-impl RowOp {
-    /// The SQL keyword, also the `op` of the event.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RowOp::Insert => "INSERT",
-            RowOp::Update => "UPDATE",
-            RowOp::Delete => "DELETE",
-        }
-    }
-}
 
 /// One capture trigger, ready to be created.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +17,8 @@ pub struct Capture {
     pub name: String,
     /// The table it is on.
     pub table: QualifiedTable,
+    /// The row operation it fires on.
+    pub op: RowOp,
     /// `sha256:<hex>` of `function`; stored as the function's comment.
     pub hash: String,
     /// `CREATE OR REPLACE FUNCTION …`.
@@ -51,45 +28,17 @@ pub struct Capture {
 impl Capture {
     /// The statements installing it (function, comment, trigger), in order.
     pub fn create(&self) -> [String; 3] {
-        let function = quote_qualified("basalt_catalog", &self.name);
         [
             self.function.clone(),
-            format!(
-                "COMMENT ON FUNCTION {function}() IS {}",
-                quote_literal(&self.hash)
-            ),
-            format!(
-                "CREATE OR REPLACE TRIGGER {} AFTER {} ON {} FOR EACH ROW EXECUTE FUNCTION {function}()",
-                quote_ident(&self.name),
-                self.op_keyword(),
-                quote_qualified(&self.table.schema, &self.table.name),
-            ),
+            ddl::comment(&self.name, &self.hash),
+            ddl::trigger(&self.name, self.op, &self.table),
         ]
-    }
-
-    fn op_keyword(&self) -> &'static str {
-        [RowOp::Insert, RowOp::Update, RowOp::Delete]
-            .into_iter()
-            .find(|op| self.name.ends_with(op.as_str()))
-            .map_or("INSERT", RowOp::as_str)
     }
 }
 
 /// The statements removing the capture `name` from `table` (either may be gone already).
 pub fn drop(name: &str, table: Option<&QualifiedTable>) -> Vec<String> {
-    let mut out = Vec::new();
-    if let Some(t) = table {
-        out.push(format!(
-            "DROP TRIGGER IF EXISTS {} ON {}",
-            quote_ident(name),
-            quote_qualified(&t.schema, &t.name)
-        ));
-    }
-    out.push(format!(
-        "DROP FUNCTION IF EXISTS {}()",
-        quote_qualified("basalt_catalog", name)
-    ));
-    out
+    ddl::drop(name, table)
 }
 
 /// The capture triggers an event trigger needs: one per operation it listens to.
@@ -108,72 +57,29 @@ pub fn captures(table: &QualifiedTable, trigger: &EventTriggerEntry) -> Vec<Capt
     .collect()
 }
 
-/// `row_to_json` of the payload columns of `record` (`OLD` or `NEW`), keyed by column name.
-fn row_json(record: &str, payload: &Columns) -> String {
-    match payload {
-        Columns::All => format!("row_to_json({record})"),
-        Columns::List(columns) => {
-            let fields: Vec<String> = columns
-                .iter()
-                .map(|c| format!("{record}.{} AS {}", quote_ident(c), quote_ident(c)))
-                .collect();
-            format!(
-                "(SELECT row_to_json(_row) FROM (SELECT {}) AS _row)",
-                fields.join(", ")
-            )
-        }
-    }
-}
-
-/// The condition under which an update fires: a listed column (or, for `"*"`, the row)
-/// changed.
-fn changed(columns: &Columns) -> String {
+/// The listed columns of `columns`, `None` for all.
+fn listed(columns: &Columns) -> Option<&[String]> {
     match columns {
-        Columns::All => "OLD IS DISTINCT FROM NEW".to_owned(),
-        Columns::List(list) if list.is_empty() => "false".to_owned(),
-        Columns::List(list) => list
-            .iter()
-            .map(|c| {
-                let c = quote_ident(c);
-                format!("OLD.{c} IS DISTINCT FROM NEW.{c}")
-            })
-            .collect::<Vec<_>>()
-            .join(" OR "),
+        Columns::All => None,
+        Columns::List(list) => Some(list),
     }
 }
 
 fn capture(table: &QualifiedTable, trigger: &str, op: RowOp, spec: &OperationSpec) -> Capture {
     let name = format!("{PREFIX}{trigger}_{}", op.as_str());
-    let payload = spec.payload.clone().unwrap_or(Columns::All);
-    let (old, new) = match op {
-        RowOp::Insert => ("NULL".to_owned(), row_json("NEW", &payload)),
-        RowOp::Update => (row_json("OLD", &payload), row_json("NEW", &payload)),
-        RowOp::Delete => (row_json("OLD", &payload), "NULL".to_owned()),
-    };
-    let record = format!(
-        "PERFORM basalt_catalog.insert_event_log({}, {}, {}, {}, json_build_object('old', {old}, 'new', {new}));",
-        quote_literal(&table.schema),
-        quote_literal(&table.name),
-        quote_literal(trigger),
-        quote_literal(op.as_str()),
-    );
-    let body = match op {
-        RowOp::Update => format!(
-            "BEGIN\n  IF {} THEN\n    {record}\n  END IF;\n  RETURN NULL;\nEND",
-            changed(&spec.columns)
-        ),
-        _ => format!("BEGIN\n  {record}\n  RETURN NULL;\nEND"),
-    };
-    // The body is a plain literal, not dollar-quoted: a name can hold any `$tag$`.
-    let function = format!(
-        "CREATE OR REPLACE FUNCTION {}() RETURNS trigger LANGUAGE plpgsql AS {}",
-        quote_qualified("basalt_catalog", &name),
-        quote_literal(&body)
-    );
+    let function = ddl::function(&CaptureFunction {
+        name: &name,
+        table,
+        trigger,
+        op,
+        changed: listed(&spec.columns),
+        payload: spec.payload.as_ref().and_then(listed),
+    });
     let hash = crate::metadata::digest::sha256_tagged(function.as_bytes());
     Capture {
         name,
         table: table.clone(),
+        op,
         hash,
         function,
     }

@@ -3,6 +3,7 @@
 //! claim extraction (`docs/auth.md`, "JWT mode").
 
 use super::{AuthConfigError, AuthError};
+use crate::session;
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
@@ -482,8 +483,8 @@ impl JwtVerifier {
         }
         let mut variables = BTreeMap::new();
         for (k, v) in &object {
-            let credential = k == "x-svc-admin-secret" || k == "x-svc-access-key";
-            if k.starts_with("x-svc-")
+            let credential = k == session::ADMIN_SECRET || k == session::ACCESS_KEY;
+            if k.starts_with(session::PREFIX)
                 && k != "x-svc-allowed-roles"
                 && k != "x-svc-default-role"
                 && !credential

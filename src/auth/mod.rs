@@ -4,7 +4,7 @@
 pub mod jwt;
 pub mod webhook;
 
-use crate::session::{header_text, header_variables, Session, UnreadableHeader};
+use crate::session::{self, header_text, header_variables, Session, UnreadableHeader};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -151,8 +151,8 @@ pub struct Authenticator {
     unauthorized_role: Option<String>,
 }
 
-const SECRET_HEADERS: [&str; 2] = ["x-svc-admin-secret", "x-svc-access-key"];
-const BACKEND_ONLY_HEADER: &str = "x-svc-use-backend-only-permissions";
+const SECRET_HEADERS: [&str; 2] = [session::ADMIN_SECRET, session::ACCESS_KEY];
+const BACKEND_ONLY_HEADER: &str = session::USE_BACKEND_ONLY_PERMISSIONS;
 
 impl Authenticator {
     /// Checks the combination of settings (`docs/auth.md`, "Startup checks") and prepares the mode.
@@ -246,10 +246,10 @@ impl Authenticator {
         if trusted {
             let mut variables = header_variables(headers).map_err(unreadable)?;
             let role = variables
-                .get("x-svc-role")
+                .get(session::ROLE)
                 .cloned()
-                .unwrap_or_else(|| "admin".to_owned());
-            variables.insert("x-svc-role".to_owned(), role.clone());
+                .unwrap_or_else(|| session::ADMIN_ROLE.to_owned());
+            variables.insert(session::ROLE.to_owned(), role.clone());
             let backend_only = backend_flag(&variables)?;
             return Ok(Session {
                 role,
@@ -271,9 +271,9 @@ impl Authenticator {
                     }
                     Some(token) => {
                         let claims = verifier.verify(token).await?;
-                        let requested = match headers.get("x-svc-role") {
+                        let requested = match headers.get(session::ROLE) {
                             Some(value) => Some(
-                                header_text("x-svc-role", value)
+                                header_text(session::ROLE, value)
                                     .map_err(unreadable)?
                                     .to_owned(),
                             ),
@@ -285,7 +285,7 @@ impl Authenticator {
                             None => claims.default.clone(),
                         };
                         let mut variables = claims.variables;
-                        variables.insert("x-svc-role".to_owned(), role.clone());
+                        variables.insert(session::ROLE.to_owned(), role.clone());
                         Ok(Session {
                             role,
                             variables,
@@ -297,7 +297,7 @@ impl Authenticator {
             }
             Mode::Webhook(hook) => {
                 let (variables, expires) = hook.session(headers, request).await?;
-                let role = variables.get("x-svc-role").cloned().unwrap_or_default();
+                let role = variables.get(session::ROLE).cloned().unwrap_or_default();
                 Ok(Session {
                     role,
                     variables,
@@ -324,7 +324,7 @@ impl Authenticator {
         } else {
             BTreeMap::new()
         };
-        variables.insert("x-svc-role".to_owned(), role.clone());
+        variables.insert(session::ROLE.to_owned(), role.clone());
         Ok(Session {
             role,
             variables,

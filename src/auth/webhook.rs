@@ -2,6 +2,7 @@
 //! how long they stay valid.
 
 use super::{AuthConfigError, AuthError};
+use crate::session;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
@@ -34,7 +35,8 @@ pub struct Webhook {
 }
 
 fn is_credential(name: &str) -> bool {
-    name.eq_ignore_ascii_case("x-svc-admin-secret") || name.eq_ignore_ascii_case("x-svc-access-key")
+    name.eq_ignore_ascii_case(session::ADMIN_SECRET)
+        || name.eq_ignore_ascii_case(session::ACCESS_KEY)
 }
 
 impl Webhook {
@@ -172,10 +174,10 @@ impl Webhook {
                         .ok()
                         .and_then(|t| t.duration_since(std::time::SystemTime::now()).ok())
                 });
-            } else if lower.starts_with("x-svc-") && !is_credential(&lower) {
+            } else if lower.starts_with(session::PREFIX) && !is_credential(&lower) {
                 // Other values may be any JSON, kept as their text; the role picks a schema and
                 // its permissions, so `1`, `null` or `["admin"]` must not be read as a role name.
-                if lower == "x-svc-role" && !v.is_string() {
+                if lower == session::ROLE && !v.is_string() {
                     tracing::warn!("auth hook answered with a role that is not a string");
                     return Err(AuthError::HookFailed(
                         "Invalid response from authorization hook: X-Svc-Role is not a string"
@@ -185,7 +187,7 @@ impl Webhook {
                 vars.insert(lower, text);
             }
         }
-        if !vars.contains_key("x-svc-role") {
+        if !vars.contains_key(session::ROLE) {
             return Err(AuthError::HookNoRole);
         }
         // A lifetime too long for an `Instant` (`max-age` near `u64::MAX`) is not cached and

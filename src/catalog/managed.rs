@@ -46,30 +46,38 @@ impl OwnershipChanges {
     }
 }
 
+/// The query of every row, with `desired` read as the given expression (the column, or a
+/// constant).
+macro_rules! rows_query {
+    ($desired:literal) => {
+        concat!(
+            "SELECT object_key, owner_api_version, owner_kind, owner_namespace, owner_name,
+                    owner_uid, owner_generation, ",
+            $desired,
+            ", desired_hash, applied_version, orphaned_at IS NOT NULL
+             FROM basalt_catalog.managed_objects ORDER BY object_key"
+        )
+    };
+}
+
 /// Every managed row, in key order.
 pub async fn load(client: &impl GenericClient) -> Result<Vec<Managed>, CatalogError> {
-    load_rows(client, "desired").await
+    load_rows(client, rows_query!("desired")).await
 }
 
 /// Every managed row, in key order, without its `desired` definition (left `null`): what a
 /// reconcile plans against, which compares `desired_hash`. The controller reads the rows again
 /// after every commit, and parsing every definition was half of that.
 pub async fn load_for_plans(client: &impl GenericClient) -> Result<Vec<Managed>, CatalogError> {
-    load_rows(client, "'null'::jsonb").await
+    load_rows(client, rows_query!("'null'::jsonb")).await
 }
 
-/// The rows, with `desired` read as `desired` (a column or a constant expression).
+/// The rows `sql` (a [`rows_query`]) reads.
 async fn load_rows(
     client: &impl GenericClient,
-    desired: &'static str,
+    sql: &'static str,
 ) -> Result<Vec<Managed>, CatalogError> {
-    let sql = format!(
-        "SELECT object_key, owner_api_version, owner_kind, owner_namespace, owner_name,
-                owner_uid, owner_generation, {desired}, desired_hash, applied_version,
-                orphaned_at IS NOT NULL
-         FROM basalt_catalog.managed_objects ORDER BY object_key"
-    );
-    let rows = client.query(&sql, &[]).await?;
+    let rows = client.query(sql, &[]).await?;
     rows.iter()
         .map(|r| {
             Ok(Managed {

@@ -7,8 +7,8 @@ use super::error::{GraphqlError, InternalError};
 use super::request::Caller;
 use super::version::ApiVersion;
 use crate::actions::{self, Call};
-use crate::execute::ActionValues;
-use crate::graphql::ir::{MutationField, RootField};
+use crate::execute::Provided;
+use crate::graphql::ir::{ActionPart, MutationField, RootField};
 use crate::graphql::plan::OperationIr;
 use crate::resolve::actions::ResolvedAction;
 use serde_json::{Map, Value};
@@ -16,6 +16,39 @@ use std::collections::BTreeMap;
 
 /// The action calls of an operation by response key, with the values SQL binds of each.
 pub(super) type Calls = BTreeMap<String, ActionValues>;
+
+/// What SQL binds of one action call.
+#[derive(Debug, Clone, Default)]
+pub(super) struct ActionValues {
+    /// The arguments as sent to the handler.
+    input: Value,
+    /// Client headers kept for the handler.
+    headers: Value,
+    /// The handler's output (null until it answered).
+    output: Value,
+    /// The operation's document.
+    document: Value,
+}
+
+/// The calls' values by the names statements bind them by; `None` without calls.
+pub(super) fn provided(calls: &Calls) -> Option<Provided> {
+    if calls.is_empty() {
+        return None;
+    }
+    let mut provided = Provided::new();
+    for (key, values) in calls {
+        let parts = [
+            (ActionPart::Input, &values.input),
+            (ActionPart::Headers, &values.headers),
+            (ActionPart::Output, &values.output),
+            (ActionPart::Document, &values.document),
+        ];
+        for (part, value) in parts {
+            provided.insert(part.name(key), value.clone());
+        }
+    }
+    Some(provided)
+}
 
 /// The calls an operation makes (query actions, synchronous and asynchronous mutation
 /// actions), their values worked out from the request.

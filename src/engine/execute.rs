@@ -118,10 +118,11 @@ fn constants(plan: &ExecutionPlan, fields: &mut Fields) {
 /// Runs the operation's statement, if it has one.
 async fn read(run: Run<'_>, calls: &Calls) -> Result<Read, GraphqlError> {
     let engine = run.engine;
+    let provided = actions::provided(calls);
     let binding = Binding {
         variables: run.variables,
         session: &run.caller.session.variables,
-        actions: (!calls.is_empty()).then_some(calls),
+        provided: provided.as_ref(),
     };
     let span = || tracing::debug_span!("sql", "db.system" = "postgresql", kind = "query");
     let (sql, shared) = match &run.plan.reads {

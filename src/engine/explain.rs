@@ -44,7 +44,7 @@ impl Engine {
         let binding = Binding {
             variables: &variables,
             session: &session.variables,
-            actions: None,
+            provided: None,
         };
         let client = self.pool.get().await.map_err(ExecuteError::from)?;
         let mut out = Vec::new();

@@ -42,7 +42,7 @@ pub(super) async fn run(
     let binding = Binding {
         variables: run.variables,
         session: &run.caller.session.variables,
-        actions: None,
+        provided: None,
     };
     let remotes = remote::calls(run.version, run.caller, operation, run.variables)?;
     let span = tracing::debug_span!("sql", "db.system" = "postgresql", kind = "mutation");
@@ -120,8 +120,9 @@ impl Transaction<'_> {
                         answer
                     }
                 };
+                let provided = actions::provided(&calls);
                 let binding = Binding {
-                    actions: (!calls.is_empty()).then_some(&calls),
+                    provided: provided.as_ref(),
                     ..binding
                 };
                 let bytes = execute::run_program(conn, write, &binding)

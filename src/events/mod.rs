@@ -248,7 +248,7 @@ pub(crate) async fn listen(
                     }
                 });
                 if client
-                    .batch_execute(&format!("LISTEN {channel}"))
+                    .batch_execute(&crate::sql::helpers::listen(channel))
                     .await
                     .is_ok()
                 {

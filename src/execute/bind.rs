@@ -4,7 +4,7 @@
 use super::program::Progress;
 use super::ExecuteError;
 use crate::db_model::Encoding;
-use crate::sql::ast::{ActionPart, Param, ParamSource};
+use crate::sql::ast::{Param, ParamSource};
 use crate::sql::program::StepValue;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -16,22 +16,13 @@ pub struct Binding<'a> {
     pub variables: &'a Map<String, Value>,
     /// Session variables (lower-case names).
     pub session: &'a BTreeMap<String, String>,
-    /// The operation's action calls, by response key (none: no action in the operation).
-    pub actions: Option<&'a BTreeMap<String, ActionValues>>,
+    /// Values worked out while the operation runs, by name ([`ParamSource::Provided`]);
+    /// `None` when it has none.
+    pub provided: Option<&'a Provided>,
 }
 
-/// What SQL binds of one action call.
-#[derive(Debug, Clone, Default)]
-pub struct ActionValues {
-    /// The arguments as sent to the handler.
-    pub input: Value,
-    /// Client headers kept for the handler.
-    pub headers: Value,
-    /// The handler's output (null until it answered).
-    pub output: Value,
-    /// The operation's document.
-    pub document: Value,
-}
+/// Values worked out while an operation runs, by the names its statements bind them by.
+pub type Provided = BTreeMap<String, Value>;
 
 /// Text of a JSON value as Postgres expects it in a text parameter.
 fn text_of(value: &Value, encoding: Encoding) -> Option<String> {
@@ -128,18 +119,11 @@ fn resolve(
                 .map(|p| resolve(p, binding, progress))
                 .collect::<Result<_, _>>()?,
         ),
-        ParamSource::Action(key, part) => {
-            let values = binding
-                .actions
-                .and_then(|a| a.get(key))
-                .ok_or_else(|| ExecuteError::Unexpected(format!("no action call at \"{key}\"")))?;
-            match part {
-                ActionPart::Input => values.input.clone(),
-                ActionPart::Headers => values.headers.clone(),
-                ActionPart::Output => values.output.clone(),
-                ActionPart::Document => values.document.clone(),
-            }
-        }
+        ParamSource::Provided(name) => binding
+            .provided
+            .and_then(|p| p.get(name))
+            .cloned()
+            .ok_or_else(|| ExecuteError::Unexpected(format!("no value named \"{name}\"")))?,
         ParamSource::Step(value) => {
             let progress = progress.ok_or_else(|| {
                 ExecuteError::Unexpected(format!("{value:?} outside of a program"))
@@ -204,7 +188,7 @@ mod tests {
         let binding = Binding {
             variables: &variables,
             session: &session,
-            actions: None,
+            provided: None,
         };
         let params = vec![
             param(ParamSource::Variable("n".into()), Encoding::Text),

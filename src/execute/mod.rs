@@ -9,7 +9,7 @@ mod error;
 mod program;
 mod shared;
 
-pub use bind::{bind, ActionValues, Binding};
+pub use bind::{bind, Binding, Provided};
 pub use error::{ExecuteError, Refusal, CHECK_FAILED};
 pub use program::run as run_program;
 pub use shared::{BuildCopies, SharedStatement, Sharing, MAX_SHARED_REQUESTS};

@@ -23,6 +23,34 @@ pub enum Param {
     ActionOutput(String),
 }
 
+/// The values of an action call a statement binds, worked out by the engine when it calls
+/// the handler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActionPart {
+    /// The arguments, as the handler receives them.
+    Input,
+    /// The client headers kept for the handler (`forward_client_headers`).
+    Headers,
+    /// The handler's validated output.
+    Output,
+    /// The operation's document text.
+    Document,
+}
+
+impl ActionPart {
+    /// The name the value of the call at response key `key` is bound by.
+    pub fn name(self, key: &str) -> String {
+        let part = match self {
+            ActionPart::Input => "input",
+            ActionPart::Headers => "headers",
+            ActionPart::Output => "output",
+            ActionPart::Document => "document",
+        };
+        // Response keys are GraphQL names: no `#` in them.
+        format!("{key}#{part}")
+    }
+}
+
 /// A value compared with or passed to SQL, with the Postgres type it is cast to.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ValueExpr {

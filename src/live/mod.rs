@@ -141,7 +141,7 @@ fn placement(execution: &Execution, session: &Session) -> Result<Placement, Grap
     let binding = Binding {
         variables: &execution.variables,
         session: &session.variables,
-        actions: None,
+        provided: None,
     };
     let values = execute::bind(&sql.params, &binding, None)?;
     let resolved = &execution.version.catalog.resolution.resolved;

@@ -200,7 +200,7 @@ impl ActionOp {
             ActionOp::CreatePermission { action, permission } => {
                 let i = position(action).ok_or_else(|| missing(action, "action"))?;
                 let role = &permission.role.0;
-                if role == "admin" {
+                if role == crate::session::ADMIN_ROLE {
                     return Err(MetadataError::new(
                         Code::ConstraintViolation,
                         JsonPath::args().key("role"),

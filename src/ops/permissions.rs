@@ -147,7 +147,7 @@ impl PermissionOp {
                 comment,
             } => {
                 let entry = tracked_entry(&mut next, table, &args.key("table"))?;
-                if role.0 == "admin" {
+                if role.0 == crate::session::ADMIN_ROLE {
                     return Err(MetadataError::new(
                         Code::ConstraintViolation,
                         args,

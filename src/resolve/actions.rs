@@ -47,7 +47,8 @@ impl ResolvedAction {
 
     /// Whether `role` may call it: admin always, others with an action permission.
     pub fn allows(&self, role: &str) -> bool {
-        role == "admin" || self.entry.permissions.iter().any(|p| p.role.0 == role)
+        role == crate::session::ADMIN_ROLE
+            || self.entry.permissions.iter().any(|p| p.role.0 == role)
     }
 }
 

@@ -62,7 +62,8 @@ fn operator_name(key: &str) -> Option<&str> {
 /// Whether a string is a session-variable reference (`x-svc-…`, any case).
 pub fn is_session_variable(s: &str) -> bool {
     // Bytes, not `&s[..6]`: the sixth byte may fall inside a character (`x-svcé`).
-    s.len() > 6 && s.as_bytes()[..6].eq_ignore_ascii_case(b"x-svc-")
+    let prefix = crate::session::PREFIX.as_bytes();
+    s.len() > prefix.len() && s.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix)
 }
 
 /// Checks `exp` as a BoolExp over `table` (`root` is the table the permission is defined on,

@@ -28,7 +28,7 @@ pub fn check_permission(
     permission: &Value,
 ) -> Result<CheckedPermission, MetadataError> {
     let path = JsonPath::root();
-    if role == "admin" {
+    if role == crate::session::ADMIN_ROLE {
         return Err(MetadataError::new(
             Code::ConstraintViolation,
             path,

@@ -510,22 +510,9 @@ pub enum ParamSource {
     Array(Vec<ParamSource>),
     /// Something an earlier step of the same program produced.
     Step(StepValue),
-    /// A value of an action call of the operation (the response key of its root field),
-    /// worked out by the engine when the call is made.
-    Action(String, ActionPart),
-}
-
-/// The values of an action call that SQL binds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ActionPart {
-    /// The arguments, as the handler receives them.
-    Input,
-    /// The client headers stored for the handler (`forward_client_headers`).
-    Headers,
-    /// The handler's validated output.
-    Output,
-    /// The operation's document text.
-    Document,
+    /// A value the executor is handed, by this name, when it runs the statement: one worked
+    /// out while the operation runs (an action handler's answer, say).
+    Provided(String),
 }
 
 /// `INSERT INTO … AS alias (columns) VALUES … | DEFAULT VALUES [ON CONFLICT …] RETURNING …`.

@@ -80,6 +80,11 @@ pub fn create_database(name: &str) -> SqlText {
     print(&Statement::CreateDatabase(Ident::new(name)))
 }
 
+/// `LISTEN "<channel>"`: a session subscribed to the notifications on `channel`.
+pub fn listen(channel: &str) -> String {
+    format!("LISTEN {}", super::quote::quote_ident(channel))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,5 +111,6 @@ mod tests {
         );
         assert!(text.params.is_empty());
         assert_eq!(create_database("a\"b").sql, "CREATE DATABASE \"a\"\"b\"");
+        assert_eq!(listen("basalt_events"), "LISTEN \"basalt_events\"");
     }
 }

@@ -5,6 +5,7 @@
 //! metadata; no other module formats SQL. See `docs/architecture.md`.
 
 pub mod ast;
+pub mod capture;
 pub mod helpers;
 pub mod names;
 pub mod print;

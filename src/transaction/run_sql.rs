@@ -9,7 +9,11 @@ use serde_json::json;
 use tokio_postgres::{SimpleQueryMessage, Transaction};
 
 /// Savepoint that scopes a read-only `run_sql`, so the rest of the request stays read-write.
-const READ_ONLY_SAVEPOINT: &str = "basalt_read_only";
+const READ_ONLY_BEGIN: &str = "SAVEPOINT basalt_read_only; SET TRANSACTION READ ONLY";
+
+/// Back out of [`READ_ONLY_BEGIN`]'s savepoint, read-write again.
+const READ_ONLY_END: &str =
+    "ROLLBACK TO SAVEPOINT basalt_read_only; RELEASE SAVEPOINT basalt_read_only";
 
 /// Runs `sql` (one or more statements) and answers the last statement's result.
 pub(super) async fn run(
@@ -18,20 +22,14 @@ pub(super) async fn run(
     read_only: bool,
 ) -> Result<SqlResult, TransactionError> {
     if read_only {
-        tx.batch_execute(&format!(
-            "SAVEPOINT {READ_ONLY_SAVEPOINT}; SET TRANSACTION READ ONLY"
-        ))
-        .await?;
+        tx.batch_execute(READ_ONLY_BEGIN).await?;
     }
     let messages = tx
         .simple_query(sql)
         .await
         .map_err(|e| statement_error(sql, e))?;
     if read_only {
-        tx.batch_execute(&format!(
-            "ROLLBACK TO SAVEPOINT {READ_ONLY_SAVEPOINT}; RELEASE SAVEPOINT {READ_ONLY_SAVEPOINT}"
-        ))
-        .await?;
+        tx.batch_execute(READ_ONLY_END).await?;
     }
     Ok(response(&messages))
 }

@@ -9,7 +9,7 @@ use super::{value, State};
 use crate::db_model::PgType;
 use crate::graphql::ir::*;
 use crate::sql::ast::{
-    self, ActionPart, Alias, BinaryOp, Expr, From as FromItem, Ident, Insert, InsertValue, Literal,
+    self, Alias, BinaryOp, Expr, From as FromItem, Ident, Insert, InsertValue, Literal,
     ParamSource, QualifiedName, Select as SqlSelect, SelectItem, Statement, ELEMENT, POSITION,
 };
 use crate::sql::helpers::json_array_agg;
@@ -152,7 +152,7 @@ fn object(state: &mut State, alias: &Alias, object: &OutputObject) -> Expr {
 /// A synchronous action's answer: its output, bound when the handler has answered.
 pub(super) fn action_field(state: &mut State, key: &str, field: &ActionField) -> Expr {
     let json = Expr::value(
-        ParamSource::Action(key.to_owned(), ActionPart::Output),
+        ParamSource::Provided(ActionPart::Output.name(key)),
         PgType::Jsonb,
     );
     output(state, json, &field.output)
@@ -219,7 +219,7 @@ pub(super) fn log_call(key: &str, call: &ActionCall) -> Statement {
     let alias = Alias::fixed("_log");
     let part = |p: ActionPart| {
         InsertValue::Expr(Expr::value(
-            ParamSource::Action(key.to_owned(), p),
+            ParamSource::Provided(p.name(key)),
             if p == ActionPart::Document {
                 PgType::Text
             } else {

@@ -15,7 +15,7 @@ pub use mutation::{mutation, shared_insert, shares_inserts};
 
 use crate::db_model::Encoding;
 use crate::db_model::PgType;
-use crate::graphql::ir::{Param, QueryPlan, RootField, ValueExpr};
+use crate::graphql::ir::{ActionPart, Param, QueryPlan, RootField, ValueExpr};
 use crate::metadata::types::QualifiedTable;
 use crate::sql::ast::*;
 use crate::sql::print::{print_multiplexed, print_with, MultiplexedSql};
@@ -168,7 +168,7 @@ fn source(param: &Param) -> ParamSource {
         Param::Session(name) => ParamSource::Session(name.clone()),
         Param::SessionObject => ParamSource::SessionObject,
         Param::Array(items) => ParamSource::Array(items.iter().map(source).collect()),
-        Param::ActionOutput(key) => ParamSource::Action(key.clone(), ActionPart::Output),
+        Param::ActionOutput(key) => ParamSource::Provided(ActionPart::Output.name(key)),
     }
 }
 

@@ -18,7 +18,7 @@ use crate::resolve::{BoolExp, ComputedReturn, RelationshipKind, Resolved, TypeFa
 use indexmap::IndexMap;
 
 /// The admin role: sees everything, no permission rules.
-pub const ADMIN: &str = "admin";
+pub use crate::session::ADMIN_ROLE as ADMIN;
 
 /// A visible column.
 #[derive(Debug, Clone)]

@@ -251,7 +251,7 @@ async fn goldenfile_sql_runs_on_postgres() {
         let binding = basalt::execute::Binding {
             variables: &case.variables,
             session: &case.session,
-            actions: None,
+            provided: None,
         };
         let mut client = pool.get().await.unwrap();
         match compile(&case) {
