@@ -212,9 +212,9 @@ fn graphql_wire(err: &GraphqlError) -> GraphqlWire {
     let message = err.to_string();
     match err {
         GraphqlError::Plan(e) => GraphqlWire {
-            message: e.message.clone(),
+            message: e.problem.to_string(),
             path: e.path.clone(),
-            code: match e.kind {
+            code: match e.kind() {
                 PlanErrorKind::Parse => "parse-failed",
                 PlanErrorKind::Validation => "validation-failed",
                 PlanErrorKind::NotSupported => "not-supported",

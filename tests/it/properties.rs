@@ -490,7 +490,7 @@ fn fragments_that_double_at_each_level_are_refused_quickly() {
     let started = std::time::Instant::now();
     let error = targets::compile_graphql(fixture(), &request).unwrap_err();
     assert!(
-        error.message.contains("more than 100000 fields"),
+        error.to_string().contains("more than 100000 fields"),
         "{error:?}"
     );
     assert!(started.elapsed() < std::time::Duration::from_secs(5));

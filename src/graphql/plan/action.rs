@@ -3,6 +3,7 @@
 //! select permissions folded in; an asynchronous action's mutation (logged, answers an id)
 //! and its result read by id.
 
+use super::Problem;
 use super::{Collected, Input, PlanError, Planner, Result};
 use crate::db_model::PgType;
 use crate::graphql::ir::*;
@@ -60,7 +61,7 @@ impl<'a> Planner<'a> {
             return Ok(RootField::Action(ActionField { call, output }));
         }
         let Some(Input::Value(id)) = args.get("id") else {
-            return Err(PlanError::validation(path, "missing required field 'id'"));
+            return Err(PlanError::at(path, Problem::MissingField("id".into())));
         };
         let sub = self.sub_fields(fields, name, path, 1)?;
         let mut out = Vec::new();
@@ -195,9 +196,9 @@ impl<'a> Planner<'a> {
                 continue;
             }
             if !field.arguments.is_empty() {
-                return Err(PlanError::validation(
+                return Err(PlanError::at(
                     &fpath,
-                    format!("'{name}' has no arguments"),
+                    Problem::NoArguments(name.to_string()),
                 ));
             }
             let planned = match self.types.get(def.ty.base()) {

@@ -1,6 +1,7 @@
 //! Field collection: fragments and `@skip`/`@include` resolved, fields grouped by response key,
 //! depth and root-field limits enforced.
 
+use super::Problem;
 use super::{Collected, PlanError, Planner, Result};
 use crate::graphql::types::FieldDef;
 use async_graphql_parser::types::{ExecutableDocument, Field as AstField, Selection, SelectionSet};
@@ -23,26 +24,24 @@ impl<'a> Planner<'a> {
         for d in directives {
             let name = d.node.name.node.as_str();
             if name != "skip" && name != "include" {
-                return Err(PlanError::validation(
+                return Err(PlanError::at(
                     path,
-                    format!("directive \"{name}\" is not allowed here"),
+                    Problem::DirectiveNotAllowed(name.to_string()),
                 ));
             }
-            let value = d.node.get_argument("if").ok_or_else(|| {
-                PlanError::validation(
-                    path,
-                    format!("directive \"{name}\" needs an \"if\" argument"),
-                )
-            })?;
+            let value = d
+                .node
+                .get_argument("if")
+                .ok_or_else(|| PlanError::at(path, Problem::DirectiveNeedsIf(name.to_string())))?;
             let flag = match &value.node {
                 GqlValue::Boolean(b) => *b,
                 GqlValue::Variable(v) => {
                     self.shape_dependent = true;
-                    self.variable(v.as_str(), path)?.as_bool().ok_or_else(|| {
-                        PlanError::validation(path, "expected a Boolean for \"if\"")
-                    })?
+                    self.variable(v.as_str(), path)?
+                        .as_bool()
+                        .ok_or_else(|| PlanError::at(path, Problem::IfNotBoolean))?
                 }
-                _ => return Err(PlanError::validation(path, "expected a Boolean for \"if\"")),
+                _ => return Err(PlanError::at(path, Problem::IfNotBoolean)),
             };
             if (name == "skip" && flag) || (name == "include" && !flag) {
                 return Ok(false);
@@ -63,10 +62,7 @@ impl<'a> Planner<'a> {
         'a: 'd,
     {
         if depth > 32 {
-            return Err(PlanError::validation(
-                path,
-                "fragment nesting too deep (cycle?)",
-            ));
+            return Err(PlanError::at(path, Problem::FragmentCycle));
         }
         for item in &set.items {
             self.count_collected(path)?;
@@ -88,7 +84,7 @@ impl<'a> Planner<'a> {
                     let name = spread.node.fragment_name.node.as_str();
                     let document: &'d ExecutableDocument = self.document;
                     let fragment = document.fragments.get(name).ok_or_else(|| {
-                        PlanError::validation(path, format!("fragment \"{name}\" not found"))
+                        PlanError::at(path, Problem::UnknownFragment(name.to_string()))
                     })?;
                     let on = fragment.node.type_condition.node.on.node.as_str();
                     self.check_type_condition(on, path)?;
@@ -133,21 +129,16 @@ impl<'a> Planner<'a> {
     pub(super) fn count_collected(&mut self, path: &str) -> Result<()> {
         self.collected += 1;
         if self.collected > MAX_COLLECTED {
-            return Err(PlanError::validation(
-                path,
-                format!(
-                    "the operation selects more than {MAX_COLLECTED} fields (fragments expanded)"
-                ),
-            ));
+            return Err(PlanError::at(path, Problem::TooManyFields(MAX_COLLECTED)));
         }
         Ok(())
     }
 
     pub(super) fn check_type_condition(&self, on: &str, path: &str) -> Result<()> {
         if self.types.object_fields(on).is_none() && !on.starts_with("__") {
-            return Err(PlanError::validation(
+            return Err(PlanError::at(
                 path,
-                format!("type \"{on}\" not found or not an object type"),
+                Problem::NotAnObjectType(on.to_string()),
             ));
         }
         Ok(())
@@ -165,19 +156,16 @@ impl<'a> Planner<'a> {
         'a: 'd,
     {
         if depth > self.limits.max_depth {
-            return Err(PlanError::validation(
-                path,
-                format!("query depth exceeds {}", self.limits.max_depth),
-            ));
+            return Err(PlanError::at(path, Problem::TooDeep(self.limits.max_depth)));
         }
         let mut out = Vec::new();
         for f in fields {
             self.collect(&f.selection_set.node, parent, path, &mut out, 0)?;
         }
         if out.is_empty() {
-            return Err(PlanError::validation(
+            return Err(PlanError::at(
                 path,
-                format!("missing selection set for field of type \"{parent}\""),
+                Problem::MissingSelection(parent.to_string()),
             ));
         }
         Ok(out)
@@ -195,13 +183,12 @@ impl<'a> Planner<'a> {
     {
         self.collect(set, root, "$", out, 0)?;
         if out.len() > self.limits.max_root_fields {
-            return Err(PlanError::validation(
+            return Err(PlanError::at(
                 "$",
-                format!(
-                    "too many root fields: {} (at most {})",
-                    out.len(),
-                    self.limits.max_root_fields
-                ),
+                Problem::TooManyRootFields {
+                    count: out.len(),
+                    max: self.limits.max_root_fields,
+                },
             ));
         }
         Ok(())
@@ -219,12 +206,9 @@ impl<'a> Planner<'a> {
         if field.selection_set.node.items.is_empty() {
             Ok(())
         } else {
-            Err(PlanError::validation(
+            Err(PlanError::at(
                 path,
-                format!(
-                    "field \"{}\" must not have a selection since its type is a scalar",
-                    field.name.node
-                ),
+                Problem::SelectionOnScalar(field.name.node.to_string()),
             ))
         }
     }

@@ -1,6 +1,6 @@
 //! The document of a request: parsed once, with the operation to run chosen.
 
-use super::{PlanError, PlanErrorKind, Result};
+use super::{PlanError, Problem, Result};
 use async_graphql_parser::types::{
     DocumentOperations, ExecutableDocument, OperationDefinition, OperationType,
 };
@@ -47,24 +47,19 @@ impl Document {
 
 /// Parses `query` and picks the operation named `operation_name` (required with several).
 pub fn prepare(query: &str, operation_name: Option<&str>) -> Result<Document> {
-    let document = async_graphql_parser::parse_query(query).map_err(|e| PlanError {
-        message: e.to_string(),
-        path: "$.query".to_owned(),
-        kind: PlanErrorKind::Parse,
-    })?;
+    let document = async_graphql_parser::parse_query(query)
+        .map_err(|e| PlanError::at("$.query", Problem::Syntax(e.to_string())))?;
     let prepared = Document {
         document,
         operation_name: operation_name.map(str::to_owned),
     };
     if prepared.operation().is_none() {
-        let message = match (&prepared.document.operations, operation_name) {
-            (DocumentOperations::Multiple(_), None) => {
-                "operationName is required if query has multiple operations".to_owned()
-            }
-            (_, Some(name)) => format!("no such operation found in the document: \"{name}\""),
-            _ => "no operation found in the document".to_owned(),
+        let problem = match (&prepared.document.operations, operation_name) {
+            (DocumentOperations::Multiple(_), None) => Problem::OperationNameRequired,
+            (_, Some(name)) => Problem::NoSuchOperation(name.to_owned()),
+            _ => Problem::NoOperation,
         };
-        return Err(PlanError::validation("$", message));
+        return Err(PlanError::at("$", problem));
     }
     Ok(prepared)
 }

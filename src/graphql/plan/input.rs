@@ -1,6 +1,7 @@
 //! Input values: request variables checked against their definitions, and arguments coerced
 //! against the role's types. Scalars become parameters; enums stay names.
 
+use super::Problem;
 use super::{PlanError, Planner, Result};
 use crate::graphql::ir::Param;
 use crate::graphql::types::{FieldDef, InputValueDef, Name, TypeDef, TypeRef, BUILTIN_SCALARS};
@@ -59,10 +60,7 @@ impl Input {
 /// `null` where a value of `ty` is expected.
 fn null_input(ty: &TypeRef, path: &str) -> Result<Input> {
     if ty.is_non_null() {
-        Err(PlanError::validation(
-            path,
-            format!("expected a value of type \"{ty}\", found null"),
-        ))
+        Err(PlanError::at(path, Problem::UnexpectedNull(ty.to_string())))
     } else {
         Ok(Input::Null)
     }
@@ -131,9 +129,12 @@ impl Planner<'_> {
                     Some(TypeDef::Scalar { .. } | TypeDef::Enum { .. } | TypeDef::Input { .. })
                 );
             if !input_type {
-                return Err(PlanError::validation(
+                return Err(PlanError::at(
                     "$.variableValues",
-                    format!("variable \"{name}\" has unknown or non-input type \"{ty}\""),
+                    Problem::VariableType {
+                        name: name.to_string(),
+                        ty: ty.to_string(),
+                    },
                 ));
             }
             let value = match given.get(name) {
@@ -144,9 +145,9 @@ impl Planner<'_> {
                 }),
             };
             if value.is_null() && ty.is_non_null() {
-                return Err(PlanError::validation(
+                return Err(PlanError::at(
                     "$.variableValues",
-                    format!("expecting a value for non-nullable variable: \"{name}\""),
+                    Problem::MissingVariable(name.to_string()),
                 ));
             }
             // The value's path only matters to an error: a value that fails is checked again
@@ -177,7 +178,7 @@ impl Planner<'_> {
     pub(super) fn variable(&self, name: &str, path: &str) -> Result<&Value> {
         self.variables
             .get(name)
-            .ok_or_else(|| PlanError::validation(path, format!("unbound variable \"{name}\"")))
+            .ok_or_else(|| PlanError::at(path, Problem::UnboundVariable(name.to_string())))
     }
 
     // ---- input coercion ------------------------------------------------------------------
@@ -190,11 +191,19 @@ impl Planner<'_> {
     ) -> Result<Input> {
         if let GqlValue::Variable(name) = value {
             let name = name.to_string();
-            let (given, has_default) = self.var_types.get(&name).cloned().ok_or_else(|| {
-                PlanError::validation(path, format!("unbound variable \"{name}\""))
-            })?;
+            let (given, has_default) =
+                self.var_types.get(&name).cloned().ok_or_else(|| {
+                    PlanError::at(path, Problem::UnboundVariable(name.to_string()))
+                })?;
             if !variable_fits(&given, ty, has_default) {
-                return Err(PlanError::validation(path, format!("variable \"{name}\" of type \"{given}\" cannot be used where \"{ty}\" is expected")));
+                return Err(PlanError::at(
+                    path,
+                    Problem::VariableMismatch {
+                        name: name.to_string(),
+                        given: given.to_string(),
+                        expected: ty.to_string(),
+                    },
+                ));
             }
             let base = ty.base();
             let scalar = BUILTIN_SCALARS.contains(&base)
@@ -220,7 +229,7 @@ impl Planner<'_> {
                 other => Ok(Input::List(vec![self.coerce_ast(other, inner, path)?])),
             },
             TypeRef::Named(name) => self.coerce_named_ast(value, name, path),
-            TypeRef::NonNull(_) => Err(PlanError::validation(path, "invalid type")),
+            TypeRef::NonNull(_) => Err(PlanError::at(path, Problem::InvalidType)),
         }
     }
 
@@ -233,9 +242,9 @@ impl Planner<'_> {
         match self.types.get(name) {
             Some(TypeDef::Input { fields, .. }) => {
                 let GqlValue::Object(map) = value else {
-                    return Err(PlanError::validation(
+                    return Err(PlanError::at(
                         path,
-                        format!("expected an object for type \"{name}\""),
+                        Problem::ExpectedObjectOf(name.to_string()),
                     ));
                 };
                 let fields = fields.clone();
@@ -257,9 +266,12 @@ impl Planner<'_> {
                 GqlValue::Enum(v) if values.iter().any(|e| e.name == v.as_str()) => {
                     Ok(Input::Enum(v.to_string()))
                 }
-                other => Err(PlanError::validation(
+                other => Err(PlanError::at(
                     path,
-                    format!("expected one of the values of enum \"{name}\", found {other}"),
+                    Problem::NotInEnum {
+                        name: name.to_string(),
+                        found: other.to_string(),
+                    },
                 )),
             },
             _ => {
@@ -277,10 +289,7 @@ impl Planner<'_> {
     ) -> Result<()> {
         for (name, def) in fields {
             if def.ty.is_non_null() && def.default.is_none() && !given.contains_key(name.as_str()) {
-                return Err(PlanError::validation(
-                    path,
-                    format!("missing required field '{name}'"),
-                ));
+                return Err(PlanError::at(path, Problem::MissingField(name.to_string())));
             }
         }
         Ok(())
@@ -296,12 +305,7 @@ impl Planner<'_> {
             GqlValue::Number(n) => serde_json::to_value(n).unwrap_or(Value::Null),
             GqlValue::String(s) => Value::String(s.clone()),
             GqlValue::Boolean(b) => Value::Bool(*b),
-            GqlValue::Binary(_) => {
-                return Err(PlanError::validation(
-                    path,
-                    "binary values are not supported",
-                ))
-            }
+            GqlValue::Binary(_) => return Err(PlanError::at(path, Problem::Binary)),
             GqlValue::Enum(e) => Value::String(e.to_string()),
             GqlValue::List(items) => Value::Array(
                 items
@@ -330,17 +334,15 @@ impl Planner<'_> {
             _ if self.types.get(name).is_some() || BUILTIN_SCALARS.contains(&name) => {
                 !value.is_null()
             }
-            _ => {
-                return Err(PlanError::validation(
-                    path,
-                    format!("unknown type \"{name}\""),
-                ))
-            }
+            _ => return Err(PlanError::at(path, Problem::UnknownType(name.to_string()))),
         };
         if !ok {
-            return Err(PlanError::validation(
+            return Err(PlanError::at(
                 path,
-                format!("expected a value of type \"{name}\", found {value}"),
+                Problem::WrongValue {
+                    ty: name.to_string(),
+                    found: value.to_string(),
+                },
             ));
         }
         Ok(Input::Value(Param::Literal(value)))
@@ -363,9 +365,9 @@ impl Planner<'_> {
             TypeRef::Named(name) => match self.types.get(name) {
                 Some(TypeDef::Input { fields, .. }) => {
                     let Value::Object(map) = value else {
-                        return Err(PlanError::validation(
+                        return Err(PlanError::at(
                             path,
-                            format!("expected an object for type \"{name}\""),
+                            Problem::ExpectedObjectOf(name.to_string()),
                         ));
                     };
                     let mut out = IndexMap::new();
@@ -383,14 +385,17 @@ impl Planner<'_> {
                 }
                 Some(TypeDef::Enum { values, .. }) => match value.as_str() {
                     Some(v) if values.iter().any(|e| e.name == v) => Ok(Input::Enum(v.to_owned())),
-                    _ => Err(PlanError::validation(
+                    _ => Err(PlanError::at(
                         path,
-                        format!("expected one of the values of enum \"{name}\", found {value}"),
+                        Problem::NotInEnum {
+                            name: name.to_string(),
+                            found: value.to_string(),
+                        },
                     )),
                 },
                 _ => self.coerce_scalar(value.clone(), name, path),
             },
-            TypeRef::NonNull(_) => Err(PlanError::validation(path, "invalid type")),
+            TypeRef::NonNull(_) => Err(PlanError::at(path, Problem::InvalidType)),
         }
     }
 
@@ -405,9 +410,12 @@ impl Planner<'_> {
             let name = name.node.to_string();
             let arg_path = format!("{path}.args.{name}");
             let arg = def.argument(&name).ok_or_else(|| {
-                PlanError::validation(
+                PlanError::at(
                     &arg_path,
-                    format!("'{}' has no argument named '{name}'", def.name),
+                    Problem::UnknownArgument {
+                        field: def.name.to_string(),
+                        argument: name.to_string(),
+                    },
                 )
             })?;
             let ty = arg.ty.clone();
@@ -416,10 +424,7 @@ impl Planner<'_> {
         for arg in &def.args {
             let name = &arg.name;
             if arg.ty.is_non_null() && arg.default.is_none() && !out.contains_key(name.as_str()) {
-                return Err(PlanError::validation(
-                    path,
-                    format!("missing required field '{name}'"),
-                ));
+                return Err(PlanError::at(path, Problem::MissingField(name.to_string())));
             }
         }
         Ok(out)

@@ -3,6 +3,7 @@
 
 use super::filter::list_param;
 use super::permission::permission;
+use super::Problem;
 use super::{Input, PlanError, Planner, Result};
 use crate::db_model::PgType;
 use crate::graphql::ir::*;
@@ -75,9 +76,10 @@ impl<'a> Planner<'a> {
         filled: &[String],
         path: &str,
     ) -> Result<InsertPlan> {
-        let insert = w.insert.as_ref().ok_or_else(|| {
-            PlanError::validation(path, format!("no insert permission on \"{}\"", w.name))
-        })?;
+        let insert = w
+            .insert
+            .as_ref()
+            .ok_or_else(|| PlanError::at(path, Problem::NoInsertPermission(w.name.to_string())))?;
         let mut planned = Vec::new();
         for (row, rpath) in rows.each(path) {
             planned.push(self.insert_row(w, insert, row, filled, &rpath)?);
@@ -96,12 +98,9 @@ impl<'a> Planner<'a> {
                 .iter()
                 .any(|r| !r.parents.is_empty() || !r.children.is_empty());
         if view && nested {
-            return Err(PlanError::validation(
+            return Err(PlanError::at(
                 path,
-                format!(
-                    "nested inserts into or through the view \"{}\" are not supported",
-                    w.name
-                ),
+                Problem::NestedThroughView(w.name.to_string()),
             ));
         }
         Ok(InsertPlan {
@@ -124,7 +123,7 @@ impl<'a> Planner<'a> {
         rpath: &str,
     ) -> Result<InsertRow> {
         let Some(map) = row.as_object() else {
-            return Err(PlanError::validation(rpath, "expected an object"));
+            return Err(PlanError::at(rpath, Problem::ExpectedObject));
         };
         let mut planned = InsertRow {
             values: Vec::new(),
@@ -174,9 +173,9 @@ impl<'a> Planner<'a> {
             .iter()
             .find(|p| relationship_filled(&p.column))
         {
-            return Err(PlanError::validation(
+            return Err(PlanError::at(
                 rpath,
-                format!("cannot insert through a relationship into column \"{}\": the insert permission presets it", p.column),
+                Problem::PresetThroughRelationship(p.column.to_string()),
             ));
         }
         for p in &insert.presets {
@@ -203,12 +202,9 @@ impl<'a> Planner<'a> {
         let data = nested.get("data").cloned().unwrap_or(Input::Null);
         match r.kind {
             RelationshipKind::Object if self.is_view(&r.target) => {
-                return Err(PlanError::validation(
+                return Err(PlanError::at(
                     fpath,
-                    format!(
-                        "nested inserts into the view \"{}\" are not supported",
-                        r.target
-                    ),
+                    Problem::NestedIntoView(r.target.to_string()),
                 ));
             }
             RelationshipKind::Object => {
@@ -297,13 +293,13 @@ impl<'a> Planner<'a> {
         let update = w
             .update
             .as_ref()
-            .ok_or_else(|| PlanError::validation(path, "on_conflict needs an update permission"))?;
+            .ok_or_else(|| PlanError::at(path, Problem::OnConflictNeedsUpdate))?;
         let constraint = match oc.get("constraint") {
             Some(Input::Enum(c)) => c.clone(),
             _ => {
-                return Err(PlanError::validation(
+                return Err(PlanError::at(
                     path,
-                    "missing required field 'constraint'",
+                    Problem::MissingField("constraint".into()),
                 ))
             }
         };
@@ -349,8 +345,5 @@ impl<'a> Planner<'a> {
 
 /// A column given by the client although a nested insert's relationship fills it.
 fn from_relationship(path: &str, column: &str) -> PlanError {
-    PlanError::validation(
-        path,
-        format!("cannot insert into column \"{column}\": its value comes from the nested insert's relationship"),
-    )
+    PlanError::at(path, Problem::ColumnFromRelationship(column.to_string()))
 }

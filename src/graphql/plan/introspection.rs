@@ -1,6 +1,7 @@
 //! Introspection root fields (`__schema`, `__type`) printed back as a standalone document, with
 //! fragments inlined and directives applied, for [`crate::graphql::introspection`] to answer.
 
+use super::Problem;
 use super::{PlanError, Planner, Result};
 use crate::graphql::introspection::graphql_literal;
 use async_graphql_parser::types::{ExecutableDocument, Field as AstField, Selection, SelectionSet};
@@ -53,10 +54,7 @@ impl Planner<'_> {
         depth: usize,
     ) -> Result<()> {
         if depth > 64 {
-            return Err(PlanError::validation(
-                path,
-                "fragment nesting too deep (cycle?)",
-            ));
+            return Err(PlanError::at(path, Problem::FragmentCycle));
         }
         for item in &set.items {
             match &item.node {
@@ -72,7 +70,7 @@ impl Planner<'_> {
                     let document: &ExecutableDocument = self.document;
                     let name = s.node.fragment_name.node.as_str();
                     let fragment = document.fragments.get(name).ok_or_else(|| {
-                        PlanError::validation(path, format!("fragment \"{name}\" not found"))
+                        PlanError::at(path, Problem::UnknownFragment(name.to_string()))
                     })?;
                     out.push_str("... on ");
                     out.push_str(fragment.node.type_condition.node.on.node.as_str());

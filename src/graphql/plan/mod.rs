@@ -8,6 +8,7 @@
 mod action;
 mod collect;
 mod document;
+mod error;
 mod filter;
 mod input;
 mod insert;
@@ -19,6 +20,7 @@ mod remote;
 mod select;
 
 pub use document::{prepare, Document};
+pub use error::{PlanError, PlanErrorKind, Problem};
 pub use input::Input;
 use input::Keep;
 pub use remote::RemotePart;
@@ -34,59 +36,6 @@ use async_graphql_parser::types::{
 };
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
-
-/// A GraphQL request error: message, JSON path into the request, and its kind.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{message}")]
-pub struct PlanError {
-    /// Human-readable text.
-    pub message: String,
-    /// `$.selectionSet.…` location.
-    pub path: String,
-    /// What kind of failure.
-    pub kind: PlanErrorKind,
-}
-
-/// The kinds of planning failures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PlanErrorKind {
-    /// The document (or a JSON path in it) does not parse.
-    Parse,
-    /// The document does not fit the role's schema or the limits.
-    Validation,
-    /// The document asks for something that exists but cannot be done this way.
-    NotSupported,
-}
-
-impl PlanError {
-    /// `field "<field>" not found in type: '<type>'`.
-    pub(super) fn unknown_field(
-        path: &str,
-        field: impl std::fmt::Display,
-        type_name: impl std::fmt::Display,
-    ) -> Self {
-        PlanError::validation(
-            path,
-            format!("field \"{field}\" not found in type: '{type_name}'"),
-        )
-    }
-
-    pub(super) fn not_supported(path: &str, message: impl Into<String>) -> Self {
-        PlanError {
-            message: message.into(),
-            path: path.to_owned(),
-            kind: PlanErrorKind::NotSupported,
-        }
-    }
-
-    pub(super) fn validation(path: &str, message: impl Into<String>) -> Self {
-        PlanError {
-            message: message.into(),
-            path: path.to_owned(),
-            kind: PlanErrorKind::Validation,
-        }
-    }
-}
 
 pub(super) type Result<T> = std::result::Result<T, PlanError>;
 
@@ -129,19 +78,16 @@ pub fn plan(
     limits: Limits,
 ) -> Result<OperationIr> {
     let Some(operation) = prepared.operation() else {
-        return Err(PlanError::validation(
-            "$",
-            "no operation found in the document",
-        ));
+        return Err(PlanError::at("$", Problem::NoOperation));
     };
     match operation.ty {
         OperationType::Query => {}
         OperationType::Mutation if types.mutation_root.is_none() => {
-            return Err(PlanError::validation("$", "no mutations exist"))
+            return Err(PlanError::at("$", Problem::NoMutations))
         }
         OperationType::Mutation => {}
         OperationType::Subscription if types.subscription_root.is_none() => {
-            return Err(PlanError::validation("$", "no subscriptions exist"))
+            return Err(PlanError::at("$", Problem::NoSubscriptions))
         }
         OperationType::Subscription => {}
     }
@@ -163,10 +109,7 @@ pub fn check_variables(
     variables: &Map<String, Value>,
 ) -> Result<()> {
     let Some(operation) = prepared.operation() else {
-        return Err(PlanError::validation(
-            "$",
-            "no operation found in the document",
-        ));
+        return Err(PlanError::at("$", Problem::NoOperation));
     };
     let limits = Limits {
         max_depth: usize::MAX,
@@ -227,8 +170,9 @@ impl<'a> Planner<'a> {
 
     pub(super) fn table(&self, name: &QualifiedTable, path: &str) -> Result<&'a RoleTable> {
         let model: &'a RoleModel = self.model;
-        model.tables.get(name).ok_or_else(|| {
-            PlanError::validation(path, format!("table \"{name}\" is not available"))
-        })
+        model
+            .tables
+            .get(name)
+            .ok_or_else(|| PlanError::at(path, Problem::TableNotAvailable(name.to_string())))
     }
 }

@@ -3,6 +3,7 @@
 
 use super::insert::{input_value, preset_value, Rows};
 use super::permission::permission;
+use super::Problem;
 use super::{Collected, Input, OperationIr, PlanError, Planner, Result};
 use crate::db_model::PgType;
 use crate::graphql::ir::*;
@@ -19,9 +20,10 @@ impl<'a> Planner<'a> {
         path: &str,
     ) -> Result<&'a RoleWrite> {
         let model: &'a RoleModel = self.model;
-        model.writes.get(table).ok_or_else(|| {
-            PlanError::validation(path, format!("table \"{table}\" is not writable"))
-        })
+        model
+            .writes
+            .get(table)
+            .ok_or_else(|| PlanError::at(path, Problem::NotWritable(table.to_string())))
     }
 
     pub(super) fn mutation_root(mut self, set: &SelectionSet) -> Result<OperationIr> {
@@ -179,7 +181,7 @@ impl<'a> Planner<'a> {
             .tables
             .get(&w.name)
             .or_else(|| model.write_views.get(&w.name))
-            .ok_or_else(|| PlanError::validation("$", format!("table \"{}\" has no view", w.name)))
+            .ok_or_else(|| PlanError::at("$", Problem::NoView(w.name.to_string())))
     }
 
     pub(super) fn by_pk_filter(
@@ -218,7 +220,7 @@ impl<'a> Planner<'a> {
         let update = w
             .update
             .as_ref()
-            .ok_or_else(|| PlanError::validation(path, "no update permission"))?;
+            .ok_or_else(|| PlanError::at(path, Problem::NoUpdatePermission))?;
         let mut filter: Vec<BoolExpr> =
             update.filter.as_ref().map(permission).into_iter().collect();
         if kind == MutationKind::UpdateByPk {
@@ -253,9 +255,9 @@ impl<'a> Planner<'a> {
                     continue;
                 };
                 if sets.iter().any(|(col, _, _)| col == &c.column) {
-                    return Err(PlanError::validation(
+                    return Err(PlanError::at(
                         &format!("{path}.args.{arg}"),
-                        format!("column \"{field}\" can be used in only one update operator"),
+                        Problem::ColumnInTwoOperators(field.to_string()),
                     ));
                 }
                 let cast = match op {
@@ -268,7 +270,10 @@ impl<'a> Planner<'a> {
             }
         }
         if !given {
-            return Err(PlanError::validation(&format!("{path}.args"), "at least one of _set, _inc, _append, _prepend, _delete_key, _delete_elem, _delete_at_path is expected"));
+            return Err(PlanError::at(
+                &format!("{path}.args"),
+                Problem::NoUpdateOperator,
+            ));
         }
         // Empty operators (`_set: {}`, as a form with no changed field sends) write nothing:
         // the presets are not applied on their own, and no row is touched.
@@ -297,7 +302,7 @@ impl<'a> Planner<'a> {
         let rule = w
             .delete
             .as_ref()
-            .ok_or_else(|| PlanError::validation(path, "no delete permission"))?;
+            .ok_or_else(|| PlanError::at(path, Problem::NoDeletePermission))?;
         let mut filter: Vec<BoolExpr> = rule.as_ref().map(permission).into_iter().collect();
         if kind == MutationKind::DeleteByPk {
             filter.extend(self.by_pk_filter(w, args));

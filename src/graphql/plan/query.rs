@@ -1,6 +1,7 @@
 //! The query root: each root field becomes a selection, a by-key lookup or an aggregate;
 //! introspection fields are set aside for [`crate::graphql::introspection`].
 
+use super::Problem;
 use super::{Input, OperationIr, PlanError, Planner, Result};
 use crate::graphql::ir::*;
 use crate::graphql::model::RootKind;
@@ -46,10 +47,7 @@ impl<'a> Planner<'a> {
                 }
                 _ if self.remote_of(name, OperationType::Query).is_some() => {
                     if subscription {
-                        return Err(PlanError::not_supported(
-                            "$",
-                            "subscription to remote server is not supported",
-                        ));
+                        return Err(PlanError::at("$", Problem::RemoteSubscription));
                     }
                     let remote = self
                         .remote_of(name, OperationType::Query)

@@ -4,6 +4,7 @@
 //! references, with fragments inlined and `@skip`/`@include` applied (spec
 //! `remote-schemas.md` §4). Nothing is sent from here: the engine forwards the documents.
 
+use super::Problem;
 use super::{PlanError, Planner, Result};
 use async_graphql_parser::types::{
     ExecutableDocument, Field as AstField, OperationType, Selection, SelectionSet,
@@ -50,12 +51,7 @@ fn print_value(value: &GqlValue, out: &mut String, variables: &mut BTreeSet<Stri
         GqlValue::String(s) => out.push_str(&serde_json::Value::String(s.clone()).to_string()),
         GqlValue::Boolean(b) => out.push_str(if *b { "true" } else { "false" }),
         GqlValue::Enum(e) => out.push_str(e.as_str()),
-        GqlValue::Binary(_) => {
-            return Err(PlanError::validation(
-                "$",
-                "binary values are not supported",
-            ))
-        }
+        GqlValue::Binary(_) => return Err(PlanError::at("$", Problem::Binary)),
         GqlValue::List(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
@@ -121,10 +117,7 @@ impl<'a> Planner<'a> {
         depth: usize,
     ) -> Result<()> {
         if depth > self.limits.max_depth {
-            return Err(PlanError::validation(
-                path,
-                format!("query depth exceeds {}", self.limits.max_depth),
-            ));
+            return Err(PlanError::at(path, Problem::TooDeep(self.limits.max_depth)));
         }
         let name = field.name.node.as_str();
         if let Some(alias) = &field.alias {
@@ -134,7 +127,10 @@ impl<'a> Planner<'a> {
         draft.body.push_str(name);
         if name == "__typename" {
             if !field.arguments.is_empty() {
-                return Err(PlanError::validation(path, "'__typename' has no arguments"));
+                return Err(PlanError::at(
+                    path,
+                    Problem::NoArguments("__typename".into()),
+                ));
             }
             Self::no_selection(field, path)?;
             draft.body.push(' ');
@@ -164,9 +160,9 @@ impl<'a> Planner<'a> {
             Self::no_selection(field, path)?;
         } else {
             if field.selection_set.node.items.is_empty() {
-                return Err(PlanError::validation(
+                return Err(PlanError::at(
                     path,
-                    format!("missing selection set for field of type \"{base}\""),
+                    Problem::MissingSelection(base.to_string()),
                 ));
             }
             draft.body.push_str(" { ");
@@ -186,10 +182,7 @@ impl<'a> Planner<'a> {
         depth: usize,
     ) -> Result<()> {
         if depth > self.limits.max_depth + 32 {
-            return Err(PlanError::validation(
-                path,
-                "fragment nesting too deep (cycle?)",
-            ));
+            return Err(PlanError::at(path, Problem::FragmentCycle));
         }
         for item in &set.items {
             self.count_collected(path)?;
@@ -208,7 +201,7 @@ impl<'a> Planner<'a> {
                     let document: &ExecutableDocument = self.document;
                     let name = s.node.fragment_name.node.as_str();
                     let fragment = document.fragments.get(name).ok_or_else(|| {
-                        PlanError::validation(path, format!("fragment \"{name}\" not found"))
+                        PlanError::at(path, Problem::UnknownFragment(name.to_string()))
                     })?;
                     (
                         fragment.node.type_condition.node.on.node.to_string(),
@@ -228,9 +221,9 @@ impl<'a> Planner<'a> {
                 }
             };
             if !self.types.is_composite(&on) {
-                return Err(PlanError::validation(
+                return Err(PlanError::at(
                     path,
-                    format!("type \"{on}\" not found or not an object, interface or union type"),
+                    Problem::NotACompositeType(on.to_string()),
                 ));
             }
             let _ = write!(draft.body, "... on {on} {{ ");
@@ -254,7 +247,7 @@ impl<'a> Planner<'a> {
             let mut declared = Vec::new();
             for name in &draft.variables {
                 let (ty, _) = self.var_types.get(name).ok_or_else(|| {
-                    PlanError::validation("$", format!("unbound variable \"{name}\""))
+                    PlanError::at("$", Problem::UnboundVariable(name.to_string()))
                 })?;
                 let mut declaration = format!("${name}: {ty}");
                 if let Some(default) = self.variable_default(name) {

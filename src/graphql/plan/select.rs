@@ -1,7 +1,8 @@
 //! Selections: row arguments (filter, order, paging), the fields of a row (columns, JSON paths,
 //! relationships, computed fields) and aggregates.
 
-use super::{Collected, Input, PlanError, PlanErrorKind, Planner, Result};
+use super::Problem;
+use super::{Collected, Input, PlanError, Planner, Result};
 use crate::db_model::PgType;
 use crate::graphql::ir::*;
 use crate::graphql::model::{RoleComputed, RoleTable, TableField};
@@ -70,17 +71,17 @@ impl<'a> Planner<'a> {
             if !row.order_by.is_empty()
                 && prefix != row.distinct_on.iter().map(Some).collect::<Vec<_>>()
             {
-                return Err(PlanError::validation(
+                return Err(PlanError::at(
                     &format!("{path}.args"),
-                    "\"distinct_on\" columns must match initial \"order_by\" columns",
+                    Problem::DistinctOnOrder,
                 ));
             }
         }
         if let Some(Input::Value(p)) = args.get("limit") {
             if matches!(p, Param::Literal(v) if v.as_i64().is_some_and(|n| n < 0)) {
-                return Err(PlanError::validation(
+                return Err(PlanError::at(
                     &format!("{path}.args.limit"),
-                    "unexpected negative value",
+                    Problem::Negative,
                 ));
             }
             row.limit.push(ValueExpr {
@@ -398,9 +399,5 @@ impl<'a> Planner<'a> {
 pub fn json_path(path: &str, at: &str) -> Result<Value> {
     crate::json_path::keys(path)
         .map(|keys| Value::Array(keys.into_iter().map(Value::String).collect()))
-        .ok_or_else(|| PlanError {
-            message: format!("parse json path error: invalid path \"{path}\""),
-            path: at.to_owned(),
-            kind: PlanErrorKind::Parse,
-        })
+        .ok_or_else(|| PlanError::at(at, Problem::JsonPath(path.to_owned())))
 }
