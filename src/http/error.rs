@@ -27,9 +27,9 @@ pub enum ApiError {
     /// 400 `access-denied`: a non-admin role called an admin-only API.
     #[error("restricted access : admin only")]
     AdminOnly,
-    /// 409 `conflict`.
-    #[error("{0}")]
-    Conflict(String),
+    /// 409 `conflict`: the caller's expected `resource_version` is stale.
+    #[error("resource_version mismatch: expected {expected}, but the catalog is at {current}")]
+    Conflict { expected: i64, current: i64 },
     /// 400 `invalid-json`.
     #[error("{0}")]
     InvalidJson(String),
@@ -39,21 +39,20 @@ pub enum ApiError {
     /// 404 `not-found`.
     #[error("resource does not exist")]
     NotFound,
-    /// 500 `unexpected`; the detail is logged, and sent under `internal` only in dev mode.
-    #[error("{detail}")]
+    /// 500 `unexpected`; the error is logged, and sent under `internal` only in dev mode.
+    #[error("{error}")]
     Internal {
-        /// What went wrong.
-        detail: String,
-        /// Whether the client may see `detail` (`BASALT_DEV_MODE`).
+        error: Box<dyn std::error::Error + Send + Sync>,
+        /// Whether the client may see the error (`BASALT_DEV_MODE`).
         expose: bool,
     },
 }
 
 impl ApiError {
     /// An internal failure whose detail stays in the log.
-    pub fn internal(detail: impl Into<String>) -> Self {
+    pub fn internal(error: impl std::error::Error + Send + Sync + 'static) -> Self {
         ApiError::Internal {
-            detail: detail.into(),
+            error: Box::new(error),
             expose: false,
         }
     }
@@ -61,8 +60,8 @@ impl ApiError {
     /// Lets internal detail reach the client when `dev_mode` is on.
     pub fn exposing(self, dev_mode: bool) -> Self {
         match self {
-            ApiError::Internal { detail, .. } => ApiError::Internal {
-                detail,
+            ApiError::Internal { error, .. } => ApiError::Internal {
+                error,
                 expose: dev_mode,
             },
             other => other,
@@ -74,8 +73,10 @@ impl From<TransactionError> for ApiError {
     fn from(err: TransactionError) -> Self {
         match err {
             TransactionError::Metadata(e) => ApiError::Metadata(e),
-            TransactionError::Conflict { .. } => ApiError::Conflict(err.to_string()),
-            TransactionError::Catalog(other) => ApiError::internal(other.to_string()),
+            TransactionError::Conflict { expected, current } => {
+                ApiError::Conflict { expected, current }
+            }
+            TransactionError::Catalog(other) => ApiError::internal(other),
         }
     }
 }
@@ -118,9 +119,9 @@ impl IntoResponse for ApiError {
                 StatusCode::BAD_REQUEST,
                 body("$.args", &self.to_string(), "access-denied"),
             ),
-            ApiError::Conflict(m) => (
+            ApiError::Conflict { .. } => (
                 StatusCode::CONFLICT,
-                body("$.resource_version", m, "conflict"),
+                body("$.resource_version", &self.to_string(), "conflict"),
             ),
             ApiError::InvalidJson(m) => (StatusCode::BAD_REQUEST, body("$", m, "invalid-json")),
             ApiError::PayloadTooLarge(_) => (
@@ -131,11 +132,11 @@ impl IntoResponse for ApiError {
                 StatusCode::NOT_FOUND,
                 body("$", &self.to_string(), "not-found"),
             ),
-            ApiError::Internal { detail, expose } => {
-                tracing::error!(error = %detail, "internal error");
+            ApiError::Internal { error, expose } => {
+                tracing::error!(%error, "internal error");
                 let mut v = body("$", "unexpected internal error", "unexpected");
                 if *expose {
-                    v["internal"] = json!({ "error": detail });
+                    v["internal"] = json!({ "error": error.to_string() });
                 }
                 (StatusCode::INTERNAL_SERVER_ERROR, v)
             }

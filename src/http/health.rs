@@ -92,7 +92,7 @@ pub async fn metrics(
         }
     }
     let text = super::metrics::render(&state, &live, events_pending(&state).await)
-        .map_err(|e| super::error::ApiError::internal(e.to_string()))?;
+        .map_err(super::error::ApiError::internal)?;
     Ok((
         [(
             axum::http::header::CONTENT_TYPE,

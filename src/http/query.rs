@@ -86,7 +86,7 @@ async fn run(state: AppState, headers: HeaderMap, body: Body) -> Result<Response
         .pool
         .get()
         .await
-        .map_err(|e| ApiError::internal(e.to_string()))?;
+        .map_err(ApiError::internal)?;
     let writer = Writer::Api {
         reject_managed: state.config.managed_metadata == crate::config::ManagedMetadata::Reject,
         session: Some(&session),

@@ -75,13 +75,15 @@ pub struct Desired {
 
 /// The objects a resource declares, checked as the controller checks them.
 fn declared(doc: &ResourceDoc) -> Result<Vec<Object>, PreviewError> {
-    let objects = kinds::declared(&doc.kind, &doc.manifest)
-        .unwrap_or_else(|| Err(format!("basalt.dev has no kind {}", doc.kind)));
-    objects.map_err(|message| PreviewError::Resource {
+    let refused = |message: String| PreviewError::Resource {
         resource: doc.label(),
         file: doc.file.display().to_string(),
         message,
-    })
+    };
+    match kinds::declared(&doc.kind, &doc.manifest) {
+        Some(declared) => declared.map_err(|e| refused(e.to_string())),
+        None => Err(refused(format!("basalt.dev has no kind {}", doc.kind))),
+    }
 }
 
 /// Whether an `owners` entry names this resource.

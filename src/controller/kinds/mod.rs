@@ -70,6 +70,16 @@ pub enum SpecError {
     Mapping(MetadataError),
 }
 
+/// Why a resource declares no objects: its manifest does not fit its kind's schema, or its spec
+/// cannot be applied ([`SpecError`]).
+#[derive(Debug, thiserror::Error)]
+pub enum DeclareError {
+    #[error("does not match its schema: {0}")]
+    Schema(serde_json::Error),
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+}
+
 /// One resource an export writes: the parts its name is made of, and its spec.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExportedSpec {
@@ -112,7 +122,10 @@ macro_rules! kinds {
         /// The objects a resource of kind `kind` declares, checked as the controller checks
         /// them (its schema, its CEL rules, its mapping); `None` for a kind Basalt does not
         /// have.
-        pub fn declared(kind: &str, manifest: &Value) -> Option<Result<Vec<Object>, String>> {
+        pub fn declared(
+            kind: &str,
+            manifest: &Value,
+        ) -> Option<Result<Vec<Object>, DeclareError>> {
             $(
                 if kind == stringify!($kind) {
                     return Some(declared_by::<$kind>(manifest));
@@ -160,11 +173,8 @@ fn fits<K: Kind>(manifest: &Value) -> Result<(), serde_json::Error> {
     serde_json::from_value::<K>(manifest.clone()).map(|_| ())
 }
 
-fn declared_by<K: Kind>(manifest: &Value) -> Result<Vec<Object>, String> {
-    let resource: K = serde_json::from_value(manifest.clone())
-        .map_err(|e| format!("does not match its schema: {e}"))?;
-    resource.check_cel().map_err(|e| e.to_string())?;
-    resource
-        .declared()
-        .map_err(|e| format!("{}: {}", e.path, e.message))
+fn declared_by<K: Kind>(manifest: &Value) -> Result<Vec<Object>, DeclareError> {
+    let resource: K = serde_json::from_value(manifest.clone()).map_err(DeclareError::Schema)?;
+    resource.check_cel()?;
+    Ok(resource.declared().map_err(SpecError::Mapping)?)
 }
