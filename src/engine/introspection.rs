@@ -25,7 +25,7 @@ const INTROSPECTION_CACHE_SIZE: usize = 16;
 /// A remembered answer: its body, and where each root field's value lies in the `data`
 /// object.
 #[derive(Debug, Clone)]
-pub(super) struct Introspected {
+pub(super) struct RememberedAnswer {
     pub(super) body: AnswerBody,
     pub(super) fields: Arc<[(String, Range<usize>)]>,
 }
@@ -39,12 +39,12 @@ pub(super) enum AnswerBody {
     Gzip(Bytes),
 }
 
-impl Introspected {
+impl RememberedAnswer {
     /// Remembers an answer: as it is when it is small, compressed when it is large.
     fn new(answer: introspection::Answer) -> std::io::Result<Self> {
         let fields = answer.fields.into();
         if answer.json.len() <= MAX_PLAIN_INTROSPECTION {
-            return Ok(Introspected {
+            return Ok(RememberedAnswer {
                 body: AnswerBody::Json(answer.json.into()),
                 fields,
             });
@@ -57,7 +57,7 @@ impl Introspected {
         encoder.write_all(DATA_PREFIX)?;
         encoder.write_all(&answer.json)?;
         encoder.write_all(DATA_SUFFIX)?;
-        Ok(Introspected {
+        Ok(RememberedAnswer {
             body: AnswerBody::Gzip(encoder.finish()?.into()),
             fields,
         })
@@ -91,7 +91,7 @@ pub(super) fn gunzip(gzip: &[u8]) -> Result<Bytes, GraphqlError> {
 
 /// Remembered answers of one role at one version, by introspection document.
 #[derive(Debug, Default)]
-pub(super) struct AnswerCache(Mutex<HashMap<String, Introspected>>);
+pub(super) struct AnswerCache(Mutex<HashMap<String, RememberedAnswer>>);
 
 /// The answer to the introspection document of an operation (printed by the planner from
 /// its introspection root fields), remembered per role (documents up to
@@ -100,7 +100,7 @@ pub(super) fn answer(
     counters: &Counters,
     role: &RoleApi,
     document: &str,
-) -> Result<Introspected, GraphqlError> {
+) -> Result<RememberedAnswer, GraphqlError> {
     let cache = &role.answers.0;
     if let Some(answer) = cache
         .lock()
@@ -110,7 +110,7 @@ pub(super) fn answer(
         return Ok(answer.clone());
     }
     Counters::bump(&counters.introspections_run);
-    let answer = Introspected::new(introspection::answer(&role.schema.types, document)?)
+    let answer = RememberedAnswer::new(introspection::answer(&role.schema.types, document)?)
         .map_err(|e| InternalError::Remembered(e.to_string()))?;
     if document.len() <= MAX_CACHED_DOCUMENT {
         let mut answers = cache.lock().unwrap_or_else(|p| p.into_inner());

@@ -314,8 +314,8 @@ impl Engine {
         let keys = &execution.plan.operation.keys;
         let output = match &execution.plan.program {
             Some(program) => match mutation::run(run, program, cookies).await? {
-                mutation::Written::Body(body) => return Ok(Body::Json(body)),
-                mutation::Written::Output(output) => output,
+                mutation::MutationOutput::Body(body) => return Ok(Body::Json(body)),
+                mutation::MutationOutput::Output(output) => output,
             },
             None => execute::query(run, cookies).await?,
         };

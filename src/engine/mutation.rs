@@ -20,7 +20,7 @@ use std::sync::Arc;
 use tracing::Instrument;
 
 /// What a mutation produced: its whole body (one field, one statement) or its fields.
-pub(super) enum Written {
+pub(super) enum MutationOutput {
     Body(Bytes),
     Output(Output),
 }
@@ -30,7 +30,7 @@ pub(super) async fn run(
     run: Run<'_>,
     program: &MutationProgram,
     cookies: &mut Vec<http::HeaderValue>,
-) -> Result<Written, GraphqlError> {
+) -> Result<MutationOutput, GraphqlError> {
     let operation = &run.plan.operation;
     let calls = actions::prepare(
         run.version,
@@ -68,7 +68,7 @@ impl Transaction<'_> {
         self,
         remotes: Vec<crate::remote::forward::Call<'_>>,
         cookies: &mut Vec<http::HeaderValue>,
-    ) -> Result<Written, GraphqlError> {
+    ) -> Result<MutationOutput, GraphqlError> {
         let Transaction {
             run,
             program,
@@ -86,7 +86,7 @@ impl Transaction<'_> {
             let shared = run.plan.shared.as_ref();
             return one_statement(run, single, shared, key, &binding)
                 .await
-                .map(Written::Body);
+                .map(MutationOutput::Body);
         }
         let engine = run.engine;
         let mut fields = Fields::default();
@@ -136,7 +136,7 @@ impl Transaction<'_> {
             tx.commit().await.map_err(ExecuteError::from)?;
         }
         remote::merge(&mut fields, answered, operation, cookies);
-        Ok(Written::Output(Output::Fields(fields)))
+        Ok(MutationOutput::Output(Output::Fields(fields)))
     }
 }
 

@@ -4,7 +4,7 @@
 //! order of the document. Every GraphQL success body is written here.
 
 use super::error::GraphqlError;
-use super::introspection::{AnswerBody, Introspected};
+use super::introspection::{AnswerBody, RememberedAnswer};
 use bytes::Bytes;
 use serde_json::Value;
 
@@ -38,7 +38,7 @@ pub(super) enum Output {
     Data(Bytes),
     /// An answer to introspection fields alone (the usual client schema fetch): the whole
     /// `data` object, its keys already in document order.
-    Introspection(Introspected),
+    Introspection(RememberedAnswer),
     /// The `data` object's fields from several places.
     Fields(Fields),
 }
@@ -67,7 +67,7 @@ impl Fields {
 
     /// Adds the fields a remembered introspection answer holds (the keys it does not answer
     /// are left out).
-    pub(super) fn introspection(&mut self, answer: &Introspected) -> Result<(), GraphqlError> {
+    pub(super) fn introspection(&mut self, answer: &RememberedAnswer) -> Result<(), GraphqlError> {
         let data = answer.data()?;
         for (key, range) in answer.fields.iter() {
             self.push(key, FieldValue::Json(data.slice(range.clone())));

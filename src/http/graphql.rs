@@ -44,7 +44,7 @@ pub async fn post(State(state): State<AppState>, request: Request) -> Result<Res
         ));
     }
     let done = match serde_json::from_slice::<Value>(&bytes) {
-        Err(e) => Done::failed(graphql_body(
+        Err(e) => Reply::failed(graphql_body(
             &GraphqlError::InvalidJson(e.to_string()),
             false,
         )),
@@ -93,18 +93,18 @@ fn accepts_gzip(headers: &HeaderMap) -> bool {
 /// The operation label of a request that did not get as far as a parsed operation.
 const UNKNOWN: &str = "unknown";
 
-/// A handled request: its body (gzip-encoded when `gzip`), its operation's kind for the
+/// What a request is answered: its body (gzip-encoded when `gzip`), its operation's kind for the
 /// metrics, and the cookies remote schemas set.
-struct Done {
+struct Reply {
     body: Bytes,
     gzip: bool,
     kind: &'static str,
     cookies: Vec<HeaderValue>,
 }
 
-impl Done {
+impl Reply {
     fn failed(body: Bytes) -> Self {
-        Done {
+        Reply {
             body,
             gzip: false,
             kind: UNKNOWN,
@@ -147,7 +147,7 @@ pub async fn get(
         request.insert("operationName".into(), Value::String(op));
     }
     let done = match params.variables.map(|v| serde_json::from_str::<Value>(&v)) {
-        Some(Err(e)) => Done::failed(graphql_body(
+        Some(Err(e)) => Reply::failed(graphql_body(
             &GraphqlError::InvalidVariables(e.to_string()),
             false,
         )),
@@ -176,13 +176,13 @@ pub async fn get(
     respond(&headers, done)
 }
 
-async fn batch(state: &AppState, headers: &HeaderMap, items: Vec<Value>) -> Done {
+async fn batch(state: &AppState, headers: &HeaderMap, items: Vec<Value>) -> Reply {
     if items.len() > state.config.max_batch_size {
         let err = GraphqlError::BatchTooLarge {
             size: items.len(),
             limit: state.config.max_batch_size,
         };
-        return Done::failed(graphql_body(&err, false));
+        return Reply::failed(graphql_body(&err, false));
     }
     let mut out = Vec::from(&b"["[..]);
     let mut cookies = Vec::new();
@@ -195,7 +195,7 @@ async fn batch(state: &AppState, headers: &HeaderMap, items: Vec<Value>) -> Done
         cookies.append(&mut done.cookies);
     }
     out.push(b']');
-    Done {
+    Reply {
         body: Bytes::from(out),
         gzip: false,
         kind: "batch",
@@ -211,7 +211,7 @@ async fn one(
     value: Value,
     transport: Transport,
     gzip: bool,
-) -> Done {
+) -> Reply {
     let session = state.auth.authenticate(headers, Some(&value)).await;
     let request = serde_json::from_value(value);
     parsed(state, headers, session, request, transport, gzip).await
@@ -228,17 +228,17 @@ async fn parsed(
     request: Result<GraphqlRequest, serde_json::Error>,
     transport: Transport,
     gzip: bool,
-) -> Done {
+) -> Reply {
     let session = match session {
         Ok(s) => s,
-        Err(e) => return Done::failed(graphql_body(&GraphqlError::Auth(e), false)),
+        Err(e) => return Reply::failed(graphql_body(&GraphqlError::Auth(e), false)),
     };
     let expose = session.is_admin() || state.config.dev_mode;
     let request = match request {
         Ok(r) => r,
         Err(e) => {
             let err = GraphqlError::InvalidRequest(e.to_string());
-            return Done::failed(graphql_body(&err, expose));
+            return Reply::failed(graphql_body(&err, expose));
         }
     };
     crate::telemetry::request::record_role(&session.role);
@@ -252,7 +252,7 @@ async fn parsed(
         Ok(body) => (body.json(), false),
         Err(err) => (Err(err), false),
     };
-    Done {
+    Reply {
         body: body.unwrap_or_else(|err| graphql_body(&err, expose)),
         gzip,
         kind: answer.kind,
@@ -260,8 +260,8 @@ async fn parsed(
     }
 }
 
-fn respond(headers: &HeaderMap, done: Done) -> Response {
-    let Done {
+fn respond(headers: &HeaderMap, done: Reply) -> Response {
+    let Reply {
         body,
         gzip,
         kind,

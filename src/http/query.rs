@@ -82,11 +82,7 @@ async fn run(state: AppState, headers: HeaderMap, body: Body) -> Result<Response
         true => None,
         false => Some(state.writing().await),
     };
-    let mut client = state
-        .pool
-        .get()
-        .await
-        .map_err(ApiError::internal)?;
+    let mut client = state.pool.get().await.map_err(ApiError::internal)?;
     let writer = Writer::Api {
         reject_managed: state.config.managed_metadata == crate::config::ManagedMetadata::Reject,
         session: Some(&session),

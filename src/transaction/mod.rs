@@ -142,7 +142,7 @@ pub async fn run_as(
 ) -> Result<Outcome, TransactionError> {
     let fetched = remotes::prefetch(&*client, op).await?;
     let tx = client.transaction().await?;
-    let Staged {
+    let Change {
         metadata,
         version,
         mut draft,
@@ -210,13 +210,13 @@ pub async fn dry_run(
 ) -> Result<Answer, TransactionError> {
     let fetched = remotes::prefetch(&*client, op).await?;
     let tx = client.transaction().await?;
-    let staged = stage(&tx, op, expected_version, writer, &fetched).await?;
-    let changes = objects::object_changes(&staged.metadata, &staged.draft.metadata);
-    let known = staged
+    let change = stage(&tx, op, expected_version, writer, &fetched).await?;
+    let changes = objects::object_changes(&change.metadata, &change.draft.metadata);
+    let known = change
         .draft
-        .resolution_before(&staged.metadata)
+        .resolution_before(&change.metadata)
         .blocking_ids();
-    let fresh: Vec<_> = staged
+    let fresh: Vec<_> = change
         .schema
         .inconsistencies
         .iter()
@@ -232,14 +232,14 @@ pub async fn dry_run(
         is_consistent: None,
         owners: None,
     });
-    let db = &staged.draft.db;
-    annotate::annotate(&tx, op, &staged.metadata, db, &mut answer).await?;
+    let db = &change.draft.db;
+    annotate::annotate(&tx, op, &change.metadata, db, &mut answer).await?;
     tx.rollback().await?;
     Ok(answer)
 }
 
 /// A request's operations run in a transaction, checked, not yet stored.
-struct Staged {
+struct Change {
     /// The document before.
     metadata: Metadata,
     /// Its version.
@@ -261,7 +261,7 @@ async fn stage(
     expected_version: Option<i64>,
     writer: Writer<'_>,
     fetched: &[crate::resolve::remote::Fetched],
-) -> Result<Staged, TransactionError> {
+) -> Result<Change, TransactionError> {
     // A controller write that changes only ownership still takes the catalog lock: ownership
     // rows are claimed in the catalog's order, like metadata.
     let read_only = op.is_read_only() && !matches!(writer, Writer::Controller(c) if !c.is_empty());
@@ -346,7 +346,7 @@ async fn stage(
             refuse_managed_changes(tx, &metadata, &draft.metadata).await?;
         }
     }
-    Ok(Staged {
+    Ok(Change {
         metadata,
         version,
         draft,
