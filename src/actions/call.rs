@@ -218,7 +218,8 @@ pub async fn call(call: Call<'_>, custom: &ResolvedCustomTypes) -> Result<Value,
     ))
 }
 
-/// The GraphQL error a handler's 4xx error object makes (spec §4), if it has a `message`.
+/// The GraphQL error a handler's 4xx error object makes (`docs/actions.md`, "Answers"), if it
+/// has a `message`.
 fn handler_error(body: Option<&Value>) -> Option<ActionError> {
     let object = body?.as_object()?;
     let message = match object.get("message")? {

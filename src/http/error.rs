@@ -278,11 +278,13 @@ pub fn graphql_body(err: &GraphqlError, expose: bool) -> Bytes {
 pub fn graphql_errors(err: &GraphqlError, expose: bool) -> serde_json::Value {
     use crate::remote::forward::ForwardError;
     if let GraphqlError::Remote(ForwardError::Errors(errors)) = err {
-        // A remote schema's errors reach the client unchanged (spec `remote-schemas.md` §4).
+        // A remote schema's errors reach the client unchanged (`docs/remote-schemas.md`,
+        // "Execution").
         return serde_json::Value::Array(errors.clone());
     }
     if let GraphqlError::Action(e) = err {
-        // A handler's extensions reach the client as it wrote them (spec `actions.md` §4).
+        // A handler's extensions reach the client as it wrote them (`docs/actions.md`,
+        // "Answers").
         let mut extensions = e.extensions.clone();
         if let (true, Some(internal), Some(map)) = (expose, &e.internal, extensions.as_object_mut())
         {

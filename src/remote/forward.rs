@@ -1,7 +1,7 @@
-//! Forwarding an operation's remote root fields (spec `remote-schemas.md` §4–§6): one
-//! `POST` per remote with the document the planner printed, the variables it uses and the
-//! headers of §5; the remote's answer becomes the `data` to merge, or the errors to return
-//! (never partial data).
+//! Forwarding an operation's remote root fields (`docs/remote-schemas.md`, "Execution"): one
+//! `POST` per remote with the document the planner printed, the variables it uses and its
+//! headers ("Headers"); the remote's answer becomes the `data` to merge, or the errors to
+//! return (never partial data).
 
 use super::{body, client, describe, RemoteError};
 use crate::resolve::remote::{shown_url, ResolvedRemote};
@@ -50,7 +50,7 @@ pub enum ForwardError {
     Errors(Vec<Value>),
 }
 
-/// The headers of a call, in spec §5's order: configured, then session variables, then (when
+/// The headers of a call (`docs/remote-schemas.md`, "Headers"): configured, then session variables, then (when
 /// `forward_client_headers`) the client's; an earlier source wins for the same name. The
 /// client's credential and `X-Svc-*` headers are never forwarded: the session's variables
 /// say who the caller is.

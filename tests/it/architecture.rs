@@ -1,6 +1,8 @@
-//! The layering `docs/architecture.md` promises, checked on the source: no import circle
-//! between the crate's top-level modules, the metadata document and database introspection
-//! depending on nothing above them (the shared name type aside), and no source file over 1,000 lines.
+//! The shape `docs/architecture.md` promises, checked on the source: no import circle between
+//! the crate's top-level modules; the metadata document and the database model depending on
+//! nothing above them (the shared name type aside); no source file over 800 lines; SQL text
+//! built only in `src/sql/`; the role header named in one place; and no comment pointing at a
+//! document outside the repository. (That the docs name only what exists is `docs.rs`'s.)
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -140,15 +142,180 @@ fn the_document_and_the_database_model_depend_on_nothing_above_them() {
     );
 }
 
-#[test]
-fn no_source_file_is_over_1000_lines() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let files = sources(&src);
-    assert!(files.len() > 50, "{} files found", files.len());
-    for file in files {
-        let lines = std::fs::read_to_string(&file).unwrap().lines().count();
-        assert!(lines <= 1000, "{} has {lines} lines", file.display());
+/// The repository's root.
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every `.rs` file of the crate and of the workspace's other crates.
+fn workspace_sources() -> Vec<PathBuf> {
+    let mut files = sources(&root().join("src"));
+    for entry in std::fs::read_dir(root().join("crates")).unwrap() {
+        let src = entry.unwrap().path().join("src");
+        if src.is_dir() {
+            files.extend(sources(&src));
+        }
     }
+    files
+}
+
+fn relative(path: &Path) -> String {
+    path.strip_prefix(root()).unwrap().display().to_string()
+}
+
+#[test]
+fn no_source_file_is_over_800_lines() {
+    let files = workspace_sources();
+    assert!(files.len() > 50, "{} files found", files.len());
+    let long: Vec<String> = files
+        .iter()
+        .filter_map(|file| {
+            let lines = std::fs::read_to_string(file).unwrap().lines().count();
+            (lines > 800).then(|| format!("{} has {lines} lines", relative(file)))
+        })
+        .collect();
+    assert!(long.is_empty(), "{long:#?}");
+}
+
+/// The SQL keywords that start a statement or a clause Basalt writes.
+const SQL_WORDS: &[&str] = &[
+    "SELECT",
+    "INSERT",
+    "UPDATE",
+    "DELETE",
+    "CREATE",
+    "DROP",
+    "ALTER",
+    "COMMENT ON",
+    "SAVEPOINT",
+    "ROLLBACK",
+    "RELEASE",
+    "LISTEN",
+    "NOTIFY",
+    "GRANT",
+    "TRUNCATE",
+    "PERFORM",
+    "RETURNING",
+];
+
+/// The format strings of `format!`, `write!` and `writeln!` in `code` that hold SQL.
+fn built_sql(code: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for mac in ["format!(", "write!(", "writeln!(", "push_str("] {
+        for (i, _) in code.match_indices(mac) {
+            let rest = &code[i + mac.len()..];
+            let Some(open) = rest.find('"') else { continue };
+            // The first argument of `write!` is the target, not the format string.
+            let before = &rest[..open];
+            if before.contains(';') || before.contains(')') {
+                continue;
+            }
+            let literal = &rest[open + 1..];
+            let end = literal.find('"').unwrap_or(literal.len());
+            let literal = &literal[..end];
+            let is_word = |w: &&str| {
+                literal.match_indices(*w).any(|(j, _)| {
+                    let after = literal[j + w.len()..].chars().next();
+                    let before = literal[..j].chars().next_back();
+                    !after.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+                        && !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+                })
+            };
+            if SQL_WORDS.iter().any(is_word) {
+                found.push(literal.to_owned());
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn sql_text_is_built_only_in_the_sql_module() {
+    let sql = root().join("src").join("sql");
+    let outside: Vec<String> = sources(&root().join("src"))
+        .into_iter()
+        .filter(|file| !file.starts_with(&sql))
+        .flat_map(|file| {
+            built_sql(&code(&file))
+                .into_iter()
+                .map(move |text| format!("{}: {text}", relative(&file)))
+        })
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "SQL built outside src/sql/: {outside:#?}"
+    );
+}
+
+#[test]
+fn the_role_header_is_named_in_one_place() {
+    let naming: Vec<String> = sources(&root().join("src"))
+        .into_iter()
+        .filter(|file| code(file).contains("\"x-svc-role\""))
+        .map(|file| relative(&file))
+        .collect();
+    assert_eq!(naming, ["src/session.rs"]);
+}
+
+/// The comments of a file (`//`, `///`, `//!`), test modules included.
+fn comments(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("//").map(str::to_owned))
+        .collect()
+}
+
+/// Why a comment points outside the repository: a section sign (the spec's numbering), or a
+/// Markdown file that is not in the repository.
+fn outside_reference(comment: &str) -> Option<String> {
+    if comment.contains('§') {
+        return Some("a section number (§)".to_owned());
+    }
+    for (i, _) in comment.match_indices(".md") {
+        let start = comment[..i]
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || "/_-.".contains(c)))
+            .map_or(0, |s| s + 1);
+        let name = &comment[start..i + 3];
+        // A placeholder such as `docs/<page>.md` names no file.
+        let named = comment[..i].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '-');
+        if named && !root().join(name).exists() {
+            return Some(format!("{name}, not a file of the repository"));
+        }
+    }
+    None
+}
+
+#[test]
+fn no_comment_points_outside_the_repository() {
+    let mut files = workspace_sources();
+    files.extend(sources(&root().join("tests")));
+    let found: Vec<String> = files
+        .iter()
+        .flat_map(|file| {
+            comments(file)
+                .into_iter()
+                .filter_map(|c| {
+                    outside_reference(&c).map(|why| format!("{}: {why}: {c}", relative(file)))
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(found.is_empty(), "{found:#?}");
+}
+
+#[test]
+fn the_checks_find_what_they_look_for() {
+    assert_eq!(
+        built_sql("let q = format!(\"SELECT {} FROM t\", x); format!(\"no update here\");"),
+        ["SELECT {} FROM t"]
+    );
+    assert!(built_sql("write!(f, \"UPDATED {x}\")").is_empty());
+    assert_eq!(built_sql("write!(out, \"DROP {x}\")"), ["DROP {x}"]);
+    assert!(outside_reference(" see spec §4").is_some());
+    assert!(outside_reference(" see `graphql-api.md`").is_some());
+    assert!(outside_reference(" see `docs/graphql.md`, \"Subscriptions\"").is_none());
+    assert!(outside_reference(" `docs/<page>.md` spans").is_none());
 }
 
 #[test]

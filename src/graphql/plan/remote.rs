@@ -1,8 +1,9 @@
 //! Root fields of remote schemas: validated against the remote's types merged into the role's
 //! (arguments, variables, selections, fragments on objects, interfaces and unions), then
 //! printed back per remote as one document that keeps the client's aliases and variable
-//! references, with fragments inlined and `@skip`/`@include` applied (spec
-//! `remote-schemas.md` §4). Nothing is sent from here: the engine forwards the documents.
+//! references, with fragments inlined and `@skip`/`@include` applied
+//! (`docs/remote-schemas.md`, "Execution"). Nothing is sent from here: the engine forwards the
+//! documents.
 
 use super::Problem;
 use super::{PlanError, Planner, Result};
