@@ -1,44 +1,44 @@
 //! Basalt: a GraphQL engine over Postgres whose metadata lives in a catalog inside Postgres.
 //!
 //! # Layout
-//! The stages, their signatures and the arrows between them are in `docs/architecture.md`.
-//! A metadata request flows `http` → `auth` → `ops` (parse + pure apply) → `catalog` (one
-//! transaction) → `catalog::database` + `resolve` (resolve the metadata against the database) → swap
-//! what is served (`state`). A GraphQL request flows `http` → `auth` → `engine` →
-//! `graphql::plan` (IR) → `translate` (SQL AST) → `sql::print` → `execute` → Postgres's bytes.
+//! `docs/architecture.md` gives the paths, the modules, who may use whom and why.
+//! A GraphQL request flows `http` → `auth` → `engine` (parse → validate → plan, cached →
+//! execute → respond) over `graphql`, `translate`, `sql` and `execute`. A metadata request
+//! flows `http` → `auth` → `ops` (parse) → `transaction` (one Postgres transaction: `ops`
+//! applied, `resolve`, stored in `catalog`) → the engine serves the new version.
 //!
-//! - [`config`], [`telemetry`]: CLI flags and `BASALT_*` environment variables; logging.
-//! - [`embedded`]: the private PostgreSQL cluster used when no database URL is given.
-//! - [`app`]: startup, the catalog watcher (reload on NOTIFY or poll), graceful shutdown.
-//! - [`state`]: `AppState`, the shared state, and the served snapshot swapped on rebuilds.
-//! - [`pool`]: connection pools from a database URL.
-//! - [`shutdown`]: the SIGINT or SIGTERM that stops a process.
-//! - [`http`]: routes, extractors and the one place errors become HTTP bodies.
-//! - [`auth`], [`session`]: who is calling (admin secret, JWT, webhook) and as which role.
-//! - [`metadata`]: the metadata document, its names, object ids, paths and errors (the leaf).
-//! - [`ops`]: `/v1/query` operations: parsing, their pure `apply`, dependencies, `run_sql`
-//!   reconciliation.
-//! - [`catalog`]: the `basalt_catalog` schema: migrations, load, transactional commit, NOTIFY.
-//! - [`capture`]: the Postgres triggers that write event-trigger row changes to the event log
-//!   (DDL, pure).
+//! Foundations:
 //! - [`names`]: the schema-qualified name every layer shares.
-//! - [`db_model`]: the database model (tables, columns, keys, functions, Postgres types);
-//!   `catalog::database` reads it.
-//! - [`resolve`]: metadata resolved against the database model, with the inconsistent objects
-//!   and permissions as typed rules.
-//! - [`graphql`]: per role, what it may do, its GraphQL types, and documents planned into IR.
+//! - [`metadata`]: the document, its paths, object ids, ownership and errors.
+//! - [`db_model`]: the database model and Postgres's types; `catalog::database` reads it.
+//! - [`session`]: the caller as a role and session variables; the session headers' names.
+//! - [`sql`]: the SQL AST, the one printer, quoting: every SQL text Basalt builds.
+//!
+//! Metadata:
+//! - [`resolve`]: metadata resolved against the database model; permissions as typed rules.
+//! - [`ops`]: `/v1/query` operations: parsing, their pure `apply`, typed answers.
+//! - [`capture`]: the capture triggers an event trigger needs.
+//! - [`catalog`]: storage in `basalt_catalog`: migrations, load and store, notifications.
+//! - [`transaction`]: the metadata transaction, group commits, the last-write shortcut.
+//!
+//! GraphQL:
+//! - [`graphql`]: per role, what it may do, its types, and documents planned into IR.
 //! - [`translate`]: IR → SQL AST (queries as one statement, mutations as programs).
-//! - [`sql`]: the SQL AST, Postgres types, programs, the one printer and quoting.
-//! - [`execute`]: binding, prepared statements, running statements and programs.
-//! - [`engine`]: one GraphQL request end to end.
-//! - [`events`]: event-trigger delivery workers (claim, deliver, retry, record, clean up).
-//! - [`live`]: subscriptions as multiplexed live queries, polled per group of subscribers.
-//! - [`controller`]: the Kubernetes controller and `basalt export`.
-//! - [`preview`]: `basalt diff`, what applying resources or a metadata file would change.
-//! - [`stats`]: work counters the tests count.
-//! - [`metrics`]: Prometheus `/metrics`: request counts and latencies, and the counters, pool,
-//!   catalog and live-query state read at scrape time.
-//! - [`json_path`]: JSON select paths.
+//! - [`execute`]: binding, prepared and shared statements, Postgres's bytes.
+//! - [`engine`]: one request through its stages; what is served per version.
+//! - [`live`]: subscriptions as multiplexed live queries.
+//! - [`actions`], [`remote`]: calling action handlers and remote GraphQL servers.
+//!
+//! Server, workers and tools:
+//! - [`http`]: routes and the one place errors become HTTP bodies.
+//! - [`auth`]: who is calling (admin secret, JWT, webhook).
+//! - [`state`], [`app`]: the shared state and rebuilds; startup, the catalog watcher, shutdown.
+//! - [`events`], [`async_actions`]: the workers delivering event triggers and asynchronous
+//!   actions.
+//! - [`controller`], [`preview`]: the Kubernetes controller and its kinds; `basalt diff`.
+//! - [`config`], [`telemetry`], [`embedded`], [`pool`], [`shutdown`], [`stats`], [`metrics`],
+//!   [`json_path`], [`outgoing`]: the CLI, logs and traces, the private Postgres, pools,
+//!   signals, work counters, request metrics, JSON paths, retries of calls that only read.
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod actions;
