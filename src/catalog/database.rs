@@ -1,5 +1,5 @@
 //! Reads the database model ([`DbModel`]) from Postgres's own catalog: one query
-//! (`introspection.sql`) for tables, views, columns, keys, functions and scalar types, and one
+//! (`database_model.sql`) for tables, views, columns, keys, functions and scalar types, and one
 //! for the rows of enum tables. Read-only; what is read never depends on the metadata beyond
 //! the names of the enum candidates.
 
@@ -11,10 +11,10 @@ use std::collections::BTreeSet;
 #[derive(Debug, thiserror::Error)]
 pub enum DatabaseError {
     /// The query failed.
-    #[error("introspection query failed: {0}")]
+    #[error("reading the database model failed: {0}")]
     Query(#[from] tokio_postgres::Error),
     /// The query's JSON did not match the model (a bug).
-    #[error("introspection result malformed: {0}")]
+    #[error("the database model read is malformed: {0}")]
     Decode(#[from] serde_json::Error),
 }
 
@@ -41,7 +41,7 @@ pub async fn read_model(
 ) -> Result<DbModel, DatabaseError> {
     let _ = COUNTER.try_with(|counter| counter.inc());
     let row = client
-        .query_one(include_str!("introspection.sql"), &[])
+        .query_one(include_str!("database_model.sql"), &[])
         .await?;
     let text: crate::sql::types::JsonText<'_> = row.try_get(0)?;
     let mut model = DbModel::from_slice(text.0)?;

@@ -271,7 +271,7 @@ impl DbFunction {
     }
 }
 
-/// The database model as one JSON document: what `introspection.sql` returns (`tables`,
+/// The database model as one JSON document: what `database_model.sql` returns (`tables`,
 /// `functions`, `scalar_types`) plus the rows of enum tables. It is how translation
 /// goldenfiles describe a database without one.
 #[derive(Serialize, Deserialize)]
