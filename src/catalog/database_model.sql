@@ -1,5 +1,5 @@
--- Basalt database introspection: everything metadata can refer to, in one round trip, as one
--- JSON document deserialized into `introspect::DbModel`.
+-- The database model: everything metadata can refer to, in one round trip, as one JSON
+-- document deserialized into `db_model::DbModel`.
 --
 -- Relations: ordinary, partitioned, foreign tables, views and materialized views outside the
 -- system schemas and basalt_catalog. For each: columns in attnum order (type, nullability,
