@@ -32,6 +32,32 @@ pub(super) struct Run<'a> {
     pub(super) document: &'a str,
 }
 
+impl<'a> Run<'a> {
+    /// The operation's action calls, their values worked out from the request.
+    pub(super) fn action_calls(&self) -> Result<Calls, GraphqlError> {
+        let operation = &self.plan.operation;
+        actions::prepare(
+            self.version,
+            self.caller,
+            operation,
+            self.variables,
+            self.document,
+        )
+    }
+
+    /// The operation's calls to remote schemas, ready to send.
+    pub(super) fn remote_calls(
+        &self,
+    ) -> Result<Vec<crate::remote::forward::Call<'a>>, GraphqlError> {
+        remote::calls(
+            self.version,
+            self.caller,
+            &self.plan.operation,
+            self.variables,
+        )
+    }
+}
+
 /// What the database read produced.
 enum Read {
     /// Nothing to read: constants only.
@@ -48,14 +74,8 @@ pub(super) async fn query(
     cookies: &mut Vec<http::HeaderValue>,
 ) -> Result<Output, GraphqlError> {
     let operation = &run.plan.operation;
-    let mut calls = actions::prepare(
-        run.version,
-        run.caller,
-        operation,
-        run.variables,
-        run.document,
-    )?;
-    let remotes = remote::calls(run.version, run.caller, operation, run.variables)?;
+    let mut calls = run.action_calls()?;
+    let remotes = run.remote_calls()?;
     let database = async {
         actions::call_queries(run.version, run.caller, operation, &mut calls).await?;
         read(run, &calls).await

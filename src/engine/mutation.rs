@@ -31,20 +31,13 @@ pub(super) async fn run(
     program: &MutationProgram,
     cookies: &mut Vec<http::HeaderValue>,
 ) -> Result<MutationOutput, GraphqlError> {
-    let operation = &run.plan.operation;
-    let calls = actions::prepare(
-        run.version,
-        run.caller,
-        operation,
-        run.variables,
-        run.document,
-    )?;
+    let calls = run.action_calls()?;
     let binding = Binding {
         variables: run.variables,
         session: &run.caller.session.variables,
         provided: None,
     };
-    let remotes = remote::calls(run.version, run.caller, operation, run.variables)?;
+    let remotes = run.remote_calls()?;
     let span = tracing::debug_span!("sql", "db.system" = "postgresql", kind = "mutation");
     let transaction = Transaction {
         run,
