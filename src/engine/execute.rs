@@ -127,7 +127,7 @@ pub(super) async fn query(
 }
 
 /// The operation's constant fields (`__typename` and the like).
-fn constants(plan: &ExecutionPlan, fields: &mut Fields) {
+pub(super) fn constants(plan: &ExecutionPlan, fields: &mut Fields) {
     for (key, field) in &plan.operation.data.fields {
         if let RootField::Constant(value) = field {
             fields.push(key, FieldValue::Value(value.clone()));

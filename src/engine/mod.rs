@@ -107,11 +107,7 @@ impl Execution {
             return None;
         }
         let mut fields = respond::Fields::default();
-        for (key, field) in &self.plan.operation.data.fields {
-            if let crate::graphql::ir::RootField::Constant(value) = field {
-                fields.push(key, respond::FieldValue::Value(value.clone()));
-            }
-        }
+        execute::constants(&self.plan, &mut fields);
         let body = respond::body(respond::Output::Fields(fields), &self.plan.operation.keys);
         body.and_then(Body::json).ok()
     }
