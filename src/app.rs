@@ -1,5 +1,5 @@
 //! Startup and lifecycle of `basalt serve`: the embedded cluster when no URL is given, the
-//! pool, catalog migration, the first schema build, the HTTP server, the catalog watcher
+//! pool, catalog migration, the first load of the metadata, the HTTP server, the catalog watcher
 //! (reload on NOTIFY or poll), the in-process controller (`--controller`) and graceful
 //! shutdown. See `docs/architecture.md`, "Keeping replicas in sync" and "Other notes".
 //!
