@@ -1,5 +1,5 @@
 //! Startup and lifecycle of `basalt serve`: the embedded cluster when no URL is given, the
-//! pool, catalog migration, the first schema build, the HTTP server, the catalog watcher
+//! pool, catalog migration, the first load of the metadata, the HTTP server, the catalog watcher
 //! (reload on NOTIFY or poll), the in-process controller (`--controller`) and graceful
 //! shutdown. See `docs/architecture.md`, "Keeping replicas in sync" and "Other notes".
 //!
@@ -24,7 +24,6 @@ use tokio::sync::watch;
 pub struct Running {
     /// Where it listens.
     pub addr: SocketAddr,
-    /// Its state.
     pub state: AppState,
     /// Its WebSockets and the live queries they carry.
     pub live: Arc<LiveQueries>,
@@ -136,8 +135,8 @@ pub async fn start(config: ServeConfig) -> Result<Running> {
 /// How long `serve --controller` waits for its controller to drain on shutdown.
 const CONTROLLER_DRAIN: Duration = Duration::from_secs(20);
 
-/// Keeps the snapshot current: LISTEN for peers' commits, with a periodic version poll as
-/// backup; reconnects after failures.
+/// Keeps the served catalog version current: LISTEN for peers' commits, with a periodic version
+/// poll as backup; reconnects after failures.
 async fn watch_catalog(state: AppState, pg_config: tokio_postgres::Config) {
     let poll = Duration::from_secs(state.config.metadata_poll_seconds.max(1));
     let mut reconnect = false;

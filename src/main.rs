@@ -14,9 +14,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 /// Returns freed memory to the system at once rather than after a delay (1 s by default),
-/// which mimalloc runs only on later allocator activity, so a server that rebuilt its schema and
-/// then went quiet kept the old one's pages (at 1,000 tables about 80 MB more RSS). An
-/// explicit `MIMALLOC_PURGE_DELAY` in the environment wins.
+/// which mimalloc runs only on later allocator activity: without it, a server that rebuilds its
+/// schema and then goes quiet keeps the old one's pages. An explicit `MIMALLOC_PURGE_DELAY` in
+/// the environment wins.
 fn return_freed_memory_promptly() {
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
         // SAFETY: sets a process-wide option of the allocator, which mimalloc allows at any

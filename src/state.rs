@@ -38,8 +38,8 @@ pub struct SharedState {
     /// The GraphQL engine, with what it serves, swapped whole on every rebuild.
     pub engine: Arc<Engine>,
     /// Serializes rebuilds so an older one never overwrites a newer one. Holds the `NOTIFY`
-    /// payloads of this process's own commits whose snapshots it installed itself, so the
-    /// watcher does not rebuild them a second time (see [`AppState::writing`]).
+    /// payloads of this process's own commits whose catalog versions it installed itself, so
+    /// the watcher does not rebuild them a second time (see [`AppState::writing`]).
     rebuild: Arc<Mutex<OwnCommits>>,
     /// Authentication (admin secret, JWT, webhook, unauthorized role).
     pub auth: Arc<Authenticator>,

@@ -9,11 +9,11 @@ use crate::resolve::actions::{ResolvedAction, ResolvedCustomTypes};
 use http::header::{HeaderName, HeaderValue};
 use serde_json::{json, Map, Value};
 
-/// Why an action call gives no output: the GraphQL error of the spec's table.
+/// Why an action call gives no output: the GraphQL error `docs/actions.md`, "Answers", gives
+/// for each way a call fails.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{message}")]
 pub struct ActionError {
-    /// The error's message.
     pub message: String,
     /// `extensions` as the client sees them: the handler's own, verbatim, or
     /// `{"path": "$", "code": …}`.
@@ -50,7 +50,6 @@ impl ActionError {
 /// What a call needs.
 #[derive(Debug, Clone, Copy)]
 pub struct Call<'a> {
-    /// The action.
     pub action: &'a ResolvedAction,
     /// The arguments, as the handler receives them.
     pub input: &'a Value,

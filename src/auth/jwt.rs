@@ -53,9 +53,9 @@ pub struct JwtConfig {
 pub enum TokenSource {
     /// `Authorization: Bearer <token>`.
     Authorization,
-    /// A cookie.
+    /// The cookie `name`.
     Cookie {
-        /// Cookie name.
+        /// Compared with each cookie's name exactly (case matters).
         name: String,
     },
 }
@@ -530,7 +530,7 @@ fn expiry_seconds(exp: &Value) -> Option<u64> {
     })
 }
 
-/// The spec's wording for verification failures.
+/// The message of a verification failure (`docs/auth.md`, "Verification").
 fn verify_message(e: &jsonwebtoken::errors::Error) -> String {
     use jsonwebtoken::errors::ErrorKind;
     let reason = match e.kind() {

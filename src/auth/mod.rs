@@ -137,9 +137,9 @@ pub enum Mode {
     Open,
     /// Admin secret only.
     AdminSecret,
-    /// JWT.
+    /// A verified token says who the caller is.
     Jwt(Box<jwt::JwtVerifier>),
-    /// Auth webhook.
+    /// An HTTP hook says who the caller is.
     Webhook(webhook::Webhook),
 }
 

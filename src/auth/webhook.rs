@@ -1,5 +1,5 @@
-//! Webhook mode: ask an HTTP hook who the caller is (`docs/auth.md`, "Webhook mode"), caching answers that say
-//! how long they stay valid.
+//! Webhook mode: ask an HTTP hook who the caller is (`docs/auth.md`, "Webhook mode"), caching
+//! answers that say how long they stay valid.
 
 use super::{AuthConfigError, AuthError};
 use crate::session;

@@ -8,9 +8,9 @@ use tokio_postgres::Transaction;
 /// The channel an accepted asynchronous call notifies, waking the action workers.
 pub const ACTIONS_CHANNEL: &str = "basalt_actions";
 
-/// Catalog migration: the action log (the spec's columns, plus the document of the mutation
-/// and the time by which a call being processed is certainly over), and the notification
-/// that wakes the workers.
+/// Catalog migration: the action log (the columns `docs/actions.md`, "Asynchronous actions",
+/// lists for readers of the table, plus the document of the mutation and the time by which a
+/// call being processed is certainly over), and the notification that wakes the workers.
 pub(super) const MIGRATION: &str = r#"
     CREATE TABLE basalt_catalog.action_log (
         id                   uuid PRIMARY KEY DEFAULT gen_random_uuid(),

@@ -1,7 +1,7 @@
 //! `basalt_catalog.managed_objects`: which catalog objects Kubernetes resources own, with the
-//! definition each asked for (`docs/kubernetes.md`, "Drift and self-heal"). Written by the controller in
-//! the same transaction as its metadata operations; read by the engine to report drift and,
-//! in `reject` mode, to refuse imperative writes to managed objects.
+//! definition each asked for (`docs/kubernetes.md`, "Drift and self-heal"). Written by the
+//! controller in the same transaction as its metadata operations; read by the engine to report
+//! drift and, in `reject` mode, to refuse imperative writes to managed objects.
 
 use super::CatalogError;
 use crate::metadata::objects::{Managed, Owner};
@@ -67,7 +67,7 @@ pub async fn load(client: &impl GenericClient) -> Result<Vec<Managed>, CatalogEr
 
 /// Every managed row, in key order, without its `desired` definition (left `null`): what a
 /// reconcile plans against, which compares `desired_hash`. The controller reads the rows again
-/// after every commit, and parsing every definition was half of that.
+/// after every commit, and parsing every definition would be much of that work.
 pub async fn load_for_plans(client: &impl GenericClient) -> Result<Vec<Managed>, CatalogError> {
     load_rows(client, rows_query!("'null'::jsonb")).await
 }

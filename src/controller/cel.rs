@@ -1,8 +1,8 @@
 //! The CRDs' CEL rules checked client-side, as the API server would (a resource that slipped
 //! past admission, or came from an older CRD, is reported rather than applied). kube's
 //! generated `validate_cel` builds the CRD's schema and compiles its rules on every call, which
-//! was an eighth of the controller's CPU while applying 2,000 resources; here each kind's
-//! schema is compiled once per thread (compiled CEL programs are not `Sync`).
+//! is expensive when many resources are applied; here each kind's schema is compiled once per
+//! thread (compiled CEL programs are not `Sync`).
 
 use kube::core::cel::{compile_schema, CompiledSchema, ValidationErrors, Validator};
 use kube::CustomResourceExt;

@@ -1,7 +1,7 @@
 //! A reconcile's catalog writes (`docs/kubernetes.md`, "How a resource is reconciled"): plan
 //! against the shared view, then commit — alone, or in a group commit ("Group commit"): a
-//! reconcile with something to write queues it and waits for its turn to commit. Whoever gets the turn
-//! commits every write queued by then in one catalog transaction
+//! reconcile with something to write queues it and waits for its turn to commit. Whoever gets
+//! the turn commits every write queued by then in one catalog transaction
 //! ([`transaction::run_group`]) and hands each its own result; a reconcile whose write was
 //! committed by an earlier turn just takes its result. No background task: the work runs in
 //! the reconciles themselves, so it is bounded by their concurrency and counted with them.
@@ -192,8 +192,8 @@ impl Written {
 const MAX_CONFLICTS: u64 = 20;
 
 /// Plans and writes (in a group commit when the plan allows, [`super::commit`]), retrying lost
-/// compare-and-swap races; a relationship whose target is
-/// missing is left out (as if rolled back to its savepoint) so the table still lands.
+/// compare-and-swap races; a relationship whose target is missing is left out (as if rolled
+/// back to its savepoint) so the table still lands.
 pub(super) async fn write(
     ctx: &Context,
     resource: &diff::Resource<'_>,

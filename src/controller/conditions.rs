@@ -287,7 +287,7 @@ mod tests {
 
     #[test]
     fn what_is_missing_decides_not_the_message() {
-        // Messages that once steered the classification by their words now change nothing.
+        // A message's words never steer the classification: its code and what is missing do.
         let cases = [
             (
                 in_metadata("column \"x\" does not exist"),

@@ -17,7 +17,6 @@ pub enum ExportError {
     /// since the CRDs would refuse it.
     #[error("{kind} {name} does not fit its CRD: {reason}")]
     DoesNotFitCrd {
-        /// The kind.
         kind: &'static str,
         /// `metadata.name` of the resource.
         name: String,
@@ -29,7 +28,6 @@ pub enum ExportError {
 /// One exported resource.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Exported {
-    /// The kind.
     pub kind: &'static str,
     /// `metadata.name`.
     pub name: String,

@@ -1,7 +1,8 @@
-//! Leader election by a Postgres session advisory lock on the catalog database (`docs/kubernetes.md`):
-//! the lock lives next to what it protects, needs no Kubernetes RBAC, and is released by
-//! Postgres when the holder's session ends. The session must be direct: a transaction-pooling
-//! proxy (PgBouncer in transaction mode) would hand the lock to whichever client runs next.
+//! Leader election by a Postgres session advisory lock on the catalog database
+//! (`docs/kubernetes.md`): the lock lives next to what it protects, needs no Kubernetes RBAC,
+//! and is released by Postgres when the holder's session ends. The session must be direct: a
+//! transaction-pooling proxy (PgBouncer in transaction mode) would hand the lock to whichever
+//! client runs next.
 
 use std::time::Duration;
 use tokio::sync::watch;

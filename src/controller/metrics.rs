@@ -1,6 +1,7 @@
 //! The controller's Prometheus metrics, served on its probe port (`/metrics`, beside `/healthz`
 //! and `/readyz`): reconciles and their failures by kind, reconciles running now, writes
-//! waiting for a group commit, and whether this replica holds the leader lock. See `docs/operations.md`.
+//! waiting for a group commit, and whether this replica holds the leader lock. See
+//! `docs/operations.md`.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -54,7 +55,8 @@ impl ControllerMetrics {
         self.commit_queue.clone()
     }
 
-    /// Counts the database introspections of the work it runs ([`crate::catalog::database::counting`]).
+    /// Counts the reads of the database model by the work it runs
+    /// ([`crate::catalog::database::counting`]).
     pub fn introspections(&self) -> Counter {
         self.introspections.clone()
     }

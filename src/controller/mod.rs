@@ -1,9 +1,10 @@
-//! The Kubernetes side of Basalt (`docs/kubernetes.md`): custom resource definitions
-//! ([`crd`]), their mapping to metadata objects ([`mapping`]), the pure plan ([`diff`],
-//! [`conditions`]), the reconcile ([`reconcile`]), leader election ([`leader`]) and the
-//! process ([`run`]); reconciles share one view of the catalog and database (`view`). Catalog
-//! writes go through the metadata API's operations and transaction; the controller never runs
-//! SQL of its own on user tables.
+//! The Kubernetes side of Basalt (`docs/kubernetes.md`): the resource kinds, one module each
+//! with its CRD and its mapping to metadata objects ([`kinds`], their CEL rules checked by
+//! [`cel`]), the pure plan ([`diff`], [`conditions`]), the reconcile ([`reconcile`]) and its
+//! catalog writes (`commit`), leader election ([`leader`]), the process and its orphan scans
+//! ([`run`], [`scope`]), and `basalt export` ([`export`]); reconciles share one view of the
+//! catalog and database (`view`). Catalog writes go through the metadata API's operations and
+//! transaction; the controller never runs SQL of its own on user tables.
 
 pub mod cel;
 mod commit;

@@ -54,13 +54,10 @@ pub struct Settings {
 
 /// What every reconcile shares.
 pub struct Context {
-    /// Kubernetes client.
     pub client: kube::Client,
     /// Catalog database.
     pub pool: deadpool_postgres::Pool,
-    /// Event publisher.
     pub recorder: Recorder,
-    /// Settings.
     pub settings: Settings,
     /// Consecutive failures per object, for backoff; reset on success.
     failures: Mutex<HashMap<String, u32>>,
@@ -81,7 +78,6 @@ pub struct Context {
 }
 
 impl Context {
-    /// A context.
     pub fn new(
         client: kube::Client,
         pool: deadpool_postgres::Pool,
@@ -148,8 +144,8 @@ impl Context {
     }
 
     /// Checks `resource` against its kind's CEL rules, unless it passed them at its current
-    /// resource version already (a pass over thousands of unchanged resources then evaluates
-    /// no rule; it was about a sixth of the controller's CPU in such a pass).
+    /// resource version already: a pass over thousands of unchanged resources then evaluates
+    /// no rule, where evaluating them all would be a large part of its work.
     fn check_cel<K: Kind>(&self, resource: &K) -> Result<(), SpecError> {
         let check = || {
             self.cel_checks

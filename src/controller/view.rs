@@ -1,7 +1,7 @@
 //! One view of the catalog and the database shared by every reconcile (`docs/kubernetes.md`,
-//! "One view of the catalog"): the metadata, the ownership rows and the schema resolved against
-//! the introspected database, built once per change of the catalog, of the ownership rows or
-//! of the database's DDL ([`catalog::versions`]) instead of once per reconcile. Applying N
+//! "One view of the catalog"): the metadata and its resolution against the database model, and
+//! the ownership rows, built once per change of the catalog, of the ownership rows or of the
+//! database's DDL ([`catalog::versions`]) instead of once per reconcile. Applying N
 //! resources, each of which re-triggers all the others through the catalog's `NOTIFY`, then
 //! reads the database once per version rather than N² times.
 //!
@@ -27,7 +27,7 @@ pub const UNTRACKED_DDL_REFRESH: Duration = Duration::from_secs(2);
 pub struct View {
     /// The counters the view was read at.
     pub versions: Versions,
-    /// Metadata, its version, and the schema resolved against the database (shared with the
+    /// Metadata, its version, and its resolution against the database model (shared with the
     /// group commit's [`crate::transaction::LastWrite`] when the view came from a commit).
     pub catalog: Arc<CatalogVersion>,
     /// Every ownership row (without its definition: plans compare `desired_hash`), indexed

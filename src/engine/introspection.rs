@@ -1,8 +1,7 @@
 //! Answering an operation's introspection fields, remembered per role and version: a client
-//! fetching the schema again costs a lookup, not a run. Large answers (tens of MB for a
-//! schema of thousands of tables) are remembered gzip-compressed, a twentieth of their size
-//! or less, sent as they are to a client that accepts gzip and decompressed for one that
-//! does not.
+//! fetching the schema again costs a lookup, not a run. Large answers are remembered
+//! gzip-compressed (introspection JSON repeats itself and compresses well), sent as they are
+//! to a client that accepts gzip and decompressed for one that does not.
 
 use super::error::{GraphqlError, InternalError};
 use super::plan_cache::MAX_CACHED_DOCUMENT;

@@ -49,7 +49,6 @@ use deadpool_postgres::Pool;
 use serde_json::{Map, Value};
 use std::sync::{Arc, RwLock};
 
-/// What the engine is configured with.
 #[derive(Debug, Clone, Copy)]
 pub struct Settings {
     /// Bounds on documents (depth, root fields).
@@ -151,7 +150,6 @@ impl Engine {
         &self.pool
     }
 
-    /// The work counters.
     pub fn counters(&self) -> &Arc<Counters> {
         &self.counters
     }

@@ -44,7 +44,6 @@ pub enum Reads {
     /// response also holds introspection or remote fields, so that every field's bytes can be
     /// placed without reading the others back.
     Fields {
-        /// The statement.
         sql: SqlText,
         /// The response key of each column.
         keys: Vec<String>,

@@ -14,7 +14,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// One role's API at one version.
 #[derive(Debug)]
 pub struct RoleApi {
-    /// The role's schema.
     pub schema: RoleSchema,
     /// Plans compiled for this role's requests.
     pub(super) plans: PlanCache,

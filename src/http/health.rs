@@ -53,12 +53,11 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) 
     )
 }
 
-/// The server version.
+/// `GET /v1/version`: the server version.
 pub async fn version() -> Json<Value> {
     Json(json!({"version": env!("CARGO_PKG_VERSION")}))
 }
 
-/// `GET /metrics`: the Prometheus text format. Admin only unless `BASALT_METRICS_PUBLIC=true`.
 /// Undelivered events of every replica, when the database answers within a second.
 async fn events_pending(state: &AppState) -> Option<i64> {
     let count = async {
@@ -79,6 +78,7 @@ async fn events_pending(state: &AppState) -> Option<i64> {
         .flatten()
 }
 
+/// `GET /metrics`: the Prometheus text format. Admin only unless `BASALT_METRICS_PUBLIC=true`.
 pub async fn metrics(
     State(state): State<AppState>,
     State(live): State<std::sync::Arc<crate::live::LiveQueries>>,

@@ -2,7 +2,7 @@
 //! are recorded by the router layer in [`super::observe`]. Request counts and latencies are
 //! recorded as requests are answered ([`crate::metrics::Metrics`]); everything else is read
 //! when scraped from what the process already keeps: the work counters ([`crate::stats`]),
-//! the pool's status, the served snapshot, the live queries and the event workers' counters.
+//! the pool's status, the served catalog version, the live queries and the event workers' counters.
 //! Every metric is listed in `docs/operations.md`.
 
 use crate::live::LiveQueries;

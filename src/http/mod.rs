@@ -26,7 +26,6 @@ use tower_http::timeout::{Timeout, TimeoutLayer};
 /// part as `State<…>`.
 #[derive(Debug, Clone)]
 pub struct Routes {
-    /// The server's state.
     pub state: AppState,
     /// Its WebSockets and live queries.
     pub live: Arc<LiveQueries>,

@@ -53,8 +53,8 @@ impl<S> Layer<S> for ObserveLayer {
 }
 
 /// The service that observes each request (see the module's documentation). One hand-written
-/// service rather than a `from_fn` middleware and two request-id layers: those boxed the
-/// inner service per request and each put the id into an extension map.
+/// service rather than a `from_fn` middleware and two request-id layers: those box the inner
+/// service per request and each puts the id into an extension map.
 #[derive(Debug, Clone)]
 pub struct Observe<S> {
     state: AppState,

@@ -576,7 +576,6 @@ fn error_message(protocol: Protocol, id: &str, errors: Value) -> Value {
     json!({"type": "error", "id": id, "payload": payload})
 }
 
-/// The upgrade request's headers with `payload.headers` on top (the payload wins).
 /// A copy of `headers` that shares no memory with the request they came from.
 fn owned(headers: &HeaderMap) -> HeaderMap {
     let mut copy = HeaderMap::with_capacity(headers.len());
@@ -592,6 +591,7 @@ fn owned(headers: &HeaderMap) -> HeaderMap {
     copy
 }
 
+/// The upgrade request's headers with `payload.headers` on top (the payload wins).
 fn merged_headers(upgrade: &HeaderMap, payload: &Value) -> HeaderMap {
     let mut headers = upgrade.clone();
     if let Some(Value::Object(given)) = payload.get("headers") {

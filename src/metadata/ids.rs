@@ -266,13 +266,9 @@ fn segments(text: &str) -> Option<Vec<String>> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PermissionKind {
-    /// Insert.
     Insert,
-    /// Select.
     Select,
-    /// Update.
     Update,
-    /// Delete.
     Delete,
 }
 
@@ -330,7 +326,6 @@ pub fn computed_field_definition(table: &QualifiedTable, cf: &ComputedFieldEntry
 /// An object defined on a table, as inconsistency reports name it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OwnedObject {
-    /// Its identity.
     pub id: ObjectId,
     /// `type` on the wire (`object_relation`, `select_permission`, …).
     pub kind: &'static str,

@@ -20,7 +20,6 @@ pub enum PlaceError {
     /// Permission rules that do not fit their kind.
     #[error("invalid {kind} permission rules: {message}")]
     Rules {
-        /// The permission kind.
         kind: &'static str,
         /// The decoding error.
         message: String,

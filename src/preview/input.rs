@@ -16,7 +16,6 @@ pub struct ResourceDoc {
     pub kind: String,
     /// Its namespace (the default one when the manifest names none).
     pub namespace: String,
-    /// Its name.
     pub name: String,
     /// The whole manifest.
     pub manifest: Value,
@@ -39,9 +38,9 @@ impl ResourceDoc {
 pub enum Input {
     /// A metadata document, replacing the whole catalog.
     Metadata {
-        /// Its file.
         file: PathBuf,
-        /// The document.
+        /// As written: the document itself, or `replace_metadata`'s arguments
+        /// (`{"metadata": …}`).
         document: Value,
     },
     /// Resources, each declaring some objects.

@@ -40,7 +40,6 @@ pub enum PreviewError {
     Resource {
         /// `Kind namespace/name`.
         resource: String,
-        /// Its file.
         file: String,
         /// What is wrong.
         message: String,
@@ -54,7 +53,6 @@ pub struct Held {
     pub key: String,
     /// The resource declaring it.
     pub resource: String,
-    /// Why.
     pub reason: String,
 }
 

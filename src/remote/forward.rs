@@ -13,7 +13,6 @@ use serde_json::{json, Map, Value};
 /// One remote call.
 #[derive(Debug)]
 pub struct Call<'a> {
-    /// The remote.
     pub remote: &'a ResolvedRemote,
     /// The document with only this remote's root fields.
     pub document: &'a str,
@@ -50,10 +49,10 @@ pub enum ForwardError {
     Errors(Vec<Value>),
 }
 
-/// The headers of a call (`docs/remote-schemas.md`, "Headers"): configured, then session variables, then (when
-/// `forward_client_headers`) the client's; an earlier source wins for the same name. The
-/// client's credential and `X-Svc-*` headers are never forwarded: the session's variables
-/// say who the caller is.
+/// The headers of a call (`docs/remote-schemas.md`, "Headers"): configured, then session
+/// variables, then (when `forward_client_headers`) the client's; an earlier source wins for the
+/// same name. The client's credential and `X-Svc-*` headers are never forwarded: the session's
+/// variables say who the caller is.
 pub fn headers(
     remote: &ResolvedRemote,
     session: &Session,

@@ -1,8 +1,9 @@
-//! Group commit of controller writes (`docs/kubernetes.md`, "Group commit"): the writes of reconciles that are ready at the same moment run in one catalog
-//! transaction — one lock, one load, one introspection, one consistency check, one version,
-//! one `NOTIFY` — instead of one each. Every write keeps its own outcome: each runs under its
-//! own savepoint, so one that is refused (a metadata error, a stale plan, an ownership race)
-//! is rolled back alone and the others commit.
+//! Group commit of controller writes (`docs/kubernetes.md`, "Group commit"): the writes of
+//! reconciles that are ready at the same moment run in one catalog transaction — one lock, one
+//! load, one read of the database model, one consistency check, one version, one `NOTIFY` —
+//! instead of one each. Every write keeps its own outcome: each runs under its own savepoint,
+//! so one that is refused (a metadata error, a stale plan, an ownership race) is rolled back
+//! alone and the others commit.
 
 use super::draft::Draft;
 use super::last_write::{LastWrite, LastWriteCache};
@@ -36,12 +37,12 @@ pub struct GroupItem<'a> {
 
 /// What the catalog and the database hold once a group committed, read as a controller's
 /// view of them would be, inside the group's transaction: handed back so the controller does
-/// not read (and introspect) everything again for the version it just made.
+/// not read the catalog and the database model again for the version it just made.
 #[derive(Debug)]
 pub struct CommittedView {
     /// The counters this describes (read before `rows`, so the rows are at least as recent).
     pub versions: versions::Versions,
-    /// The committed metadata, its version and its schema.
+    /// The committed metadata, its version and its resolution.
     pub catalog: std::sync::Arc<CatalogVersion>,
     /// Every ownership row, without its definition (see [`managed::load_for_plans`]).
     pub rows: Vec<crate::metadata::objects::Managed>,
@@ -156,7 +157,7 @@ pub async fn run_group(
     };
     let mut results = refused_up_front(items, &metadata, version);
     if results.iter().all(Option::is_some) {
-        // Every plan is stale: nothing to introspect or store.
+        // Every plan is stale: no database model to read, nothing to store.
         return Ok(GroupOutcome::only(results));
     }
     let mut enum_candidates = metadata.enum_tables();

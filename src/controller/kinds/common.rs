@@ -53,7 +53,8 @@ pub struct ResourceStatus {
 }
 
 /// The status of a kind: the fields every kind has ([`ResourceStatus`]), plus the kind's own
-/// (only [`RemoteSchemaStatus`] has any). The reconcile writes the common part for every kind.
+/// (only [`super::RemoteSchemaStatus`] has any). The reconcile writes the common part for every
+/// kind.
 pub trait KindStatus:
     Clone + Default + PartialEq + std::fmt::Debug + Serialize + Send + Sync + 'static
 {

@@ -1,11 +1,11 @@
 //! The `basalt.dev/v1alpha1` resource kinds (`docs/kubernetes.md`, "Kinds"): the one table of
-//! them ([`kinds!`] below) and the [`Kind`] trait each implements in its own module, with its
+//! them (`kinds!` below) and the [`Kind`] trait each implements in its own module, with its
 //! CRD types (spec fields are the metadata API's arguments in camelCase; user data such as
 //! BoolExps, presets and column maps passes through verbatim), the objects a spec declares and
 //! the specs that reproduce a document's objects (`basalt export`).
 //!
 //! Everything that goes over every kind reads the table: the CRDs ([`crds`]), the controller's
-//! watches and orphan scans ([`for_each_kind`]), the export and `basalt diff` ([`declared`],
+//! watches and orphan scans (`for_each_kind`), the export and `basalt diff` ([`declared`],
 //! [`rank`]). A new kind is a module here and one line in the table.
 
 mod common;

@@ -8,7 +8,6 @@ use async_graphql_parser::types::{
 /// A parsed document with its chosen operation.
 #[derive(Debug)]
 pub struct Document {
-    /// The document.
     pub document: ExecutableDocument,
     /// Name of the chosen operation, if named.
     pub operation_name: Option<String>,

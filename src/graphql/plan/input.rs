@@ -19,7 +19,6 @@ pub enum Input {
     Value(Param),
     /// An enum value.
     Enum(String),
-    /// A list.
     List(Vec<Input>),
     /// An input object.
     Object(IndexMap<String, Input>),

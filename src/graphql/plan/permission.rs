@@ -1,4 +1,4 @@
-//! Permission rules (resolved by `schema` into typed [`BoolExp`]s) as IR filters.
+//! Permission rules (resolved by `crate::resolve` into typed [`BoolExp`]s) as IR filters.
 
 use super::Planner;
 use crate::graphql::ir::*;

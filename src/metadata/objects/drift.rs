@@ -75,9 +75,7 @@ pub struct Owner {
     pub api_version: String,
     /// The resource kind.
     pub kind: String,
-    /// Its namespace.
     pub namespace: String,
-    /// Its name.
     pub name: String,
     /// Its uid (a re-created resource of the same name is a different owner).
     #[serde(skip)]
@@ -141,9 +139,7 @@ impl DriftKind {
 pub struct Drift {
     /// The object key.
     pub key: String,
-    /// What kind of drift.
     pub kind: DriftKind,
-    /// Its owner.
     pub owner: Owner,
     /// Differing fields (for `modified`).
     pub fields: Vec<String>,

@@ -27,13 +27,9 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 /// A custom GraphQL type, one of the four kinds `set_custom_types` carries.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CustomType {
-    /// An input object type.
     InputObject(InputObjectType),
-    /// An object type.
     Object(ObjectType),
-    /// A scalar.
     Scalar(ScalarType),
-    /// An enum.
     Enum(EnumType),
 }
 
