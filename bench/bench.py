@@ -358,6 +358,23 @@ def check_answers(query, basalt, floor, postgraphile):
 
 # ---- the run ---------------------------------------------------------------------------------
 
+def combine(runs):
+    """The wrk figures of measured runs of one target as one: totals, rates over the summed
+    time, and the median run's latency percentiles."""
+    total = {key: sum(r.get(key, 0) for r in runs) for key in
+             ("requests", "duration_us", "socket_errors", "status_errors", "cpu_s", "pg_cpu_s", "shared", "declined")}
+    middle = sorted(runs, key=lambda r: r["p50_us"])[len(runs) // 2]
+    figures = dict(total, p50_us=middle["p50_us"], p99_us=middle["p99_us"], rounds=len(runs))
+    requests = max(1, total["requests"])
+    figures["rps"] = total["requests"] / (total["duration_us"] / 1e6)
+    figures["cpu_us_per_request"] = 1e6 * total["cpu_s"] / requests
+    figures["pg_cpu_us_per_request"] = 1e6 * total["pg_cpu_s"] / requests
+    if "shared" in runs[0]:
+        figures["shared_fraction"] = total["shared"] / requests
+        figures["declined_fraction"] = total["declined"] / requests
+    return figures
+
+
 def ratio(a, b):
     return a / b if a and b else None
 
@@ -386,6 +403,12 @@ def main():
     parser.add_argument("--no-build", action="store_true", help="use the existing target/release/basalt")
     parser.add_argument("--binary", help="measure this basalt binary instead (implies --no-build), "
                         "e.g. a build of another commit to compare with")
+    parser.add_argument("--compare-binary",
+                        help="also measure this basalt binary (e.g. a build of the commit before a change) "
+                             "at every point, next to the measured one, and print their ratio")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="with --compare-binary: measure the two builds this many times at every point, "
+                             "alternating which goes first (default 1)")
     parser.add_argument("--rust-log", default="info",
                         help="RUST_LOG of the Basalt server (default info, as operators run it: one log line per request)")
     parser.add_argument("--subscriptions", action="store_true",
@@ -399,6 +422,8 @@ def main():
     parser.add_argument("--event-backlog", type=int, default=50000,
                         help="with --events: row changes inserted at once for the throughput (default 50000)")
     args = parser.parse_args()
+    if args.rounds < 1 or (args.rounds > 1 and not args.compare_binary):
+        parser.error("--rounds takes a positive number, and more than 1 only with --compare-binary")
     # A terminated run still stops its servers and removes its cluster (the finally below).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("bench: terminated"))
     duration = args.duration or (3 if args.quick else 10)
@@ -441,11 +466,11 @@ def main():
         run([pg_bin("psql"), "-q", "-v", "ON_ERROR_STOP=1", "-f", str(HERE / "dataset.sql"), url],
             stdout=subprocess.DEVNULL)
 
-        def start_basalt(name):
+        def start_basalt(name, program=binary):
             port = free_port()
             basalt_log = open(pathlib.Path(work) / f"{name}.log", "w")
             process = subprocess.Popen(
-                [str(binary), "serve", "--database-url", url, "--port", str(port), "--host", "127.0.0.1",
+                [str(program), "serve", "--database-url", url, "--port", str(port), "--host", "127.0.0.1",
                  "--admin-secret", ADMIN_SECRET, "--pool-size", str(args.pool_size), "--log-format", "json",
                  "--websocket-max-connections", "20000"],
                 stdout=basalt_log, stderr=subprocess.STDOUT, env=dict(os.environ, RUST_LOG=args.rust_log))
@@ -461,6 +486,12 @@ def main():
         if answer.get("message") != "success":
             sys.exit(f"bench: tracking failed: {answer}")
         log("tables and relationships tracked through /v1/query")
+        compared, compared_base = None, None
+        if args.compare_binary:
+            # Reads the metadata the first one stored in the catalog.
+            compared, compared_port = start_basalt("compared", pathlib.Path(args.compare_binary).resolve())
+            compared_base = f"http://127.0.0.1:{compared_port}"
+            log(f"compared binary {args.compare_binary} running")
 
         if args.events:
             import events
@@ -553,6 +584,11 @@ def main():
             else:
                 variables[q["var"]["name"]] = mid
             b = post(f"{base}/v1/graphql", {"query": q["basalt"], "variables": variables}, b_headers)
+            if compared_base:
+                c = post(f"{compared_base}/v1/graphql", {"query": q["basalt"], "variables": variables}, b_headers)
+                problem = check_answers(q, b, c, None)
+                if problem:
+                    sys.exit(f"bench: the compared binary answers {q['name']} differently: {problem}")
             f = post(f"{floor_base}/v1/graphql", {"query": q["basalt"], "variables": variables}, b_headers)
             p = None
             if pg_base and q["postgraphile"]:
@@ -562,6 +598,23 @@ def main():
                 sys.exit(f"bench: correctness check of {q['name']} failed: {problem}")
         log("correctness: every target returns the same data for every query")
 
+        def measure(q, conc, target, server, where):
+            """One target at one point, after its warm-up: wrk's figures, the server's and
+            Postgres's CPU, and for Basalt how many requests were shared or declined sharing."""
+            wrk(f"{where}/v1/graphql", q, conc, warmup, q["headers"])
+            cpu, pg_cpu = proc_cpu_seconds(server.pid), postgres_cpu_seconds(cluster)
+            shared = shared_counters(where) if target in ("basalt", "compared") else None
+            figures = wrk(f"{where}/v1/graphql", q, conc, duration, q["headers"])
+            if shared:
+                after = shared_counters(where)
+                # Requests answered by a shared statement, and requests that ran alone because
+                # sharing did not pay for their plan.
+                figures["shared"] = after[0] - shared[0]
+                figures["declined"] = after[1] - shared[1]
+            figures["cpu_s"] = proc_cpu_seconds(server.pid) - cpu
+            figures["pg_cpu_s"] = postgres_cpu_seconds(cluster) - pg_cpu
+            return figures
+
         rows = []
         measuring = time.time()
         cpu_total = 0.0
@@ -569,23 +622,22 @@ def main():
             for q in queries:
                 for conc in levels:
                     row = {"query": q["name"], "concurrency": conc}
-                    # Basalt and the HTTP floor: server and Postgres CPU per request
-                    for target, server, where in (("basalt", basalt, base), ("http_floor", floor_server, floor_base)):
-                        wrk(f"{where}/v1/graphql", q, conc, warmup, q["headers"])
-                        cpu, pg_cpu = proc_cpu_seconds(server.pid), postgres_cpu_seconds(cluster)
-                        shared = shared_counters(base) if target == "basalt" else None
-                        figures = wrk(f"{where}/v1/graphql", q, conc, duration, q["headers"])
-                        if shared:
-                            after = shared_counters(base)
-                            # Requests answered by a shared statement, and requests that ran
-                            # alone because sharing did not pay for their plan.
-                            figures["shared_fraction"] = (after[0] - shared[0]) / max(1, figures["requests"])
-                            figures["declined_fraction"] = (after[1] - shared[1]) / max(1, figures["requests"])
-                        figures["cpu_s"] = proc_cpu_seconds(server.pid) - cpu
-                        figures["pg_cpu_s"] = postgres_cpu_seconds(cluster) - pg_cpu
-                        figures["cpu_us_per_request"] = 1e6 * figures["cpu_s"] / max(1, figures["requests"])
-                        figures["pg_cpu_us_per_request"] = 1e6 * figures["pg_cpu_s"] / max(1, figures["requests"])
-                        row[target] = figures
+                    # Basalt (and the compared build: measured just before it, or in turns over
+                    # several rounds), then the HTTP floor
+                    pair = [("compared", compared, compared_base)] if compared else []
+                    pair.append(("basalt", basalt, base))
+                    measured = {"basalt": [], "compared": []}
+                    for turn in range(args.rounds if compared else 1):
+                        for target, server, where in (pair if turn % 2 == 0 else pair[::-1]):
+                            measured[target].append(measure(q, conc, target, server, where))
+                    measured["http_floor"] = [measure(q, conc, "http_floor", floor_server, floor_base)]
+                    for target, runs in measured.items():
+                        if runs:
+                            row[target] = combine(runs)
+                    if compared:
+                        # Each round's two builds saw the same minute of the machine.
+                        row["basalt_compared"] = geomean([
+                            ratio(b["rps"], c["rps"]) for b, c in zip(measured["basalt"], measured["compared"])])
                     cpu_total += row["basalt"]["cpu_s"]
                     # The floor
                     pgbench(url, scripts[q["name"]], conc, max(1, round(warmup)))
@@ -596,6 +648,8 @@ def main():
                         wrk(f"{pg_base}/graphql", pq, conc, warmup, {})
                         row["postgraphile"] = wrk(f"{pg_base}/graphql", pq, conc, duration, {})
                     row["basalt_http_floor"] = ratio(row["basalt"]["rps"], row["http_floor"]["rps"])
+                    if compared:
+                        row["compared_http_floor"] = ratio(row["compared"]["rps"], row["http_floor"]["rps"])
                     row["basalt_floor"] = ratio(row["basalt"]["rps"], row["floor"]["rps"])
                     row["basalt_postgraphile"] = ratio(row["basalt"]["rps"], row.get("postgraphile", {}).get("rps"))
                     jsonl.write(json.dumps(row) + "\n")
@@ -604,7 +658,8 @@ def main():
                         f"(p50 {row['basalt']['p50_us'] / 1000:.2f} ms, p99 {row['basalt']['p99_us'] / 1000:.2f} ms, "
                         f"shared {100 * row['basalt'].get('shared_fraction', 0):.0f}%)  "
                         f"HTTP floor {row['http_floor']['rps']:>9,.0f}  SQL floor {row['floor']['rps']:>9,.0f}"
-                        + (f"  postgraphile {row['postgraphile']['rps']:>8,.0f}" if "postgraphile" in row else ""))
+                        + (f"  postgraphile {row['postgraphile']['rps']:>8,.0f}" if "postgraphile" in row else "")
+                        + (f"  compared {row['compared']['rps']:>9,.0f}" if compared else ""))
             summary = {"measuring_seconds": time.time() - measuring, "basalt_cpu_seconds": cpu_total,
                        "basalt_peak_rss_mb": proc_peak_rss_mb(basalt.pid), "duration": duration,
                        "warmup": warmup, "pool_size": args.pool_size}
@@ -636,6 +691,18 @@ def main():
               f"{fmt(geomean([r['basalt_postgraphile'] for r in rows if r['concurrency'] == top]), 2, '×')}. "
               f"Basalt CPU {cpu_total:.1f} s, peak RSS {summary['basalt_peak_rss_mb']:.0f} MiB. "
               f"Measuring time {summary['measuring_seconds'] / 60:.1f} min.")
+        if compared:
+            print()
+            print("| query | c | Basalt/HTTP floor | compared/HTTP floor | Basalt/compared | "
+                  "CPU µs/req server (compared → Basalt) |")
+            print("|---|---:|---:|---:|---:|---:|")
+            for r in rows:
+                print(f"| {r['query']} | {r['concurrency']} | {fmt(r['basalt_http_floor'], 2, '×')} | "
+                      f"{fmt(r['compared_http_floor'], 2, '×')} | {fmt(r['basalt_compared'], 2, '×')} | "
+                      f"{fmt(r['compared']['cpu_us_per_request'])} → {fmt(r['basalt']['cpu_us_per_request'])} |")
+            for level in levels:
+                print(f"At concurrency {level}: geometric mean Basalt/compared "
+                      f"{fmt(geomean([r['basalt_compared'] for r in rows if r['concurrency'] == level]), 3, '×')}.")
         print(f"Raw figures: {results_path.relative_to(ROOT)}")
     finally:
         stop_all(processes, timeout=10)

@@ -242,6 +242,8 @@ def main():
     parser.add_argument("--large", action="store_true", help="add N = 5000")
     parser.add_argument("--rust-log", default="warn", help="the engine's RUST_LOG (default warn)")
     parser.add_argument("--no-build", action="store_true", help="use the existing release binary")
+    parser.add_argument("--binary", help="measure this basalt binary instead (implies --no-build), "
+                        "e.g. a build of another commit to compare with")
     parser.add_argument("--repeat", type=int, default=10,
                         help="drop/create permission pairs timed back to back (default 10)")
     parser.add_argument("--wrap", help="a profiler command to run the engine under, for example "
@@ -250,10 +252,10 @@ def main():
     sizes = [int(s) for s in args.sizes.split(",") if s]
     if args.large and 5000 not in sizes:
         sizes.append(5000)
-    if not args.no_build:
+    if not args.no_build and not args.binary:
         log("building release basalt (not measured)")
         common.run(["cargo", "build", "--release", "--locked", "--bin", "basalt"], cwd=ROOT)
-    binary = common.release_dir() / "basalt"
+    binary = pathlib.Path(args.binary).resolve() if args.binary else common.release_dir() / "basalt"
     common.run_sizes("schema-scale", sizes, lambda n, cluster, work: measure(n, args, cluster, binary, work),
                      fmt, log)
 

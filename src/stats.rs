@@ -19,12 +19,12 @@ pub struct Counters {
     pub schema_builds: AtomicU64,
     /// Role schemas built (at most once per role, backend flag and installed version).
     pub role_schema_builds: AtomicU64,
-    /// Snapshots read from the catalog and resolved against the database (at start, after a
-    /// peer's change, a poll or a reconnect; never after this process's own writes, whose
-    /// snapshot the writer installs).
+    /// Catalog versions read and resolved against the database (at start, after a peer's
+    /// change, a poll or a reconnect; never after this process's own writes, whose version
+    /// the writer installs).
     pub catalog_reads: AtomicU64,
     /// Database introspections run by `/v1/query` requests (a write starting from the state
-    /// this process's previous write left, see [`crate::catalog::Basis`], makes none).
+    /// this process's previous write left, see [`crate::transaction::LastWrite`], makes none).
     pub metadata_introspections: AtomicU64,
     /// Query statements prepared on a connection (not found in its statement cache).
     pub statements_prepared: AtomicU64,

@@ -6,7 +6,7 @@
 
 #![no_main]
 
-#[path = "../../tests/it/properties/targets.rs"]
+#[path = "../../tests/it/properties/targets/mod.rs"]
 mod targets;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {

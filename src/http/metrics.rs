@@ -121,7 +121,7 @@ const WORK_COUNTERS: &[WorkCounter] = &[
     ),
     (
         "catalog_reads",
-        "Snapshots read from the catalog and resolved (a peer's change, a poll, a reconnect)",
+        "Catalog versions read and resolved (a peer's change, a poll, a reconnect)",
         |c| &c.catalog_reads,
     ),
     (

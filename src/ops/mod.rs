@@ -236,7 +236,7 @@ impl Op {
     }
 
     /// Whether the request asks for the database to be read again (`reload_metadata`): it
-    /// never starts from a kept state ([`crate::catalog::Basis`]).
+    /// never starts from a kept state ([`crate::transaction::LastWrite`]).
     pub fn rereads_database(&self) -> bool {
         match self {
             Op::Metadata(op) => matches!(op.as_ref(), MetadataOp::Manage(ManageOp::Reload { .. })),

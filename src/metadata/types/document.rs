@@ -12,7 +12,7 @@ pub struct Metadata {
     pub version: u32,
     /// Tracked tables and views, in tracking order. Each entry is shared between the
     /// documents a write derives from one another (the state before, the state after, the
-    /// catalog basis), so a change copies only the entries it edits: reach one mutably with
+    /// state this process's last write left), so a change copies only the entries it edits: reach one mutably with
     /// [`Metadata::table_mut`] (or `Arc::make_mut`), and touch only entries that change.
     pub tables: Vec<std::sync::Arc<TableEntry>>,
     /// Stitched remote GraphQL servers.

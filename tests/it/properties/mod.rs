@@ -1,10 +1,10 @@
 //! Property tests of the three parsers of untrusted input: GraphQL documents with variables,
 //! `/v1/query` bodies, and permission expressions (BoolExps).
 //!
-//! The targets and their input generators live in `properties/targets.rs`, shared with the
+//! The targets and their input generators live in `targets/`, shared with the
 //! cargo-fuzz targets in `fuzz/` (see `fuzz/README.md`). Properties:
 //!
-//! - pure, many cases: no input makes a target panic, and the oracles in `targets.rs` hold
+//! - pure, many cases: no input makes a target panic, and the oracles of `targets/` hold
 //!   (plan-cache variable re-check, stored metadata reloads, every role's schema builds);
 //! - with Postgres (the blog fixture): every statement of a document the planner accepts
 //!   (query, mutation program, subscription) and of the root fields of a role whose new
