@@ -424,6 +424,8 @@ def main():
     args = parser.parse_args()
     if args.rounds < 1 or (args.rounds > 1 and not args.compare_binary):
         parser.error("--rounds takes a positive number, and more than 1 only with --compare-binary")
+    if args.compare_binary and (args.events or args.subscriptions):
+        parser.error("--compare-binary compares the queries only, not --events or --subscriptions")
     # A terminated run still stops its servers and removes its cluster (the finally below).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("bench: terminated"))
     duration = args.duration or (3 if args.quick else 10)

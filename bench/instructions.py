@@ -108,6 +108,8 @@ def main():
                         help="requests in flight (default 1); above 1 they share statements as under "
                              "load, and the count depends on how they group")
     args = parser.parse_args()
+    if args.requests < 1 or args.concurrency < 1 or args.warmup < 0:
+        parser.error("--requests and --concurrency take a positive number, --warmup zero or more")
 
     ensure_valgrind()
     if not args.binary:
@@ -147,8 +149,8 @@ def main():
             for server in servers:
                 # The same values for every server: counted work must not depend on the draw.
                 draw = random.Random(query["name"])
-                value = lambda: draw.randint(query["var"]["min"], query["var"]["max"])  # noqa: E731
-                values = [value() for _ in range(args.warmup + args.requests)]
+                low, high = query["var"]["min"], query["var"]["max"]
+                values = [draw.randint(low, high) for _ in range(args.warmup + args.requests)]
                 with concurrent.futures.ThreadPoolExecutor(args.concurrency) as pool:
                     list(pool.map(lambda v: send(server, query, v), values[:args.warmup]))
                     shared = common.shared_counters(server.base())[0]
