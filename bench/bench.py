@@ -360,7 +360,7 @@ def check_answers(query, basalt, floor, postgraphile):
 
 def combine(runs):
     """The wrk figures of measured runs of one target as one: totals, rates over the summed
-    time, and the median run's latency percentiles."""
+    time, and the latency percentiles of the (upper) median run by p50."""
     total = {key: sum(r.get(key, 0) for r in runs) for key in
              ("requests", "duration_us", "socket_errors", "status_errors", "cpu_s", "pg_cpu_s", "shared", "declined")}
     middle = sorted(runs, key=lambda r: r["p50_us"])[len(runs) // 2]
@@ -621,47 +621,47 @@ def main():
         measuring = time.time()
         cpu_total = 0.0
         with open(results_path, "w") as jsonl:
-            for q in queries:
-                for conc in levels:
-                    row = {"query": q["name"], "concurrency": conc}
-                    # Basalt (and the compared build: measured just before it, or in turns over
-                    # several rounds), then the HTTP floor
-                    pair = [("compared", compared, compared_base)] if compared else []
-                    pair.append(("basalt", basalt, base))
-                    measured = {"basalt": [], "compared": []}
-                    for turn in range(args.rounds if compared else 1):
-                        for target, server, where in (pair if turn % 2 == 0 else pair[::-1]):
-                            measured[target].append(measure(q, conc, target, server, where))
-                    measured["http_floor"] = [measure(q, conc, "http_floor", floor_server, floor_base)]
-                    for target, runs in measured.items():
-                        if runs:
-                            row[target] = combine(runs)
-                    if compared:
-                        # Each round's two builds saw the same minute of the machine.
-                        row["basalt_compared"] = geomean([
-                            ratio(b["rps"], c["rps"]) for b, c in zip(measured["basalt"], measured["compared"])])
-                    cpu_total += row["basalt"]["cpu_s"]
-                    # The floor
-                    pgbench(url, scripts[q["name"]], conc, max(1, round(warmup)))
-                    row["floor"] = pgbench(url, scripts[q["name"]], conc, max(1, round(duration)))
-                    # The peer
-                    if pg_base and q["postgraphile"]:
-                        pq = dict(q, text=q["postgraphile"])
-                        wrk(f"{pg_base}/graphql", pq, conc, warmup, {})
-                        row["postgraphile"] = wrk(f"{pg_base}/graphql", pq, conc, duration, {})
-                    row["basalt_http_floor"] = ratio(row["basalt"]["rps"], row["http_floor"]["rps"])
-                    if compared:
-                        row["compared_http_floor"] = ratio(row["compared"]["rps"], row["http_floor"]["rps"])
-                    row["basalt_floor"] = ratio(row["basalt"]["rps"], row["floor"]["rps"])
-                    row["basalt_postgraphile"] = ratio(row["basalt"]["rps"], row.get("postgraphile", {}).get("rps"))
-                    jsonl.write(json.dumps(row) + "\n")
-                    rows.append(row)
-                    log(f"{q['name']:<15} c={conc:<3} basalt {row['basalt']['rps']:>9,.0f} req/s "
-                        f"(p50 {row['basalt']['p50_us'] / 1000:.2f} ms, p99 {row['basalt']['p99_us'] / 1000:.2f} ms, "
-                        f"shared {100 * row['basalt'].get('shared_fraction', 0):.0f}%)  "
-                        f"HTTP floor {row['http_floor']['rps']:>9,.0f}  SQL floor {row['floor']['rps']:>9,.0f}"
-                        + (f"  postgraphile {row['postgraphile']['rps']:>8,.0f}" if "postgraphile" in row else "")
-                        + (f"  compared {row['compared']['rps']:>9,.0f}" if compared else ""))
+            points = [(q, conc) for q in queries for conc in levels]
+            for point, (q, conc) in enumerate(points):
+                row = {"query": q["name"], "concurrency": conc}
+                # Basalt and the compared build in turns, the first place alternating from
+                # round to round and from point to point; then the HTTP floor
+                pair = [("compared", compared, compared_base)] if compared else []
+                pair.append(("basalt", basalt, base))
+                measured = {"basalt": [], "compared": []}
+                for turn in range(args.rounds if compared else 1):
+                    for target, server, where in (pair if (turn + point) % 2 == 0 else pair[::-1]):
+                        measured[target].append(measure(q, conc, target, server, where))
+                measured["http_floor"] = [measure(q, conc, "http_floor", floor_server, floor_base)]
+                for target, runs in measured.items():
+                    if runs:
+                        row[target] = combine(runs)
+                if compared:
+                    # Each round's two builds ran back to back, under the same load.
+                    row["basalt_compared"] = geomean([
+                        ratio(b["rps"], c["rps"]) for b, c in zip(measured["basalt"], measured["compared"])])
+                cpu_total += row["basalt"]["cpu_s"]
+                # The floor
+                pgbench(url, scripts[q["name"]], conc, max(1, round(warmup)))
+                row["floor"] = pgbench(url, scripts[q["name"]], conc, max(1, round(duration)))
+                # The peer
+                if pg_base and q["postgraphile"]:
+                    pq = dict(q, text=q["postgraphile"])
+                    wrk(f"{pg_base}/graphql", pq, conc, warmup, {})
+                    row["postgraphile"] = wrk(f"{pg_base}/graphql", pq, conc, duration, {})
+                row["basalt_http_floor"] = ratio(row["basalt"]["rps"], row["http_floor"]["rps"])
+                if compared:
+                    row["compared_http_floor"] = ratio(row["compared"]["rps"], row["http_floor"]["rps"])
+                row["basalt_floor"] = ratio(row["basalt"]["rps"], row["floor"]["rps"])
+                row["basalt_postgraphile"] = ratio(row["basalt"]["rps"], row.get("postgraphile", {}).get("rps"))
+                jsonl.write(json.dumps(row) + "\n")
+                rows.append(row)
+                log(f"{q['name']:<15} c={conc:<3} basalt {row['basalt']['rps']:>9,.0f} req/s "
+                    f"(p50 {row['basalt']['p50_us'] / 1000:.2f} ms, p99 {row['basalt']['p99_us'] / 1000:.2f} ms, "
+                    f"shared {100 * row['basalt'].get('shared_fraction', 0):.0f}%)  "
+                    f"HTTP floor {row['http_floor']['rps']:>9,.0f}  SQL floor {row['floor']['rps']:>9,.0f}"
+                    + (f"  postgraphile {row['postgraphile']['rps']:>8,.0f}" if "postgraphile" in row else "")
+                    + (f"  compared {row['compared']['rps']:>9,.0f}" if compared else ""))
             summary = {"measuring_seconds": time.time() - measuring, "basalt_cpu_seconds": cpu_total,
                        "basalt_peak_rss_mb": proc_peak_rss_mb(basalt.pid), "duration": duration,
                        "warmup": warmup, "pool_size": args.pool_size}

@@ -20,6 +20,7 @@ import os
 import pathlib
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -47,7 +48,7 @@ def ensure_valgrind():
 class Server:
     """One Basalt build under callgrind, counting from the last `zero()`."""
 
-    def __init__(self, name, binary, url, work):
+    def __init__(self, name, binary, url, work, processes):
         self.name = name
         self.out = pathlib.Path(work) / f"callgrind-{name}"
         self.out.mkdir()
@@ -58,7 +59,8 @@ class Server:
              "--admin-secret", common.ADMIN_SECRET, "--pool-size", "4", "--log-format", "json"],
             stdout=open(pathlib.Path(work) / f"{name}.log", "w"), stderr=subprocess.STDOUT,
             env=dict(os.environ, RUST_LOG="info"))
-        # Under callgrind the start takes tens of seconds.
+        processes.append(self.process)  # stopped by the caller's clean-up even if it never comes up
+        # Under callgrind the start is slow.
         common.wait_http(f"{self.base()}/healthz", name, seconds=300)
 
     def base(self):
@@ -110,6 +112,8 @@ def main():
     args = parser.parse_args()
     if args.requests < 1 or args.concurrency < 1 or args.warmup < 0:
         parser.error("--requests and --concurrency take a positive number, --warmup zero or more")
+    # A terminated run still stops its servers and removes its cluster (the finally below).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("instructions: terminated"))
 
     ensure_valgrind()
     if not args.binary:
@@ -124,7 +128,7 @@ def main():
     work = tempfile.mkdtemp(prefix="basalt-instructions-")
     os.chmod(work, 0o755)
     cluster = common.Cluster(work)
-    servers = []
+    servers, processes = [], []
     try:
         common.log("starting a throwaway Postgres cluster")
         cluster.start()
@@ -132,7 +136,7 @@ def main():
         common.log("loading the dataset: 10k authors, 100k articles, 500k comments")
         common.run([common.pg_bin("psql"), "-q", "-v", "ON_ERROR_STOP=1", "-f", str(HERE / "dataset.sql"), url],
                    stdout=subprocess.DEVNULL)
-        servers.append(Server("basalt", binary, url, work))
+        servers.append(Server("basalt", binary, url, work, processes))
         metadata = json.loads((HERE / "metadata.json").read_text())
         answer = common.post(f"{servers[0].base()}/v1/query", {"type": "replace_metadata", "args": metadata},
                              {"X-Svc-Admin-Secret": common.ADMIN_SECRET}, timeout=300)
@@ -140,7 +144,7 @@ def main():
             sys.exit(f"instructions: tracking failed: {answer}")
         if args.compare_binary:
             # Reads the metadata the first one stored in the catalog.
-            servers.append(Server("compared", pathlib.Path(args.compare_binary).resolve(), url, work))
+            servers.append(Server("compared", pathlib.Path(args.compare_binary).resolve(), url, work, processes))
         common.log("servers running under callgrind")
 
         rows = []
@@ -176,7 +180,7 @@ def main():
             mean = common.geomean([row["basalt"] / row["compared"] for row in rows])
             print(f"Geometric mean Basalt/compared {mean:.3f}×.")
     finally:
-        common.stop_all([s.process for s in servers], timeout=30)
+        common.stop_all(processes, timeout=30)
         cluster.stop()
         shutil.rmtree(work, ignore_errors=True)
 

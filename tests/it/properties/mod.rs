@@ -41,7 +41,7 @@ fn runner(cases: u32) -> TestRunner {
     TestRunner::new(config)
 }
 
-/// The choices a generator reads (see `targets::Tape`).
+/// The choices a generator reads (see `targets/tape.rs`).
 fn choices() -> impl Strategy<Value = Vec<u8>> {
     proptest::collection::vec(any::<u8>(), 0..600)
 }

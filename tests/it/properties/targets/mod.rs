@@ -20,7 +20,7 @@
 //! accepted metadata document that does not reload from its stored JSON, a role schema whose
 //! introspection cannot be built).
 //!
-//! Generators read their choices from a byte string ([`Tape`], `tape.rs`): the fuzzer's input,
+//! Generators read their choices from a byte string (`Tape`, in `tape.rs`): the fuzzer's input,
 //! or bytes proptest draws and shrinks. A byte of 0 (or a tape run out) is always the plainest
 //! choice, so shrinking towards zeros and shorter tapes gives small documents. This file holds
 //! the fixture every target shares.
