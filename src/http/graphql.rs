@@ -146,33 +146,19 @@ pub async fn get(
     if let Some(op) = params.operation_name {
         request.insert("operationName".into(), Value::String(op));
     }
-    let done = match params.variables.map(|v| serde_json::from_str::<Value>(&v)) {
-        Some(Err(e)) => Reply::failed(graphql_body(
-            &GraphqlError::InvalidVariables(e.to_string()),
-            false,
-        )),
-        Some(Ok(vars)) => {
-            request.insert("variables".into(), vars);
-            one(
-                &state,
-                &headers,
-                Value::Object(request),
-                Transport::Get,
-                gzip,
-            )
-            .await
+    if let Some(variables) = params.variables {
+        match serde_json::from_str::<Value>(&variables) {
+            Ok(vars) => {
+                request.insert("variables".into(), vars);
+            }
+            Err(e) => {
+                let err = GraphqlError::InvalidVariables(e.to_string());
+                return respond(&headers, Reply::failed(graphql_body(&err, false)));
+            }
         }
-        None => {
-            one(
-                &state,
-                &headers,
-                Value::Object(request),
-                Transport::Get,
-                gzip,
-            )
-            .await
-        }
-    };
+    }
+    let request = Value::Object(request);
+    let done = one(&state, &headers, request, Transport::Get, gzip).await;
     respond(&headers, done)
 }
 

@@ -225,6 +225,19 @@ async fn transport_get_batch_accept_request_id() {
         r.json::<Value>().await.unwrap()["errors"][0]["message"],
         "mutations and subscriptions are not allowed over GET"
     );
+    let r = s
+        .http
+        .get(&url)
+        .query(&[("query", "{ __typename }"), ("variables", "{not json")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let message = r.json::<Value>().await.unwrap()["errors"][0]["message"].clone();
+    assert!(
+        message.as_str().unwrap().starts_with("invalid variables: "),
+        "{message}"
+    );
     let r = s.http.post(&url).header("accept", "application/graphql-response+json").header("x-request-id", "abc-123")
         .json(&json!([{"query": "{ articleById(id: 1) { id } }"}, {"query": "{ nope }"}, {"query": "{ __typename }"}])).send().await.unwrap();
     assert_eq!(r.status(), 200);
