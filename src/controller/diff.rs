@@ -500,6 +500,8 @@ fn create_request(object: &Object) -> Option<Value> {
             "args": {"action": action, "role": p.role, "comment": p.comment}}),
         Object::Collection(c) => json!({"type": "create_query_collection", "args": c}),
         Object::Allowlist(a) => json!({"type": "add_collection_to_allowlist", "args": a}),
+        Object::InheritedRole(r) => json!({"type": "add_inherited_role", "args": r}),
+        Object::ApiLimits(l) => json!({"type": "set_api_limits", "args": l}),
         Object::CustomType(_) => return None,
     })
 }
@@ -532,6 +534,9 @@ fn drop_request(object: &Object, cascade: bool) -> Option<Value> {
         Object::Collection(c) => json!({"type": "drop_query_collection",
             "args": {"collection": c.name, "cascade": cascade}}),
         Object::Allowlist(a) => json!({"type": "drop_collection_from_allowlist", "args": a}),
+        Object::InheritedRole(r) => json!({"type": "drop_inherited_role",
+            "args": {"role_name": r.role_name}}),
+        Object::ApiLimits(_) => json!({"type": "remove_api_limits", "args": {}}),
         Object::CustomType(_) => return None,
     })
 }

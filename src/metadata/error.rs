@@ -47,6 +47,8 @@ pub enum Code {
     RemoteSchemaError,
     /// A remote schema clashes with the rest of the GraphQL schema.
     RemoteSchemaConflicts,
+    /// Inherited roles whose parents form a cycle.
+    CyclicDependency,
 }
 
 impl Code {
@@ -72,6 +74,7 @@ impl Code {
             Code::Busy => "busy",
             Code::RemoteSchemaError => "remote-schema-error",
             Code::RemoteSchemaConflicts => "remote-schema-conflicts",
+            Code::CyclicDependency => "cyclic-dependency",
         }
     }
 }

@@ -34,6 +34,10 @@ pub enum ObjectId {
     QueryCollection(String),
     /// A collection's allow-list entry, by collection.
     Allowlist(String),
+    /// An inherited role, by name.
+    InheritedRole(String),
+    /// The API limits (one object).
+    ApiLimits,
 }
 
 /// The table an event trigger is on, when it is known. Not part of the trigger's identity
@@ -103,6 +107,8 @@ impl ObjectId {
             ObjectId::CustomTypeRelationship(t, r) => format!("custom type relationship {t}.{r}"),
             ObjectId::QueryCollection(n) => format!("query collection {n}"),
             ObjectId::Allowlist(n) => format!("allow-list entry {n}"),
+            ObjectId::InheritedRole(n) => format!("inherited role {n}"),
+            ObjectId::ApiLimits => "api limits".to_owned(),
         }
     }
 
@@ -127,6 +133,7 @@ impl ObjectId {
             "remote_schema" => ObjectId::RemoteSchema(text("name")?),
             "action" => ObjectId::Action(text("name")?),
             "action_permission" => ObjectId::ActionPermission(text("action")?, text("role")?),
+            "inherited_role" => ObjectId::InheritedRole(text("role_name")?),
             permission => {
                 let kind = PermissionKind::ALL
                     .into_iter()
@@ -158,6 +165,8 @@ impl ObjectId {
             ObjectId::CustomTypeRelationship(t, r) => ("custom_type_relationship", vec![t, r]),
             ObjectId::QueryCollection(n) => ("query_collection", vec![n]),
             ObjectId::Allowlist(n) => ("allowlist", vec![n]),
+            ObjectId::InheritedRole(n) => ("inherited_role", vec![n]),
+            ObjectId::ApiLimits => ("api_limits", Vec::new()),
         }
     }
 }
@@ -213,6 +222,8 @@ impl std::str::FromStr for ObjectId {
             }
             ("query_collection", [n]) => ObjectId::QueryCollection(n.clone()),
             ("allowlist", [n]) => ObjectId::Allowlist(n.clone()),
+            ("inherited_role", [n]) => ObjectId::InheritedRole(n.clone()),
+            ("api_limits", []) => ObjectId::ApiLimits,
             _ => return Err(bad()),
         };
         Ok(id)

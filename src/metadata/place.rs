@@ -154,6 +154,10 @@ pub fn put(metadata: &mut Metadata, object: Object) -> Result<(), PlaceError> {
         Object::Allowlist(a) => upsert(&mut metadata.allowlist, a, |x, y| {
             x.collection == y.collection
         }),
+        Object::InheritedRole(r) => upsert(&mut metadata.inherited_roles, r, |x, y| {
+            x.role_name == y.role_name
+        }),
+        Object::ApiLimits(l) => metadata.api_limits = *l,
     }
     Ok(())
 }
@@ -205,6 +209,10 @@ pub fn remove(metadata: &mut Metadata, object: &Object) {
         Object::CustomType(t) => remove_type(&mut metadata.custom_types, t.name()),
         Object::Collection(c) => metadata.query_collections.retain(|x| x.name != c.name),
         Object::Allowlist(a) => metadata.allowlist.retain(|x| x.collection != a.collection),
+        Object::InheritedRole(r) => metadata
+            .inherited_roles
+            .retain(|x| x.role_name != r.role_name),
+        Object::ApiLimits(_) => metadata.api_limits = ApiLimits::default(),
     }
 }
 

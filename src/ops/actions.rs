@@ -285,6 +285,7 @@ fn check(
             handler,
             headers,
             timeout: crate::resolve::actions::timeout(&entry.definition),
+            derived_roles: Vec::new(),
         };
         if let Some(Some(reason)) = type_check(&cache.resolved, &[candidate]).into_iter().next() {
             return Err(MetadataError::new(

@@ -5,6 +5,7 @@
 
 use crate::metadata::objects::Drift;
 use crate::metadata::Metadata;
+use crate::resolve::inherited::Conflict;
 use crate::resolve::{Inconsistency, Resolution};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -79,8 +80,9 @@ impl Consistency {
     pub fn of(resolution: &Resolution) -> Self {
         Consistency {
             message: None,
-            is_consistent: resolution.inconsistencies.is_empty(),
-            inconsistent_objects: Some(items(&resolution.inconsistencies)),
+            is_consistent: resolution.inconsistencies.is_empty()
+                && resolution.conflicts.is_empty(),
+            inconsistent_objects: Some(all_items(resolution)),
         }
     }
 
@@ -101,6 +103,12 @@ impl Consistency {
 pub struct Item {
     #[serde(rename = "type")]
     pub kind: String,
+    /// The inherited role, on a permission conflict.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// What the conflict is about, on a permission conflict.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entity: Option<Value>,
     pub definition: Value,
     pub reason: String,
     /// The resource that declares the object, or `"api"`.
@@ -112,6 +120,8 @@ impl From<&Inconsistency> for Item {
     fn from(i: &Inconsistency) -> Self {
         Item {
             kind: i.kind.to_owned(),
+            name: None,
+            entity: None,
             definition: i.definition.clone(),
             reason: i.reason.clone(),
             owner: None,
@@ -123,8 +133,23 @@ impl From<&Drift> for Item {
     fn from(d: &Drift) -> Self {
         Item {
             kind: "drift".to_owned(),
+            name: None,
+            entity: None,
             definition: d.definition(),
             reason: d.reason(),
+            owner: None,
+        }
+    }
+}
+
+impl From<&Conflict> for Item {
+    fn from(c: &Conflict) -> Self {
+        Item {
+            kind: Conflict::KIND.to_owned(),
+            name: Some(c.role.clone()),
+            entity: Some(c.entity.clone()),
+            definition: c.definition.clone(),
+            reason: c.reason.clone(),
             owner: None,
         }
     }
@@ -133,6 +158,13 @@ impl From<&Drift> for Item {
 /// The items of a list of inconsistencies.
 pub fn items(inconsistencies: &[Inconsistency]) -> Vec<Item> {
     inconsistencies.iter().map(Item::from).collect()
+}
+
+/// Every item a resolution reports: its inconsistencies, then its permission conflicts.
+pub fn all_items(resolution: &Resolution) -> Vec<Item> {
+    let mut out = items(&resolution.inconsistencies);
+    out.extend(resolution.conflicts.iter().map(Item::from));
+    out
 }
 
 /// `TuplesOk` with the column names first and every value as text (`"NULL"` for SQL NULL)

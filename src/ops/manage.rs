@@ -377,12 +377,11 @@ impl ManageOp {
             ),
             ManageOp::GetInconsistent => keep(Answer::Consistency(Consistency::of(cache)), false),
             ManageOp::Reload { .. } => {
-                let consistent = cache.inconsistencies.is_empty();
+                let consistent = cache.inconsistencies.is_empty() && cache.conflicts.is_empty();
                 let reload = Consistency {
                     message: Some("success"),
                     is_consistent: consistent,
-                    inconsistent_objects: (!consistent)
-                        .then(|| answer::items(&cache.inconsistencies)),
+                    inconsistent_objects: (!consistent).then(|| answer::all_items(cache)),
                 };
                 keep(Answer::Consistency(reload), true)
             }
@@ -396,6 +395,7 @@ impl ManageOp {
                 v2,
                 allow_inconsistent,
             } => {
+                super::roles::check_acyclic(&replacement.inherited_roles)?;
                 let after = ctx.resolve(replacement);
                 let blocking: Vec<Value> = after
                     .inconsistencies

@@ -22,6 +22,7 @@ mod manage;
 mod permissions;
 mod relationships;
 pub mod remote_schemas;
+mod roles;
 mod run_sql;
 pub mod schema_changes;
 mod tables;
@@ -75,6 +76,8 @@ pub enum MetadataOp {
     RemoteSchema(remote_schemas::RemoteSchemaOp),
     /// Actions and their permissions.
     Action(actions::ActionOp),
+    /// Inherited roles and API limits.
+    Role(roles::RoleOp),
     /// Export, replace, reload, clear, inconsistency management.
     Manage(manage::ManageOp),
 }
@@ -112,10 +115,19 @@ impl Op {
                 }
             },
         };
+        let path = root.key("args");
+        if let Some(op) = roles::RoleOp::parse(op_type, map.get("args"), &path)? {
+            if version == 2 {
+                return Err(parse_failed(
+                    root.key("version"),
+                    format!("operation \"{op_type}\" does not accept version 2"),
+                ));
+            }
+            return Ok(Op::Metadata(Box::new(MetadataOp::Role(op))));
+        }
         let args = map
             .get("args")
             .ok_or_else(|| parse_failed(root.clone(), "the key 'args' was not present"))?;
-        let path = root.key("args");
         let versioned = matches!(
             op_type,
             "track_table" | "set_table_custom_fields" | "replace_metadata"
@@ -325,7 +337,7 @@ impl MetadataOp {
     pub fn reads_schema(&self) -> bool {
         !matches!(
             self,
-            MetadataOp::Collection(_) | MetadataOp::RemoteSchema(_)
+            MetadataOp::Collection(_) | MetadataOp::RemoteSchema(_) | MetadataOp::Role(_)
         )
     }
 }
@@ -348,6 +360,7 @@ pub fn apply(metadata: &Metadata, op: &MetadataOp, ctx: Context<'_>) -> Result<O
         MetadataOp::EventTrigger(e) => e.apply(metadata, &cache()).map(done),
         MetadataOp::RemoteSchema(r) => r.apply(metadata, ctx).map(done),
         MetadataOp::Action(a) => a.apply(metadata, &cache(), ctx).map(done),
+        MetadataOp::Role(r) => r.apply(metadata).map(done),
         MetadataOp::Manage(m) => m.apply(metadata, &cache(), ctx),
     }
 }

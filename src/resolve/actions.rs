@@ -31,6 +31,8 @@ pub struct ResolvedAction {
     pub headers: Vec<(String, String)>,
     /// Bound on the handler call.
     pub timeout: Duration,
+    /// Inherited roles that may call it because a parent may.
+    pub derived_roles: Vec<String>,
 }
 
 impl ResolvedAction {
@@ -49,6 +51,7 @@ impl ResolvedAction {
     pub fn allows(&self, role: &str) -> bool {
         role == crate::session::ADMIN_ROLE
             || self.entry.permissions.iter().any(|p| p.role.0 == role)
+            || self.derived_roles.iter().any(|r| r == role)
     }
 }
 
@@ -305,6 +308,7 @@ pub(super) fn resolve_actions<T: std::fmt::Display>(
                     handler,
                     headers,
                     timeout: timeout(&entry.definition),
+                    derived_roles: Vec::new(),
                 });
             }
             Err(err) => cache.inconsistencies.push(Inconsistency {

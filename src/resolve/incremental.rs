@@ -7,7 +7,8 @@
 //!
 //! It falls back to the full resolution when a table is added or its custom root fields change
 //! and root fields clash, when the starting resolution has anything inconsistent, and when the
-//! document has remote schemas; roles, custom types and actions are resolved again every time.
+//! document has remote schemas or inherited roles (a role's derived permissions on a table
+//! depend on which roles every other table names); roles, custom types and actions are resolved again every time.
 //! The reasons are in `docs/design-notes.md`, "Incremental resolution". Debug builds (every
 //! test) resolve the whole document too and check the two agree.
 
@@ -51,6 +52,8 @@ fn incremental(
     remotes: &remote::Remotes,
 ) -> Option<Resolution> {
     if !before.inconsistencies.is_empty()
+        || !previous.inherited_roles.is_empty()
+        || !metadata.inherited_roles.is_empty()
         || !previous.remote_schemas.is_empty()
         || !metadata.remote_schemas.is_empty()
         || before.resolved.tables.len() != previous.tables.len()

@@ -10,6 +10,7 @@ mod boolexp;
 mod checks;
 pub mod events;
 mod incremental;
+pub mod inherited;
 pub mod operators;
 mod permissions;
 mod reads;
@@ -206,6 +207,9 @@ pub struct Resolution {
     pub resolved: Resolved,
     /// Objects left out, in metadata order.
     pub inconsistencies: Vec<Inconsistency>,
+    /// Permissions an inherited role could not derive because its parents disagree: listed
+    /// with the inconsistencies, but informational (they block nothing).
+    pub conflicts: Vec<inherited::Conflict>,
 }
 
 impl Resolution {
@@ -355,6 +359,7 @@ fn resolve_globals<T: std::fmt::Display>(
         .flat_map(|t| t.permissions.keys().cloned())
         .collect();
     actions::resolve_actions(metadata, db, root_fields, remotes.action_types, cache);
+    inherited::derive_roles(metadata, cache);
     remote::resolve_remotes(&metadata.remote_schemas, remotes, cache);
 }
 

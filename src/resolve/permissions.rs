@@ -147,6 +147,7 @@ pub(super) fn resolve_permissions(entry: &TableEntry, cache: &mut Resolution) {
                 filter: c.filter.unwrap_or(BoolExp::And(Vec::new())),
                 limit: p.limit,
                 allow_aggregations: p.allow_aggregations,
+                cells: IndexMap::new(),
             });
         },
     );

@@ -116,6 +116,10 @@ pub struct SelectRule {
     pub limit: Option<u32>,
     /// Aggregates allowed.
     pub allow_aggregations: bool,
+    /// Fields (columns and scalar computed fields) readable only on the rows where their
+    /// condition holds: elsewhere they read as `null`, in every clause. Only an inherited role's
+    /// derived rule has any.
+    pub cells: indexmap::IndexMap<String, BoolExp>,
 }
 
 /// An insert permission, resolved.

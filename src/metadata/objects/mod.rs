@@ -119,6 +119,10 @@ pub enum Object {
     Collection(CollectionEntry),
     /// A collection's allow-list entry.
     Allowlist(AllowlistEntry),
+    /// An inherited role.
+    InheritedRole(InheritedRole),
+    /// The API limits (one object; the empty one is no object).
+    ApiLimits(Box<ApiLimits>),
 }
 
 /// The action entry with only its own settings (what [`Object::Action`] holds).
@@ -149,6 +153,8 @@ impl Object {
             Object::CustomType(c) => ObjectId::CustomType(c.name().to_owned()),
             Object::Collection(c) => ObjectId::QueryCollection(c.name.0.clone()),
             Object::Allowlist(a) => ObjectId::Allowlist(a.collection.0.clone()),
+            Object::InheritedRole(r) => ObjectId::InheritedRole(r.role_name.0.clone()),
+            Object::ApiLimits(_) => ObjectId::ApiLimits,
         }
     }
 
@@ -210,6 +216,8 @@ impl Object {
             Object::CustomType(c) => json!({"type": c.kind(), "definition": c.definition()}),
             Object::Collection(c) => serde_json::to_value(c).unwrap_or(Value::Null),
             Object::Allowlist(a) => serde_json::to_value(a).unwrap_or(Value::Null),
+            Object::InheritedRole(r) => serde_json::to_value(r).unwrap_or(Value::Null),
+            Object::ApiLimits(l) => api_limits_definition(l),
         }
     }
 }
@@ -328,6 +336,18 @@ fn push_global_objects(metadata: &Metadata, out: &mut Vec<Object>) {
     for a in &metadata.allowlist {
         out.push(Object::Allowlist(a.clone()));
     }
+    if !metadata.api_limits.is_empty() {
+        out.push(Object::ApiLimits(Box::new(metadata.api_limits.clone())));
+    }
+    for r in &metadata.inherited_roles {
+        out.push(Object::InheritedRole(r.clone()));
+    }
+}
+
+/// The API limits as export writes them: `disabled` always, each set limit with its
+/// `per_role` map (`{}` when empty).
+pub fn api_limits_definition(limits: &ApiLimits) -> Value {
+    serde_json::to_value(limits).unwrap_or(Value::Null)
 }
 
 impl Object {
@@ -346,6 +366,8 @@ impl Object {
             Object::CustomType(_) => "custom_type",
             Object::Collection(_) => "query_collection",
             Object::Allowlist(_) => "allowlist",
+            Object::InheritedRole(_) => "inherited_role",
+            Object::ApiLimits(_) => "api_limits",
         }
     }
 

@@ -5,7 +5,7 @@ use super::*;
 use serde::{Deserialize, Serialize};
 
 /// The whole metadata document.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Metadata {
     /// Always 2 on export.
     #[serde(default = "two")]
@@ -30,6 +30,12 @@ pub struct Metadata {
     /// Types used by actions.
     #[serde(default, skip_serializing_if = "CustomTypes::is_empty")]
     pub custom_types: CustomTypes,
+    /// Per-role guards of the GraphQL API.
+    #[serde(default, skip_serializing_if = "ApiLimits::is_empty")]
+    pub api_limits: ApiLimits,
+    /// Roles derived from other roles, in creation order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inherited_roles: Vec<InheritedRole>,
 }
 
 fn two() -> u32 {
@@ -46,6 +52,8 @@ impl Default for Metadata {
             allowlist: Vec::new(),
             actions: Vec::new(),
             custom_types: CustomTypes::default(),
+            api_limits: ApiLimits::default(),
+            inherited_roles: Vec::new(),
         }
     }
 }
@@ -72,6 +80,11 @@ impl Metadata {
             .filter(|t| t.is_enum)
             .map(|t| t.table.clone())
             .collect()
+    }
+
+    /// The inherited role `name`.
+    pub fn inherited_role(&self, name: &str) -> Option<&InheritedRole> {
+        self.inherited_roles.iter().find(|r| r.role_name.0 == name)
     }
 
     /// A query collection by name.

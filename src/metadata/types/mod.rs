@@ -16,6 +16,7 @@ mod events;
 mod names;
 mod permissions;
 mod relationships;
+mod roles;
 mod tables;
 
 pub use actions::*;
@@ -27,6 +28,7 @@ pub use events::*;
 pub use names::*;
 pub use permissions::*;
 pub use relationships::*;
+pub use roles::*;
 pub use tables::*;
 
 /// `skip_serializing_if` for flags exported only when set.
