@@ -55,6 +55,7 @@ impl Engine {
             }
             let single = QueryPlan {
                 fields: vec![(key.clone(), field.clone())],
+                cells: operation.data.cells.clone(),
             };
             let sql = translate::query_for(&single, plan::observes_session(&single, resolved));
             let params = execute::bind(&sql.params, &binding, None)?;

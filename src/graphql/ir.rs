@@ -325,6 +325,9 @@ pub enum Field {
     Computed {
         function: QualifiedTable,
         args: Vec<FunctionArg>,
+        /// Readable only on rows where this holds (a permission expression over the row), else
+        /// `null`.
+        cell: Option<BoolExpr>,
     },
 }
 
@@ -487,11 +490,20 @@ pub enum ResultField {
     Output(OutputSelect),
 }
 
+/// The cell rules of the role a plan was made for: per table, the columns it may read only
+/// on the rows where a condition (a permission expression over the row) holds. Wherever the
+/// plan reads such a column of such a table (selection, `where`, `order_by`, `distinct_on`,
+/// aggregates), it reads `null` on the other rows. Only inherited roles have any.
+pub type CellRules =
+    std::sync::Arc<indexmap::IndexMap<QualifiedTable, indexmap::IndexMap<String, BoolExpr>>>;
+
 /// The data part of a query operation.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct QueryPlan {
     /// Root fields (response key, field) in document order.
     pub fields: Vec<(String, RootField)>,
+    /// The role's cell rules.
+    pub cells: CellRules,
 }
 
 /// A value written to a column.
@@ -656,6 +668,8 @@ pub enum MutationField {
 pub struct MutationPlan {
     /// (response key, field).
     pub fields: Vec<(String, MutationField)>,
+    /// The role's cell rules.
+    pub cells: CellRules,
 }
 
 /// What a query reads: the relations it names (tables and views, through selections,

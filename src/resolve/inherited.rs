@@ -25,7 +25,12 @@ pub fn known_roles(metadata: &Metadata) -> BTreeSet<&str> {
     for a in &metadata.actions {
         known.extend(a.permissions.iter().map(|p| p.role.0.as_str()));
     }
-    known.extend(metadata.inherited_roles.iter().map(|r| r.role_name.0.as_str()));
+    known.extend(
+        metadata
+            .inherited_roles
+            .iter()
+            .map(|r| r.role_name.0.as_str()),
+    );
     known
 }
 
@@ -224,9 +229,11 @@ fn parents_first(roles: &[InheritedRole]) -> Vec<&InheritedRole> {
             if done.contains(name) {
                 continue;
             }
-            let ready = r.role_set.0.iter().all(|p| {
-                !by_name.contains_key(p.0.as_str()) || done.contains(p.0.as_str())
-            });
+            let ready = r
+                .role_set
+                .0
+                .iter()
+                .all(|p| !by_name.contains_key(p.0.as_str()) || done.contains(p.0.as_str()));
             if ready {
                 done.insert(name);
                 out.push(r);
@@ -419,13 +426,12 @@ fn derive_select(t: &ResolvedTable, selects: &[&SelectRule]) -> Option<SelectRul
         }
         cells.insert(name.clone(), or(conditions.clone()));
     }
-    let column_names: Vec<String> = t
-        .db
-        .columns
-        .iter()
-        .filter(|c| fields.contains_key(&c.name))
-        .map(|c| c.name.clone())
-        .collect();
+    let column_names: Vec<String> =
+        t.db.columns
+            .iter()
+            .filter(|c| fields.contains_key(&c.name))
+            .map(|c| c.name.clone())
+            .collect();
     let computed_fields: Vec<String> = fields
         .keys()
         .filter(|f| t.db.column(f).is_none())
@@ -572,7 +578,9 @@ mod tests {
         ];
         assert_eq!(
             cycles_message(&roles).as_deref(),
-            Some(r#"found cycle(s) in roles: ["circular_role","intermediate_circular_role_2","intermediate_circular_role_1","circular_role"]"#)
+            Some(
+                r#"found cycle(s) in roles: ["circular_role","intermediate_circular_role_2","intermediate_circular_role_1","circular_role"]"#
+            )
         );
         let acyclic = [role("a", &["b"]), role("b", &["c"])];
         assert_eq!(cycles_message(&acyclic), None);
@@ -588,7 +596,12 @@ mod tests {
         );
         // The smallest parent loops without reaching the start: the walk goes back the
         // shortest way.
-        let detour = [role("a", &["b"]), role("b", &["c"]), role("c", &["b", "d"]), role("d", &["a"])];
+        let detour = [
+            role("a", &["b"]),
+            role("b", &["c"]),
+            role("c", &["b", "d"]),
+            role("d", &["a"]),
+        ];
         assert_eq!(
             cycles_message(&detour).as_deref(),
             Some(r#"found cycle(s) in roles: ["a","b","c","d","a"]"#)

@@ -84,12 +84,12 @@ pub(super) fn simplify(e: &BoolExpr) -> BoolExpr {
     }
 }
 
-fn column(c: &ColumnExpr, current: &Alias, root: &Alias) -> Expr {
+fn column(state: &mut State, c: &ColumnExpr, current: &Alias, root: &Alias) -> Expr {
     let alias = match c.scope {
         Scope::Current => current,
         Scope::Root => root,
     };
-    let column = Expr::column(alias, &c.column);
+    let column = state.column(alias, &c.column);
     match &c.cast {
         Some(cast) => column.nested().cast(cast.clone()),
         None => column,
@@ -142,14 +142,19 @@ pub(super) fn bool_expr(state: &mut State, e: &BoolExpr, current: &Alias, root: 
                 .collect(),
         ),
         BoolExpr::Not(inner) => Expr::Not(Box::new(bool_expr(state, inner, current, root))),
-        BoolExpr::Permission(inner) => bool_expr(state, inner, current, current),
+        BoolExpr::Permission(inner) => {
+            state.raw += 1;
+            let e = bool_expr(state, inner, current, current);
+            state.raw -= 1;
+            e
+        }
         BoolExpr::IsNull { column: c, is_null } => {
-            Expr::IsNull(Box::new(column(c, current, root)), !is_null).nested()
+            Expr::IsNull(Box::new(column(state, c, current, root)), !is_null).nested()
         }
         BoolExpr::CompareColumns { left, op, right } => Expr::binary(
-            column(left, current, root),
+            column(state, left, current, root),
             operator(*op),
-            column(right, current, root),
+            column(state, right, current, root),
         )
         .nested(),
         BoolExpr::Compare {
@@ -157,7 +162,7 @@ pub(super) fn bool_expr(state: &mut State, e: &BoolExpr, current: &Alias, root: 
             op,
             value: v,
         } => {
-            let left = column(c, current, root);
+            let left = column(state, c, current, root);
             match op {
                 CompareOp::In | CompareOp::Nin => Expr::Quantified(
                     Box::new(left),
@@ -182,6 +187,7 @@ pub(super) fn bool_expr(state: &mut State, e: &BoolExpr, current: &Alias, root: 
             filter,
         } => {
             let r = state.alias();
+            state.reads(&r, table);
             let mut where_ = join(columns, current, &r);
             where_.push(bool_expr(state, filter, &r, root));
             Expr::Exists(Box::new(Select {

@@ -15,27 +15,87 @@ pub use mutation::{mutation, shared_insert, shares_inserts};
 
 use crate::db_model::Encoding;
 use crate::db_model::PgType;
-use crate::graphql::ir::{ActionPart, Param, QueryPlan, RootField, ValueExpr};
+use crate::graphql::ir::{ActionPart, BoolExpr, CellRules, Param, QueryPlan, RootField, ValueExpr};
 use crate::metadata::types::QualifiedTable;
 use crate::sql::ast::*;
 use crate::sql::print::{print_multiplexed, print_with, MultiplexedSql};
 use crate::sql::SqlText;
 use serde_json::Value;
 
-/// Per-statement translation state: the alias counter, and the aliases that name a paged
-/// subquery of a table rather than the table itself.
+/// Per-statement translation state: the alias counter, the aliases that name a paged
+/// subquery of a table rather than the table itself, and the role's cell rules with the
+/// aliases they apply to.
 #[derive(Debug, Default)]
 pub(crate) struct State {
     aliases: usize,
     /// A whole-row reference to one of these is cast back to the table's row type.
     paged: Vec<(Alias, QualifiedName)>,
+    /// The cell rules of the plan's role.
+    cells: CellRules,
+    /// Aliases of tables that have cell rules, with the table.
+    guarded: Vec<(Alias, QualifiedTable)>,
+    /// How many permission filters enclose what is being translated: a permission reads
+    /// every column as stored.
+    raw: usize,
 }
 
 impl State {
+    /// A state for a plan with the role's cell rules `cells`.
+    fn new(cells: &CellRules) -> Self {
+        State {
+            cells: cells.clone(),
+            ..State::default()
+        }
+    }
+
     /// The next table alias (`_t1`, `_t2`, …).
     fn alias(&mut self) -> Alias {
         self.aliases += 1;
         Alias::numbered(self.aliases)
+    }
+
+    /// Notes that `alias` reads rows of `table`, so its columns are read through the table's
+    /// cell rules, if it has any.
+    fn reads(&mut self, alias: &Alias, table: &QualifiedTable) {
+        if self.cells.contains_key(table) {
+            self.guarded.push((alias.clone(), table.clone()));
+        }
+    }
+
+    /// Column `column` of the row `alias` as the role may read it: as stored, or, for a cell
+    /// the role may read only on some rows, `CASE WHEN <rule> THEN <column> END`.
+    fn column(&mut self, alias: &Alias, column: &str) -> Expr {
+        let plain = Expr::column(alias, column);
+        match self.cell_rule(alias, |cells| cells.get(column).cloned()) {
+            Some(rule) => self.guard(rule, alias, plain),
+            None => plain,
+        }
+    }
+
+    /// The cell rule `pick` chooses for the row `alias`, outside permission filters.
+    fn cell_rule(
+        &self,
+        alias: &Alias,
+        pick: impl Fn(&indexmap::IndexMap<String, BoolExpr>) -> Option<BoolExpr>,
+    ) -> Option<BoolExpr> {
+        if self.raw > 0 {
+            return None;
+        }
+        let (_, table) = self.guarded.iter().find(|(a, _)| a == alias)?;
+        pick(self.cells.get(table)?)
+    }
+
+    /// `CASE WHEN <rule over alias> THEN value END`.
+    fn guard(&mut self, rule: BoolExpr, alias: &Alias, value: Expr) -> Expr {
+        let condition = match filter::simplified(&rule) {
+            Some(rule) => filter::bool_expr(self, &rule, alias, alias),
+            None => return value,
+        };
+        Expr::Case {
+            when: Box::new(condition),
+            then: Box::new(value),
+            otherwise: Box::new(Expr::Literal(Literal::Null)),
+        }
     }
 }
 
@@ -102,7 +162,7 @@ pub fn live_query(plan: &QueryPlan) -> MultiplexedSql {
 
 /// The `SELECT … AS data` of a query plan.
 fn query_select(plan: &QueryPlan) -> Select {
-    let mut state = State::default();
+    let mut state = State::new(&plan.cells);
     let pairs = plan
         .fields
         .iter()
@@ -117,7 +177,7 @@ fn query_select(plan: &QueryPlan) -> Select {
 /// be placed among them without reading the others back. Answers the statement and the
 /// columns' keys, in order. With `sets_session`, as in [`query_for`].
 pub fn query_fields(plan: &QueryPlan, sets_session: bool) -> (SqlText, Vec<String>) {
-    let mut state = State::default();
+    let mut state = State::new(&plan.cells);
     let mut keys = Vec::new();
     let mut columns = Vec::new();
     for (key, field) in &plan.fields {

@@ -34,7 +34,7 @@ pub fn mutation(plan: &MutationPlan) -> MutationProgram {
                 let program = match field {
                     MutationField::Constant(v) => FieldProgram::Constant(v.clone()),
                     MutationField::Write { action, output } => {
-                        FieldProgram::Write(write(action, output))
+                        FieldProgram::Write(write(action, output, &plan.cells))
                     }
                     MutationField::Action(f) => {
                         FieldProgram::Action(answer_only(print(&super::action::answer(key, f))))
@@ -59,10 +59,11 @@ fn single(plan: &MutationPlan) -> Option<SqlText> {
         return None;
     };
     let gate = Some(session_gate());
-    let mut state = State::default();
+    let cells = &plan.cells;
+    let mut state = State::new(cells);
     match action {
         // Already one statement over the deleted rows: only the session moves in.
-        MutationAction::Delete(plan) => Some(print(&delete(plan, output, gate))),
+        MutationAction::Delete(plan) => Some(print(&delete(plan, output, gate, cells))),
         MutationAction::Insert(plan) if fits_one_statement(plan) && own_rows(output) => {
             let insert = gated_insert(&mut state, plan);
             let check = plan.check.as_ref().map(|c| (c, CheckKind::Insert));
@@ -113,7 +114,7 @@ fn gated_insert(state: &mut State, plan: &InsertPlan) -> Statement {
 /// [`crate::execute::SharedStatement`]).
 pub fn shared_insert(plan: &MutationPlan, copies: usize) -> Option<SqlText> {
     let (insert, output) = shareable_insert(plan)?;
-    let mut state = State::default();
+    let mut state = State::new(&plan.cells);
     let mut ctes = Vec::with_capacity(2 * copies);
     let mut rows = Vec::with_capacity(copies);
     for copy in 0..copies {
@@ -245,8 +246,11 @@ fn answer_only(sql: crate::sql::SqlText) -> Program {
 }
 
 /// The program of one root field.
-fn write(action: &MutationAction, output: &MutationOutput) -> Program {
-    let mut builder = Builder::default();
+fn write(action: &MutationAction, output: &MutationOutput, cells: &CellRules) -> Program {
+    let mut builder = Builder {
+        cells: cells.clone(),
+        ..Builder::default()
+    };
     match action {
         MutationAction::Insert(plan) if plan.view => builder.insert_view(plan, output),
         MutationAction::Insert(plan) => {
@@ -263,7 +267,7 @@ fn write(action: &MutationAction, output: &MutationOutput) -> Program {
         // Operators given, but nothing in them: no row is touched (no presets either).
         MutationAction::Update(plan) if plan.sets.is_empty() => builder.nothing(output),
         MutationAction::Update(plan) if plan.view => {
-            let mut state = State::default();
+            let mut state = State::new(cells);
             let update = update(&mut state, plan, true, None);
             let check = plan.check.as_ref().map(|c| (c, CheckKind::Update));
             let sql = through_cte(state, update, check, output);
@@ -271,7 +275,7 @@ fn write(action: &MutationAction, output: &MutationOutput) -> Program {
         }
         MutationAction::Update(plan) => {
             let record = builder.record();
-            let mut state = State::default();
+            let mut state = State::new(cells);
             let sql = print(&update(&mut state, plan, false, None));
             builder.push(sql, Guard::Always, Output::Updated { record });
             if let Some(rule) = &plan.check {
@@ -284,7 +288,7 @@ fn write(action: &MutationAction, output: &MutationOutput) -> Program {
             builder.answer(output, ctids);
         }
         MutationAction::Delete(plan) => {
-            let sql = print(&delete(plan, output, None));
+            let sql = print(&delete(plan, output, None, cells));
             builder.push(sql, Guard::Always, Output::Answer);
         }
     }
@@ -298,6 +302,8 @@ struct Builder<'p> {
     /// Each insert plan's record, in the order its writes complete (nested plans first): the
     /// order its checks run in.
     written: Vec<(usize, &'p InsertPlan)>,
+    /// The role's cell rules (answers read through them).
+    cells: CellRules,
 }
 
 impl<'p> Builder<'p> {
@@ -438,7 +444,7 @@ impl<'p> Builder<'p> {
 
     /// The answer of an insert or update: the rows `ctids` names, under the select permission.
     fn answer(&mut self, out: &MutationOutput, ctids: ParamSource) {
-        let mut state = State::default();
+        let mut state = State::new(&self.cells);
         let affected = Expr::value(ParamSource::Step(StepValue::Affected), PgType::Integer);
         let answer = output(&mut state, out, affected, &Written::Ctids(ctids));
         let sql = print(&Statement::Select(Box::new(SqlSelect::expr(answer))));
@@ -448,7 +454,7 @@ impl<'p> Builder<'p> {
     /// The answer of a write that writes nothing: `affected_rows` 0, no rows (a `_by_pk`
     /// field: `null`). One read, no write.
     fn nothing(&mut self, out: &MutationOutput) {
-        let mut state = State::default();
+        let mut state = State::new(&self.cells);
         let affected = Expr::value(ParamSource::Literal(Value::from(0)), PgType::Integer);
         let answer = output(&mut state, out, affected, &Written::Nothing);
         let sql = print(&Statement::Select(Box::new(SqlSelect::expr(answer))));
@@ -646,6 +652,7 @@ fn update(
     gate: Option<Expr>,
 ) -> Statement {
     let alias = state.alias();
+    state.reads(&alias, &plan.table);
     let set = plan
         .sets
         .iter()
@@ -765,10 +772,16 @@ fn check_failed(kind: CheckKind) -> Expr {
 
 /// `WITH "_deleted" AS (DELETE … RETURNING *) SELECT <answer>` in one statement; `gate` joins
 /// the conditions (see [`ast::Insert::gate`]).
-fn delete(plan: &DeletePlan, out: &MutationOutput, gate: Option<Expr>) -> Statement {
+fn delete(
+    plan: &DeletePlan,
+    out: &MutationOutput,
+    gate: Option<Expr>,
+    cells: &CellRules,
+) -> Statement {
     const DELETED: &str = "_deleted";
-    let mut state = State::default();
+    let mut state = State::new(cells);
     let alias = state.alias();
+    state.reads(&alias, &plan.table);
     let mut where_ = conjunction(&mut state, &plan.filter, &alias);
     where_.extend(gate);
     let delete = Statement::Delete(Box::new(ast::Delete {

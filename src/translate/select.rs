@@ -86,11 +86,18 @@ pub(super) fn select_rows(
     written: &Written,
 ) -> Expr {
     let alias = state.alias();
+    if let Source::Table(table) = &s.source {
+        state.reads(&alias, table);
+    }
     if s.single {
         let list = vec![SelectItem::new(row_object(state, &s.fields, &alias))];
         let (from, where_) =
             from_where(state, &s.source, &s.join, &s.args, parent, &alias, written);
-        let (order_by, _, offset) = order_and_page(state, &s.args, &alias);
+        let no_distinct = Distinct {
+            exprs: Vec::new(),
+            positions: Vec::new(),
+        };
+        let (order_by, _, offset) = order_and_page(state, &s.args, &alias, &no_distinct);
         return Expr::Subquery(Box::new(SqlSelect {
             list,
             from: Some(from),
@@ -123,12 +130,17 @@ pub(super) fn select_rows(
     )];
     list.extend(order_keys(state, &s.args, &alias));
     let (from, where_) = from_where(state, &s.source, &s.join, &s.args, parent, &alias, written);
-    let (order_by, limit, offset) = order_and_page(state, &s.args, &alias);
-    let distinct_on = distinct_on(&s.args, &alias);
+    let mut distinct_list = match paged {
+        None => std::mem::take(&mut list),
+        Some(_) => paged_columns(&list, &alias),
+    };
+    let distinct = distinct_on(state, &s.args, &alias, &mut distinct_list);
+    let (order_by, limit, offset) = order_and_page(state, &s.args, &alias, &distinct);
+    let distinct_on = distinct.exprs;
     let inner = match paged {
         None => SqlSelect {
             distinct_on,
-            list,
+            list: distinct_list,
             from: Some(from),
             where_,
             order_by,
@@ -139,7 +151,7 @@ pub(super) fn select_rows(
             from: Some(FromItem::Subquery {
                 select: Box::new(SqlSelect {
                     distinct_on,
-                    list: paged_columns(&list, &alias),
+                    list: distinct_list,
                     from: Some(from),
                     where_,
                     order_by,
@@ -185,12 +197,39 @@ fn paged_columns(list: &[SelectItem], alias: &Alias) -> Vec<SelectItem> {
         .collect()
 }
 
-/// `DISTINCT ON` columns.
-fn distinct_on(args: &RowArgs, alias: &Alias) -> Vec<Expr> {
-    args.distinct_on
+/// The `DISTINCT ON` of a selection.
+struct Distinct {
+    /// The expressions.
+    exprs: Vec<Expr>,
+    /// Columns read through a cell rule, with the position in the select list they are
+    /// projected at: `DISTINCT ON` and `ORDER BY` name them by position, since Postgres
+    /// requires the two to match and each printed rule binds its own parameters.
+    positions: Vec<(String, i64)>,
+}
+
+/// `DISTINCT ON` columns; those read through a cell rule are added to `list`.
+fn distinct_on(
+    state: &mut State,
+    args: &RowArgs,
+    alias: &Alias,
+    list: &mut Vec<SelectItem>,
+) -> Distinct {
+    let mut positions = Vec::new();
+    let exprs = args
+        .distinct_on
         .iter()
-        .map(|c| Expr::column(alias, c))
-        .collect()
+        .enumerate()
+        .map(|(i, c)| match state.column(alias, c) {
+            plain @ Expr::Column(..) => plain,
+            guarded => {
+                list.push(SelectItem::named(guarded, &format!("__d{i}")));
+                let position = list.len() as i64;
+                positions.push((c.clone(), position));
+                Expr::Literal(Literal::Int(position))
+            }
+        })
+        .collect();
+    Distinct { exprs, positions }
 }
 
 /// Each `ORDER BY` expression projected as `"__oN"`, so the outer aggregate keeps the order.
@@ -269,12 +308,20 @@ fn order_and_page(
     state: &mut State,
     args: &RowArgs,
     alias: &Alias,
+    distinct: &Distinct,
 ) -> (Vec<ast::OrderBy>, Option<Expr>, Option<Expr>) {
+    let position = |c: &str| {
+        distinct
+            .positions
+            .iter()
+            .find(|(d, _)| d == c)
+            .map(|(_, p)| Expr::Literal(Literal::Int(*p)))
+    };
     let mut order_by = Vec::new();
     if args.order_by.is_empty() {
         for c in &args.distinct_on {
             order_by.push(ast::OrderBy {
-                expr: Expr::column(alias, c),
+                expr: position(c).unwrap_or_else(|| state.column(alias, c)),
                 order: order(Direction {
                     descending: false,
                     nulls_first: false,
@@ -283,8 +330,12 @@ fn order_and_page(
         }
     }
     for o in &args.order_by {
+        let by_position = match &o.expr {
+            OrderExpr::Column(c) => position(c),
+            _ => None,
+        };
         order_by.push(ast::OrderBy {
-            expr: order_expr(state, &o.expr, alias),
+            expr: by_position.unwrap_or_else(|| order_expr(state, &o.expr, alias)),
             order: order(o.direction),
         });
     }
@@ -366,12 +417,12 @@ fn row_object(state: &mut State, fields: &[(String, Field)], alias: &Alias) -> E
 
 fn field(state: &mut State, field: &Field, alias: &Alias) -> Expr {
     match field {
-        Field::Column { column, path: None } => Expr::column(alias, column),
+        Field::Column { column, path: None } => state.column(alias, column),
         Field::Column {
             column,
             path: Some(path),
         } => Expr::binary(
-            Expr::column(alias, column),
+            state.column(alias, column),
             BinaryOp::JsonPath,
             array(path, &PgType::Text),
         )
@@ -382,8 +433,16 @@ fn field(state: &mut State, field: &Field, alias: &Alias) -> Expr {
             select: s,
         } => select(state, s, Some(alias)),
         Field::Aggregate(a) => aggregate(state, a, Some(alias)),
-        Field::Computed { function, args } => {
-            Expr::Call(Box::new(call(state, function, args, Some(alias))))
+        Field::Computed {
+            function,
+            args,
+            cell,
+        } => {
+            let value = Expr::Call(Box::new(call(state, function, args, Some(alias))));
+            match cell {
+                Some(rule) if state.raw == 0 => state.guard(rule.clone(), alias, value),
+                _ => value,
+            }
         }
     }
 }
@@ -397,6 +456,7 @@ pub(super) fn aggregate(state: &mut State, a: &AggregateSelect, parent: Option<&
         return constant_aggregate(a);
     }
     let alias = state.alias();
+    state.reads(&alias, &a.table);
     let outer = state.alias();
     let mut projected: Vec<&String> = Vec::new();
     for (_, f) in &a.fields {
@@ -436,7 +496,7 @@ pub(super) fn aggregate(state: &mut State, a: &AggregateSelect, parent: Option<&
     let mut list = vec![SelectItem::named(Expr::Literal(Literal::Int(1)), "__one")];
     for (i, c) in projected.iter().enumerate() {
         list.push(SelectItem::named(
-            Expr::column(&alias, c),
+            state.column(&alias, c),
             &format!("__a{i}"),
         ));
     }
@@ -457,9 +517,10 @@ pub(super) fn aggregate(state: &mut State, a: &AggregateSelect, parent: Option<&
         &alias,
         &Written::Planned,
     );
-    let (order_by, limit, offset) = order_and_page(state, &a.args, &alias);
+    let distinct = distinct_on(state, &a.args, &alias, &mut list);
+    let (order_by, limit, offset) = order_and_page(state, &a.args, &alias, &distinct);
     let inner = SqlSelect {
-        distinct_on: distinct_on(&a.args, &alias),
+        distinct_on: distinct.exprs,
         list,
         from: Some(from),
         where_,
@@ -573,7 +634,7 @@ fn aggregate_op(op: &AggregateOp, slot: &dyn Fn(&str) -> Expr) -> Expr {
 /// over an array relationship, each under the target's permission filter.
 fn order_expr(state: &mut State, e: &OrderExpr, alias: &Alias) -> Expr {
     match e {
-        OrderExpr::Column(c) => Expr::column(alias, c),
+        OrderExpr::Column(c) => state.column(alias, c),
         OrderExpr::Object {
             table,
             join: columns,
@@ -581,6 +642,7 @@ fn order_expr(state: &mut State, e: &OrderExpr, alias: &Alias) -> Expr {
             inner,
         } => {
             let r = state.alias();
+            state.reads(&r, table);
             let value = order_expr(state, inner, &r);
             Expr::Subquery(Box::new(SqlSelect {
                 limit: Some(Expr::Literal(Literal::Int(1))),
@@ -594,13 +656,14 @@ fn order_expr(state: &mut State, e: &OrderExpr, alias: &Alias) -> Expr {
             aggregate,
         } => {
             let r = state.alias();
+            state.reads(&r, table);
             let value = match aggregate {
                 OrderAggregate::Count => Expr::Call(Box::new(Call {
                     args: vec![Arg::Star],
                     ..Call::builtin("count", Vec::new())
                 })),
                 OrderAggregate::Of(function, c) => {
-                    Expr::call(function.name(), vec![Expr::column(&r, c)])
+                    Expr::call(function.name(), vec![state.column(&r, c)])
                 }
             };
             Expr::Subquery(Box::new(related(

@@ -65,6 +65,8 @@ pub struct RoleComputed {
     pub returns: ComputedReturn,
     /// Name of the `<f>_args` input type, when the function takes extra arguments.
     pub args_type: Option<String>,
+    /// Readable only on rows where this holds (see [`RoleTable::cells`]).
+    pub cell: Option<BoolExp>,
 }
 
 /// What a field of a table object is.
@@ -97,6 +99,10 @@ pub struct RoleTable {
     pub aggregations: bool,
     /// Primary key as GraphQL column names, when every key column is visible.
     pub primary_key: Option<Vec<String>>,
+    /// Columns and scalar computed fields (by Postgres name) readable only on the rows where
+    /// their condition holds, `null` elsewhere: an inherited role's fields that only some of
+    /// its parents may read.
+    pub cells: IndexMap<String, BoolExp>,
 }
 
 impl RoleTable {
@@ -193,6 +199,7 @@ pub fn build_for(resolved: &Resolved, role: &str, backend_flagged: bool) -> Role
                 limit: None,
                 aggregations: false,
                 primary_key: None,
+                cells: IndexMap::new(),
             };
             (w.name.clone(), view)
         })

@@ -39,7 +39,15 @@ pub(super) fn selectable_tables(
             if !crate::metadata::types::GraphQLName::is_servable(&field) {
                 continue;
             }
-            columns.insert(field, scalar_for_column(table, column, enums));
+            let mut role_column = scalar_for_column(table, column, enums);
+            // A cell another parent's rows hide reads as null.
+            if permission
+                .as_ref()
+                .is_some_and(|p| p.cells.contains_key(&column.name))
+            {
+                role_column.nullable = true;
+            }
+            columns.insert(field, role_column);
         }
         let primary_key = table
             .db
@@ -70,6 +78,7 @@ pub(super) fn selectable_tables(
                         .map(|p| p.allow_aggregations)
                         .unwrap_or(false),
                 primary_key,
+                cells: permission.map(|p| p.cells).unwrap_or_default(),
             },
         );
     }
@@ -153,6 +162,9 @@ pub(super) fn add_fields(
                     session_argument: cf.session_argument,
                     returns: cf.returns.clone(),
                     args_type: extra.then(|| format!("{}_args", cf.function.graphql_base_name())),
+                    cell: permission
+                        .as_ref()
+                        .and_then(|p| p.cells.get(&cf.name).cloned()),
                 }),
             );
         }

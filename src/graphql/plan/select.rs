@@ -258,6 +258,7 @@ impl<'a> Planner<'a> {
                 Ok(Field::Computed {
                     function: cf.function.clone(),
                     args: fn_args,
+                    cell: cf.cell.as_ref().map(super::permission::permission),
                 })
             }
             ComputedReturn::Table { table, set } => {

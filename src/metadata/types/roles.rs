@@ -169,7 +169,8 @@ pub enum UniqueParams {
     SessionVariables(Vec<String>),
 }
 
-const UNIQUE_PARAMS: &str = "Not a valid value. Should be either: 'IP' or a list of session variables";
+const UNIQUE_PARAMS: &str =
+    "Not a valid value. Should be either: 'IP' or a list of session variables";
 
 impl Serialize for UniqueParams {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

@@ -4,6 +4,7 @@
 //! here are shared with the other areas' tests that need a credential.
 
 mod credentials;
+mod inherited_roles;
 mod jwt;
 mod token_attacks;
 mod webhook;
