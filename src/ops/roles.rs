@@ -1,6 +1,6 @@
 //! Inherited roles (`add_inherited_role`, `drop_inherited_role`) and API limits
 //! (`set_api_limits`, `remove_api_limits`). See `docs/auth.md`, "Inherited roles", and
-//! `docs/limits.md`. Must not do IO, read the clock, or edit anything but the `Metadata` it
+//! `docs/metadata-api.md`. Must not do IO, read the clock, or edit anything but the `Metadata` it
 //! returns.
 
 use crate::metadata::error::{not_exists_in_metadata, Code, MetadataError, Result};

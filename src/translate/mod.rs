@@ -120,6 +120,13 @@ fn set_session(session: Expr) -> Expr {
     )
 }
 
+/// `(SELECT set_config('basalt.user', $1, true)) IS NOT NULL`: true, and the session set,
+/// once, before a write's first row.
+fn session_gate() -> Expr {
+    let set = Select::expr(set_session(Expr::Param(session_param())));
+    Expr::IsNull(Box::new(Expr::Subquery(Box::new(set))), true)
+}
+
 /// Compiles a query plan into one statement that sets the session first (`$1` is the session
 /// JSON).
 pub fn query(plan: &QueryPlan) -> SqlText {

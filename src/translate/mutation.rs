@@ -6,7 +6,7 @@
 
 use super::filter::{bool_expr, conjunction, simplified};
 use super::select::{output, Written};
-use super::{name, session_param, set_session, value, State};
+use super::{name, session_gate, session_param, set_session, value, State};
 use crate::db_model::PgType;
 use crate::graphql::ir::*;
 use crate::sql::ast::{
@@ -172,13 +172,6 @@ fn shareable_insert(plan: &MutationPlan) -> Option<(&InsertPlan, &MutationOutput
     };
     (insert.on_conflict.is_none() && fits_one_statement(insert) && own_rows(output))
         .then_some((insert, output))
-}
-
-/// `(SELECT set_config('basalt.user', $1, true)) IS NOT NULL`: true, and the session set,
-/// once, before the write's first row.
-fn session_gate() -> Expr {
-    let set = SqlSelect::expr(set_session(Expr::Param(session_param())));
-    Expr::IsNull(Box::new(Expr::Subquery(Box::new(set))), true)
 }
 
 /// An insert whose rows can be one `VALUES` list behind the session gate: no nested rows,

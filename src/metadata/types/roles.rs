@@ -1,5 +1,6 @@
 //! Inherited roles and API limits (see `docs/auth.md`, "Inherited roles", and
-//! `docs/limits.md`). Pure serde types: must not depend on anything outside `metadata`.
+//! `docs/metadata-api.md`, "Inherited roles and API limits"). Pure serde types: must not depend
+//! on anything outside `metadata`.
 
 use super::*;
 use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
