@@ -442,3 +442,35 @@ async fn a_role_of_one_parent_sees_what_the_parent_sees() {
     }
     assert_eq!(compared, 48);
 }
+
+#[tokio::test]
+async fn a_subscription_sees_the_derived_rule() {
+    use crate::graphql::subscriptions::{connect, init, message, send, TRANSPORT};
+    let s = employees().await;
+    s.ok(add("manager_employee", &["manager", "employee"]))
+        .await;
+    let (mut ws, _) = connect(&s, Some(TRANSPORT), &[]).await;
+    let headers = json!({"X-Svc-Role": "manager_employee", "X-Svc-User-Id": "1",
+        "X-Svc-Manager-Id": "2"});
+    assert_eq!(
+        init(&mut ws, json!({"headers": headers})).await["type"],
+        "connection_ack"
+    );
+    send(
+        &mut ws,
+        json!({"type": "subscribe", "id": "1", "payload": {
+            "query": "subscription { employee(order_by: {id: asc}) { id salary } }"}}),
+    )
+    .await;
+    assert_eq!(
+        message(&mut ws).await["payload"]["data"]["employee"],
+        json!([{"id": 1, "salary": 10000}, {"id": 2, "salary": null}, {"id": 3, "salary": null}])
+    );
+    // A hidden cell's change is not seen; a visible one's is.
+    s.sql("UPDATE employee SET salary = 21000 WHERE id = 2; UPDATE employee SET salary = 11000 WHERE id = 1")
+        .await;
+    assert_eq!(
+        message(&mut ws).await["payload"]["data"]["employee"],
+        json!([{"id": 1, "salary": 11000}, {"id": 2, "salary": null}, {"id": 3, "salary": null}])
+    );
+}
