@@ -231,6 +231,12 @@ pub fn remove(metadata: &mut Metadata, ids: &BTreeSet<ObjectId>) {
     if ids.contains(&ObjectId::CustomTypes) {
         metadata.custom_types = CustomTypes::default();
     }
+    metadata
+        .inherited_roles
+        .retain(|r| !ids.contains(&ObjectId::InheritedRole(r.role_name.0.clone())));
+    if ids.contains(&ObjectId::ApiLimits) {
+        metadata.api_limits = ApiLimits::default();
+    }
     for object in &mut metadata.custom_types.objects {
         let type_name = object.name.0.clone();
         object.relationships.retain(|r| {

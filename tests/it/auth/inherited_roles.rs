@@ -474,3 +474,37 @@ async fn a_subscription_sees_the_derived_rule() {
         json!([{"id": 1, "salary": 11000}, {"id": 2, "salary": null}, {"id": 3, "salary": null}])
     );
 }
+
+#[tokio::test]
+async fn an_imported_role_without_its_parents_is_inconsistent_until_dropped() {
+    let s = employees().await;
+    let mut document = s.export().await;
+    document["inherited_roles"] = json!([{"role_name": "orphan", "role_set": ["ghost"]}]);
+    // Strict: refused, with the item.
+    let r = s
+        .fails(
+            json!({"type": "replace_metadata", "args": document.clone()}),
+            400,
+            "unexpected",
+            "$.args",
+        )
+        .await;
+    assert_eq!(r["internal"][0]["type"], "inherited_role", "{r}");
+    let r = s
+        .ok(json!({"type": "replace_metadata", "version": 2,
+            "args": {"metadata": document, "allow_inconsistent_metadata": true}}))
+        .await;
+    assert_eq!(
+        r["inconsistent_objects"],
+        json!([{"type": "inherited_role",
+            "definition": {"role_name": "orphan", "role_set": ["ghost"]},
+            "reason": "the following parent role(s) are not found: ghost which are required to construct the inherited role: \"orphan\"",
+            "owner": "api"}])
+    );
+    // The role is served nothing derived.
+    let r = s.gql_role("{ employee { id } }", "orphan", &BOTH).await;
+    assert!(r.get("errors").is_some(), "{r}");
+    s.ok(json!({"type": "drop_inconsistent_metadata", "args": {}}))
+        .await;
+    assert!(s.export().await.get("inherited_roles").is_none());
+}
