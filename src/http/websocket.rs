@@ -429,7 +429,11 @@ impl Connection {
         let version = self.state.engine.current();
         let rate = super::limits::admit(&self.state, &version, &[&session], self.ip);
         if let Some(err) = rate.and_then(super::limits::refusal) {
-            self.send(error_message(self.protocol, &id, graphql_errors(&err, false)));
+            self.send(error_message(
+                self.protocol,
+                &id,
+                graphql_errors(&err, false),
+            ));
             if self.protocol == Protocol::Apollo {
                 self.send(json!({"type": "complete", "id": id}));
             }

@@ -190,7 +190,12 @@ async fn acceptance_examples() {
     let retry: u64 = r.header("retry-after").unwrap().parse().unwrap();
     assert!((1..=60).contains(&retry), "{retry}");
     assert_eq!(r.header("x-ratelimit-remaining"), Some("0"));
-    // The depth limit is gone with the replaced object, and the admin is never counted.
+    // The depth limit went with the object it replaced; another role has its own budget.
+    let r = post(&s, json!({"query": deep}), MANAGER).await;
+    assert_eq!(r.status, 200);
+    assert!(r.body["data"]["employee"].is_array(), "{}", r.body);
+    assert_eq!(r.header("x-ratelimit-remaining"), Some("1"));
+    // The admin is never counted.
     let admin = post(&s, json!({"query": deep}), &[]).await;
     assert_eq!(admin.status, 200);
     assert!(admin.header("x-ratelimit-limit").is_none());
