@@ -96,7 +96,12 @@ pub async fn start(config: ServeConfig) -> Result<Running> {
     let app = crate::http::app(state.clone(), live.clone());
     let mut server_stop = shutdown.subscribe();
     let server = tokio::spawn(async move {
-        let result = axum::serve(listener, axum::ServiceExt::into_make_service(app))
+        // With the peer's address in each request's extensions (rate limits keyed on it).
+        let service =
+            axum::ServiceExt::<axum::extract::Request>::into_make_service_with_connect_info::<
+                SocketAddr,
+            >(app);
+        let result = axum::serve(listener, service)
             .with_graceful_shutdown(async move {
                 let _ = server_stop.wait_for(|s| *s).await;
             })

@@ -26,6 +26,7 @@
 //! - [`translate`]: IR → SQL AST (queries as one statement, mutations as programs).
 //! - [`execute`]: binding, prepared and shared statements, Postgres's bytes.
 //! - [`engine`]: one request through its stages; what is served per version.
+//! - [`limits`]: each role's API limits per version; the per-process rate limiter.
 //! - [`live`]: subscriptions as multiplexed live queries.
 //! - [`actions`], [`remote`]: calling action handlers and remote GraphQL servers.
 //!
@@ -57,6 +58,7 @@ pub mod execute;
 pub mod graphql;
 pub mod http;
 pub mod json_path;
+pub mod limits;
 pub mod live;
 pub mod metadata;
 pub mod metrics;

@@ -1,6 +1,7 @@
-//! The engine's request metrics: counts by API, operation and status, and latencies by API,
-//! recorded as requests are answered (by the router layer in `http/metrics.rs`, which also
-//! writes the whole `GET /metrics` answer from these and what the process already keeps).
+//! The engine's request metrics: counts by API, operation and status, latencies by API, and
+//! the operations rate limits admitted and refused by role, recorded as requests are answered
+//! (by the router layer in `http/metrics.rs`, which also writes the whole `GET /metrics`
+//! answer from these and what the process already keeps).
 //! Every metric is listed in `docs/operations.md`.
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -33,11 +34,21 @@ pub struct ApiLabels {
     pub api: &'static str,
 }
 
+/// Labels of a count by role.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RoleLabels {
+    pub role: String,
+}
+
 /// The metrics recorded as requests happen.
 #[derive(Debug, Clone)]
 pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
     durations: Family<ApiLabels, Histogram>,
+    /// GraphQL operations a rate limit admitted, by role.
+    rate_admitted: Family<RoleLabels, Counter>,
+    /// GraphQL operations a rate limit refused, by role.
+    rate_refused: Family<RoleLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -48,6 +59,8 @@ impl Default for Metrics {
             durations: Family::new_with_constructor(|| {
                 Histogram::new(exponential_buckets(0.0001, 2.5, 16))
             }),
+            rate_admitted: Family::default(),
+            rate_refused: Family::default(),
         }
     }
 }
@@ -61,6 +74,19 @@ impl Metrics {
             .observe(took.as_secs_f64());
     }
 
+    /// Records `operations` GraphQL operations of `role` that a rate limit admitted or
+    /// refused.
+    pub fn rate_limited(&self, role: &str, admitted: bool, operations: u64) {
+        let family = match admitted {
+            true => &self.rate_admitted,
+            false => &self.rate_refused,
+        };
+        let labels = RoleLabels {
+            role: role.to_owned(),
+        };
+        family.get_or_create(&labels).inc_by(operations);
+    }
+
     /// Registers the request counts and latencies in a scrape's registry.
     pub fn register(&self, registry: &mut Registry) {
         registry.register(
@@ -72,6 +98,16 @@ impl Metrics {
             "http_request_duration_seconds",
             "Time to answer an HTTP request, by API",
             self.durations.clone(),
+        );
+        registry.register(
+            "graphql_rate_limit_admitted",
+            "GraphQL operations a per-role rate limit admitted, by role",
+            self.rate_admitted.clone(),
+        );
+        registry.register(
+            "graphql_rate_limit_refused",
+            "GraphQL operations a per-role rate limit refused, by role",
+            self.rate_refused.clone(),
         );
     }
 }

@@ -51,6 +51,8 @@ pub struct SharedState {
     pub metrics: crate::metrics::Metrics,
     /// Event delivery counters (`/metrics`).
     pub events: Arc<crate::stats::EventCounters>,
+    /// This process's counts of rate-limited operations (`docs/limits.md`).
+    pub rate: crate::limits::rate::RateLimiter,
 }
 
 impl std::fmt::Debug for AppState {
@@ -96,6 +98,7 @@ impl AppState {
             last_write: LastWriteCache::default(),
             metrics: crate::metrics::Metrics::default(),
             events: Arc::default(),
+            rate: crate::limits::rate::RateLimiter::default(),
         }))
     }
 

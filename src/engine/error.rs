@@ -30,8 +30,25 @@ pub enum GraphqlError {
     /// The `variables` query parameter of a GET is not JSON.
     #[error("invalid variables: {0}")]
     InvalidVariables(String),
-    #[error("batch of {size} requests is larger than the limit of {limit}")]
-    BatchTooLarge { size: usize, limit: usize },
+    /// A batch longer than the server's or the role's batch limit, whichever is smaller.
+    #[error("batch size exceeds {limit}")]
+    BatchTooLarge { limit: usize },
+    /// The operation is deeper than the server's or the role's depth limit (counted as
+    /// `crate::graphql::measure` does).
+    #[error("query depth exceeds {limit}")]
+    TooDeep { limit: usize },
+    /// The operation has more nodes than the role's node limit.
+    #[error("query node count exceeds {limit}")]
+    TooManyNodes { limit: u32 },
+    /// The role's rate limit (`max` operations a minute) refused the request. When to try
+    /// again travels beside it, in the HTTP response's `Retry-After`.
+    #[error("rate limit of {max} exceeded")]
+    RateLimited { max: u32 },
+    /// The operation ran past the role's time limit and was stopped.
+    #[error("time limit of {limit}s exceeded")]
+    TimeLimit {
+        limit: crate::metadata::types::Seconds,
+    },
     /// A mutation or subscription sent with GET.
     #[error("mutations and subscriptions are not allowed over GET")]
     NotAllowedOverGet,

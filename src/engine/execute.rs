@@ -1,10 +1,12 @@
 //! Stage 4, execute, for a query: the action handlers it calls, then its one statement (shared
 //! with concurrent requests of the same plan where it may be), and at the same time each
-//! remote schema's part; then its introspection fields from the role's remembered answers.
+//! remote schema's part, all within the role's time limit ([`super::deadline`]); then its
+//! introspection fields from the role's remembered answers.
 //! What it produces is written by [`super::respond`]. Mutations run in
 //! [`super::mutation`].
 
 use super::actions::{self, Calls};
+use super::deadline::{self, Deadline};
 use super::error::GraphqlError;
 use super::introspection;
 use super::plan::{ExecutionPlan, Reads};
@@ -30,6 +32,8 @@ pub(super) struct Run<'a> {
     pub(super) variables: &'a Map<String, Value>,
     /// The document's text, as action handlers receive it (`request_query`).
     pub(super) document: &'a str,
+    /// When the operation must have finished (the role's time limit), if ever.
+    pub(super) deadline: Option<Deadline>,
 }
 
 impl<'a> Run<'a> {
@@ -77,10 +81,12 @@ pub(super) async fn query(
     let mut calls = run.action_calls()?;
     let remotes = run.remote_calls()?;
     let database = async {
-        actions::call_queries(run.version, run.caller, operation, &mut calls).await?;
+        let called = actions::call_queries(run.version, run.caller, operation, &mut calls);
+        deadline::bounded(run.deadline, called).await?;
         read(run, &calls).await
     };
-    let (read, answered) = futures_util::future::join(database, remote::send_all(remotes)).await;
+    let remote = deadline::bounded(run.deadline, remote::send_all(remotes));
+    let (read, answered) = futures_util::future::join(database, remote).await;
     let read = read?;
     let answered = answered?;
     let introspected = match &operation.introspection {
@@ -148,17 +154,19 @@ async fn read(run: Run<'_>, calls: &Calls) -> Result<Read, GraphqlError> {
     let (sql, shared) = match &run.plan.reads {
         None => return Ok(Read::Nothing),
         Some(Reads::Fields { sql, .. }) => {
-            let client = engine.pool.get().await.map_err(ExecuteError::from)?;
+            let client = connection(run).await?;
+            let guard = deadline::guard(run.deadline, &client);
             let conn = Connection::of(&client, &engine.counters);
-            let values = execute::run_fields(conn, sql, &binding)
-                .instrument(span())
-                .await?;
+            let values = execute::run_fields(conn, sql, &binding).instrument(span());
+            let values = deadline::on_connection(guard.as_ref(), values).await?;
             return Ok(Read::Fields(values));
         }
         Some(Reads::Whole(sql)) => (sql, &run.plan.shared),
     };
     let data = match shared {
-        Some(shared) if engine.sharing.in_flight > 0 => {
+        // A statement shared with other requests cannot be cancelled for one of them, so an
+        // operation under a time limit runs its own.
+        Some(shared) if engine.sharing.in_flight > 0 && run.deadline.is_none() => {
             let values = execute::bind(&sql.params, &binding, None)?;
             shared
                 .run(&engine.sharing, sql, values)
@@ -166,10 +174,21 @@ async fn read(run: Run<'_>, calls: &Calls) -> Result<Read, GraphqlError> {
                 .await?
         }
         _ => {
-            let client = engine.pool.get().await.map_err(ExecuteError::from)?;
+            let client = connection(run).await?;
+            let guard = deadline::guard(run.deadline, &client);
             let conn = Connection::of(&client, &engine.counters);
-            execute::run(conn, sql, &binding).instrument(span()).await?
+            let data = execute::run(conn, sql, &binding).instrument(span());
+            deadline::on_connection(guard.as_ref(), data).await?
         }
     };
     Ok(Read::Whole(data))
+}
+
+/// A pooled connection, waited for within the operation's deadline.
+pub(super) async fn connection(run: Run<'_>) -> Result<deadpool_postgres::Client, GraphqlError> {
+    let pool = &run.engine.pool;
+    deadline::bounded(run.deadline, async {
+        pool.get().await.map_err(ExecuteError::from)
+    })
+    .await
 }

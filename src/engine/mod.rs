@@ -2,12 +2,14 @@
 //! types.
 //!
 //! 1. [`parse`]: the text into a document, its operation chosen.
-//! 2. [`validate`]: may this caller run it (transport, allow-list), and does it fit the
-//!    role's schema (the planner checks as it lowers the operation to IR).
+//! 2. [`validate`]: may this caller run it (transport, allow-list, the depth and node
+//!    limits), and does it fit the role's schema (the planner checks as it lowers the
+//!    operation to IR).
 //! 3. [`plan`]: the IR compiled into SQL or a mutation program, kept per role and version
 //!    ([`plan_cache`]): a request whose plan is kept skips stages 1 to 3.
 //! 4. execute: a query's statement, action handlers, remote schemas and introspection
-//!    ([`execute`]), or a mutation's transaction ([`mutation`]).
+//!    ([`execute`]), or a mutation's transaction ([`mutation`]), within the role's time
+//!    limit ([`deadline`]).
 //! 5. [`respond`]: Postgres's bytes spliced into the body, other fields placed among them in
 //!    document order.
 //!
@@ -16,6 +18,7 @@
 //! Errors are [`GraphqlError`]s; `http/error.rs` turns them into bodies.
 
 mod actions;
+mod deadline;
 mod error;
 mod execute;
 mod explain;
@@ -41,6 +44,7 @@ pub use version::{ApiVersion, RoleApi};
 use crate::catalog::CatalogVersion;
 use crate::execute::Sharing;
 use crate::graphql::plan::Limits;
+use crate::limits;
 use crate::session::Session;
 use crate::stats::Counters;
 use async_graphql_parser::types::OperationType;
@@ -251,11 +255,17 @@ impl Engine {
         let variables_key = || Value::Object(variables.clone()).to_string();
         let operation = operation_name.as_deref();
         let resolved = &version.catalog.resolution.resolved;
+        // The server's depth limit holds every role; the role's API limits tighten it.
+        let api = version.limits.of(&session.role);
+        let max_depth = limits::tightest(self.settings.limits.max_depth, api.and_then(|l| l.depth));
+        let max_nodes = api.and_then(|l| l.nodes);
         let plan = match role.plans.get(&query, operation, variables_key) {
             Some(plan) => {
                 Counters::bump(&self.counters.plan_cache_hits);
                 validate::transport(&plan.document, transport)?;
                 validate::admitted(&plan, enforced)?;
+                let measured = validate::measure_of(&plan, &variables);
+                validate::size(measured, max_depth, max_nodes)?;
                 validate::variables(&role, resolved, &plan, &variables)?;
                 plan
             }
@@ -271,9 +281,12 @@ impl Engine {
                 if !allowlisted {
                     return Err(GraphqlError::NotAllowListed);
                 }
+                let measured = validate::measure(&document, &variables);
+                validate::size(measured, max_depth, max_nodes)?;
                 let limits = self.settings.limits;
                 let ir = validate::operation(&role, resolved, &document, &variables, limits)?;
-                let plan = Arc::new(plan::compile(document, ir, resolved, allowlisted));
+                let plan = plan::compile(document, ir, resolved, allowlisted, measured);
+                let plan = Arc::new(plan);
                 Counters::bump(&self.counters.plans_compiled);
                 role.plans
                     .insert(&query, operation, variables_key, plan.clone());
@@ -296,14 +309,19 @@ impl Engine {
         execution: &Execution,
         cookies: &mut Vec<http::HeaderValue>,
     ) -> Result<Body, GraphqlError> {
+        let version = &execution.version;
+        let limits = version.limits.of(&caller.session.role);
         let run = execute::Run {
             engine: self,
             caller,
-            version: &execution.version,
+            version,
             role: &execution.role,
             plan: &execution.plan,
             variables: &execution.variables,
             document: &execution.document,
+            deadline: limits
+                .and_then(|l| l.time)
+                .map(deadline::Deadline::starting_now),
         };
         let keys = &execution.plan.operation.keys;
         let output = match &execution.plan.program {

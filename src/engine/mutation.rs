@@ -3,9 +3,11 @@
 //! its field's turn; then the remote schemas' fields, each remote once. Any error rolls the
 //! database part back (a handler's or a remote's own writes cannot be), and no partial data is
 //! answered. A mutation of one field compiled to one statement runs without an explicit
-//! transaction, shared with concurrent requests of its plan where it may be.
+//! transaction, shared with concurrent requests of its plan where it may be. All of it runs
+//! within the role's time limit ([`super::deadline`]).
 
 use super::actions;
+use super::deadline;
 use super::error::{GraphqlError, InternalError};
 use super::execute::Run;
 use super::remote;
@@ -82,52 +84,63 @@ impl Transaction<'_> {
                 .map(MutationOutput::Body);
         }
         let engine = run.engine;
-        let mut fields = Fields::default();
         let mut client = None;
         if !program.fields.is_empty() {
-            client = Some(engine.pool.get().await.map_err(ExecuteError::from)?);
+            client = Some(super::execute::connection(run).await?);
         }
-        let tx = match client.as_mut() {
-            Some(client) => {
-                Counters::bump(&engine.counters.mutation_transactions);
-                Some(client.transaction().await.map_err(ExecuteError::from)?)
+        let guard = client
+            .as_ref()
+            .and_then(|client| deadline::guard(run.deadline, client));
+        let work = async {
+            let mut fields = Fields::default();
+            let tx = match client.as_mut() {
+                Some(client) => {
+                    Counters::bump(&engine.counters.mutation_transactions);
+                    Some(client.transaction().await.map_err(ExecuteError::from)?)
+                }
+                None => None,
+            };
+            if let Some(tx) = &tx {
+                let conn = Connection::of_transaction(tx, &engine.counters);
+                execute::statement(conn, &program.session, &binding).await?;
+                if let Some(context) = &trace_context {
+                    execute::set_trace_context(conn, context).await?;
+                }
+                for (key, field) in &program.fields {
+                    let write = match field {
+                        FieldProgram::Constant(value) => {
+                            fields.push(key, FieldValue::Value(value.clone()));
+                            continue;
+                        }
+                        FieldProgram::Write(write) => write,
+                        FieldProgram::Action(answer) => {
+                            let action = action_of(operation, key)?;
+                            let called =
+                                actions::call_one(run.version, run.caller, key, action, &mut calls);
+                            deadline::bounded(run.deadline, called).await?;
+                            answer
+                        }
+                    };
+                    let provided = actions::provided(&calls);
+                    let binding = Binding {
+                        provided: provided.as_ref(),
+                        ..binding
+                    };
+                    let bytes = execute::run_program(conn, write, &binding)
+                        .await
+                        .map_err(|error| at_field(error, key))?;
+                    fields.push(key, FieldValue::Json(bytes));
+                }
             }
-            None => None,
+            let answered = deadline::bounded(run.deadline, remote::send_all(remotes)).await?;
+            if let Some(tx) = tx {
+                tx.commit().await.map_err(ExecuteError::from)?;
+            }
+            Ok::<_, GraphqlError>((fields, answered))
         };
-        if let Some(tx) = &tx {
-            let conn = Connection::of_transaction(tx, &engine.counters);
-            execute::statement(conn, &program.session, &binding).await?;
-            if let Some(context) = &trace_context {
-                execute::set_trace_context(conn, context).await?;
-            }
-            for (key, field) in &program.fields {
-                let write = match field {
-                    FieldProgram::Constant(value) => {
-                        fields.push(key, FieldValue::Value(value.clone()));
-                        continue;
-                    }
-                    FieldProgram::Write(write) => write,
-                    FieldProgram::Action(answer) => {
-                        let action = action_of(operation, key)?;
-                        actions::call_one(run.version, run.caller, key, action, &mut calls).await?;
-                        answer
-                    }
-                };
-                let provided = actions::provided(&calls);
-                let binding = Binding {
-                    provided: provided.as_ref(),
-                    ..binding
-                };
-                let bytes = execute::run_program(conn, write, &binding)
-                    .await
-                    .map_err(|error| at_field(error, key))?;
-                fields.push(key, FieldValue::Json(bytes));
-            }
-        }
-        let answered = remote::send_all(remotes).await?;
-        if let Some(tx) = tx {
-            tx.commit().await.map_err(ExecuteError::from)?;
-        }
+        // Past the time limit, the running statement is cancelled; the transaction then
+        // fails and rolls back as it drops.
+        let (mut fields, answered) = deadline::on_connection(guard.as_ref(), work).await?;
         remote::merge(&mut fields, answered, operation, cookies);
         Ok(MutationOutput::Output(Output::Fields(fields)))
     }
@@ -143,21 +156,30 @@ async fn one_statement(
     binding: &Binding<'_>,
 ) -> Result<Bytes, GraphqlError> {
     let engine = run.engine;
-    let answer = async {
-        match shared {
-            Some(shared) if engine.sharing.writes_in_flight > 0 => {
+    let answer = match shared {
+        // A shared statement cannot be cancelled for one of its requests, so an operation
+        // under a time limit runs its own.
+        Some(shared) if engine.sharing.writes_in_flight > 0 && run.deadline.is_none() => {
+            let answer = async {
                 let values = execute::bind(&single.params, binding, None)?;
                 shared.run(&engine.sharing, single, values).await
-            }
-            _ => {
-                let client = engine.pool.get().await?;
-                let conn = Connection::of(&client, &engine.counters);
-                execute::run(conn, single, binding).await
-            }
+            };
+            answer.await.map_err(|error| at_field(error, key))?
         }
-    }
-    .await
-    .map_err(|error| at_field(error, key))?;
+        _ => {
+            let pool = &engine.pool;
+            let waited = async { pool.get().await.map_err(|e| at_field(e.into(), key)) };
+            let client = deadline::bounded(run.deadline, waited).await?;
+            let guard = deadline::guard(run.deadline, &client);
+            let conn = Connection::of(&client, &engine.counters);
+            let answer = async {
+                execute::run(conn, single, binding)
+                    .await
+                    .map_err(|error| at_field(error, key))
+            };
+            deadline::on_connection(guard.as_ref(), answer).await?
+        }
+    };
     Ok(respond::one_field(key, &answer))
 }
 

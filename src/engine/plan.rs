@@ -6,6 +6,7 @@
 
 use crate::execute::{self, SharedStatement};
 use crate::graphql::ir::{MutationPlan, QueryPlan, RootField};
+use crate::graphql::measure::Measure;
 use crate::graphql::plan::{Document, OperationIr};
 use crate::resolve::Resolved;
 use crate::sql::program::MutationProgram;
@@ -32,6 +33,9 @@ pub struct ExecutionPlan {
     pub shared: Option<Arc<SharedStatement>>,
     /// Whether the document is on the allow-list (always, where the list does not apply).
     pub allowlisted: bool,
+    /// The operation's size as the depth and node limits count it, kept so that a request
+    /// answered from the cache is checked without walking the document again.
+    pub measure: Measure,
 }
 
 /// The statement that reads an operation's database fields.
@@ -71,6 +75,7 @@ pub(super) fn compile(
     operation: OperationIr,
     resolved: &Resolved,
     allowlisted: bool,
+    measure: Measure,
 ) -> ExecutionPlan {
     let data = &operation.data;
     let reads_database = data
@@ -112,6 +117,7 @@ pub(super) fn compile(
         program,
         shared,
         allowlisted,
+        measure,
     }
 }
 

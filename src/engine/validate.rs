@@ -1,5 +1,5 @@
-//! Stage 2, validate: whether the parsed operation may run for this caller, and whether it
-//! fits the role's schema. The planner checks an operation against the role's types as it
+//! Stage 2, validate: whether the parsed operation may run for this caller, whether it is
+//! within the depth and node limits, and whether it fits the role's schema. The planner checks an operation against the role's types as it
 //! lowers it to IR, so a new document's IR comes out of this stage; a cached plan's document
 //! is only checked against the request's variables.
 
@@ -7,6 +7,7 @@ use super::error::GraphqlError;
 use super::plan::ExecutionPlan;
 use super::request::Transport;
 use super::version::{ApiVersion, RoleApi};
+use crate::graphql::measure::{self, Measure};
 use crate::graphql::plan::{self, Document, Limits, OperationIr, PlanError};
 use crate::resolve::Resolved;
 use async_graphql_parser::types::OperationType;
@@ -38,6 +39,40 @@ pub(super) fn admitted(plan: &ExecutionPlan, enforced: bool) -> Result<(), Graph
     match enforced && !plan.allowlisted {
         true => Err(GraphqlError::NotAllowListed),
         false => Ok(()),
+    }
+}
+
+/// The size of a document's chosen operation with the request's variables.
+pub(super) fn measure(document: &Document, variables: &Map<String, Value>) -> Measure {
+    match document.operation() {
+        Some(operation) => measure::measure(&document.document, operation, variables),
+        None => Measure::default(),
+    }
+}
+
+/// The size a plan's operation has with this request's variables: the one kept with the
+/// plan, unless `@skip`/`@include` conditions read variables.
+pub(super) fn measure_of(plan: &ExecutionPlan, variables: &Map<String, Value>) -> Measure {
+    match plan.measure.reads_variables {
+        true => measure(&plan.document, variables),
+        false => plan.measure,
+    }
+}
+
+/// Fails an operation deeper than `max_depth` or with more nodes than `max_nodes`.
+pub(super) fn size(
+    measured: Measure,
+    max_depth: usize,
+    max_nodes: Option<u32>,
+) -> Result<(), GraphqlError> {
+    if usize::try_from(measured.depth).unwrap_or(usize::MAX) > max_depth {
+        return Err(GraphqlError::TooDeep { limit: max_depth });
+    }
+    match max_nodes {
+        Some(limit) if measured.nodes > u64::from(limit) => {
+            Err(GraphqlError::TooManyNodes { limit })
+        }
+        _ => Ok(()),
     }
 }
 

@@ -1,12 +1,14 @@
 //! What the engine serves for one metadata version ([`ApiVersion`]): the catalog state it was
-//! built from, the allow-list, and per role a [`RoleApi`] (the role's GraphQL schema, its plan
-//! cache and its remembered introspection answers). Built when the version is installed,
-//! each role's part when a request first needs it; replaced whole by the next version.
+//! built from, the allow-list, the API limits of each role, and per role a [`RoleApi`] (the
+//! role's GraphQL schema, its plan cache and its remembered introspection answers). Built when
+//! the version is installed, each role's part when a request first needs it; replaced whole by
+//! the next version.
 
 use super::introspection::AnswerCache;
 use super::plan_cache::PlanCache;
 use crate::catalog::CatalogVersion;
 use crate::graphql::schemas::{self, RoleSchema, SchemaBuilder};
+use crate::limits::RoleLimits;
 use crate::stats::Counters;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -38,6 +40,8 @@ pub struct ApiVersion {
     flagged: Mutex<HashMap<String, Arc<RoleApi>>>,
     /// Normalized documents of the allow-listed collections.
     pub allowlist: HashSet<String>,
+    /// What each role is held to by the metadata's API limits.
+    pub limits: RoleLimits,
 }
 
 impl ApiVersion {
@@ -53,6 +57,7 @@ impl ApiVersion {
             fallback: OnceLock::new(),
             flagged: Mutex::new(HashMap::new()),
             allowlist: crate::graphql::allowlist::build(&catalog.metadata),
+            limits: RoleLimits::new(&catalog.metadata.api_limits),
             catalog,
         }
     }

@@ -2,13 +2,15 @@
 //! GraphQL types that follow ([`typegen`], as plain data in [`types`]); introspection answered
 //! from those types ([`introspection`]); turning documents into plans ([`plan`], producing
 //! [`ir`]) that [`crate::translate`] compiles to SQL; the schemas and plan caches served
-//! ([`schemas`]), the allow-list ([`allowlist`]) and remote schemas' types ([`remote`], checked
-//! whole by [`checked`]). No SQL text and no IO here. See `docs/architecture.md`.
+//! ([`schemas`]), the allow-list ([`allowlist`]), the size of an operation as the API limits
+//! count it ([`measure`]) and remote schemas' types ([`remote`], checked whole by
+//! [`checked`]). No SQL text and no IO here. See `docs/architecture.md`.
 
 pub mod allowlist;
 pub mod checked;
 pub mod introspection;
 pub mod ir;
+pub mod measure;
 pub mod model;
 pub mod plan;
 pub mod remote;

@@ -239,10 +239,14 @@ fn graphql_wire(err: &GraphqlError) -> GraphqlWire {
         | GraphqlError::InvalidRequest(_)
         | GraphqlError::InvalidVariables(_) => GraphqlWire::at_root("parse-failed", message),
         GraphqlError::BatchTooLarge { .. }
+        | GraphqlError::TooDeep { .. }
+        | GraphqlError::TooManyNodes { .. }
         | GraphqlError::NotAllowedOverGet
         | GraphqlError::SubscriptionOverHttp
         | GraphqlError::Introspection(_)
         | GraphqlError::ExplainMutation => GraphqlWire::at_root("validation-failed", message),
+        GraphqlError::RateLimited { .. } => GraphqlWire::at_root("rate-limit-exceeded", message),
+        GraphqlError::TimeLimit { .. } => GraphqlWire::at_root("time-limit-exceeded", message),
         GraphqlError::NotAllowListed => GraphqlWire {
             internal: Some(json!({"message": "query is not in any of the allowlists"})),
             ..GraphqlWire::at_root("validation-failed", message)
@@ -264,6 +268,15 @@ fn graphql_wire(err: &GraphqlError) -> GraphqlWire {
         }
         // Answered by `graphql_errors` with the error's own extensions.
         GraphqlError::Action(_) => GraphqlWire::at_root("unexpected", message),
+    }
+}
+
+/// The HTTP status of a failed GraphQL request: 429 for a rate-limit refusal, 200 for
+/// everything else (the errors are in the body).
+pub fn graphql_status(err: &GraphqlError) -> StatusCode {
+    match err {
+        GraphqlError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+        _ => StatusCode::OK,
     }
 }
 

@@ -1,19 +1,25 @@
 //! `/v1/graphql` (POST, GET for queries, batches; a GET that upgrades goes to
-//! [`super::websocket`]). Every outcome is HTTP 200 except an oversized body (413).
+//! [`super::websocket`]). Every outcome is HTTP 200 except an oversized body (413) and a
+//! refusal by a rate limit (429). Before the engine runs a request, its caller is
+//! authenticated, then a batch is held to the batch limit, then the rate limit counts it
+//! ([`super::limits`]).
 
-use super::error::{graphql_body, ApiError};
+use super::error::{graphql_body, graphql_status, ApiError};
+use super::limits;
 use crate::auth::AuthError;
 use crate::engine::{self, GraphqlError, GraphqlRequest, Transport};
+use crate::limits::rate::Verdict;
 use crate::live::LiveQueries;
 use crate::session::Session;
 use crate::state::AppState;
 use axum::body::{to_bytes, Body};
-use axum::extract::{FromRequestParts, Query, Request, State};
+use axum::extract::{ConnectInfo, FromRequestParts, Query, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::Value;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 const GRAPHQL_RESPONSE: &str = "application/graphql-response+json";
@@ -22,36 +28,48 @@ const GRAPHQL_RESPONSE: &str = "application/graphql-response+json";
 pub async fn post(State(state): State<AppState>, request: Request) -> Result<Response, ApiError> {
     // The request's own headers (the `HeaderMap` extractor would clone them).
     let (parts, body) = request.into_parts();
+    let ip = client_ip(&state, &parts);
     let headers = parts.headers;
     let limit = state.config.max_body_bytes;
     let bytes = to_bytes(body, limit)
         .await
         .map_err(|_| ApiError::PayloadTooLarge(limit))?;
     let gzip = accepts_gzip(&headers);
+    let from = Origin {
+        headers: &headers,
+        ip,
+    };
     if let Some(request) = direct(&state, &bytes) {
         let session = state.auth.authenticate(&headers, None).await;
-        return Ok(respond(
-            &headers,
-            parsed(
-                &state,
-                &headers,
-                session,
-                Ok(request),
-                Transport::Post,
-                gzip,
-            )
-            .await,
-        ));
+        let done = counted(&state, from, session, Ok(request), Transport::Post, gzip).await;
+        return Ok(respond(&headers, done));
     }
     let done = match serde_json::from_slice::<Value>(&bytes) {
         Err(e) => Reply::failed(graphql_body(
             &GraphqlError::InvalidJson(e.to_string()),
             false,
         )),
-        Ok(Value::Array(items)) => batch(&state, &headers, items).await,
-        Ok(single) => one(&state, &headers, single, Transport::Post, gzip).await,
+        Ok(Value::Array(items)) => batch(&state, from, items).await,
+        Ok(single) => one(&state, from, single, Transport::Post, gzip).await,
     };
     Ok(respond(&headers, done))
+}
+
+/// Where a request came from: its headers, and the client's address as the rate limit reads
+/// it.
+#[derive(Clone, Copy)]
+struct Origin<'a> {
+    headers: &'a HeaderMap,
+    ip: Option<IpAddr>,
+}
+
+/// The client's address of a request (see [`limits::client_ip`]).
+fn client_ip(state: &AppState, parts: &axum::http::request::Parts) -> Option<IpAddr> {
+    let peer = parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|info| info.0.ip());
+    limits::client_ip(peer, &parts.headers, state.config.trusted_proxy_hops)
 }
 
 /// A single request's body read straight into its fields, when nothing needs it as a JSON
@@ -93,22 +111,37 @@ fn accepts_gzip(headers: &HeaderMap) -> bool {
 /// The operation label of a request that did not get as far as a parsed operation.
 const UNKNOWN: &str = "unknown";
 
-/// What a request is answered: its body (gzip-encoded when `gzip`), its operation's kind for the
-/// metrics, and the cookies remote schemas set.
+/// What a request is answered: its status and body (gzip-encoded when `gzip`), its
+/// operation's kind for the metrics, the cookies remote schemas set, and the verdict of the
+/// rate limit that applied to it.
 struct Reply {
+    status: StatusCode,
     body: Bytes,
     gzip: bool,
     kind: &'static str,
     cookies: Vec<HeaderValue>,
+    rate: Option<Verdict>,
 }
 
 impl Reply {
     fn failed(body: Bytes) -> Self {
         Reply {
+            status: StatusCode::OK,
             body,
             gzip: false,
             kind: UNKNOWN,
             cookies: Vec::new(),
+            rate: None,
+        }
+    }
+
+    /// A request refused by a limit before it ran (an error with no internal detail), with
+    /// the rate limit's verdict when one applied.
+    fn refused(err: &GraphqlError, rate: Option<Verdict>) -> Self {
+        Reply {
+            status: graphql_status(err),
+            rate,
+            ..Reply::failed(graphql_body(err, false))
         }
     }
 }
@@ -129,8 +162,9 @@ pub async fn get(
     request: Request,
 ) -> Response {
     let (mut parts, _) = request.into_parts();
+    let ip = client_ip(&state, &parts);
     if super::websocket::is_upgrade(&parts.headers) {
-        return super::websocket::upgrade(state, live, parts).await;
+        return super::websocket::upgrade(state, live, parts, ip).await;
     }
     let params = match Query::<GetParams>::from_request_parts(&mut parts, &state).await {
         Ok(Query(params)) => params,
@@ -158,49 +192,101 @@ pub async fn get(
         }
     }
     let request = Value::Object(request);
-    let done = one(&state, &headers, request, Transport::Get, gzip).await;
+    let from = Origin {
+        headers: &headers,
+        ip,
+    };
+    let done = one(&state, from, request, Transport::Get, gzip).await;
     respond(&headers, done)
 }
 
-async fn batch(state: &AppState, headers: &HeaderMap, items: Vec<Value>) -> Reply {
-    if items.len() > state.config.max_batch_size {
+/// A batch: refused whole when it is longer than the server's batch limit, or (once its
+/// requests are authenticated) than the tightest batch limit of their roles, or when the rate
+/// limit refuses its operations; otherwise each request runs on its own.
+async fn batch(state: &AppState, from: Origin<'_>, items: Vec<Value>) -> Reply {
+    let server_limit = state.config.max_batch_size;
+    if items.len() > server_limit {
         let err = GraphqlError::BatchTooLarge {
-            size: items.len(),
-            limit: state.config.max_batch_size,
+            limit: server_limit,
         };
         return Reply::failed(graphql_body(&err, false));
     }
+    let mut sessions = Vec::with_capacity(items.len());
+    for item in &items {
+        sessions.push(state.auth.authenticate(from.headers, Some(item)).await);
+    }
+    let version = state.engine.current();
+    let callers: Vec<&Session> = sessions.iter().flatten().collect();
+    let role_limit = callers
+        .iter()
+        .filter_map(|s| version.limits.of(&s.role)?.batch)
+        .min();
+    let limit = crate::limits::tightest(server_limit, role_limit);
+    if items.len() > limit {
+        let err = GraphqlError::BatchTooLarge { limit };
+        return Reply::refused(&err, None);
+    }
+    let rate = limits::admit(state, &version, &callers, from.ip);
+    if let Some(err) = rate.and_then(limits::refusal) {
+        return Reply::refused(&err, rate);
+    }
+    drop(version);
     let mut out = Vec::from(&b"["[..]);
     let mut cookies = Vec::new();
-    for (i, item) in items.into_iter().enumerate() {
+    for (i, (item, session)) in items.into_iter().zip(sessions).enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        let mut done = one(state, headers, item, Transport::Post, false).await;
+        let request = serde_json::from_value(item);
+        let mut done = parsed(state, from, session, request, Transport::Post, false).await;
         out.extend_from_slice(&done.body);
         cookies.append(&mut done.cookies);
     }
     out.push(b']');
     Reply {
+        status: StatusCode::OK,
         body: Bytes::from(out),
         gzip: false,
         kind: "batch",
         cookies,
+        rate,
     }
 }
 
 /// One request, given as a JSON value: authenticated (an auth webhook may read the value),
-/// then read as a request and run (see [`parsed`]).
+/// then read as a request and run (see [`counted`]).
 async fn one(
     state: &AppState,
-    headers: &HeaderMap,
+    from: Origin<'_>,
     value: Value,
     transport: Transport,
     gzip: bool,
 ) -> Reply {
-    let session = state.auth.authenticate(headers, Some(&value)).await;
+    let session = state.auth.authenticate(from.headers, Some(&value)).await;
     let request = serde_json::from_value(value);
-    parsed(state, headers, session, request, transport, gzip).await
+    counted(state, from, session, request, transport, gzip).await
+}
+
+/// One request that is not part of a batch, once authenticated: counted by the rate limit of
+/// its role, then run (see [`parsed`]).
+async fn counted(
+    state: &AppState,
+    from: Origin<'_>,
+    session: Result<Session, AuthError>,
+    request: Result<GraphqlRequest, serde_json::Error>,
+    transport: Transport,
+    gzip: bool,
+) -> Reply {
+    let rate = match &session {
+        Ok(caller) => limits::admit(state, &state.engine.current(), &[caller], from.ip),
+        Err(_) => None,
+    };
+    if let Some(err) = rate.and_then(limits::refusal) {
+        return Reply::refused(&err, rate);
+    }
+    let mut reply = parsed(state, from, session, request, transport, gzip).await;
+    reply.rate = rate;
+    reply
 }
 
 /// One request whose caller is resolved and whose body is read: its body, and its
@@ -209,7 +295,7 @@ async fn one(
 /// takes it), decoded otherwise.
 async fn parsed(
     state: &AppState,
-    headers: &HeaderMap,
+    from: Origin<'_>,
     session: Result<Session, AuthError>,
     request: Result<GraphqlRequest, serde_json::Error>,
     transport: Transport,
@@ -230,7 +316,7 @@ async fn parsed(
     crate::telemetry::request::record_role(&session.role);
     let caller = engine::Caller {
         session: &session,
-        headers,
+        headers: from.headers,
     };
     let answer = state.engine.run(caller, request, transport).await;
     let (body, gzip) = match answer.body {
@@ -239,19 +325,23 @@ async fn parsed(
         Err(err) => (Err(err), false),
     };
     Reply {
+        status: StatusCode::OK,
         body: body.unwrap_or_else(|err| graphql_body(&err, expose)),
         gzip,
         kind: answer.kind,
         cookies: answer.cookies,
+        rate: None,
     }
 }
 
 fn respond(headers: &HeaderMap, done: Reply) -> Response {
     let Reply {
+        status,
         body,
         gzip,
         kind,
         cookies,
+        rate,
     } = done;
     let wants_graphql = headers
         .get(header::ACCEPT)
@@ -263,7 +353,10 @@ fn respond(headers: &HeaderMap, done: Reply) -> Response {
     } else {
         "application/json"
     };
-    let mut response = (StatusCode::OK, body).into_response();
+    let mut response = (status, body).into_response();
+    if let Some(verdict) = rate {
+        limits::headers(response.headers_mut(), verdict);
+    }
     response
         .headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));

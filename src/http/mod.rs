@@ -5,6 +5,7 @@ mod console;
 pub mod error;
 mod graphql;
 mod health;
+mod limits;
 mod metrics;
 pub mod observe;
 mod query;

@@ -3,7 +3,8 @@
 //! client names no subprotocol). Authentication runs once, at `connection_init`, on the
 //! upgrade headers plus `payload.headers`; queries and mutations answer once, subscriptions
 //! join [`crate::live`]. Every socket is bounded: a connection limit (HTTP 503), an operation
-//! limit, and an outgoing queue that closes a client too slow to read it (1008). See
+//! limit, and an outgoing queue that closes a client too slow to read it (1008); each start
+//! counts against its role's rate limit, and a refused one gets an `error` message. See
 //! `docs/graphql.md`, "Subscriptions", for the messages and close codes.
 
 use super::error::graphql_errors;
@@ -19,6 +20,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, Notify};
@@ -60,8 +62,14 @@ pub fn is_upgrade(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.eq_ignore_ascii_case("websocket"))
 }
 
-/// `GET /v1/graphql` with `Upgrade: websocket`.
-pub async fn upgrade(state: AppState, live: Arc<LiveQueries>, mut parts: Parts) -> Response {
+/// `GET /v1/graphql` with `Upgrade: websocket`. `ip` is the client's address as the rate limit reads it, taken from the upgrade request
+/// (never from `connection_init`, whose headers the client writes as it likes).
+pub async fn upgrade(
+    state: AppState,
+    live: Arc<LiveQueries>,
+    mut parts: Parts,
+    ip: Option<IpAddr>,
+) -> Response {
     let ws = match WebSocketUpgrade::from_request_parts(&mut parts, &state).await {
         Ok(ws) => ws,
         Err(rejection) => return rejection.into_response(),
@@ -97,7 +105,7 @@ pub async fn upgrade(state: AppState, live: Arc<LiveQueries>, mut parts: Parts) 
         .write_buffer_size(0)
         .max_message_size(max_message)
         .on_upgrade(move |socket| async move {
-            let (connection, outgoing) = Connection::new(state, live, protocol, headers);
+            let (connection, outgoing) = Connection::new(state, live, protocol, headers, ip);
             connection.run(socket, outgoing).await;
             drop(permit);
         })
@@ -141,6 +149,8 @@ struct Connection {
     live: Arc<LiveQueries>,
     protocol: Protocol,
     headers: HeaderMap,
+    /// The client's address, for rate limits keyed on it.
+    ip: Option<IpAddr>,
     out: Outbox,
     init: Init,
     /// Running operations by id; stopping one aborts its task (and drops its subscription).
@@ -157,6 +167,7 @@ impl Connection {
         live: Arc<LiveQueries>,
         protocol: Protocol,
         headers: HeaderMap,
+        ip: Option<IpAddr>,
     ) -> (Self, mpsc::Receiver<Message>) {
         let (tx, rx) = mpsc::channel(state.config.live.max_queued_messages.max(1));
         let (done_tx, done_rx) = mpsc::unbounded_channel();
@@ -165,6 +176,7 @@ impl Connection {
             live,
             protocol,
             headers,
+            ip,
             out: Outbox {
                 tx,
                 slow: Arc::new(Notify::new()),
@@ -405,12 +417,26 @@ impl Connection {
         }
     }
 
-    /// Starts an operation in its own task.
+    /// Starts an operation in its own task, once the rate limit of the session's role (if
+    /// any) has counted it.
     fn start(&mut self, id: String, payload: Value, session: Session) {
         let limit = self.state.config.live.max_operations;
         if self.operations.len() >= limit {
             let message = format!("too many operations on this connection (at most {limit})");
             self.refuse(&id, &message);
+            return;
+        }
+        let version = self.state.engine.current();
+        let rate = super::limits::admit(&self.state, &version, &[&session], self.ip);
+        if let Some(err) = rate.and_then(super::limits::refusal) {
+            self.send(error_message(
+                self.protocol,
+                &id,
+                graphql_errors(&err, false),
+            ));
+            if self.protocol == Protocol::Apollo {
+                self.send(json!({"type": "complete", "id": id}));
+            }
             return;
         }
         let request: GraphqlRequest = match serde_json::from_value(payload) {
@@ -489,7 +515,10 @@ impl Operation {
     /// A failure before or while running: Apollo answers execution errors as `data`.
     fn failed(&self, err: &GraphqlError) {
         let errors = graphql_errors(err, self.expose);
-        let execution = matches!(err, GraphqlError::Execute { .. });
+        let execution = matches!(
+            err,
+            GraphqlError::Execute { .. } | GraphqlError::TimeLimit { .. }
+        );
         if self.protocol == Protocol::Apollo && execution {
             let body = json!({"errors": errors}).to_string();
             self.out

@@ -123,3 +123,107 @@ pub fn check_acyclic(roles: &[InheritedRole]) -> Result<()> {
         None => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The path and message `set_api_limits` with `args` fails with.
+    fn refused(args: Value) -> (String, String) {
+        let err = RoleOp::parse("set_api_limits", Some(&args), &JsonPath::args()).unwrap_err();
+        assert_eq!(err.code, Code::ParseFailed, "{args}");
+        (err.path.as_str().to_owned(), err.message)
+    }
+
+    #[test]
+    fn api_limits_parse_errors_name_the_key_and_its_path() {
+        assert_eq!(
+            refused(json!({"depth_limit": {"per_role": {"user": 2}}})),
+            (
+                "$.args.depth_limit".to_owned(),
+                "the key 'global' was not present".to_owned()
+            )
+        );
+        assert_eq!(
+            refused(json!({"rate_limit": {"global": {"unique_params": "IP"}}})),
+            (
+                "$.args.rate_limit.global".to_owned(),
+                "the key 'max_reqs_per_min' was not present".to_owned()
+            )
+        );
+        let bad = "Not a valid value. Should be either: 'IP' or a list of session variables";
+        for unique in [
+            json!(["x-svc-role"]),
+            json!("ip4"),
+            json!(["user-id"]),
+            json!(7),
+        ] {
+            let args =
+                json!({"rate_limit": {"global": {"max_reqs_per_min": 5, "unique_params": unique}}});
+            assert_eq!(
+                refused(args),
+                (
+                    "$.args.rate_limit.global.unique_params".to_owned(),
+                    bad.to_owned()
+                )
+            );
+        }
+        for (args, path) in [
+            (
+                json!({"depth_limit": {"global": 0}}),
+                "$.args.depth_limit.global",
+            ),
+            (
+                json!({"node_limit": {"global": 1.5}}),
+                "$.args.node_limit.global",
+            ),
+            (
+                json!({"batch_limit": {"global": 2, "per_role": {"user": -1}}}),
+                "$.args.batch_limit.per_role.user",
+            ),
+            (
+                json!({"time_limit": {"global": 0}}),
+                "$.args.time_limit.global",
+            ),
+            (
+                json!({"time_limit": {"global": "1"}}),
+                "$.args.time_limit.global",
+            ),
+            (
+                json!({"rate_limit": {"global": {"max_reqs_per_min": 0}}}),
+                "$.args.rate_limit.global.max_reqs_per_min",
+            ),
+            (json!({"disabled": "yes"}), "$.args.disabled"),
+        ] {
+            assert_eq!(refused(args.clone()).0, path, "{args}");
+        }
+    }
+
+    #[test]
+    fn api_limits_round_trip_in_their_exported_form() {
+        let args = json!({
+            "rate_limit": {"global": {"max_reqs_per_min": 5, "unique_params": "ip"},
+                "per_role": {"user": {"max_reqs_per_min": 2, "unique_params": ["X-Svc-User-Id"]}}},
+            "time_limit": {"global": 0.25},
+        });
+        let Some(RoleOp::SetLimits(limits)) =
+            RoleOp::parse("set_api_limits", Some(&args), &JsonPath::args()).unwrap()
+        else {
+            panic!("not set_api_limits");
+        };
+        assert_eq!(
+            serde_json::to_value(&limits).unwrap(),
+            json!({
+                "disabled": false,
+                "rate_limit": {"global": {"max_reqs_per_min": 5, "unique_params": "IP"},
+                    "per_role": {"user": {"max_reqs_per_min": 2, "unique_params": ["x-svc-user-id"]}}},
+                "time_limit": {"global": 0.25, "per_role": {}},
+            })
+        );
+        assert!(matches!(
+            RoleOp::parse("remove_api_limits", None, &JsonPath::args()),
+            Ok(Some(RoleOp::RemoveLimits))
+        ));
+    }
+}

@@ -64,7 +64,8 @@ fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
         let path = entry.unwrap().path();
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
         if path.is_dir() {
-            modules.insert(name, sources(&path));
+            // A module may be a file and a folder of its submodules (`config.rs`, `config/`).
+            modules.entry(name).or_default().extend(sources(&path));
         } else if name != "lib" && name != "main" {
             modules.entry(name).or_default().push(path);
         }

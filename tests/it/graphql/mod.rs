@@ -1,10 +1,12 @@
 //! GraphQL over HTTP and WebSocket on the blog fixture (`docs/graphql.md`): queries (reads,
 //! reads as a role, the request around them), mutations, introspection, subscriptions,
 //! statements shared by concurrent requests, and the SQL generated for them (translation
-//! goldenfiles in `tests/goldenfiles/`, insta snapshots in `snapshots/`).
+//! goldenfiles in `tests/goldenfiles/`, insta snapshots in `snapshots/`); and the per-role API
+//! limits on a fixture of their own (`limits.rs`).
 
 mod goldenfiles;
 pub(crate) mod introspection;
+mod limits;
 mod mutations;
 mod queries;
 mod read_permissions;
