@@ -11,6 +11,7 @@ request").
 
     python3 bench/instructions.py                                   # this tree's release build
     python3 bench/instructions.py --binary A --compare-binary B     # two builds
+    python3 bench/instructions.py --api-limits '{"depth_limit": {"global": 10}}'  # limits' cost
 """
 
 import argparse
@@ -109,7 +110,14 @@ def main():
     parser.add_argument("--concurrency", type=int, default=1,
                         help="requests in flight (default 1); above 1 they share statements as under "
                              "load, and the count depends on how they group")
+    parser.add_argument("--api-limits",
+                        help="count each query twice, without and then with these API limits set "
+                             "(the set_api_limits arguments, as JSON), and print the ratio; limits "
+                             "apply to every role but admin, so only queries run as a role show them")
     args = parser.parse_args()
+    if args.compare_binary and args.api_limits:
+        parser.error("--api-limits compares one build with itself; leave out --compare-binary")
+    limits = json.loads(args.api_limits) if args.api_limits else None
     if args.requests < 1 or args.concurrency < 1 or args.warmup < 0:
         parser.error("--requests and --concurrency take a positive number, --warmup zero or more")
     # A terminated run still stops its servers and removes its cluster (the finally below).
@@ -147,25 +155,46 @@ def main():
             servers.append(Server("compared", pathlib.Path(args.compare_binary).resolve(), url, work, processes))
         common.log("servers running under callgrind")
 
+        def count(server, query, row, name):
+            # The same values for every server: counted work must not depend on the draw.
+            draw = random.Random(query["name"])
+            low, high = query["var"]["min"], query["var"]["max"]
+            values = [draw.randint(low, high) for _ in range(args.warmup + args.requests)]
+            with concurrent.futures.ThreadPoolExecutor(args.concurrency) as pool:
+                list(pool.map(lambda v: send(server, query, v), values[:args.warmup]))
+                shared = common.shared_counters(server.base())[0]
+                server.zero()
+                list(pool.map(lambda v: send(server, query, v), values[args.warmup:]))
+                row[name] = server.count() / args.requests
+                row[f"{name}_shared"] = (common.shared_counters(server.base())[0] - shared) / args.requests
+
         rows = []
         for query in queries:
             row = {"query": query["name"]}
             for server in servers:
-                # The same values for every server: counted work must not depend on the draw.
-                draw = random.Random(query["name"])
-                low, high = query["var"]["min"], query["var"]["max"]
-                values = [draw.randint(low, high) for _ in range(args.warmup + args.requests)]
-                with concurrent.futures.ThreadPoolExecutor(args.concurrency) as pool:
-                    list(pool.map(lambda v: send(server, query, v), values[:args.warmup]))
-                    shared = common.shared_counters(server.base())[0]
-                    server.zero()
-                    list(pool.map(lambda v: send(server, query, v), values[args.warmup:]))
-                    row[server.name] = server.count() / args.requests
-                    row[f"{server.name}_shared"] = (common.shared_counters(server.base())[0] - shared) / args.requests
+                count(server, query, row, server.name)
             rows.append(row)
             common.log(f"{query['name']:<15} " + "  ".join(
                 f"{s.name} {row[s.name]:>9,.0f} (shared {100 * row[s.name + '_shared']:.0f}%)" for s in servers)
                 + " instructions/request")
+        if limits is not None:
+            admin = {"X-Svc-Admin-Secret": common.ADMIN_SECRET}
+            answer = common.post(f"{servers[0].base()}/v1/query",
+                                 {"type": "set_api_limits", "args": limits}, admin, timeout=60)
+            if answer.get("message") != "success":
+                sys.exit(f"instructions: set_api_limits failed: {answer}")
+            # The new limits are served once the server has rebuilt its schema.
+            time.sleep(2)
+            for query, row in zip(queries, rows):
+                count(servers[0], query, row, "limited")
+                common.log(f"{query['name']:<15} limited {row['limited']:>9,.0f} instructions/request "
+                           f"({row['limited'] / row['basalt']:.3f}x without)")
+            print()
+            print("| query | role | instructions/request, no limits | with limits | ratio |")
+            print("|---|---|---:|---:|---:|")
+            for query, row in zip(queries, rows):
+                print(f"| {row['query']} | {query.get('role', 'admin')} | {row['basalt']:,.0f} | "
+                      f"{row['limited']:,.0f} | {row['limited'] / row['basalt']:.3f}× |")
 
         print()
         compared = len(servers) > 1
