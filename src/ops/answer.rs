@@ -80,8 +80,7 @@ impl Consistency {
     pub fn of(resolution: &Resolution) -> Self {
         Consistency {
             message: None,
-            is_consistent: resolution.inconsistencies.is_empty()
-                && resolution.conflicts.is_empty(),
+            is_consistent: resolution.inconsistencies.is_empty() && resolution.conflicts.is_empty(),
             inconsistent_objects: Some(all_items(resolution)),
         }
     }
@@ -206,6 +205,8 @@ mod tests {
     fn answers_keep_the_wire_shapes() {
         let item = Item {
             kind: "table".into(),
+            name: None,
+            entity: None,
             definition: json!({"name": "t"}),
             reason: "gone".into(),
             owner: None,

@@ -127,7 +127,7 @@ impl std::fmt::Display for Seconds {
 
 impl Serialize for Seconds {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        if self.millis % 1000 == 0 {
+        if self.millis.is_multiple_of(1000) {
             s.serialize_u64(self.millis / 1000)
         } else {
             s.serialize_f64(self.millis as f64 / 1000.0)
@@ -169,7 +169,8 @@ pub enum UniqueParams {
     SessionVariables(Vec<String>),
 }
 
-const UNIQUE_PARAMS: &str = "Not a valid value. Should be either: 'IP' or a list of session variables";
+const UNIQUE_PARAMS: &str =
+    "Not a valid value. Should be either: 'IP' or a list of session variables";
 
 impl Serialize for UniqueParams {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
