@@ -16,6 +16,7 @@ pub(crate) mod kube_fake;
 mod lifecycle;
 mod ownership;
 mod remote_schemas;
+mod roles_and_limits;
 mod running;
 mod scope;
 mod shared_view;
