@@ -1,8 +1,8 @@
 //! ApiLimitPolicy: the API limits of `/v1/graphql` (`set_api_limits`, `remove_api_limits`).
 //! The catalog holds one such object, so the kind is a singleton: at most one resource owns
-//! `api_limits` and the others wait in `Conflict` (`super::super::singleton`). Role names
-//! (`perRole` keys) pass verbatim; `uniqueParams` is `"IP"` or a list of session variables,
-//! kept untyped in the schema and parsed here as the metadata API parses it.
+//! `api_limits` and the others wait in `Conflict` (the controller's `singleton` module). Role
+//! names (`perRole` keys) pass verbatim; `uniqueParams` is `"IP"` or a list of session
+//! variables, kept untyped in the schema and parsed here as the metadata API parses it.
 
 use super::common::*;
 use super::{ExportedSpec, Kind};
@@ -81,7 +81,7 @@ pub struct TimeLimitSpec {
     pub global: f64,
     /// Role name (verbatim) → its own value.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[x_kube(validation = Rule::new("self.all(role, self[role] > 0.0)").message("every timeLimit.perRole value must be greater than 0"))]
+    #[schemars(schema_with = "per_role_seconds")]
     pub per_role: BTreeMap<String, f64>,
 }
 
@@ -115,6 +115,21 @@ fn per_role_counts(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
         "type": "object",
         "additionalProperties": {"type": "integer", "format": "int64", "minimum": 1, "maximum": 4294967295_i64}
+    })
+}
+
+/// Schema of a `perRole` map of seconds, each value checked on its own (a rule over the whole
+/// map would cost the API server's estimate as many steps as a request can hold entries).
+fn per_role_seconds(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "object",
+        "additionalProperties": {
+            "type": "number",
+            "format": "double",
+            "x-kubernetes-validations": [
+                {"rule": "self > 0.0", "message": "every timeLimit.perRole value must be greater than 0"}
+            ]
+        }
     })
 }
 

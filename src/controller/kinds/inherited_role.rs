@@ -40,9 +40,17 @@ use serde_json::json;
 pub struct InheritedRoleSpec {
     /// The inherited role's name (immutable, not admin).
     #[x_kube(validation = Rule::new("self == oldSelf").message("roleName is immutable"))]
+    #[schemars(length(min = 1, max = 256))]
     pub role_name: String,
-    /// The parent roles, each listed once: roles with permissions, or other inherited roles.
-    #[schemars(length(min = 1), extend("x-kubernetes-list-type" = "set"))]
+    /// The parent roles (at most 100), each listed once: roles with permissions, or other
+    /// inherited roles.
+    // The bounds on the list and its names keep the API server's cost estimate of the CEL
+    // rules within its budget.
+    #[schemars(
+        length(min = 1, max = 100),
+        inner(length(min = 1, max = 256)),
+        extend("x-kubernetes-list-type" = "set")
+    )]
     pub role_set: Vec<String>,
 }
 

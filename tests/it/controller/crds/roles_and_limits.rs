@@ -59,6 +59,10 @@ fn columns_and_schemas() {
     let role_set = &spec["properties"]["roleSet"];
     assert_eq!(role_set["minItems"], 1);
     assert_eq!(role_set["x-kubernetes-list-type"], "set");
+    // Bounded, so the API server's estimate of the `in` rule's cost stays within its budget.
+    assert_eq!(role_set["maxItems"], 100);
+    assert_eq!(role_set["items"]["maxLength"], 256);
+    assert_eq!(spec["properties"]["roleName"]["maxLength"], 256);
 
     let crd = crd_of("ApiLimitPolicy");
     let mut wanted = vec![("Disabled", ".spec.disabled", 0)];
@@ -76,6 +80,9 @@ fn columns_and_schemas() {
         );
     }
     assert_eq!(spec["timeLimit"]["properties"]["global"]["type"], "number");
+    // Each per-role time is checked on its own, not by a rule over the whole map.
+    let seconds = &spec["timeLimit"]["properties"]["perRole"]["additionalProperties"];
+    assert_eq!(seconds["x-kubernetes-validations"][0]["rule"], "self > 0.0");
     // "IP" or a list: untyped, parsed by the controller.
     let unique = &spec["rateLimit"]["properties"]["global"]["properties"]["uniqueParams"];
     assert_eq!(unique["x-kubernetes-preserve-unknown-fields"], true);
