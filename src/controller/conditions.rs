@@ -99,6 +99,9 @@ pub fn classify(err: &MetadataError, cleanup: bool) -> Reason {
         // API answers it): retried until the Deployment's environment has it.
         _ if err.missing == Some(Missing::Environment) => Reason::ApplyFailed,
         Code::DependencyError if cleanup => Reason::DeletionBlocked,
+        // A drop that would leave inherited roles without a parent (the last permission of a
+        // parent role, say): they must go or change first.
+        Code::Unexpected if cleanup && stranded_roles(err).is_some() => Reason::DeletionBlocked,
         // A `not-found` that names no missing object is about the process, not the catalog
         // or the database: an environment variable an event trigger or remote schema reads
         // (webhook or remote URL, header value) is unset where the operation ran. No resource
@@ -113,12 +116,46 @@ pub fn classify(err: &MetadataError, cleanup: bool) -> Reason {
             waiting(err.missing)
         }
         Code::ParseFailed
+        | Code::CyclicDependency
         | Code::InvalidCustomTypes
         | Code::InvalidParams
         | Code::ConstraintViolation
         | Code::NotSupported => Reason::InvalidSpec,
         Code::AlreadyExists | Code::AlreadyTracked => Reason::Conflict,
         _ => Reason::ApplyFailed,
+    }
+}
+
+/// The inherited roles a refused change would leave inconsistent, when they are all it would:
+/// an `unexpected` error ("cannot continue due to new inconsistent metadata") whose `internal`
+/// lists only `inherited_role` items. In byte order, each once.
+pub fn stranded_roles(err: &MetadataError) -> Option<Vec<String>> {
+    if err.code != Code::Unexpected {
+        return None;
+    }
+    let items = err.internal.as_deref()?.as_array()?;
+    let mut roles = Vec::with_capacity(items.len());
+    for item in items {
+        if item["type"] != "inherited_role" {
+            return None;
+        }
+        roles.push(item["definition"]["role_name"].as_str()?.to_owned());
+    }
+    roles.sort();
+    roles.dedup();
+    (!roles.is_empty()).then_some(roles)
+}
+
+/// The message of a refused cleanup: which inherited roles block it, or the error as it came.
+pub fn blocked_message(err: &MetadataError) -> String {
+    match stranded_roles(err) {
+        Some(roles) => format!(
+            "the inherited role(s) {} would lose a parent role: delete or change them first ({}: {})",
+            roles.join(", "),
+            err.code.as_str(),
+            err.message
+        ),
+        None => format!("{} ({}): {}", err.code.as_str(), err.path, err.message),
     }
 }
 
@@ -196,6 +233,54 @@ mod tests {
 
     fn in_metadata(message: &str) -> MetadataError {
         crate::metadata::error::not_exists_in_metadata(JsonPath::args(), message)
+    }
+
+    /// The error of a drop that would leave `roles` without a parent.
+    fn stranded(roles: &[&str]) -> MetadataError {
+        let items: Vec<serde_json::Value> = roles
+            .iter()
+            .map(|r| {
+                serde_json::json!({"type": "inherited_role",
+                "definition": {"role_name": r, "role_set": ["user"]}, "reason": "…"})
+            })
+            .collect();
+        err(
+            Code::Unexpected,
+            "cannot continue due to new inconsistent metadata",
+        )
+        .with_internal(serde_json::Value::Array(items))
+    }
+
+    #[test]
+    fn a_cleanup_blocked_by_inherited_roles_names_them() {
+        let e = stranded(&["reader", "member", "reader"]);
+        assert_eq!(
+            stranded_roles(&e),
+            Some(vec!["member".into(), "reader".into()])
+        );
+        assert!(
+            blocked_message(&e).starts_with(
+                "the inherited role(s) member, reader would lose a parent role: delete or change them first"
+            ),
+            "{}",
+            blocked_message(&e)
+        );
+        // Any other new inconsistency is not theirs to name.
+        let mixed = err(
+            Code::Unexpected,
+            "cannot continue due to new inconsistent metadata",
+        )
+        .with_internal(serde_json::json!([
+            {"type": "inherited_role", "definition": {"role_name": "member"}},
+            {"type": "select_permission", "definition": {}}
+        ]));
+        assert_eq!(stranded_roles(&mixed), None);
+        assert_eq!(classify(&mixed, true), Reason::ApplyFailed);
+        assert_eq!(
+            blocked_message(&mixed),
+            "unexpected ($.args): cannot continue due to new inconsistent metadata"
+        );
+        assert_eq!(stranded_roles(&err(Code::Unexpected, "x")), None);
     }
 
     #[test]
@@ -279,6 +364,20 @@ mod tests {
             ),
             (err(Code::DependencyError, "x"), false, Reason::ApplyFailed),
             (err(Code::Unexpected, "x"), false, Reason::ApplyFailed),
+            // Inherited roles: parents not known yet wait for the resources that make them
+            // known; a cycle is the spec's fault.
+            (
+                in_metadata("the following parent role(s) are not found: ghost which are required to construct the inherited role: \"x\""),
+                false,
+                Reason::DependencyNotReady,
+            ),
+            (
+                err(Code::CyclicDependency, "found cycle(s) in roles: [\"a\",\"b\",\"a\"]"),
+                false,
+                Reason::InvalidSpec,
+            ),
+            (stranded(&["member"]), true, Reason::DeletionBlocked),
+            (stranded(&["member"]), false, Reason::ApplyFailed),
         ];
         for (e, cleanup, want) in cases {
             assert_eq!(classify(&e, cleanup), want, "{e:?}");

@@ -23,6 +23,9 @@ pub struct Policy {
     pub sync_requested: bool,
     /// `basalt.dev/adopt: "true"`: take over unmanaged objects with the same key.
     pub adopt: bool,
+    /// Take over objects whose owner is gone (rows marked orphaned): a singleton's turn, when
+    /// the resource that owned the one object no longer exists.
+    pub take_orphaned: bool,
 }
 
 /// What happens to one object key.
@@ -287,13 +290,19 @@ pub fn plan_against(
         let desired = object.canonical();
         let desired_hash = hash(&desired);
         let current = catalog.get(&key);
-        let in_sync = current.is_some_and(|c| same(&c.canonical(), &desired));
+        let in_sync = match current {
+            Some(c) => same(&c.canonical(), &desired),
+            None => crate::metadata::objects::implicit(&key, &desired),
+        };
         let fields = || match current {
             Some(c) => differing_fields(&desired, &c.canonical()),
             None => Vec::new(),
         };
         let step = match rows.get(&key) {
-            Some(row) if !owned_by(row, owner) => Step::Conflict(Some(row.owner.clone())),
+            // Another resource's, unless it is gone and this one takes its turn.
+            Some(row) if !(owned_by(row, owner) || policy.take_orphaned && row.orphaned) => {
+                Step::Conflict(Some(row.owner.clone()))
+            }
             Some(row) => {
                 // The rows a plan reads carry the hash, not the definition (see
                 // `managed::load_for_plans`).
@@ -646,6 +655,13 @@ fn push_update(
         (Object::CustomType(_), Object::CustomType(d)) => {
             types.keys.push(key);
             types.put.push(d.clone());
+        }
+        // `add_inherited_role` and `set_api_limits` replace what is there.
+        (Object::InheritedRole(_), Object::InheritedRole(_))
+        | (Object::ApiLimits(_), Object::ApiLimits(_)) => {
+            if let Some(request) = create_request(desired) {
+                op(plan, &key, request);
+            }
         }
         // A full replacement of the definition and comment that keeps the action's
         // permissions (and an asynchronous action's logged calls).

@@ -3,7 +3,8 @@
 //! [`cel`]), the pure plan ([`diff`], [`conditions`]), the reconcile ([`reconcile`]) and its
 //! catalog writes (`commit`), leader election ([`leader`]), the process and its orphan scans
 //! ([`run`], [`scope`]), and `basalt export` ([`export`]); reconciles share one view of the
-//! catalog and database (`view`). Catalog writes go through the metadata API's operations and
+//! catalog and database (`view`), and a kind whose object the catalog holds once has one owner
+//! at a time (`singleton`). Catalog writes go through the metadata API's operations and
 //! transaction; the controller never runs SQL of its own on user tables.
 
 pub mod cel;
@@ -18,6 +19,7 @@ pub mod metrics;
 pub mod reconcile;
 pub mod run;
 pub mod scope;
+mod singleton;
 mod view;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;

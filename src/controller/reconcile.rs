@@ -8,6 +8,7 @@ use super::commit::{write, Written};
 use super::conditions::{self, Reason, Wanted};
 use super::diff::{self, Policy, Step};
 use super::kinds::*;
+use super::singleton::Claim;
 use crate::catalog::{managed, CatalogError};
 use crate::metadata::objects::{self, DriftKind, Managed, Object, Owner};
 use crate::metadata::{MetadataError, ObjectId};
@@ -50,6 +51,11 @@ pub struct Settings {
     pub self_heal: bool,
     /// Requeue after a successful reconcile (catches database changes without a NOTIFY).
     pub resync: Duration,
+    /// The watched namespaces (`None`: all), where a singleton kind's resources compete;
+    /// empty: the resource's own namespace.
+    pub scopes: Vec<Option<String>>,
+    /// `--label-selector`, narrowing the same competition.
+    pub label_selector: Option<String>,
 }
 
 /// What every reconcile shares.
@@ -383,6 +389,16 @@ async fn apply<K: Kind>(resource: Arc<K>, ctx: &Context) -> Result<Action, Error
         }
     };
     let owner = owner_of(&*resource);
+    let mut take_orphaned = false;
+    if K::SINGLETON {
+        match super::singleton::claim(ctx, &*resource, &owner, &declared).await? {
+            Claim::Apply { take_orphaned: t } => take_orphaned = t,
+            Claim::Held(message) => {
+                let outcome = Outcome::failure(Reason::Conflict, message);
+                return finish(&*resource, ctx, outcome, keys(&declared)).await;
+            }
+        }
+    }
     let status = resource
         .status()
         .map(|s| s.common().clone())
@@ -396,6 +412,7 @@ async fn apply<K: Kind>(resource: Arc<K>, ctx: &Context) -> Result<Action, Error
         },
         sync_requested: sync_request.is_some() && sync_request != status.last_sync_request,
         adopt: annotation(&*resource, ADOPT) == Some("true"),
+        take_orphaned,
     };
     let target = diff::Resource {
         owner: &owner,
@@ -725,14 +742,11 @@ async fn cleanup<K: Kind>(resource: Arc<K>, ctx: &Context) -> Result<Action, Err
             Ok(Action::await_change())
         }
         Err(e) => {
-            let reason = conditions::classify(&e, true);
-            let message = format!("{} ({}): {}", e.code.as_str(), e.path, e.message);
-            let reason = if reason == Reason::DeletionBlocked {
-                reason
-            } else {
-                Reason::DeletionBlocked
-            };
-            // Report and keep the finalizer; error_policy retries with backoff.
+            // Whatever the catalog refused, the deletion is blocked: report it (naming the
+            // inherited roles a dropped parent would strand) and keep the finalizer;
+            // error_policy retries with backoff.
+            let reason = Reason::DeletionBlocked;
+            let message = conditions::blocked_message(&e);
             let keys = resource
                 .status()
                 .map(|s| s.common().object_keys.clone())

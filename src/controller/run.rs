@@ -218,6 +218,8 @@ pub async fn run_with(
         Settings {
             self_heal: settings.self_heal,
             resync: Duration::from_secs(settings.resync_seconds.max(1)),
+            scopes: scopes.clone(),
+            label_selector: settings.label_selector.clone(),
         },
     );
     context.metrics = metrics;

@@ -134,6 +134,7 @@ impl ObjectId {
             "action" => ObjectId::Action(text("name")?),
             "action_permission" => ObjectId::ActionPermission(text("action")?, text("role")?),
             "inherited_role" => ObjectId::InheritedRole(text("role_name")?),
+            "api_limits" => ObjectId::ApiLimits,
             permission => {
                 let kind = PermissionKind::ALL
                     .into_iter()

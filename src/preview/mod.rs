@@ -100,6 +100,24 @@ fn describe(owner: &Value) -> String {
     )
 }
 
+/// Where a resource stands in line for the one object of a singleton kind, as the controller
+/// decides it: the current owner first, then by creation time (when the file has one), then
+/// `namespace/name` in byte order. Every other resource gets the same value, keeping its
+/// order.
+fn turn(doc: &ResourceDoc, owners: &Map<String, Value>) -> (bool, bool, String, String) {
+    if !kinds::singleton(&doc.kind) {
+        return Default::default();
+    }
+    let owns = owners.values().any(|o| owned_by(o, doc));
+    let created = doc.manifest["metadata"]["creationTimestamp"].as_str();
+    (
+        !owns,
+        created.is_none(),
+        created.unwrap_or_default().to_owned(),
+        format!("{}/{}", doc.namespace, doc.name),
+    )
+}
+
 /// Applies `resources` to `current` (whose objects are owned as `owners` says), the way the
 /// controller would; with `prune`, the objects of resources missing from `resources` are
 /// removed too.
@@ -119,7 +137,7 @@ pub fn desired(
     };
     let mut declared_by: BTreeMap<String, String> = BTreeMap::new();
     let mut ordered: Vec<&ResourceDoc> = resources.iter().collect();
-    ordered.sort_by_key(|r| kinds::rank(&r.kind));
+    ordered.sort_by_key(|r| (kinds::rank(&r.kind), turn(r, owners)));
     for doc in ordered {
         let label = doc.label();
         let adopt = doc.annotation(ADOPT) == Some("true");
@@ -135,13 +153,24 @@ pub fn desired(
             }
         }
         for (object, key) in declared.into_iter().zip(keys) {
-            if let Some(other) = declared_by.insert(key.clone(), label.clone()) {
+            if let Some(other) = declared_by.get(&key).cloned() {
+                // The one object of a singleton kind goes to the first in line; the
+                // controller holds the others in `Conflict`.
+                if kinds::singleton(&doc.kind) {
+                    out.conflicts.push(Held {
+                        key: key.clone(),
+                        resource: label.clone(),
+                        reason: format!("{key} is owned by {other}"),
+                    });
+                    continue;
+                }
                 return Err(PreviewError::Resource {
                     resource: label,
                     file: doc.file.display().to_string(),
                     message: format!("{key} is also declared by {other}"),
                 });
             }
+            declared_by.insert(key.clone(), label.clone());
             let held = |reason: String| Held {
                 key: key.clone(),
                 resource: label.clone(),
@@ -684,5 +713,55 @@ mod tests {
         assert_eq!(roles, ["user", "auditor"]);
         let pruned = desired(&document, &owners, &[], true).unwrap();
         assert!(pruned.document.actions.is_empty());
+    }
+
+    fn limits(name: &str, depth: u32) -> ResourceDoc {
+        let manifest = json!({
+            "apiVersion": "basalt.dev/v1alpha1", "kind": "ApiLimitPolicy",
+            "metadata": {"name": name, "namespace": "shop"},
+            "spec": {"depthLimit": {"global": depth}},
+        });
+        ResourceDoc {
+            file: format!("{name}.yaml").into(),
+            kind: "ApiLimitPolicy".into(),
+            namespace: "shop".into(),
+            name: name.into(),
+            manifest,
+        }
+    }
+
+    /// Two ApiLimitPolicies: the owner of `api_limits` (else the first by `namespace/name`)
+    /// applies, the other is a conflict naming it, as the controller decides.
+    #[test]
+    fn one_api_limit_policy_applies_and_the_others_conflict() {
+        let current = blog();
+        let files = [limits("b", 3), limits("a", 5)];
+        let first = desired(&current, &Map::new(), &files, false).unwrap();
+        assert_eq!(
+            first.document.api_limits.depth_limit.map(|d| d.global.0),
+            Some(5)
+        );
+        assert_eq!(
+            first.conflicts,
+            vec![Held {
+                key: "api_limits".into(),
+                resource: "ApiLimitPolicy shop/b".into(),
+                reason: "api_limits is owned by ApiLimitPolicy shop/a".into(),
+            }]
+        );
+        let owners: Map<String, Value> = [(
+            "api_limits".to_owned(),
+            json!({"apiVersion": "basalt.dev/v1alpha1", "kind": "ApiLimitPolicy",
+                   "namespace": "shop", "name": "b"}),
+        )]
+        .into_iter()
+        .collect();
+        let owned = desired(&current, &owners, &files, false).unwrap();
+        assert_eq!(
+            owned.document.api_limits.depth_limit.map(|d| d.global.0),
+            Some(3)
+        );
+        assert_eq!(owned.conflicts[0].resource, "ApiLimitPolicy shop/a");
+        assert_eq!(owned.resource_of["api_limits"], "ApiLimitPolicy shop/b");
     }
 }

@@ -4,7 +4,7 @@
 //! watch streaming, bearer tokens) is exercised, and several processes can share it.
 //!
 //! # Layout
-//! - [`resources`]: the served types (Basalt's nine kinds, Events) and request paths.
+//! - [`resources`]: the served types (Basalt's eleven kinds, Events) and request paths.
 //! - `store`: objects, the global `resourceVersion`, generations, finalizers and the change log.
 //! - `selector`: label selectors.
 //! - `api`: the Kubernetes routes (list, watch, get, create, replace, patch, delete); every

@@ -1,4 +1,4 @@
-//! The resource types the fake serves: Basalt's nine custom resources (group `basalt.dev`,
+//! The resource types the fake serves: Basalt's eleven custom resources (group `basalt.dev`,
 //! version `v1alpha1`, plurals as kube-derive spells them) and Events (`events.k8s.io/v1`, which
 //! kube's `Recorder` writes, and core `v1`). Owns the table and the URL shapes of a type; knows
 //! nothing of stored objects.
@@ -50,6 +50,8 @@ pub const RESOURCE_TYPES: &[ResourceType] = &[
     basalt("customtypesets", "CustomTypeSet"),
     basalt("querycollections", "QueryCollection"),
     basalt("allowlistentries", "AllowListEntry"),
+    basalt("inheritedroles", "InheritedRole"),
+    basalt("apilimitpolicies", "ApiLimitPolicy"),
     events("events.k8s.io/v1"),
     events("v1"),
 ];

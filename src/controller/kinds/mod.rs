@@ -6,7 +6,7 @@
 //!
 //! Everything that goes over every kind reads the table: the CRDs ([`crds`]), the controller's
 //! watches and orphan scans (`for_each_kind`), the export and `basalt diff` ([`declared`],
-//! [`rank`]). A new kind is a module here and one line in the table.
+//! [`rank`], [`singleton`]). A new kind is a module here and one line in the table.
 
 mod common;
 
@@ -34,6 +34,11 @@ pub trait Kind:
     + Sync
     + 'static
 {
+    /// Whether at most one resource of the kind may own its object at a time, because the
+    /// catalog holds one such object (`api_limits`): the owner keeps it, and with no owner the
+    /// oldest resource applies while the others report `Conflict` (`super::singleton`).
+    const SINGLETON: bool = false;
+
     /// The catalog objects the spec declares.
     fn declared(&self) -> Result<Vec<Object>, MetadataError>;
 
@@ -95,7 +100,8 @@ impl ExportedSpec {
 
 /// The table of kinds: each kind's module and type, in the order resources are applied
 /// (dependencies first: types and remote schemas need nothing, tables come before what is
-/// defined on them, types before the actions that use them). It declares the modules and
+/// defined on them, types before the actions that use them, permissions and actions before the
+/// inherited roles whose parents they make known; nothing depends on API limits). It declares the modules and
 /// writes every function that goes over all kinds.
 macro_rules! kinds {
     // `$d` is a `$` passed in, for the macro this one writes.
@@ -134,6 +140,16 @@ macro_rules! kinds {
             None
         }
 
+        /// Whether `kind` is a singleton kind ([`Kind::SINGLETON`]).
+        pub fn singleton(kind: &str) -> bool {
+            $(
+                if kind == stringify!($kind) {
+                    return <$kind as Kind>::SINGLETON;
+                }
+            )+
+            false
+        }
+
         /// Every kind's resources reproducing `metadata`, kind by kind in the table's order:
         /// (kind, name parts, manifest checked against the kind's schema).
         pub fn export(metadata: &Metadata) -> Vec<(&'static str, ExportedSpec, ExportCheck)> {
@@ -158,6 +174,8 @@ kinds! { $;
     action::Action,
     query_collection::QueryCollection,
     allowlist_entry::AllowListEntry,
+    inherited_role::InheritedRole,
+    api_limit_policy::ApiLimitPolicy,
 }
 
 /// Where a kind's resources go among the others (its row in the table); kinds Basalt does not

@@ -189,6 +189,7 @@ pub fn drift_of(row: &Managed, catalog: &BTreeMap<String, Object>) -> Option<Dri
         return Some(drift(DriftKind::Orphaned, Vec::new()));
     }
     match catalog.get(&row.key) {
+        None if super::implicit(&row.key, &row.desired) => None,
         None => Some(drift(DriftKind::Missing, Vec::new())),
         Some(object) => {
             let actual = object.canonical();

@@ -350,6 +350,14 @@ pub fn api_limits_definition(limits: &ApiLimits) -> Value {
     serde_json::to_value(limits).unwrap_or(Value::Null)
 }
 
+/// Whether a document that lists no object of `key` holds `desired` (a canonical definition)
+/// all the same: the empty API limits ("no limits") are stored as no object, so a resource
+/// declaring them is in sync with a document without `api_limits`.
+pub fn implicit(key: &str, desired: &Value) -> bool {
+    key.parse::<ObjectId>() == Ok(ObjectId::ApiLimits)
+        && serde_json::from_value::<ApiLimits>(desired.clone()).is_ok_and(|l| l.is_empty())
+}
+
 impl Object {
     /// The object's `type` as inconsistency reports and dry runs name it.
     pub fn wire_type(&self) -> &'static str {

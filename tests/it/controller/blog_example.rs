@@ -1,5 +1,5 @@
 //! `examples/blog/` applied by the controller: every resource Ready, and the engine serves the
-//! user role what the example declares.
+//! user role and the inherited staff role what the example declares.
 
 use super::*;
 
@@ -37,6 +37,24 @@ async fn blog_example_applies_and_serves_the_user_role() {
         authors["data"]["authors"][0]["articles"][0]["title"], "Hello",
         "{authors}"
     );
+    // `staff` inherits from `user` and `moderator`: it reads the comments of an unpublished
+    // article, which `user` may not.
+    s.server
+        .sql("INSERT INTO comment (article_id, author_id, body) VALUES (1, 1, 'first!')")
+        .await;
+    let comments = |role: &'static str| {
+        let server = &s.server;
+        async move {
+            server
+                .gql_role("{ comment { body } }", role, &[("X-Svc-User-Id", "1")])
+                .await
+        }
+    };
+    assert_eq!(comments("user").await, json!({"data": {"comment": []}}));
+    assert_eq!(
+        comments("staff").await,
+        json!({"data": {"comment": [{"body": "first!"}]}})
+    );
     if let Ok(out) = std::process::Command::new("kubectl")
         .args([
             "kustomize",
@@ -54,7 +72,7 @@ async fn blog_example_applies_and_serves_the_user_role() {
             String::from_utf8_lossy(&out.stdout)
                 .matches("apiVersion: basalt.dev/v1alpha1")
                 .count(),
-            14
+            17
         );
     } else {
         eprintln!("kubectl not found: skipping `kubectl kustomize examples/blog`");

@@ -45,6 +45,7 @@ fn object_path(obj: &Value) -> String {
     let kind = obj["kind"].as_str().unwrap_or_default();
     let plural = match kind {
         "AllowListEntry" => "allowlistentries".to_owned(),
+        "ApiLimitPolicy" => "apilimitpolicies".to_owned(),
         other => format!("{}s", other.to_lowercase()),
     };
     format!(
@@ -260,6 +261,8 @@ pub fn context(fake: Arc<FakeApi>, db_url: &str, self_heal: bool) -> Arc<Context
         Settings {
             self_heal,
             resync: Duration::from_secs(300),
+            scopes: Vec::new(),
+            label_selector: None,
         },
     ))
 }

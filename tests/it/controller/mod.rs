@@ -16,6 +16,7 @@ pub(crate) mod kube_fake;
 mod lifecycle;
 mod ownership;
 mod remote_schemas;
+mod roles_and_limits;
 mod running;
 mod scope;
 mod shared_view;
@@ -283,7 +284,7 @@ pub(crate) async fn applied_blog_example() -> Setup {
     // The example's Action reads its handler's URL and a header from the environment.
     actions::blog_actions_env();
     let resources = blog_example();
-    assert_eq!(resources.len(), 14);
+    assert_eq!(resources.len(), 17);
     macro_rules! each {
         ($m:expr, $run:ident) => {
             match $m["kind"].as_str().unwrap() {
@@ -318,6 +319,16 @@ pub(crate) async fn applied_blog_example() -> Setup {
                 }
                 "RemoteSchema" => {
                     let r: RemoteSchema = serde_json::from_value($m.clone()).unwrap();
+                    r.validate_cel().unwrap();
+                    drop(s.$run(&r).await);
+                }
+                "InheritedRole" => {
+                    let r: InheritedRole = serde_json::from_value($m.clone()).unwrap();
+                    r.validate_cel().unwrap();
+                    drop(s.$run(&r).await);
+                }
+                "ApiLimitPolicy" => {
+                    let r: ApiLimitPolicy = serde_json::from_value($m.clone()).unwrap();
                     r.validate_cel().unwrap();
                     drop(s.$run(&r).await);
                 }

@@ -613,3 +613,93 @@ async fn a_new_action_is_previewed_with_its_types() {
     assert!(text.contains("kind is for mutations only"), "{text}");
     assert_eq!((server.export().await, version(&server).await), before);
 }
+
+/// The blog example's InheritedRole and ApiLimitPolicy: a changed parent list and a changed
+/// limit are changes of their objects; a second ApiLimitPolicy is a conflict naming the owner
+/// (which keeps the limits even though the newcomer's name sorts first); without their files
+/// (and with `--prune`) both objects would go.
+#[tokio::test]
+async fn inherited_role_and_api_limit_edits_are_previewed() {
+    let s = applied_blog_example().await;
+    let server = &s.server;
+    let before = (server.export().await, version(server).await);
+    let dir = example_copy();
+    edit_yaml(&dir.path().join("inherited-role-staff.yaml"), |r| {
+        r["spec"]["roleSet"] = json!(["user"]);
+    });
+    edit_yaml(&dir.path().join("api-limit-policy.yaml"), |p| {
+        p["spec"]["depthLimit"]["global"] = json!(4);
+    });
+    let path = dir.path().to_str().unwrap();
+    let (code, text) = diff(&["-f", path, "-n", NS, "--endpoint", &server.base]).await;
+    assert_eq!(code, 1, "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[1..lines.len() - 1],
+        [
+            format!("~ api_limits [depth_limit.global]    (ApiLimitPolicy {NS}/api-limits)"),
+            format!("~ inherited_role:staff [role_set]    (InheritedRole {NS}/staff)"),
+        ],
+        "{text}"
+    );
+
+    std::fs::write(
+        dir.path().join("a-strict.yaml"),
+        "apiVersion: basalt.dev/v1alpha1\nkind: ApiLimitPolicy\nmetadata: {name: a-strict}\n\
+         spec:\n  depthLimit: {global: 2}\n",
+    )
+    .unwrap();
+    let (code, text) = diff(&["-f", path, "-n", NS, "--endpoint", &server.base]).await;
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains(&format!(
+            "! conflict api_limits: api_limits is owned by ApiLimitPolicy {NS}/api-limits    (ApiLimitPolicy {NS}/a-strict)"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("~ api_limits [depth_limit.global]"), "{text}");
+
+    for file in [
+        "a-strict.yaml",
+        "inherited-role-staff.yaml",
+        "api-limit-policy.yaml",
+    ] {
+        std::fs::remove_file(dir.path().join(file)).unwrap();
+    }
+    let (code, text) = diff(&[
+        "-f",
+        path,
+        "-n",
+        NS,
+        "--endpoint",
+        &server.base,
+        "--prune",
+        "-o",
+        "json",
+    ])
+    .await;
+    assert_eq!(code, 1, "{text}");
+    let report: Value = serde_json::from_str(&text).unwrap();
+    let removed: Vec<(&str, &str)> = report["removed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["type"].as_str().unwrap(),
+                r["resource"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    let staff = format!("InheritedRole {NS}/staff (not in the files)");
+    let limits = format!("ApiLimitPolicy {NS}/api-limits (not in the files)");
+    assert_eq!(
+        removed,
+        [
+            ("api_limits", limits.as_str()),
+            ("inherited_role", staff.as_str())
+        ],
+        "{text}"
+    );
+    assert_eq!((server.export().await, version(server).await), before);
+}

@@ -1,4 +1,5 @@
-//! The plan for actions and query collections, and the ownership index plans read.
+//! The plan for actions, query collections, inherited roles and API limits, and the ownership
+//! index plans read.
 
 use super::*;
 
@@ -300,4 +301,137 @@ fn ownership_index_agrees_with_walking_every_row() {
         .iter()
         .any(|r| r.owner.uid != "u3"));
     assert!(index.owned(&owner("nobody")).is_empty());
+}
+
+/// An inherited role and the API limits are replaced in place by the operations that create
+/// them; dropped with their own drop operations.
+#[test]
+fn inherited_roles_and_api_limits_are_replaced_in_place() {
+    let with = |parents: Value, depth: u32| {
+        metadata(json!({"version": 2, "tables": [],
+            "api_limits": {"depth_limit": {"global": depth}},
+            "inherited_roles": [{"role_name": "member", "role_set": parents}]}))
+    };
+    let old = with(json!(["user"]), 5);
+    let new = with(json!(["user", "guest"]), 3);
+    let want = vec![
+        object(&new, "inherited_role:member"),
+        object(&new, "api_limits"),
+    ];
+    let rows = [
+        row(&object(&old, "inherited_role:member"), "me"),
+        row(&object(&old, "api_limits"), "me"),
+    ];
+    let updated = plan_for(&want, &old, &rows, Policy::default());
+    assert_eq!(
+        types(&updated),
+        vec!["add_inherited_role", "set_api_limits"]
+    );
+    assert_eq!(
+        updated.ops[0].request["args"],
+        json!({"role_name": "member", "role_set": ["user", "guest"]})
+    );
+    assert_eq!(
+        updated.ops[1].request["args"],
+        json!({"disabled": false, "depth_limit": {"global": 3, "per_role": {}}})
+    );
+    let owned = [
+        row(&object(&new, "inherited_role:member"), "me"),
+        row(&object(&new, "api_limits"), "me"),
+    ];
+    let gone = cleanup(&owner("me"), &new, &owned, removal());
+    assert_eq!(
+        types(&gone),
+        vec!["remove_api_limits", "drop_inherited_role"]
+    );
+    assert_eq!(gone.ops[1].request["args"], json!({"role_name": "member"}));
+}
+
+fn removal() -> Removal {
+    Removal {
+        orphan: false,
+        cascade: false,
+        tables: true,
+    }
+}
+
+/// A policy declaring no limits is in sync with a catalog that stores none (it holds no
+/// `api_limits` object then), so it neither drifts nor re-applies.
+#[test]
+fn no_limits_are_in_sync_with_a_catalog_without_limits() {
+    let bare = metadata(json!({"version": 2, "tables": []}));
+    let none = Object::ApiLimits(Box::default());
+    let created = plan_for(std::slice::from_ref(&none), &bare, &[], Policy::default());
+    assert_eq!(created.steps, vec![("api_limits".to_owned(), Step::Create)]);
+    assert_eq!(types(&created), vec!["set_api_limits"]);
+    let again = plan_for(
+        std::slice::from_ref(&none),
+        &bare,
+        &[row(&none, "me")],
+        Policy::default(),
+    );
+    assert_eq!(again.steps, vec![("api_limits".to_owned(), Step::Noop)]);
+    assert!(again.is_noop());
+    let mut full = row(&none, "me");
+    full.desired = none.canonical();
+    assert_eq!(
+        crate::metadata::objects::drift(&[full], &bare),
+        Vec::new(),
+        "the engine reports no drift either"
+    );
+    // Limits set through /v1/query behind its back are drift.
+    let limited = metadata(json!({"version": 2, "tables": [],
+        "api_limits": {"node_limit": {"global": 9}}}));
+    let drifted = plan_for(
+        std::slice::from_ref(&none),
+        &limited,
+        &[row(&none, "me")],
+        Policy::default(),
+    );
+    assert!(matches!(
+        drifted.steps[0].1,
+        Step::Drift(DriftKind::Modified, _)
+    ));
+}
+
+/// A row whose owner is gone is taken over only when the plan is told to (a singleton's turn);
+/// otherwise it stays the other resource's.
+#[test]
+fn orphaned_rows_are_taken_over_only_on_request() {
+    let m = metadata(json!({"version": 2, "tables": [],
+        "api_limits": {"depth_limit": {"global": 4}}}));
+    let limits = object(&m, "api_limits");
+    let mut theirs = row(&limits, "gone");
+    theirs.orphaned = true;
+    let held = plan_for(
+        std::slice::from_ref(&limits),
+        &m,
+        std::slice::from_ref(&theirs),
+        Policy::default(),
+    );
+    assert_eq!(held.steps[0].1, Step::Conflict(Some(owner("gone"))));
+    let taken = plan_for(
+        std::slice::from_ref(&limits),
+        &m,
+        std::slice::from_ref(&theirs),
+        Policy {
+            take_orphaned: true,
+            ..Policy::default()
+        },
+    );
+    assert_eq!(taken.steps[0].1, Step::Noop);
+    assert!(taken.ops.is_empty(), "in sync: ownership only");
+    assert_eq!(taken.ownership.upsert[0].owner.uid, "me");
+    // A live owner is never taken over.
+    theirs.orphaned = false;
+    let live = plan_for(
+        std::slice::from_ref(&limits),
+        &m,
+        &[theirs],
+        Policy {
+            take_orphaned: true,
+            ..Policy::default()
+        },
+    );
+    assert_eq!(live.steps[0].1, Step::Conflict(Some(owner("gone"))));
 }

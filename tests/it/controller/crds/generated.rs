@@ -142,6 +142,8 @@ fn kinds_names_and_printer_columns() {
         ("Action", "actions", "baction"),
         ("QueryCollection", "querycollections", "bqc"),
         ("AllowListEntry", "allowlistentries", "ballow"),
+        ("InheritedRole", "inheritedroles", "brole"),
+        ("ApiLimitPolicy", "apilimitpolicies", "blimits"),
     ];
     assert_eq!(crds().len(), expected.len());
     for (crd, (kind, plural, short)) in crds().iter().zip(expected) {

@@ -1,9 +1,11 @@
 //! The CustomResourceDefinitions the controller generates (`basalt crds`, committed in `crds/`
 //! and the chart): the files up to date, structural schemas, printer columns, client-side CEL
-//! rules, and the mapping of resources to metadata. The Action kind's are in `actions.rs`.
+//! rules, and the mapping of resources to metadata. The Action kind's are in `actions.rs`, the
+//! InheritedRole and ApiLimitPolicy kinds' in `roles_and_limits.rs`.
 
 mod actions;
 mod generated;
+mod roles_and_limits;
 mod rules;
 mod to_metadata;
 
