@@ -14,18 +14,25 @@ pub struct SqlText {
     pub params: Vec<Param>,
 }
 
-/// Prints a statement; parameters are numbered in text order.
+/// Prints a statement; parameters are numbered in text order, one per use of a value (so a
+/// statement made of copies of another, one per request, binds each copy's values in turn).
 pub fn print(statement: &Statement) -> SqlText {
-    print_with(Vec::new(), statement)
+    printed(Vec::new(), statement, true)
 }
 
-/// Prints a statement whose first parameters are `leading` (`$1` … `$k`, referred to in the
-/// statement by [`Expr::ParamRef`]); the statement's own parameters follow in text order.
+/// Prints a query whose first parameters are `leading` (`$1` … `$k`, referred to in the
+/// statement by [`Expr::ParamRef`]); the statement's own parameters follow in text order, a
+/// session variable used several times bound once (see [`Printer::number`]).
 pub fn print_with(leading: Vec<Param>, statement: &Statement) -> SqlText {
+    printed(leading, statement, false)
+}
+
+fn printed(leading: Vec<Param>, statement: &Statement, one_per_use: bool) -> SqlText {
     let mut printer = Printer {
         sql: String::new(),
         params: leading,
         cohort: false,
+        one_per_use,
     };
     printer.statement(statement);
     SqlText {
@@ -58,6 +65,7 @@ pub fn print_multiplexed(leading: Vec<Param>, query: &Select) -> MultiplexedSql 
         sql: String::new(),
         params: leading,
         cohort: true,
+        one_per_use: false,
     };
     inner.select(query);
     let count = inner.params.len();
@@ -94,6 +102,8 @@ struct Printer {
     params: Vec<Param>,
     /// Parameters print as columns of the cohort row (`_c."p3"`), not `$3`.
     cohort: bool,
+    /// Every use of a session variable is a parameter of its own (see [`print`]).
+    one_per_use: bool,
 }
 
 impl Printer {
@@ -262,6 +272,20 @@ impl Printer {
         }
     }
 
+    /// The number of `param`: a session variable already bound is bound once (every use of
+    /// `x-svc-user-id` is the same `$n`), so Postgres sees equal expressions where a rule
+    /// repeats one, and can factor them (`a OR (a AND b)` is `a`) as it plans. Other values get
+    /// a parameter each.
+    fn number(&mut self, param: &Param) -> usize {
+        if let (ParamSource::Session(_), false) = (&param.source, self.one_per_use) {
+            if let Some(i) = self.params.iter().position(|p| p == param) {
+                return i + 1;
+            }
+        }
+        self.params.push(param.clone());
+        self.params.len()
+    }
+
     /// Parameter `n`: `$n`, or the cohort row's column in a multiplexed query.
     fn param(&mut self, n: usize) {
         if self.cohort {
@@ -410,8 +434,7 @@ impl Printer {
                 self.push(".*");
             }
             Expr::Param(param) => {
-                self.params.push(param.clone());
-                let n = self.params.len();
+                let n = self.number(param);
                 self.param(n);
             }
             Expr::ParamRef(n) => self.param(*n),
