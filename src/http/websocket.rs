@@ -411,6 +411,12 @@ impl Connection {
     fn refuse(&self, id: &str, message: &str) {
         let errors =
             json!([{"message": message, "extensions": {"path": "$", "code": "start-failed"}}]);
+        self.refuse_with(id, errors);
+    }
+
+    /// Ends operation `id` before it starts with `errors` (an `error` message, then, in the
+    /// Apollo protocol, `complete`).
+    fn refuse_with(&self, id: &str, errors: Value) {
         self.send(error_message(self.protocol, id, errors));
         if self.protocol == Protocol::Apollo {
             self.send(json!({"type": "complete", "id": id}));
@@ -429,28 +435,14 @@ impl Connection {
         let version = self.state.engine.current();
         let rate = super::limits::admit(&self.state, &version, &[&session], self.ip);
         if let Some(err) = rate.and_then(super::limits::refusal) {
-            self.send(error_message(
-                self.protocol,
-                &id,
-                graphql_errors(&err, false),
-            ));
-            if self.protocol == Protocol::Apollo {
-                self.send(json!({"type": "complete", "id": id}));
-            }
+            self.refuse_with(&id, graphql_errors(&err, false));
             return;
         }
         let request: GraphqlRequest = match serde_json::from_value(payload) {
             Ok(r) => r,
             Err(e) => {
                 let err = GraphqlError::InvalidRequest(e.to_string());
-                self.send(error_message(
-                    self.protocol,
-                    &id,
-                    graphql_errors(&err, false),
-                ));
-                if self.protocol == Protocol::Apollo {
-                    self.send(json!({"type": "complete", "id": id}));
-                }
+                self.refuse_with(&id, graphql_errors(&err, false));
                 return;
             }
         };
