@@ -257,6 +257,8 @@ pub enum Source {
     Function {
         function: QualifiedTable,
         args: Vec<FunctionArg>,
+        /// The tracked table whose rows it returns.
+        returns: QualifiedTable,
     },
 }
 

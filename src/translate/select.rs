@@ -86,8 +86,10 @@ pub(super) fn select_rows(
     written: &Written,
 ) -> Expr {
     let alias = state.alias();
-    if let Source::Table(table) = &s.source {
-        state.reads(&alias, table);
+    match &s.source {
+        Source::Table(table) | Source::Function { returns: table, .. } => {
+            state.reads(&alias, table)
+        }
     }
     if s.single {
         let list = vec![SelectItem::new(row_object(state, &s.fields, &alias))];
@@ -273,7 +275,7 @@ fn from_where(
             name: name(t),
             alias: alias.clone(),
         },
-        (Source::Function { function, args }, _) => FromItem::Function {
+        (Source::Function { function, args, .. }, _) => FromItem::Function {
             call: Box::new(call(state, function, args, parent)),
             alias: alias.clone(),
         },

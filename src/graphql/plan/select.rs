@@ -267,6 +267,7 @@ impl<'a> Planner<'a> {
                 let source = Source::Function {
                     function: cf.function.clone(),
                     args: fn_args,
+                    returns: table.clone(),
                 };
                 let row_args = if *set { args.clone() } else { IndexMap::new() };
                 let select = self.select(
