@@ -3,8 +3,9 @@
 //! remote schema) is dropped when the deadline passes, which aborts an outgoing call. Work on
 //! a connection is not dropped: Postgres is asked to cancel the running statement, and the
 //! work is awaited until it ends, so the connection goes back to the pool idle (a mutation's
-//! transaction rolls back as it drops) and a late cancel cannot reach a later request's
-//! statement.
+//! transaction rolls back as it drops). A connection a cancel was sent on is then closed
+//! rather than pooled ([`release`]): Postgres delivers a cancel on its own time, and one that
+//! arrives after the statement ended must find no later request's statement to stop.
 
 use super::error::GraphqlError;
 use crate::metadata::types::Seconds;
@@ -37,6 +38,15 @@ impl Deadline {
     fn exceeded(self) -> GraphqlError {
         GraphqlError::TimeLimit { limit: self.limit }
     }
+
+    /// Fails once the deadline has passed: checked between the steps of work that a cancel
+    /// may miss (Postgres ignores one that arrives while the connection is idle).
+    pub(super) fn check(deadline: Option<Deadline>) -> Result<(), GraphqlError> {
+        match deadline {
+            Some(d) if Instant::now() >= d.at => Err(d.exceeded()),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// `work` that holds no connection, within `deadline` (when there is one): at the deadline it
@@ -61,6 +71,8 @@ where
 pub(super) struct Guard {
     deadline: Deadline,
     cancel: CancelToken,
+    /// A cancel request was sent on the connection.
+    cancelled: std::sync::atomic::AtomicBool,
 }
 
 /// The guard of `client` under `deadline`, when there is one.
@@ -68,7 +80,16 @@ pub(super) fn guard(deadline: Option<Deadline>, client: &tokio_postgres::Client)
     deadline.map(|deadline| Guard {
         deadline,
         cancel: client.cancel_token(),
+        cancelled: std::sync::atomic::AtomicBool::new(false),
     })
+}
+
+/// Gives `client` back: to the pool, or, when a cancel request was sent on it, closed.
+pub(super) fn release(guard: Option<Guard>, client: deadpool_postgres::Client) {
+    let cancelled = guard.is_some_and(|g| g.cancelled.into_inner());
+    if cancelled {
+        drop(deadpool_postgres::Object::take(client));
+    }
 }
 
 /// Work on the connection `guard` guards, within its deadline (when there is one): at the
@@ -81,13 +102,19 @@ pub(super) async fn on_connection<T, E>(
 where
     GraphqlError: From<E>,
 {
-    let Some(Guard { deadline, cancel }) = guard else {
+    let Some(Guard {
+        deadline,
+        cancel,
+        cancelled,
+    }) = guard
+    else {
         return Ok(work.await?);
     };
     let mut work = std::pin::pin!(work);
     if let Ok(done) = tokio::time::timeout_at(deadline.at, work.as_mut()).await {
         return Ok(done?);
     }
+    cancelled.store(true, std::sync::atomic::Ordering::Relaxed);
     if let Err(error) = cancel.cancel_query(tokio_postgres::NoTls).await {
         tracing::warn!(%error, "cannot cancel a statement past its time limit");
     }

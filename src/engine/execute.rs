@@ -158,8 +158,9 @@ async fn read(run: Run<'_>, calls: &Calls) -> Result<Read, GraphqlError> {
             let guard = deadline::guard(run.deadline, &client);
             let conn = Connection::of(&client, &engine.counters);
             let values = execute::run_fields(conn, sql, &binding).instrument(span());
-            let values = deadline::on_connection(guard.as_ref(), values).await?;
-            return Ok(Read::Fields(values));
+            let values = deadline::on_connection(guard.as_ref(), values).await;
+            deadline::release(guard, client);
+            return Ok(Read::Fields(values?));
         }
         Some(Reads::Whole(sql)) => (sql, &run.plan.shared),
     };
@@ -178,7 +179,9 @@ async fn read(run: Run<'_>, calls: &Calls) -> Result<Read, GraphqlError> {
             let guard = deadline::guard(run.deadline, &client);
             let conn = Connection::of(&client, &engine.counters);
             let data = execute::run(conn, sql, &binding).instrument(span());
-            deadline::on_connection(guard.as_ref(), data).await?
+            let data = deadline::on_connection(guard.as_ref(), data).await;
+            deadline::release(guard, client);
+            data?
         }
     };
     Ok(Read::Whole(data))

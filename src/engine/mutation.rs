@@ -7,7 +7,7 @@
 //! within the role's time limit ([`super::deadline`]).
 
 use super::actions;
-use super::deadline;
+use super::deadline::{self, Deadline};
 use super::error::{GraphqlError, InternalError};
 use super::execute::Run;
 use super::remote;
@@ -121,6 +121,7 @@ impl Transaction<'_> {
                             answer
                         }
                     };
+                    Deadline::check(run.deadline)?;
                     let provided = actions::provided(&calls);
                     let binding = Binding {
                         provided: provided.as_ref(),
@@ -134,13 +135,19 @@ impl Transaction<'_> {
             }
             let answered = deadline::bounded(run.deadline, remote::send_all(remotes)).await?;
             if let Some(tx) = tx {
+                // Work done past the deadline (a cancel the connection missed) is not kept.
+                Deadline::check(run.deadline)?;
                 tx.commit().await.map_err(ExecuteError::from)?;
             }
             Ok::<_, GraphqlError>((fields, answered))
         };
         // Past the time limit, the running statement is cancelled; the transaction then
         // fails and rolls back as it drops.
-        let (mut fields, answered) = deadline::on_connection(guard.as_ref(), work).await?;
+        let done = deadline::on_connection(guard.as_ref(), work).await;
+        if let Some(client) = client {
+            deadline::release(guard, client);
+        }
+        let (mut fields, answered) = done?;
         remote::merge(&mut fields, answered, operation, cookies);
         Ok(MutationOutput::Output(Output::Fields(fields)))
     }
@@ -177,7 +184,9 @@ async fn one_statement(
                     .await
                     .map_err(|error| at_field(error, key))
             };
-            deadline::on_connection(guard.as_ref(), answer).await?
+            let answer = deadline::on_connection(guard.as_ref(), answer).await;
+            deadline::release(guard, client);
+            answer?
         }
     };
     Ok(respond::one_field(key, &answer))

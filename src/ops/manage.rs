@@ -395,7 +395,12 @@ impl ManageOp {
                 v2,
                 allow_inconsistent,
             } => {
-                super::roles::check_acyclic(&replacement.inherited_roles)?;
+                let document = match v2 {
+                    true => JsonPath::args().key("metadata"),
+                    false => JsonPath::args(),
+                };
+                let roles = document.key("inherited_roles");
+                super::roles::check_document(&replacement.inherited_roles, &roles)?;
                 let after = ctx.resolve(replacement);
                 let blocking: Vec<Value> = after
                     .inconsistencies

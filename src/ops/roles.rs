@@ -90,25 +90,42 @@ impl RoleOp {
 /// answers them: not `admin`, not its own parent, every parent a known role.
 fn check_inherited_role(metadata: &Metadata, role: &InheritedRole) -> Result<()> {
     let args = JsonPath::args();
+    check_definition(role, &args)?;
+    let known = known_roles(metadata);
+    if let Some(message) = missing_parents_message(role, &known) {
+        return Err(not_exists_in_metadata(args.key("role_set"), message));
+    }
+    Ok(())
+}
+
+/// The rules a definition must meet on its own (`at` is where it is in the request): not
+/// `admin`, not its own parent.
+fn check_definition(role: &InheritedRole, at: &JsonPath) -> Result<()> {
     if role.role_name.0 == ADMIN {
         return Err(MetadataError::new(
             Code::ConstraintViolation,
-            args.key("role_name"),
+            at.key("role_name"),
             "cannot define an inherited role named \"admin\"",
         ));
     }
     if role.role_set.0.contains(&role.role_name) {
         return Err(MetadataError::new(
             Code::InvalidParams,
-            args.key("role_set"),
+            at.key("role_set"),
             "an inherited role name cannot be in the role combination",
         ));
     }
-    let known = known_roles(metadata);
-    if let Some(message) = missing_parents_message(role, &known) {
-        return Err(not_exists_in_metadata(args.key("role_set"), message));
-    }
     Ok(())
+}
+
+/// The inherited roles of a replacement document (at `at` in the request): each definition's
+/// own rules, then no cycle. Parents that are not known roles make the role inconsistent
+/// instead.
+pub fn check_document(roles: &[InheritedRole], at: &JsonPath) -> Result<()> {
+    for (i, role) in roles.iter().enumerate() {
+        check_definition(role, &at.index(i))?;
+    }
+    check_acyclic(roles)
 }
 
 /// Refuses inherited roles whose parents form a cycle (always an error, never an

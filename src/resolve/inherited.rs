@@ -420,8 +420,11 @@ fn derive_select(t: &ResolvedTable, selects: &[&SelectRule]) -> Option<SelectRul
         }
     }
     let mut cells = IndexMap::new();
+    let always = |c: &BoolExp| matches!(c, BoolExp::And(parts) if parts.is_empty());
     for (name, conditions) in &fields {
-        if plain_everywhere.get(name) == Some(&selects.len()) {
+        // Plain when every parent shows it wherever it shows the row, or one shows it on
+        // every row of the table.
+        if plain_everywhere.get(name) == Some(&selects.len()) || conditions.iter().any(always) {
             continue;
         }
         cells.insert(name.clone(), or(conditions.clone()));

@@ -207,8 +207,8 @@ pub(super) fn action_result(state: &mut State, result: &ActionResult) -> Expr {
 
 /// `SELECT <output JSON>`: the statement a synchronous mutation action's field runs once its
 /// handler has answered.
-pub(super) fn answer(key: &str, field: &ActionField) -> Statement {
-    let mut state = State::default();
+pub(super) fn answer(key: &str, field: &ActionField, cells: &CellRules) -> Statement {
+    let mut state = State::new(cells);
     let json = action_field(&mut state, key, field);
     Statement::Select(Box::new(SqlSelect::expr(json)))
 }

@@ -10,8 +10,10 @@ mod action;
 mod filter;
 mod mutation;
 mod select;
+mod shared_insert;
 
-pub use mutation::{mutation, shared_insert, shares_inserts};
+pub use mutation::mutation;
+pub use shared_insert::{shared_insert, shares_inserts};
 
 use crate::db_model::Encoding;
 use crate::db_model::PgType;
@@ -70,6 +72,12 @@ impl State {
             Some(rule) => self.guard(rule, alias, plain),
             None => plain,
         }
+    }
+
+    /// Whether the role reads `column` of the row `alias` through a cell rule.
+    fn has_cell_rule(&self, alias: &Alias, column: &str) -> bool {
+        self.cell_rule(alias, |cells| cells.get(column).cloned())
+            .is_some()
     }
 
     /// The cell rule `pick` chooses for the row `alias`, outside permission filters.

@@ -36,9 +36,9 @@ pub fn mutation(plan: &MutationPlan) -> MutationProgram {
                     MutationField::Write { action, output } => {
                         FieldProgram::Write(write(action, output, &plan.cells))
                     }
-                    MutationField::Action(f) => {
-                        FieldProgram::Action(answer_only(print(&super::action::answer(key, f))))
-                    }
+                    MutationField::Action(f) => FieldProgram::Action(answer_only(print(
+                        &super::action::answer(key, f, &plan.cells),
+                    ))),
                     MutationField::AsyncAction(call) => {
                         FieldProgram::Write(answer_only(print(&super::action::log_call(key, call))))
                     }
@@ -83,7 +83,7 @@ fn single(plan: &MutationPlan) -> Option<SqlText> {
 }
 
 /// The `INSERT` of a one-statement insert, behind the session gate, returning every column.
-fn gated_insert(state: &mut State, plan: &InsertPlan) -> Statement {
+pub(super) fn gated_insert(state: &mut State, plan: &InsertPlan) -> Statement {
     let rows: Vec<Vec<(String, Expr)>> = plan
         .rows
         .iter()
@@ -99,86 +99,11 @@ fn gated_insert(state: &mut State, plan: &InsertPlan) -> Statement {
     )
 }
 
-/// One statement that makes the inserts of `copies` concurrent requests of a plan, each in
-/// CTEs of its own, so that nothing has to match a written row to its request:
-/// `WITH "_written0" AS (<insert>), "_answer0" AS (SELECT <answer> AS data), "_written1" AS …
-/// SELECT "_copies".* FROM (VALUES (0, (SELECT … "_answer0")), (1, …)) AS "_copies"("cohort",
-/// "data")`, one row per copy. Each copy is the plan's one statement
-/// ([`MutationProgram::single`]) as a pair of CTEs, with its parameters in the same order: the
-/// statement's parameters are the one statement's, repeated once per copy (the caller binds
-/// each request's values in turn). A failed check or constraint fails every copy.
-///
-/// Only for a plan whose one statement is an insert without `ON CONFLICT` (two copies updating
-/// one row would leave which update wins to Postgres); `None` otherwise. Every copy sets the
-/// session: the caller gives one statement only requests of one session (see
-/// [`crate::execute::SharedStatement`]).
-pub fn shared_insert(plan: &MutationPlan, copies: usize) -> Option<SqlText> {
-    let (insert, output) = shareable_insert(plan)?;
-    let mut state = State::new(&plan.cells);
-    let mut ctes = Vec::with_capacity(2 * copies);
-    let mut rows = Vec::with_capacity(copies);
-    for copy in 0..copies {
-        let written = Ident::new(format!("{WRITTEN}{copy}"));
-        let answer = Ident::new(format!("_answer{copy}"));
-        let write = gated_insert(&mut state, insert);
-        let check = insert.check.as_ref().map(|c| (c, CheckKind::Insert));
-        let data = checked_answer(&mut state, &written, check, output);
-        let data = SqlSelect {
-            list: vec![SelectItem::bare(data, "data")],
-            ..SqlSelect::default()
-        };
-        ctes.push((written, write));
-        ctes.push((answer.clone(), Statement::Select(Box::new(data))));
-        let alias = state.alias();
-        let read = SqlSelect {
-            from: Some(ast::From::Named {
-                name: answer,
-                alias: Some(alias.clone()),
-            }),
-            ..SqlSelect::expr(Expr::column(&alias, "data"))
-        };
-        let cohort = i64::try_from(copy).unwrap_or(i64::MAX);
-        rows.push(vec![
-            Expr::Literal(Literal::Int(cohort)),
-            Expr::Subquery(Box::new(read)),
-        ]);
-    }
-    let copies_alias = Alias::fixed("_copies");
-    let body = SqlSelect {
-        list: vec![SelectItem::new(Expr::Star(copies_alias.clone()))],
-        from: Some(ast::From::Values {
-            rows,
-            alias: copies_alias,
-            columns: vec![Alias::fixed("cohort"), Alias::fixed("data")],
-        }),
-        ..SqlSelect::default()
-    };
-    Some(print(&Statement::With(Box::new(ast::With { ctes, body }))))
-}
-
-/// Whether concurrent requests of the plan can share a statement ([`shared_insert`]).
-pub fn shares_inserts(plan: &MutationPlan) -> bool {
-    shareable_insert(plan).is_some()
-}
-
-/// The plan's one insert and its answer, when [`shared_insert`] can copy them: one root field,
-/// an insert that is one statement, without `ON CONFLICT`.
-fn shareable_insert(plan: &MutationPlan) -> Option<(&InsertPlan, &MutationOutput)> {
-    let [(_, MutationField::Write { action, output })] = plan.fields.as_slice() else {
-        return None;
-    };
-    let MutationAction::Insert(insert) = action else {
-        return None;
-    };
-    (insert.on_conflict.is_none() && fits_one_statement(insert) && own_rows(output))
-        .then_some((insert, output))
-}
-
 /// An insert whose rows can be one `VALUES` list behind the session gate: no nested rows,
 /// every row giving the same columns (no `DEFAULT`), and checks that read only the row. An
 /// upsert fits only without checks (which rows were inserted and which updated decides which
 /// check applies).
-fn fits_one_statement(plan: &InsertPlan) -> bool {
+pub(super) fn fits_one_statement(plan: &InsertPlan) -> bool {
     let Some(first) = plan.rows.first() else {
         return false;
     };
@@ -209,7 +134,7 @@ fn row_local(rule: &BoolExpr) -> bool {
 }
 
 /// Whether an answer reads only the written rows' own columns.
-fn own_rows(out: &MutationOutput) -> bool {
+pub(super) fn own_rows(out: &MutationOutput) -> bool {
     let own = |s: &Select| {
         s.fields
             .iter()
@@ -332,7 +257,13 @@ impl<'p> Builder<'p> {
                 .iter()
                 .map(|r| from_parent(&r.values, parent))
                 .collect();
-            let sql = insert(&plan.table, &rows, plan.on_conflict.as_ref(), want_rows);
+            let sql = insert(
+                &self.cells,
+                &plan.table,
+                &rows,
+                plan.on_conflict.as_ref(),
+                want_rows,
+            );
             self.push(
                 sql,
                 guard.clone(),
@@ -364,7 +295,13 @@ impl<'p> Builder<'p> {
                         ));
                     }
                 }
-                let sql = insert(&plan.table, &[values], plan.on_conflict.as_ref(), true);
+                let sql = insert(
+                    &self.cells,
+                    &plan.table,
+                    &[values],
+                    plan.on_conflict.as_ref(),
+                    true,
+                );
                 let this = self.push(
                     sql,
                     guard.clone(),
@@ -466,7 +403,7 @@ impl<'p> Builder<'p> {
             self.nothing(out);
             return;
         }
-        let mut state = State::default();
+        let mut state = State::new(&self.cells);
         let insert = insert_statement(
             &mut state,
             &plan.table,
@@ -536,12 +473,13 @@ enum Returning {
 
 /// `INSERT … [ON CONFLICT …] RETURNING ctid, inserted?, row`: one result row per written row.
 fn insert(
+    cells: &CellRules,
     table: &crate::metadata::types::QualifiedTable,
     rows: &[Vec<(String, Expr)>],
     on_conflict: Option<&OnConflict>,
     want_row: bool,
 ) -> SqlText {
-    let mut state = State::default();
+    let mut state = State::new(cells);
     let statement = insert_statement(
         &mut state,
         table,
@@ -562,6 +500,8 @@ fn insert_statement(
     gate: Option<Expr>,
 ) -> Statement {
     let alias = state.alias();
+    // An upsert's `where` reads the table's cells as the role may read them.
+    state.reads(&alias, table);
     let mut columns: Vec<&String> = Vec::new();
     for row in rows {
         for (c, _) in row {
@@ -682,7 +622,7 @@ fn update(
 }
 
 /// The rows a write through a view returned, as a CTE.
-const WRITTEN: &str = "_written";
+pub(super) const WRITTEN: &str = "_written";
 
 /// `(SELECT count(*) FROM "<cte>")`.
 fn count_of(cte: &Ident) -> Expr {
@@ -718,7 +658,7 @@ fn through_cte(
 
 /// The answer over the rows the CTE `written` returned, behind the permission check when
 /// there is one: `CASE WHEN <every row passes> THEN <answer> ELSE <raise> END`.
-fn checked_answer(
+pub(super) fn checked_answer(
     state: &mut State,
     written: &Ident,
     check: Option<(&BoolExpr, CheckKind)>,

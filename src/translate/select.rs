@@ -118,7 +118,11 @@ pub(super) fn select_rows(
     // With an OFFSET, rows are paged in a subquery first: Postgres computes a row's select list
     // before the OFFSET skips it, so nested selections of skipped rows would be built for
     // nothing (a page of 20 authors at offset 5000 would build 5020 article lists).
+    // A `DISTINCT ON` column behind a cell rule is named by its position in the select list
+    // (see [`distinct_on`]), which a paged subquery's `alias.*` would move: no paging then.
+    let positional = (s.args.distinct_on.iter()).any(|c| state.has_cell_rule(&alias, c));
     let paged = match (&s.source, &s.args.offset, written) {
+        _ if positional => None,
         (_, _, Written::Cte(_)) => None,
         (Source::Table(table), Some(_), _) => Some(name(table)),
         _ => None,

@@ -157,8 +157,20 @@ impl<'de> Deserialize<'de> for Seconds {
 #[serde(deny_unknown_fields)]
 pub struct RateLimit {
     pub max_reqs_per_min: Count,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// An empty list is stored as none.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "unique_params"
+    )]
     pub unique_params: Option<UniqueParams>,
+}
+
+fn unique_params<'de, D: Deserializer<'de>>(d: D) -> Result<Option<UniqueParams>, D::Error> {
+    Ok(match Option::<UniqueParams>::deserialize(d)? {
+        Some(UniqueParams::SessionVariables(names)) if names.is_empty() => None,
+        other => other,
+    })
 }
 
 /// What splits a role's rate budget into buckets.
@@ -204,5 +216,35 @@ impl<'de> Deserialize<'de> for UniqueParams {
             }
             _ => Err(bad()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn limits_read_and_write_in_their_stored_form() {
+        let limits: ApiLimits = serde_json::from_value(json!({
+            "time_limit": {"global": 0.5, "per_role": {"report": 2}},
+            "rate_limit": {"global": {"max_reqs_per_min": 5, "unique_params": []},
+                "per_role": {"user": {"max_reqs_per_min": 1, "unique_params": "ip"}}}
+        }))
+        .unwrap();
+        assert_eq!(
+            limits.time_limit.as_ref().unwrap().global.to_string(),
+            "0.5"
+        );
+        assert_eq!(
+            serde_json::to_value(&limits).unwrap(),
+            json!({"disabled": false,
+                "time_limit": {"global": 0.5, "per_role": {"report": 2}},
+                "rate_limit": {"global": {"max_reqs_per_min": 5},
+                    "per_role": {"user": {"max_reqs_per_min": 1, "unique_params": "IP"}}}})
+        );
+        let bad = serde_json::from_value::<ApiLimits>(json!({
+            "rate_limit": {"global": {"max_reqs_per_min": 5, "unique_params": ["x-svc-role"]}}}));
+        assert!(bad.unwrap_err().to_string().contains("Should be either"));
     }
 }

@@ -135,6 +135,23 @@ async fn the_operations_check_their_arguments_in_order() {
         )
         .await;
     assert_eq!(r["error"], r#"found cycle(s) in roles: ["a","b","a"]"#);
+    // A replacement document meets each definition's own rules too.
+    document["inherited_roles"] = json!([{"role_name": "admin", "role_set": ["manager"]}]);
+    s.fails(
+        json!({"type": "replace_metadata", "args": document.clone()}),
+        400,
+        "constraint-violation",
+        "$.args.inherited_roles[0].role_name",
+    )
+    .await;
+    document["inherited_roles"] = json!([{"role_name": "x", "role_set": ["manager", "x"]}]);
+    s.fails(
+        json!({"type": "replace_metadata", "version": 2, "args": {"metadata": document}}),
+        400,
+        "invalid-params",
+        "$.args.metadata.inherited_roles[0].role_set",
+    )
+    .await;
     // Adding again replaces; duplicates collapse to their first occurrence.
     s.ok(add(
         "manager_employee",
@@ -200,9 +217,12 @@ async fn cells_a_parent_hides_read_as_null_everywhere() {
         json!([{"id": 2}, {"id": 3}, {"id": 1}]),
         "{r}"
     );
+    // With an offset too (the rows are then not paged in a subquery of their own).
+    let r = q("{ employee(distinct_on:[manager_remarks], order_by:[{manager_remarks:asc},{id:asc}], offset: 1) { id name } }").await;
     assert_eq!(
         r["data"]["employee"],
-        json!([{"id": 2}, {"id": 3}, {"id": 1}])
+        json!([{"id": 3, "name": "e3"}, {"id": 1, "name": "e1"}]),
+        "{r}"
     );
     let r =
         q("{ employee_aggregate { aggregate { count(columns:[salary]) max { salary } } } }").await;
