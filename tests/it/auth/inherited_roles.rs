@@ -3,7 +3,10 @@
 //! nested roles, conflicts between parents' write rules and their resolution, selection
 //! through a JWT, and a one-parent role seeing exactly what its parent sees.
 
-use super::{claims, error_code, hs_token, ids, jwt_server, with_token, HS_KEY};
+use super::{
+    blog_server, claims, error_code, hook_server, hs_token, ids, jwt_server, raw_gql, with_token,
+    Hook, HS_KEY, SECRET,
+};
 use crate::harness::TestServer;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -527,4 +530,30 @@ async fn an_imported_role_without_its_parents_is_inconsistent_until_dropped() {
     s.ok(json!({"type": "drop_inconsistent_metadata", "args": {}}))
         .await;
     assert!(s.export().await.get("inherited_roles").is_none());
+}
+
+#[tokio::test]
+async fn the_hook_selects_it_and_the_allow_list_holds_it() {
+    let base = hook_server(Hook::default()).await;
+    let s = blog_server(|c| {
+        c.admin_secret = Some(SECRET.into());
+        c.auth_hook = Some(format!("{base}/get"));
+        c.enable_allowlist = true;
+    })
+    .await;
+    s.ok(add("user_guest", &["user", "guest"])).await;
+    let staff = [("Authorization", "Bearer staff")];
+    let listed = "query mine { articles(order_by: {id: asc}) { id } }";
+    let r = raw_gql(&s, listed, &staff).await;
+    assert_eq!(r["errors"][0]["message"], "query is not allowed", "{r}");
+    s.ok(
+        json!({"type": "create_query_collection", "args": {"name": "app",
+        "definition": {"queries": [{"name": "mine", "query": listed}]}}}),
+    )
+    .await;
+    s.ok(json!({"type": "add_collection_to_allowlist", "args": {"collection": "app"}}))
+        .await;
+    // The hook's role is the inherited one, which reads the union of its parents' rows.
+    let r = raw_gql(&s, listed, &staff).await;
+    assert_eq!(ids(&r), [1, 2, 3, 5], "{r}");
 }

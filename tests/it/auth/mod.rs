@@ -232,6 +232,9 @@ fn hook_answer(token: &str) -> axum::response::Response {
                 .into_response()
         }
         "Bearer fresh" => Json(json!({"x-svc-role": "guest"})).into_response(),
+        "Bearer staff" => {
+            Json(json!({"X-Svc-Role": "user_guest", "X-Svc-User-Id": "1"})).into_response()
+        }
         "Bearer brief" => {
             Json(json!({"X-Svc-Role": "user", "X-Svc-User-Id": "2", "Cache-Control": "max-age=2"}))
                 .into_response()

@@ -535,3 +535,42 @@ async fn websocket_starts_count_and_a_refused_one_leaves_the_socket_open() {
     let r = post(&s, json!({"query": "{ employee { id } }"}), EMPLOYEE).await;
     assert_eq!(r.status, 429);
 }
+
+#[tokio::test]
+async fn the_time_limit_cancels_a_slow_computed_field() {
+    let s = server(|c| c.pool_size = 1).await;
+    s.sql(
+        "CREATE FUNCTION employee_slow_name(e employee) RETURNS text LANGUAGE sql STABLE \
+         AS $$ SELECT e.name || pg_sleep(2)::text $$",
+    )
+    .await;
+    s.ok(
+        json!({"type": "add_computed_field", "args": {"table": "employee", "name": "slow_name",
+        "definition": {"function": "employee_slow_name"}}}),
+    )
+    .await;
+    s.ok(
+        json!({"type": "create_select_permission", "args": {"table": "employee",
+        "role": "reader", "permission": {"columns": ["id"], "computed_fields": ["slow_name"],
+        "filter": {}}}}),
+    )
+    .await;
+    set_limits(&s, json!({"time_limit": {"global": 0.5}})).await;
+    let reader = [("X-Svc-Role", "reader")];
+    let started = Instant::now();
+    let r = run(&s, "{ employee(limit: 1) { id slow_name } }", &reader).await;
+    assert_eq!(
+        r,
+        refusal("time limit of 0.5s exceeded", "time-limit-exceeded")
+    );
+    assert!(started.elapsed() < Duration::from_millis(1800));
+    assert_eq!(sleeping(&s).await, json!([]));
+    // The pool's one connection was replaced, and serves the next request at once.
+    let r = run(
+        &s,
+        "{ employee(order_by: {id: asc}, limit: 1) { id } }",
+        &reader,
+    )
+    .await;
+    assert_eq!(r, json!({"data": {"employee": [{"id": 1}]}}));
+}
