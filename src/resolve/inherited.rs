@@ -10,7 +10,7 @@
 
 use super::*;
 use crate::metadata::types::{InheritedRole, Metadata};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 /// Every role a permission or an inherited role's definition names in `metadata`: the roles an
 /// inherited role may name as parents.
@@ -244,8 +244,6 @@ fn parents_first(roles: &[InheritedRole]) -> Vec<&InheritedRole> {
         }
     }
 }
-
-use std::collections::HashSet;
 
 /// Derives the permissions of every consistent inherited role, reporting roles whose parents
 /// are not known as inconsistent and disagreeing parents as conflicts.
