@@ -186,8 +186,7 @@ pub(super) fn bool_expr(state: &mut State, e: &BoolExpr, current: &Alias, root: 
             join: columns,
             filter,
         } => {
-            let r = state.alias();
-            state.reads(&r, table);
+            let r = state.table_alias(table);
             let mut where_ = join(columns, current, &r);
             where_.push(bool_expr(state, filter, &r, root));
             Expr::Exists(Box::new(Select {

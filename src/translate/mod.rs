@@ -56,12 +56,14 @@ impl State {
         Alias::numbered(self.aliases)
     }
 
-    /// Notes that `alias` reads rows of `table`, so its columns are read through the table's
+    /// The next table alias, for rows of `table`: its columns are read through the table's
     /// cell rules, if it has any.
-    fn reads(&mut self, alias: &Alias, table: &QualifiedTable) {
+    fn table_alias(&mut self, table: &QualifiedTable) -> Alias {
+        let alias = self.alias();
         if self.cells.contains_key(table) {
             self.guarded.push((alias.clone(), table.clone()));
         }
+        alias
     }
 
     /// Column `column` of the row `alias` as the role may read it: as stored, or, for a cell

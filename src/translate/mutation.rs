@@ -499,9 +499,8 @@ fn insert_statement(
     returning: Returning,
     gate: Option<Expr>,
 ) -> Statement {
-    let alias = state.alias();
     // An upsert's `where` reads the table's cells as the role may read them.
-    state.reads(&alias, table);
+    let alias = state.table_alias(table);
     let mut columns: Vec<&String> = Vec::new();
     for row in rows {
         for (c, _) in row {
@@ -584,8 +583,7 @@ fn update(
     all_columns: bool,
     gate: Option<Expr>,
 ) -> Statement {
-    let alias = state.alias();
-    state.reads(&alias, &plan.table);
+    let alias = state.table_alias(&plan.table);
     let set = plan
         .sets
         .iter()
@@ -713,8 +711,7 @@ fn delete(
 ) -> Statement {
     const DELETED: &str = "_deleted";
     let mut state = State::new(cells);
-    let alias = state.alias();
-    state.reads(&alias, &plan.table);
+    let alias = state.table_alias(&plan.table);
     let mut where_ = conjunction(&mut state, &plan.filter, &alias);
     where_.extend(gate);
     let delete = Statement::Delete(Box::new(ast::Delete {

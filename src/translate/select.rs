@@ -85,12 +85,9 @@ pub(super) fn select_rows(
     parent: Option<&Alias>,
     written: &Written,
 ) -> Expr {
-    let alias = state.alias();
-    match &s.source {
-        Source::Table(table) | Source::Function { returns: table, .. } => {
-            state.reads(&alias, table)
-        }
-    }
+    let alias = match &s.source {
+        Source::Table(table) | Source::Function { returns: table, .. } => state.table_alias(table),
+    };
     if s.single {
         let list = vec![SelectItem::new(row_object(state, &s.fields, &alias))];
         let (from, where_) =
@@ -461,8 +458,7 @@ pub(super) fn aggregate(state: &mut State, a: &AggregateSelect, parent: Option<&
     if !reads_rows(a) {
         return constant_aggregate(a);
     }
-    let alias = state.alias();
-    state.reads(&alias, &a.table);
+    let alias = state.table_alias(&a.table);
     let outer = state.alias();
     let mut projected: Vec<&String> = Vec::new();
     for (_, f) in &a.fields {
@@ -647,8 +643,7 @@ fn order_expr(state: &mut State, e: &OrderExpr, alias: &Alias) -> Expr {
             filter,
             inner,
         } => {
-            let r = state.alias();
-            state.reads(&r, table);
+            let r = state.table_alias(table);
             let value = order_expr(state, inner, &r);
             Expr::Subquery(Box::new(SqlSelect {
                 limit: Some(Expr::Literal(Literal::Int(1))),
@@ -661,8 +656,7 @@ fn order_expr(state: &mut State, e: &OrderExpr, alias: &Alias) -> Expr {
             filter,
             aggregate,
         } => {
-            let r = state.alias();
-            state.reads(&r, table);
+            let r = state.table_alias(table);
             let value = match aggregate {
                 OrderAggregate::Count => Expr::Call(Box::new(Call {
                     args: vec![Arg::Star],

@@ -6,9 +6,11 @@
 
 mod columns;
 mod read;
+mod rules;
 mod write;
 
 pub use columns::{scalar_for, scalar_for_type, EnumTables};
+pub use rules::permission;
 pub use write::{MutationKind, MutationRoot, RoleInsert, RoleUpdate, RoleWrite};
 
 use crate::db_model::PgType;
@@ -154,6 +156,8 @@ pub struct RoleModel {
     pub actions: Vec<ResolvedAction>,
     /// The custom types (empty when the role may call no action).
     pub custom_types: ResolvedCustomTypes,
+    /// The cell rules of its tables, as its plans carry them.
+    pub cells: crate::graphql::ir::CellRules,
 }
 
 /// Builds one role's model for ordinary requests.
@@ -211,6 +215,7 @@ pub fn build_for(resolved: &Resolved, role: &str, backend_flagged: bool) -> Role
         .cloned()
         .collect();
     RoleModel {
+        cells: rules::cell_rules(tables.values()),
         role: role.to_owned(),
         tables,
         roots,

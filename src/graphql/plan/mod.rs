@@ -98,32 +98,11 @@ pub fn plan(
         OperationType::Subscription => planner.root(&operation.selection_set.node, true),
         OperationType::Query => planner.root(&operation.selection_set.node, false),
     }?;
-    let cells = cell_rules(model);
-    if !cells.is_empty() {
-        ir.data.cells = cells.clone();
-        if let Some(m) = &mut ir.mutation {
-            m.cells = cells;
-        }
+    ir.data.cells = model.cells.clone();
+    if let Some(m) = &mut ir.mutation {
+        m.cells = model.cells.clone();
     }
     Ok(ir)
-}
-
-/// The role's cell rules as IR filters (empty for every role but inherited ones).
-fn cell_rules(model: &RoleModel) -> CellRules {
-    let rules: IndexMap<QualifiedTable, IndexMap<String, BoolExpr>> = model
-        .tables
-        .values()
-        .filter(|t| !t.cells.is_empty())
-        .map(|t| {
-            let cells = t
-                .cells
-                .iter()
-                .map(|(column, rule)| (column.clone(), permission::permission(rule)))
-                .collect();
-            (t.name.clone(), cells)
-        })
-        .collect();
-    std::sync::Arc::new(rules)
 }
 
 /// Checks request variables against the operation's definitions (for reused plans).
