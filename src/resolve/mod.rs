@@ -423,6 +423,12 @@ pub fn root_field_names(
             db.is_updatable() && has_pk,
         ),
         (
+            "update_many",
+            config.update_many.clone(),
+            format!("update_{base}_many"),
+            db.is_updatable(),
+        ),
+        (
             "delete",
             config.delete.clone(),
             format!("delete_{base}"),

@@ -129,6 +129,9 @@ pub struct CustomRootFields {
     /// Update by primary key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub update_by_pk: Option<GraphQLName>,
+    /// Several differently-filtered updates in one field (`update_<t>_many`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub update_many: Option<GraphQLName>,
     /// Bulk delete.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delete: Option<GraphQLName>,
@@ -149,6 +152,7 @@ impl CustomRootFields {
             ("insert_one", &self.insert_one),
             ("update", &self.update),
             ("update_by_pk", &self.update_by_pk),
+            ("update_many", &self.update_many),
             ("delete", &self.delete),
             ("delete_by_pk", &self.delete_by_pk),
         ]
