@@ -147,6 +147,8 @@ fn step_value(value: &StepValue, progress: &Progress) -> Value {
                 .collect(),
         ),
         StepValue::Affected => Value::from(progress.affected()),
+        StepValue::Keys { step, column } => progress.keys(*step, column),
+        StepValue::Each { column } => progress.each(column),
     }
 }
 

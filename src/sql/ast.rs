@@ -53,6 +53,8 @@ pub struct Select {
     pub order_by: Vec<OrderBy>,
     pub limit: Option<Expr>,
     pub offset: Option<Expr>,
+    /// `FOR UPDATE`: lock the rows read.
+    pub lock: bool,
 }
 
 impl Select {
@@ -127,6 +129,12 @@ pub enum From {
         rows: Vec<Vec<Expr>>,
         alias: Alias,
         columns: Vec<Alias>,
+    },
+    /// `unnest(a1, a2, …) AS alias("c1", "c2", …)`: arrays side by side as rows.
+    Unnest {
+        arrays: Vec<Expr>,
+        alias: Alias,
+        columns: Vec<Ident>,
     },
 }
 
@@ -389,6 +397,7 @@ impl From {
             From::Subquery { select, .. } => select.walk(f),
             From::JsonElements { json, .. } => json.walk(f),
             From::Values { rows, .. } => rows.iter().flatten().for_each(|e| e.walk(f)),
+            From::Unnest { arrays, .. } => arrays.iter().for_each(|e| e.walk(f)),
         }
     }
 }
@@ -600,6 +609,12 @@ pub enum StepValue {
     Column { step: usize, column: String },
     /// The `ctid`s held by a record, as an array.
     Ctids { record: usize, rows: Rows },
-    /// How many rows all records of the program hold.
+    /// How many rows the program has written since it answered its last list element (see
+    /// [`super::program::Output::Element`]): the `affected_rows` of the answer being built.
     Affected,
+    /// One key column of the rows a level step touched, as an array of the values' text (see
+    /// [`super::program::Output::Level`]).
+    Keys { step: usize, column: String },
+    /// A key column of the row the enclosing loop is at (see [`super::program::Loop`]).
+    Each { column: String },
 }

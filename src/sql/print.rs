@@ -176,6 +176,9 @@ impl Printer {
             self.push(" OFFSET ");
             self.expr(offset);
         }
+        if s.lock {
+            self.push(" FOR UPDATE");
+        }
     }
 
     fn where_(&mut self, conjuncts: &[Expr]) {
@@ -263,6 +266,19 @@ impl Printer {
                     p.list(row, ", ", Self::expr);
                     p.push(")");
                 });
+                self.push(")");
+                self.alias(alias);
+                self.push("(");
+                self.list(columns, ", ", |p, c| p.display(c));
+                self.push(")");
+            }
+            From::Unnest {
+                arrays,
+                alias,
+                columns,
+            } => {
+                self.push("unnest(");
+                self.list(arrays, ", ", Self::expr);
                 self.push(")");
                 self.alias(alias);
                 self.push("(");

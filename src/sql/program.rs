@@ -20,6 +20,8 @@ pub enum Guard {
         record: usize,
         rows: Rows,
     },
+    /// Only if that earlier level step ran and touched rows ([`Output::Level`]).
+    Touched(usize),
 }
 
 /// The permission whose check a step runs.
@@ -61,6 +63,33 @@ pub enum Output {
     Check(CheckKind),
     /// The program's answer: the first cell of the first row as JSON, `null` without rows.
     Answer,
+    /// One element of a list answer ([`Program::list`]): the first cell of the first row as
+    /// JSON. The count of affected rows starts again after it.
+    Element,
+    /// One row describing the rows a statement wrote or selected (a level of a nested update):
+    /// their number (`integer`), whether they all passed the statement's permission check
+    /// (`boolean`, `NULL` without one), their `ctid`s (a `json` array of text, `NULL` unless
+    /// `record`), then one `json` array per key column, named by the column: the columns'
+    /// values as text, which later steps bind ([`StepValue::Keys`], [`Loop`]).
+    Level {
+        /// The rows count toward `affected_rows` (written, not only selected).
+        counted: bool,
+        /// `false` in the check column fails the program with this permission's error.
+        check: Option<CheckKind>,
+        /// The record the `ctid`s go to (a later step checks those rows).
+        record: Option<usize>,
+    },
+}
+
+/// Steps run once for each row a level step touched, in the order it returned them: the
+/// inserts of a nested update's `_insert`, whose mapped columns come from each parent row
+/// ([`StepValue::Each`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loop {
+    /// The level step whose rows are iterated.
+    pub over: usize,
+    /// The steps of the body, a range of [`Program::steps`] holding no loop and no answer.
+    pub steps: std::ops::Range<usize>,
 }
 
 /// One statement of a program.
@@ -71,12 +100,17 @@ pub struct Step {
     pub output: Output,
 }
 
-/// A write: its steps in order. The last step is the answer.
+/// A write: its steps in order. The last step is the answer, or with `list` the answer is the
+/// list of the [`Output::Element`]s.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Program {
     pub steps: Vec<Step>,
     /// How many records (sets of written rows) the steps fill.
     pub records: usize,
+    /// Ranges of steps run once per row of a level step.
+    pub loops: Vec<Loop>,
+    /// The answer is a JSON array of the elements the steps answered.
+    pub list: bool,
 }
 
 /// A mutation operation, ready to run: the statement that sets the session for the
@@ -114,6 +148,7 @@ impl fmt::Display for Guard {
             Guard::Always => f.write_str("always"),
             Guard::RowFrom(step) => write!(f, "if step {step} returned a row"),
             Guard::Recorded { record, rows } => write!(f, "if record {record} has {rows:?} rows"),
+            Guard::Touched(step) => write!(f, "if step {step} touched rows"),
         }
     }
 }
@@ -135,6 +170,25 @@ impl fmt::Display for Output {
             Output::Updated { record } => write!(f, "updated rows → record {record}"),
             Output::Check(kind) => write!(f, "{} check", kind.as_str()),
             Output::Answer => f.write_str("answer"),
+            Output::Element => f.write_str("list element"),
+            Output::Level {
+                counted,
+                check,
+                record,
+            } => {
+                f.write_str(if *counted {
+                    "rows written"
+                } else {
+                    "rows selected"
+                })?;
+                if let Some(kind) = check {
+                    write!(f, ", {} check", kind.as_str())?;
+                }
+                if let Some(record) = record {
+                    write!(f, " → record {record}")?;
+                }
+                Ok(())
+            }
         }
     }
 }

@@ -37,6 +37,51 @@ pub(super) fn conjunction(state: &mut State, filters: &[BoolExpr], alias: &Alias
         .collect()
 }
 
+/// Rows of `alias` whose columns equal one of the tuples the arrays hold side by side, each
+/// array given as (column of `alias`, where the array comes from, the column's type):
+/// `col = ANY($n::type[])` for one column, `EXISTS (SELECT FROM unnest(…) AS k(…) WHERE …)`
+/// for several.
+pub(super) fn key_match(
+    state: &mut State,
+    alias: &Alias,
+    keys: &[(String, ast::ParamSource, PgType)],
+) -> Expr {
+    let array =
+        |source: &ast::ParamSource, ty: &PgType| Expr::value(source.clone(), ty.clone().array_of());
+    if let [(column, source, ty)] = keys {
+        return Expr::Quantified(
+            Box::new(Expr::column(alias, column)),
+            BinaryOp::Eq,
+            Quantifier::Any,
+            Box::new(array(source, ty)),
+        );
+    }
+    let tuples = state.alias();
+    let columns: Vec<ast::Ident> = (0..keys.len())
+        .map(|i| ast::Ident::new(format!("k{i}")))
+        .collect();
+    let where_ = keys
+        .iter()
+        .zip(&columns)
+        .map(|((column, _, _), k)| {
+            Expr::binary(
+                Expr::column(alias, column),
+                BinaryOp::Eq,
+                Expr::Column(tuples.clone(), k.clone()),
+            )
+        })
+        .collect();
+    Expr::Exists(Box::new(Select {
+        from: Some(ast::From::Unnest {
+            arrays: keys.iter().map(|(_, s, ty)| array(s, ty)).collect(),
+            alias: tuples,
+            columns,
+        }),
+        where_,
+        ..Select::expr(Expr::Literal(Literal::Int(1)))
+    }))
+}
+
 /// Flattens nested conjunctions, drops `true` conjuncts and unwraps one-element lists, so the
 /// SQL stays small and readable. Never changes the meaning.
 pub(super) fn simplify(e: &BoolExpr) -> BoolExpr {

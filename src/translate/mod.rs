@@ -11,6 +11,8 @@ mod filter;
 mod mutation;
 mod select;
 mod shared_insert;
+mod steps;
+mod update;
 
 pub use mutation::mutation;
 pub use shared_insert::{shared_insert, shares_inserts};

@@ -1,7 +1,7 @@
 //! Selections: rows as JSON arrays or objects, aggregates, nested relationships, computed
 //! fields and ordering, each as one scalar subquery.
 
-use super::filter::{bool_expr, join, simplified};
+use super::filter::{bool_expr, join, key_match, simplified};
 use super::{array, name, value, State};
 use crate::db_model::PgType;
 use crate::graphql::ir::*;
@@ -25,6 +25,9 @@ pub(super) enum Written {
     Cte(Ident),
     /// No rows: nothing was written (an update with nothing to set, an insert of no rows).
     Nothing,
+    /// The planned source, restricted to the rows whose key columns hold one of the tuples
+    /// (column, array of its values, column type), as a nested update reads its rows back.
+    Keys(Vec<(String, ast::ParamSource, PgType)>),
 }
 
 /// `json_build_object(k1, v1, …)`, or past the argument limit an ordered `json_object_agg`
@@ -149,6 +152,7 @@ pub(super) fn select_rows(
             order_by,
             limit,
             offset,
+            lock: false,
         },
         Some(_) => SqlSelect {
             from: Some(FromItem::Subquery {
@@ -160,6 +164,7 @@ pub(super) fn select_rows(
                     order_by,
                     limit,
                     offset,
+                    lock: false,
                 }),
                 alias,
             }),
@@ -287,6 +292,9 @@ fn from_where(
     };
     for f in args.filter.iter().filter_map(simplified) {
         where_.push(bool_expr(state, &f, alias, alias));
+    }
+    if let Written::Keys(keys) = written {
+        where_.push(key_match(state, alias, keys));
     }
     if let Written::Nothing = written {
         where_.push(Expr::Literal(ast::Literal::Bool(false)));
@@ -529,6 +537,7 @@ pub(super) fn aggregate(state: &mut State, a: &AggregateSelect, parent: Option<&
         order_by,
         limit,
         offset,
+        lock: false,
     };
     Expr::Subquery(Box::new(SqlSelect {
         from: Some(FromItem::Subquery {

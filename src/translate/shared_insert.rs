@@ -1,7 +1,8 @@
 //! Concurrent inserts of one plan as one statement ([`shared_insert`]): each request's insert
 //! and answer as CTEs of their own, so that nothing has to match a written row to its request.
 
-use super::mutation::{checked_answer, fits_one_statement, gated_insert, own_rows, WRITTEN};
+use super::mutation::{fits_one_statement, gated_insert, own_rows};
+use super::steps::{checked_answer, WRITTEN};
 use super::State;
 use crate::graphql::ir::*;
 use crate::sql::ast::{

@@ -5,11 +5,13 @@
 //! `docs/architecture.md`.
 
 mod columns;
+mod nested;
 mod read;
 mod rules;
 mod write;
 
 pub use columns::{scalar_for, scalar_for_type, EnumTables};
+pub use nested::{nested_target, NestedTarget};
 pub use rules::permission;
 pub use write::{MutationKind, MutationRoot, RoleInsert, RoleUpdate, RoleWrite};
 
@@ -147,6 +149,9 @@ pub struct RoleModel {
     pub writes: IndexMap<QualifiedTable, RoleWrite>,
     /// Mutation root fields by name.
     pub mutations: IndexMap<String, MutationRoot>,
+    /// The relationships of each table's `<t>_nested_update_input`, by name in byte order;
+    /// tables without one are absent.
+    pub nested_updates: IndexMap<QualifiedTable, Vec<RoleRelationship>>,
     /// Empty select views of tables the role writes but cannot select (`where` has only the
     /// connectives there).
     pub write_views: IndexMap<QualifiedTable, RoleTable>,
@@ -190,6 +195,7 @@ pub fn build_for(resolved: &Resolved, role: &str, backend_flagged: bool) -> Role
     }
     let roots = read::query_roots(resolved, &tables);
     let (writes, mutations) = write::build(resolved, role, &tables, &enums, backend_flagged);
+    let nested_updates = nested::nested_updates(resolved, &tables, &writes);
     let write_views = writes
         .values()
         .filter(|w| !tables.contains_key(&w.name))
@@ -221,6 +227,7 @@ pub fn build_for(resolved: &Resolved, role: &str, backend_flagged: bool) -> Role
         roots,
         writes,
         mutations,
+        nested_updates,
         write_views,
         enums,
         custom_types: if actions.is_empty() {

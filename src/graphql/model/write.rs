@@ -45,6 +45,9 @@ pub struct RoleWrite {
     pub constraints: Vec<String>,
     /// Primary-key columns (GraphQL name, column) when the `_by_pk` fields may exist.
     pub primary_key: Option<Vec<(String, RoleColumn)>>,
+    /// The table's primary key as (Postgres column, type), visible or not; `None` for views
+    /// and tables without one. A nested update reads its answer back by it.
+    pub key: Option<Vec<(String, crate::db_model::PgType)>>,
     /// Relationships usable in nested inserts (targets the role may insert into).
     pub insert_relationships: IndexMap<String, RoleRelationship>,
     /// The role may select from this table (returning, `_one`, `_by_pk`).
@@ -62,6 +65,8 @@ pub enum MutationKind {
     Update,
     /// `update_<t>_by_pk`.
     UpdateByPk,
+    /// `update_<t>_many`.
+    UpdateMany,
     /// `delete_<t>`.
     Delete,
     /// `delete_<t>_by_pk`.
@@ -220,6 +225,15 @@ fn role_write(
         .filter(|c| (c.kind == "p" || c.kind == "u") && GraphQLName::is_servable(&c.name))
         .map(|c| c.name.clone())
         .collect();
+    let key = (!table.db.is_view())
+        .then(|| table.db.primary_key())
+        .flatten()
+        .map(|columns| {
+            columns
+                .iter()
+                .filter_map(|c| table.db.column(c).map(|col| (c.clone(), col.pg_type())))
+                .collect()
+        });
     let select = selectable.get(name);
     let primary_key = select.and_then(|s| {
         s.primary_key.as_ref().map(|pk| {
@@ -236,6 +250,7 @@ fn role_write(
         delete,
         constraints,
         primary_key,
+        key,
         insert_relationships: IndexMap::new(),
         selectable: select.is_some(),
     })
@@ -290,6 +305,10 @@ fn mutation_roots(
                         MutationKind::UpdateByPk,
                     );
                 }
+                add(
+                    pick(&custom.update_many, format!("update_{t}_many")),
+                    MutationKind::UpdateMany,
+                );
             }
         }
         if w.delete.is_some() {

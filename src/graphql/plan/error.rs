@@ -165,10 +165,15 @@ pub enum Problem {
     OnConflictNeedsUpdate,
     #[error("\"distinct_on\" columns must match initial \"order_by\" columns")]
     DistinctOnOrder,
-    #[error(
-        "at least one of _set, _inc, _append, _prepend, _delete_key, _delete_elem, _delete_at_path is expected"
-    )]
-    NoUpdateOperator,
+    /// The arguments listed are the field's own operators and `_nested`.
+    #[error("at least one of {0} is expected")]
+    NoUpdateOperator(String),
+    #[error("\"_delete\" cannot be combined with update operators or \"_nested\"")]
+    DeleteCombined,
+    #[error("nested update of relationship \"{0}\" has nothing to do")]
+    NothingToDo(String),
+    #[error("nested updates of \"{0}\" need its primary key")]
+    NestedNeedsKey(String),
     #[error("column \"{0}\" can be used in only one update operator")]
     ColumnInTwoOperators(String),
     #[error(

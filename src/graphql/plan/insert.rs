@@ -230,28 +230,12 @@ impl<'a> Planner<'a> {
                 row.parents.push(NestedInsert { fill, insert });
             }
             RelationshipKind::Array => {
-                let remote_columns: Vec<String> =
-                    r.mapping.iter().map(|(_, remote)| remote.clone()).collect();
-                let mut insert = self.insert_plan(
-                    target,
-                    &Rows::Many(data.as_list_owned()),
+                let insert = self.child_rows(
+                    r,
+                    &data,
                     nested.get("on_conflict"),
-                    &remote_columns,
                     &format!("{fpath}.data"),
                 )?;
-                let casts = self.column_types(&r.target);
-                for child in &mut insert.rows {
-                    for (local, remote) in &r.mapping {
-                        let cast = casts.get(remote).cloned().unwrap_or(PgType::Text);
-                        child.values.push((
-                            remote.clone(),
-                            SetValue::Parent {
-                                column: local.clone(),
-                                cast,
-                            },
-                        ));
-                    }
-                }
                 row.children.push(NestedInsert {
                     fill: Vec::new(),
                     insert,
@@ -259,6 +243,41 @@ impl<'a> Planner<'a> {
             }
         }
         Ok(())
+    }
+
+    /// Rows of `data` inserted through array relationship `r`, each with the mapped columns
+    /// taken from the parent row it belongs to ([`SetValue::Parent`]).
+    pub(super) fn child_rows(
+        &mut self,
+        r: &RoleRelationship,
+        data: &Input,
+        on_conflict: Option<&Input>,
+        path: &str,
+    ) -> Result<InsertPlan> {
+        let target = self.write(&r.target, path)?;
+        let remote_columns: Vec<String> =
+            r.mapping.iter().map(|(_, remote)| remote.clone()).collect();
+        let mut insert = self.insert_plan(
+            target,
+            &Rows::Many(data.as_list_owned()),
+            on_conflict,
+            &remote_columns,
+            path,
+        )?;
+        let casts = self.column_types(&r.target);
+        for child in &mut insert.rows {
+            for (local, remote) in &r.mapping {
+                let cast = casts.get(remote).cloned().unwrap_or(PgType::Text);
+                child.values.push((
+                    remote.clone(),
+                    SetValue::Parent {
+                        column: local.clone(),
+                        cast,
+                    },
+                ));
+            }
+        }
+        Ok(insert)
     }
 
     pub(super) fn is_view(&self, table: &crate::metadata::types::QualifiedTable) -> bool {

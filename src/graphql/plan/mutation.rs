@@ -1,11 +1,10 @@
 //! The mutation root: inserts, updates and deletes with the role's write permissions folded in,
 //! and what each field answers.
 
-use super::insert::{input_value, preset_value, Rows};
+use super::insert::Rows;
 use super::permission::permission;
 use super::Problem;
 use super::{Collected, Input, OperationIr, PlanError, Planner, Result};
-use crate::db_model::PgType;
 use crate::graphql::ir::*;
 use crate::graphql::model::{MutationKind, RoleModel, RoleTable, RoleWrite};
 use crate::resolve::CompareOp;
@@ -64,7 +63,10 @@ impl<'a> Planner<'a> {
             let w = self.write(&root.table, &path)?;
             let t = w.type_name.clone();
             let output = match root.kind {
-                MutationKind::Insert | MutationKind::Update | MutationKind::Delete => {
+                MutationKind::Insert
+                | MutationKind::Update
+                | MutationKind::UpdateMany
+                | MutationKind::Delete => {
                     let sub =
                         self.sub_fields(fields, &format!("{t}_mutation_response"), &path, 1)?;
                     self.response(w, &sub, &path)?
@@ -107,6 +109,9 @@ impl<'a> Planner<'a> {
                 )?),
                 MutationKind::Update | MutationKind::UpdateByPk => {
                     MutationAction::Update(self.update_plan(w, &args, root.kind, &path)?)
+                }
+                MutationKind::UpdateMany => {
+                    MutationAction::UpdateMany(self.update_many(w, &args, &path)?)
                 }
                 MutationKind::Delete | MutationKind::DeleteByPk => {
                     MutationAction::Delete(self.delete_plan(w, &args, root.kind, &path)?)
@@ -208,88 +213,6 @@ impl<'a> Planner<'a> {
                 _ => None,
             })
             .collect()
-    }
-
-    pub(super) fn update_plan(
-        &mut self,
-        w: &'a RoleWrite,
-        args: &IndexMap<String, Input>,
-        kind: MutationKind,
-        path: &str,
-    ) -> Result<UpdatePlan> {
-        let update = w
-            .update
-            .as_ref()
-            .ok_or_else(|| PlanError::at(path, Problem::NoUpdatePermission))?;
-        let mut filter: Vec<BoolExpr> =
-            update.filter.as_ref().map(permission).into_iter().collect();
-        if kind == MutationKind::UpdateByPk {
-            let pk = args
-                .get("pk_columns")
-                .and_then(Input::as_object)
-                .cloned()
-                .unwrap_or_default();
-            filter.extend(self.by_pk_filter(w, &pk));
-        } else if let Some(input) = args.get("where") {
-            let view = self.leak_view(w)?;
-            filter.push(self.where_expr(view, input, &format!("{path}.args.where"))?);
-        }
-        let mut sets: Vec<(String, UpdateOp, SetValue)> = Vec::new();
-        let operators = [
-            ("_inc", UpdateOp::Inc),
-            ("_append", UpdateOp::Append),
-            ("_prepend", UpdateOp::Prepend),
-            ("_delete_key", UpdateOp::DeleteKey),
-            ("_delete_elem", UpdateOp::DeleteElem),
-            ("_delete_at_path", UpdateOp::DeleteAtPath),
-            ("_set", UpdateOp::Set),
-        ];
-        let mut given = false;
-        for (arg, op) in operators {
-            let Some(map) = args.get(arg).and_then(Input::as_object) else {
-                continue;
-            };
-            given = true;
-            for (field, value) in map {
-                let Some(c) = update.columns.get(field) else {
-                    continue;
-                };
-                if sets.iter().any(|(col, _, _)| col == &c.column) {
-                    return Err(PlanError::at(
-                        &format!("{path}.args.{arg}"),
-                        Problem::ColumnInTwoOperators(field.to_string()),
-                    ));
-                }
-                let cast = match op {
-                    UpdateOp::DeleteKey => PgType::Text,
-                    UpdateOp::DeleteElem => PgType::Integer,
-                    UpdateOp::DeleteAtPath => PgType::Text.array_of(),
-                    _ => c.pg_type.clone(),
-                };
-                sets.push((c.column.clone(), op, input_value(value, &cast)));
-            }
-        }
-        if !given {
-            return Err(PlanError::at(
-                &format!("{path}.args"),
-                Problem::NoUpdateOperator,
-            ));
-        }
-        // Empty operators (`_set: {}`, as a form with no changed field sends) write nothing:
-        // the presets are not applied on their own, and no row is touched.
-        if !sets.is_empty() {
-            for p in &update.presets {
-                sets.retain(|(c, _, _)| c != &p.column);
-                sets.push((p.column.clone(), UpdateOp::Set, preset_value(p)));
-            }
-        }
-        Ok(UpdatePlan {
-            table: w.name.clone(),
-            filter,
-            sets,
-            check: update.check.as_ref().map(permission),
-            view: self.is_view(&w.name),
-        })
     }
 
     pub(super) fn delete_plan(

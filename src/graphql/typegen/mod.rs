@@ -7,6 +7,7 @@ mod actions;
 mod aggregates;
 mod compare;
 mod mutations;
+mod nested;
 mod tables;
 
 use super::model::{EnumTables, RoleModel, RoleTable, RootField, RootKind};
@@ -50,7 +51,7 @@ pub fn build_sharing(model: &RoleModel, known: &HashMap<Name, Arc<TypeDef>>) -> 
     for t in model.tables.values() {
         builder.table_types(t);
     }
-    let mut has_mutations = builder.mutation_types(&model.writes, &model.mutations);
+    let mut has_mutations = builder.mutation_types(model);
     let actions = builder.action_roots(&model.actions, &model.custom_types);
     // Live queries: the same table fields as the query root, and asynchronous actions'
     // results.

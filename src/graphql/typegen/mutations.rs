@@ -3,7 +3,7 @@
 //! update operators' inputs, `<t>_pk_columns_input`, `<t>_mutation_response`.
 
 use super::TypeBuilder;
-use crate::graphql::model::{MutationKind, MutationRoot, RoleColumn, RoleWrite};
+use crate::graphql::model::{MutationKind, RoleColumn, RoleModel, RoleWrite};
 use crate::graphql::types::*;
 use crate::metadata::types::QualifiedTable;
 use crate::resolve::RelationshipKind;
@@ -12,11 +12,8 @@ use serde_json::Value;
 
 impl TypeBuilder<'_> {
     /// Adds `mutation_root` and the write-side types; returns whether a mutation root exists.
-    pub(super) fn mutation_types(
-        &mut self,
-        writes: &IndexMap<QualifiedTable, RoleWrite>,
-        roots: &IndexMap<String, MutationRoot>,
-    ) -> bool {
+    pub(super) fn mutation_types(&mut self, model: &RoleModel) -> bool {
+        let (writes, roots) = (&model.writes, &model.mutations);
         if roots.is_empty() {
             return false;
         }
@@ -67,6 +64,9 @@ impl TypeBuilder<'_> {
                     for (op, ty) in self.update_operators(w) {
                         def = def.arg(InputValueDef::new(op, TypeRef::named(ty)));
                     }
+                    if let Some(nested) = self.nested_argument(model, w) {
+                        def = def.arg(nested);
+                    }
                     if root.kind == MutationKind::Update {
                         def.arg(InputValueDef::new(
                             "where",
@@ -78,6 +78,18 @@ impl TypeBuilder<'_> {
                             TypeRef::non_null(format!("{t}_pk_columns_input")),
                         ))
                     }
+                }
+                MutationKind::UpdateMany => {
+                    let updates = self.updates_input(model, w);
+                    FieldDef::new(
+                        field,
+                        TypeRef::List(Box::new(TypeRef::named(format!("{t}_mutation_response")))),
+                    )
+                    .arg(InputValueDef::new(
+                        "updates",
+                        TypeRef::list_of_non_null(updates),
+                    ))
+                    .describe(format!("update multiples rows of table: \"{}\"", w.name))
                 }
                 MutationKind::Delete => {
                     FieldDef::new(field, TypeRef::named(format!("{t}_mutation_response")))
@@ -108,7 +120,7 @@ impl TypeBuilder<'_> {
     }
 
     /// `(argument, input type)` of the update operators a table offers.
-    fn update_operators(&self, w: &RoleWrite) -> Vec<(&'static str, String)> {
+    pub(super) fn update_operators(&self, w: &RoleWrite) -> Vec<(&'static str, String)> {
         let t = &w.type_name;
         let Some(u) = &w.update else {
             return Vec::new();

@@ -66,8 +66,12 @@ pub fn program_text(program: &basalt::sql::program::MutationProgram) -> String {
         };
         for (i, step) in write.steps.iter().enumerate() {
             let (sql, params) = pretty(&step.sql);
+            let repeated = match write.loops.iter().find(|l| l.steps.contains(&i)) {
+                Some(l) => format!("; once per row of step {}", l.over),
+                None => String::new(),
+            };
             parts.push(format!(
-                "-- {key}: step {i} ({}; {})\n{sql}\n-- params\n{params}",
+                "-- {key}: step {i} ({}; {}{repeated})\n{sql}\n-- params\n{params}",
                 step.guard, step.output
             ));
         }
