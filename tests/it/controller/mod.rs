@@ -20,6 +20,7 @@ mod roles_and_limits;
 mod running;
 mod scope;
 mod shared_view;
+mod table_configuration;
 
 use crate::controller::kube_fake::{context, Call, FakeApi};
 use crate::harness::{query_json, TestServer, BLOG};
