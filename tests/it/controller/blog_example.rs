@@ -1,6 +1,6 @@
 //! `examples/blog/` applied by the controller: every resource Ready, and the engine serves the
 //! user role and the inherited staff role what the example declares, including an author's
-//! updates of an article and the comments on it.
+//! updates of an article and the comments on it, one table at a time and as one nested update.
 
 use super::*;
 
@@ -145,5 +145,46 @@ async fn blog_example_lets_an_author_edit_an_article_and_its_comments() {
         ann(r#"mutation { update_comment(where: {author_id: {_eq: 2}}, _set: {body: "(hidden by the author)"}) { affected_rows } }"#).await,
         json!({"data": {"update_comment": {"affected_rows": 1}}})
     );
+    assert_eq!(articles_and_comments(&s).await, after_anns_edits());
+}
+
+/// The same edits as one nested update of the article (`_nested`, the README's "Nested
+/// updates"): the comments it reaches are those of the updated article, each entry within the
+/// comment permissions; on Bo's article nothing runs.
+#[tokio::test]
+async fn blog_example_lets_an_author_update_an_article_and_its_comments_at_once() {
+    let s = applied_blog_example().await;
+    s.server.running.state.reload(false).await.unwrap();
+    two_authors_with_comments(&s).await;
+    let ann = |query: &'static str| {
+        let server = &s.server;
+        async move {
+            server
+                .gql_role(query, "user", &[("X-Svc-User-Id", "1")])
+                .await
+        }
+    };
+    let updated = ann(r#"mutation {
+          update_article_by_pk(
+            pk_columns: {id: 1}
+            _set: {title: "Hello again"}
+            _nested: {comments: [
+              {where: {body: {_eq: "spam"}}, _delete: true}
+              {where: {author_id: {_eq: 2}}, _set: {body: "(hidden by the author)"}}
+            ]}
+          ) { id title comments(order_by: {id: asc}) { id body } }
+        }"#)
+    .await;
+    assert_eq!(
+        updated,
+        json!({"data": {"update_article_by_pk": {"id": 1, "title": "Hello again", "comments": [
+            {"id": 1, "body": "(hidden by the author)"}, {"id": 2, "body": "thanks"}]}}})
+    );
+    let refused = ann(r#"mutation {
+          update_article_by_pk(pk_columns: {id: 2}, _set: {title: "Taken"},
+            _nested: {comments: [{_set: {body: "taken"}}]}) { id }
+        }"#)
+    .await;
+    assert_eq!(refused, json!({"data": {"update_article_by_pk": null}}));
     assert_eq!(articles_and_comments(&s).await, after_anns_edits());
 }
