@@ -90,6 +90,9 @@ pub struct CustomRootFieldsSpec {
     /// `update_by_pk`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub update_by_pk: Option<String>,
+    /// `update_many`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub update_many: Option<String>,
     /// `delete`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delete: Option<String>,
@@ -225,6 +228,7 @@ impl TrackedTableSpec {
                 put(&mut roots, "insert_one", &r.insert_one);
                 put(&mut roots, "update", &r.update);
                 put(&mut roots, "update_by_pk", &r.update_by_pk);
+                put(&mut roots, "update_many", &r.update_many);
                 put(&mut roots, "delete", &r.delete);
                 put(&mut roots, "delete_by_pk", &r.delete_by_pk);
             }
@@ -297,6 +301,7 @@ fn root_fields(r: &CustomRootFields) -> Map<String, Value> {
     put_value(&mut m, "insertOne", name(&r.insert_one));
     put_value(&mut m, "update", name(&r.update));
     put_value(&mut m, "updateByPk", name(&r.update_by_pk));
+    put_value(&mut m, "updateMany", name(&r.update_many));
     put_value(&mut m, "delete", name(&r.delete));
     put_value(&mut m, "deleteByPk", name(&r.delete_by_pk));
     m

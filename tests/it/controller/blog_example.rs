@@ -1,5 +1,6 @@
 //! `examples/blog/` applied by the controller: every resource Ready, and the engine serves the
-//! user role and the inherited staff role what the example declares.
+//! user role and the inherited staff role what the example declares, including an author's
+//! updates of an article and the comments on it, one table at a time and as one nested update.
 
 use super::*;
 
@@ -72,9 +73,118 @@ async fn blog_example_applies_and_serves_the_user_role() {
             String::from_utf8_lossy(&out.stdout)
                 .matches("apiVersion: basalt.dev/v1alpha1")
                 .count(),
-            17
+            20
         );
     } else {
         eprintln!("kubectl not found: skipping `kubectl kustomize examples/blog`");
     }
+}
+
+/// Two authors, Ann (user 1) and Bo (user 2), with a published article each and comments on
+/// both: comments 1-3 are on Ann's article 1, comments 4-6 on Bo's article 2, and each article
+/// has a comment `spam`.
+async fn two_authors_with_comments(s: &Setup) {
+    s.server
+        .sql(
+            "INSERT INTO author (name) VALUES ('Ann'), ('Bo');
+             INSERT INTO article (author_id, title, published) VALUES (1, 'Hello', true), (2, 'Other', true);
+             INSERT INTO comment (article_id, author_id, body) VALUES
+               (1, 2, 'nice'), (1, 1, 'thanks'), (1, 2, 'spam'),
+               (2, 1, 'hi Bo'), (2, 2, 'me again'), (2, 2, 'spam')",
+        )
+        .await;
+}
+
+/// Article titles and comment bodies, by id.
+async fn articles_and_comments(s: &Setup) -> Value {
+    let db = &s.server.db_url;
+    json!({
+        "article": query_json(db, "SELECT id, title FROM article ORDER BY id").await,
+        "comment": query_json(db, "SELECT id, body FROM comment ORDER BY id").await,
+    })
+}
+
+/// What Ann's edits leave: her article renamed, the spam on it deleted and Bo's comment on it
+/// hidden; Bo's article and every comment on it as they were.
+fn after_anns_edits() -> Value {
+    json!({
+        "article": [{"id": 1, "title": "Hello again"}, {"id": 2, "title": "Other"}],
+        "comment": [{"id": 1, "body": "(hidden by the author)"}, {"id": 2, "body": "thanks"},
+                    {"id": 4, "body": "hi Bo"}, {"id": 5, "body": "me again"}, {"id": 6, "body": "spam"}],
+    })
+}
+
+/// The update and delete permissions of `user`, one root field at a time: an author updates
+/// their own article and the comments on it, and not Bo's article or the comments on it.
+#[tokio::test]
+async fn blog_example_lets_an_author_edit_an_article_and_its_comments() {
+    let s = applied_blog_example().await;
+    s.server.running.state.reload(false).await.unwrap();
+    two_authors_with_comments(&s).await;
+    let ann = |query: &'static str| {
+        let server = &s.server;
+        async move {
+            server
+                .gql_role(query, "user", &[("X-Svc-User-Id", "1")])
+                .await
+        }
+    };
+    assert_eq!(
+        ann(r#"mutation { update_article_by_pk(pk_columns: {id: 1}, _set: {title: "Hello again"}) { id title } }"#).await,
+        json!({"data": {"update_article_by_pk": {"id": 1, "title": "Hello again"}}})
+    );
+    assert_eq!(
+        ann(r#"mutation { update_article_by_pk(pk_columns: {id: 2}, _set: {title: "Taken"}) { id } }"#).await,
+        json!({"data": {"update_article_by_pk": null}})
+    );
+    assert_eq!(
+        ann(r#"mutation { delete_comment(where: {body: {_eq: "spam"}}) { affected_rows } }"#).await,
+        json!({"data": {"delete_comment": {"affected_rows": 1}}})
+    );
+    assert_eq!(
+        ann(r#"mutation { update_comment(where: {author_id: {_eq: 2}}, _set: {body: "(hidden by the author)"}) { affected_rows } }"#).await,
+        json!({"data": {"update_comment": {"affected_rows": 1}}})
+    );
+    assert_eq!(articles_and_comments(&s).await, after_anns_edits());
+}
+
+/// The same edits as one nested update of the article (`_nested`, the README's "Nested
+/// updates"): the comments it reaches are those of the updated article, each entry within the
+/// comment permissions; on Bo's article nothing runs.
+#[tokio::test]
+async fn blog_example_lets_an_author_update_an_article_and_its_comments_at_once() {
+    let s = applied_blog_example().await;
+    s.server.running.state.reload(false).await.unwrap();
+    two_authors_with_comments(&s).await;
+    let ann = |query: &'static str| {
+        let server = &s.server;
+        async move {
+            server
+                .gql_role(query, "user", &[("X-Svc-User-Id", "1")])
+                .await
+        }
+    };
+    let updated = ann(r#"mutation {
+          update_article_by_pk(
+            pk_columns: {id: 1}
+            _set: {title: "Hello again"}
+            _nested: {comments: [
+              {where: {body: {_eq: "spam"}}, _delete: true}
+              {where: {author_id: {_eq: 2}}, _set: {body: "(hidden by the author)"}}
+            ]}
+          ) { id title comments(order_by: {id: asc}) { id body } }
+        }"#)
+    .await;
+    assert_eq!(
+        updated,
+        json!({"data": {"update_article_by_pk": {"id": 1, "title": "Hello again", "comments": [
+            {"id": 1, "body": "(hidden by the author)"}, {"id": 2, "body": "thanks"}]}}})
+    );
+    let refused = ann(r#"mutation {
+          update_article_by_pk(pk_columns: {id: 2}, _set: {title: "Taken"},
+            _nested: {comments: [{_set: {body: "taken"}}]}) { id }
+        }"#)
+    .await;
+    assert_eq!(refused, json!({"data": {"update_article_by_pk": null}}));
+    assert_eq!(articles_and_comments(&s).await, after_anns_edits());
 }

@@ -114,7 +114,7 @@ async fn exported_resources_rebuild_the_catalog_exactly() {
             {"type": "create_action_permission", "args": {"action": "signUp", "role": "user"}},
             {"type": "create_action_permission", "args": {"action": "signUp", "role": "guest", "comment": "sign-up page"}},
             {"type": "set_table_custom_fields", "version": 2, "args": {"table": "comment",
-                "custom_root_fields": {"select_by_pk": "commentById"}, "custom_column_names": {"body": "text"}}},
+                "custom_root_fields": {"select_by_pk": "commentById", "update_many": "editComments"}, "custom_column_names": {"body": "text"}}},
             // A header read from the environment (PATH: set in every process, engine and
             // controller alike) is exported by the variable's name, never its value.
             {"type": "create_event_trigger", "args": {"name": "article_status", "table": "article",

@@ -20,6 +20,7 @@ mod roles_and_limits;
 mod running;
 mod scope;
 mod shared_view;
+mod table_configuration;
 
 use crate::controller::kube_fake::{context, Call, FakeApi};
 use crate::harness::{query_json, TestServer, BLOG};
@@ -284,7 +285,7 @@ pub(crate) async fn applied_blog_example() -> Setup {
     // The example's Action reads its handler's URL and a header from the environment.
     actions::blog_actions_env();
     let resources = blog_example();
-    assert_eq!(resources.len(), 17);
+    assert_eq!(resources.len(), 20);
     macro_rules! each {
         ($m:expr, $run:ident) => {
             match $m["kind"].as_str().unwrap() {

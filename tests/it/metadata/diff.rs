@@ -222,6 +222,45 @@ async fn event_trigger_edits_and_removal_are_previewed() {
     assert_eq!((server.export().await, version(server).await), before);
 }
 
+/// A TrackedTable's `updateMany`: a new name is a change of the table's configuration, and a
+/// name another table's root field already has leaves one of the two tables inconsistent (the
+/// resulting document is checked as `replace_metadata` checks it: the first table in it keeps
+/// the name).
+#[tokio::test]
+async fn an_update_many_name_is_previewed_and_its_clash_reported() {
+    let s = applied_blog_example().await;
+    let server = &s.server;
+    let before = (server.export().await, version(server).await);
+    let dir = example_copy();
+    let file = dir.path().join("tracked-table-author.yaml");
+    let path = dir.path().to_str().unwrap();
+    edit_yaml(&file, |t| {
+        t["spec"]["configuration"]["customRootFields"]["updateMany"] = json!("editAuthors");
+    });
+    let (code, text) = diff(&["-f", path, "-n", NS, "--endpoint", &server.base]).await;
+    assert_eq!(code, 1, "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[1..lines.len() - 1],
+        [format!(
+            "~ table:public.author [configuration.custom_root_fields]    (TrackedTable {NS}/author)"
+        )],
+        "{text}"
+    );
+
+    // article's own `update_article_many`.
+    edit_yaml(&file, |t| {
+        t["spec"]["configuration"]["customRootFields"]["updateMany"] = json!("update_article_many");
+    });
+    let (code, text) = diff(&["-f", path, "-n", NS, "--database-url", &server.db_url]).await;
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains("! inconsistent table:public.article: the root field \"update_article_many\" of table \"article\" conflicts with a root field of table \"author\""),
+        "{text}"
+    );
+    assert_eq!((server.export().await, version(server).await), before);
+}
+
 /// Needs `add_remote_schema` (the metadata half of remote schemas): the blog example's
 /// RemoteSchema is applied first.
 #[tokio::test]

@@ -251,6 +251,103 @@ async fn set_table_custom_fields_replaces_configuration() {
     );
 }
 
+/// `update_many` names `update_<t>_many`: accepted by both operations, exported in its place
+/// among the keys, and checked against the table's other names and other tables' root fields,
+/// whose own `update_<t>_many` defaults count too.
+#[tokio::test]
+async fn custom_update_many_is_set_exported_and_checked_for_clashes() {
+    let s = TestServer::library().await;
+    s.ok(json!({"type": "track_table", "version": 2, "args": {"table": "author",
+        "configuration": {"custom_root_fields": {"select": "writers", "update_many": "editWriters"}}}}))
+        .await;
+    s.ok(json!({"type": "track_table", "args": {"table": "article"}}))
+        .await;
+    // Sent in any order, exported in the documented order.
+    s.ok(
+        json!({"type": "set_table_custom_fields", "version": 2, "args": {"table": "article",
+        "custom_root_fields": {"delete": "dropArticles", "update_many": "editArticles",
+            "update_by_pk": "editArticle", "select": "articles"}}}),
+    )
+    .await;
+    let export = s.export().await;
+    assert_eq!(
+        export["tables"][0]["configuration"]["custom_root_fields"],
+        json!({"select": "writers", "update_many": "editWriters"})
+    );
+    let roots = &export["tables"][1]["configuration"]["custom_root_fields"];
+    assert_eq!(
+        roots.as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["select", "update_by_pk", "update_many", "delete"],
+        "{roots}"
+    );
+    assert_eq!(roots["update_many"], "editArticles");
+
+    // Each refused request leaves the configuration as it was.
+    s.fails(
+        json!({"type": "set_table_custom_fields", "version": 2, "args": {"table": "article",
+        "custom_root_fields": {"update_many": "edit articles"}}}),
+        400,
+        "parse-failed",
+        "$.args.custom_root_fields.update_many",
+    )
+    .await;
+    let r = s
+        .fails(
+            json!({"type": "set_table_custom_fields", "version": 2, "args": {"table": "article",
+        "custom_root_fields": {"update": "editArticles", "update_many": "editArticles"}}}),
+            400,
+            "constraint-violation",
+            "$.args.custom_root_fields.update_many",
+        )
+        .await;
+    assert_eq!(
+        r["error"],
+        "the custom root fields \"update\" and \"update_many\" of table \"article\" have the same name \"editArticles\""
+    );
+    // Other tables' custom names.
+    for name in ["editWriters", "writers", "editArticles"] {
+        let r = s
+            .fails(
+                json!({"type": "track_table", "version": 2, "args": {"table": {"schema": "reporting", "name": "daily"},
+                "configuration": {"custom_root_fields": {"update_many": name}}}}),
+                400,
+                "constraint-violation",
+                "$.args.configuration.custom_root_fields.update_many",
+            )
+            .await;
+        assert!(
+            r["error"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("the root field \"{name}\" of table \"reporting.daily\" conflicts with a root field of table")),
+            "{r}"
+        );
+    }
+    // Another table's default `update_<t>_many`, once article no longer renames it.
+    s.ok(
+        json!({"type": "set_table_custom_fields", "version": 2, "args": {"table": "article",
+        "custom_root_fields": {}}}),
+    )
+    .await;
+    let r = s
+        .fails(
+            json!({"type": "set_table_custom_fields", "version": 2, "args": {"table": "author",
+        "custom_root_fields": {"update_many": "update_article_many"}}}),
+            400,
+            "constraint-violation",
+            "$.args.custom_root_fields.update_many",
+        )
+        .await;
+    assert_eq!(
+        r["error"],
+        "the root field \"update_article_many\" of table \"author\" conflicts with a root field of table \"article\""
+    );
+    assert_eq!(
+        s.export().await["tables"][0]["configuration"]["custom_root_fields"],
+        json!({"select": "writers", "update_many": "editWriters"})
+    );
+}
+
 #[tokio::test]
 async fn untrack_table_with_dependents() {
     let s = TestServer::library().await;

@@ -1,7 +1,81 @@
-//! The plan for actions, query collections, inherited roles and API limits, and the ownership
-//! index plans read.
+//! The plan for table configuration, actions, query collections, inherited roles and API
+//! limits, and the ownership index plans read.
 
 use super::*;
+
+const TABLE: &str = "table:public.article";
+
+/// A catalog with table article whose `update_many` root field is called `name`.
+fn with_update_many(name: &str) -> Metadata {
+    metadata(
+        json!({"version": 2, "tables": [{"table": {"schema": "public", "name": "article"},
+        "configuration": {"custom_root_fields": {"select": "posts", "update_many": name},
+            "custom_column_names": {}}}]}),
+    )
+}
+
+/// A table's configuration (its `update_many` name here) is set in place, whether the spec
+/// changed, the catalog was edited behind the resource and is healed, or an unmanaged table is
+/// adopted with another configuration.
+#[test]
+fn table_configuration_is_set_in_place() {
+    let old = with_update_many("editPosts");
+    let want = object(&with_update_many("editArticles"), TABLE);
+    let fields = || vec!["configuration.custom_root_fields".to_owned()];
+    let set = json!({"type": "set_table_custom_fields", "version": 2, "args": {
+        "table": {"schema": "public", "name": "article"},
+        "custom_root_fields": {"select": "posts", "update_many": "editArticles"},
+        "custom_column_names": {}}});
+
+    let update = plan_for(
+        std::slice::from_ref(&want),
+        &old,
+        &[row(&object(&old, TABLE), "me")],
+        Policy::default(),
+    );
+    assert_eq!(
+        update.steps,
+        vec![(TABLE.to_owned(), Step::Update(fields()))]
+    );
+    assert_eq!(update.ops.len(), 1);
+    assert_eq!(update.ops[0].request, set);
+
+    let rows = [row(&want, "me")];
+    let report = plan_for(std::slice::from_ref(&want), &old, &rows, Policy::default());
+    assert_eq!(
+        report.steps,
+        vec![(TABLE.to_owned(), Step::Drift(DriftKind::Modified, fields()))]
+    );
+    assert!(report.is_noop());
+    let heal = plan_for(
+        std::slice::from_ref(&want),
+        &old,
+        &rows,
+        Policy {
+            self_heal: true,
+            ..Policy::default()
+        },
+    );
+    assert_eq!(
+        heal.steps,
+        vec![(TABLE.to_owned(), Step::Heal(DriftKind::Modified, fields()))]
+    );
+    assert_eq!(heal.ops.len(), 1);
+    assert_eq!(heal.ops[0].request, set);
+
+    let adopt = plan_for(
+        std::slice::from_ref(&want),
+        &old,
+        &[],
+        Policy {
+            adopt: true,
+            ..Policy::default()
+        },
+    );
+    assert_eq!(adopt.steps, vec![(TABLE.to_owned(), Step::Adopt)]);
+    assert_eq!(adopt.ops.len(), 1);
+    assert_eq!(adopt.ops[0].request, set);
+}
 
 /// A catalog with action `archiveArticle` (handler `handler`) and the given roles' permissions.
 fn with_action(handler: &str, roles: &[(&str, Option<&str>)]) -> Metadata {

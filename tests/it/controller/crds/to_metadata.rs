@@ -6,7 +6,7 @@ use super::*;
 fn resources_map_to_metadata_field_by_field() {
     let spec: TrackedTableSpec = serde_json::from_value(json!({
         "table": {"name": "article"}, "isEnum": false,
-        "configuration": {"customRootFields": {"select": "articles", "selectByPk": "articleById"}, "customColumnNames": {"author_id": "authorId"}},
+        "configuration": {"customRootFields": {"select": "articles", "selectByPk": "articleById", "updateMany": "editArticles"}, "customColumnNames": {"author_id": "authorId"}},
         "objectRelationships": [{"name": "author", "using": {"foreignKeyConstraintOn": "author_id"}, "comment": "who"}],
         "arrayRelationships": [{"name": "comments", "using": {"manualConfiguration": {"remoteTable": {"schema": "public", "name": "comment"}, "columnMapping": {"id": "article_id"}}}}]
     }))
@@ -16,7 +16,7 @@ fn resources_map_to_metadata_field_by_field() {
         serde_json::to_value(&entry).unwrap(),
         json!({
             "table": {"schema": "public", "name": "article"},
-            "configuration": {"custom_root_fields": {"select": "articles", "select_by_pk": "articleById"}, "custom_column_names": {"author_id": "authorId"}},
+            "configuration": {"custom_root_fields": {"select": "articles", "select_by_pk": "articleById", "update_many": "editArticles"}, "custom_column_names": {"author_id": "authorId"}},
             "object_relationships": [{"name": "author", "using": {"foreign_key_constraint_on": "author_id"}, "comment": "who"}],
             "array_relationships": [{"name": "comments", "using": {"manual_configuration": {"remote_table": {"schema": "public", "name": "comment"}, "column_mapping": {"id": "article_id"}}}}]
         })

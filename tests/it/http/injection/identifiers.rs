@@ -110,6 +110,7 @@ async fn hostile_identifiers_from_run_sql() {
         "insert_one",
         "update",
         "update_by_pk",
+        "update_many",
         "delete",
         "delete_by_pk",
     ]
