@@ -8,6 +8,7 @@ mod goldenfiles;
 pub(crate) mod introspection;
 mod limits;
 mod mutations;
+mod nested_keys;
 mod queries;
 mod read_permissions;
 mod requests;

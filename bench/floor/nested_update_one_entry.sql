@@ -1,0 +1,4 @@
+-- nested_update_one_entry: written by hand (explain covers queries only): the same rows written in one statement,
+-- and the same answer.
+\set a random(1, 10000)
+WITH a AS (UPDATE author SET name = 'bench' WHERE id = :a RETURNING id), b AS (UPDATE article SET views = views + 1 WHERE author_id IN (SELECT id FROM a)) SELECT json_build_object('update_author_by_pk', (SELECT json_build_object('id', id) FROM a));
