@@ -1,14 +1,16 @@
 //! GraphQL over HTTP and WebSocket on the blog fixture (`docs/graphql.md`): queries (reads,
 //! reads as a role, the request around them), mutations, introspection, subscriptions,
 //! statements shared by concurrent requests, and the SQL generated for them (translation
-//! goldenfiles in `tests/goldenfiles/`, insta snapshots in `snapshots/`); and the per-role API
-//! limits on a fixture of their own (`limits.rs`).
+//! goldenfiles in `tests/goldenfiles/`, insta snapshots in `snapshots/`); the per-role API
+//! limits on a fixture of their own (`limits.rs`); and `update_<t>_many`, preset-only and
+//! nested updates on a fixture of their own (`nested_updates.rs`).
 
 mod goldenfiles;
 pub(crate) mod introspection;
 mod limits;
 mod mutations;
 mod nested_keys;
+pub(crate) mod nested_updates;
 mod queries;
 mod read_permissions;
 mod requests;

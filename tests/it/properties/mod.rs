@@ -1,5 +1,5 @@
 //! Property tests of the three parsers of untrusted input: GraphQL documents with variables,
-//! `/v1/query` bodies, and permission expressions (BoolExps).
+//! `/v1/query` bodies, and permission expressions (BoolExps); and one of nested updates.
 //!
 //! The targets and their input generators live in `targets/`, shared with the
 //! cargo-fuzz targets in `fuzz/` (see `fuzz/README.md`). Properties:
@@ -13,13 +13,16 @@
 //! - over HTTP against a real server: no `/v1/query` body and no GraphQL request gets a 5xx
 //!   (for GraphQL, which answers 200, no `unexpected` or `constraint-error` code), and a
 //!   `/v1/query` request that fails, or is a dry run, leaves `export_metadata` and the
-//!   catalog's resource version as they were.
+//!   catalog's resource version as they were;
+//! - one property of the engine's semantics (`nested_updates.rs`): a nested update of an
+//!   article's comments writes exactly what the plain update of those comments writes.
 //!
 //! Case counts are sized for CI (well under a minute on 2 cores). `PROPTEST_CASES=<n>` (read
 //! by proptest itself) runs every property with `n` cases instead, for a longer search:
 //! `PROPTEST_CASES=5000 cargo test --test it properties::`. A failure prints the shrunk
 //! input; `PROPTEST_RNG_SEED=<n>` makes a run repeatable.
 
+mod nested_updates;
 mod targets;
 
 use crate::harness::{self, TestServer};
