@@ -161,6 +161,33 @@ async fn rows<C: deadpool_postgres::GenericClient>(
     Ok(rows?)
 }
 
+/// Runs one statement of a transaction planned for the values it is given: sent unnamed, so
+/// Postgres parses and plans it with the values and runs it in one round trip, and nothing is
+/// kept. For statements whose best plan depends on their values (see
+/// [`crate::sql::program::Step::plan_each_run`]).
+async fn rows_planned_each_run(
+    conn: Connection<'_, deadpool_postgres::Transaction<'_>>,
+    sql: &str,
+    values: &[Option<String>],
+) -> Result<Vec<tokio_postgres::Row>, ExecuteError> {
+    let started = std::time::Instant::now();
+    tracing::debug!(sql = %sql, "execute");
+    crate::stats::Counters::bump(&conn.counters.statements_run);
+    let params = values
+        .iter()
+        .map(|v| (v as &(dyn tokio_postgres::types::ToSql + Sync), Type::TEXT));
+    let rows = async {
+        conn.client
+            .query_typed_raw(sql, params)
+            .await?
+            .try_collect()
+            .await
+    }
+    .await;
+    timed(conn, started);
+    Ok(rows?)
+}
+
 /// Runs one statement with bound values and returns its first row, if it returned any. The
 /// rest are read (not kept) to the end: an error can follow the rows, such as a deferred
 /// constraint failing at the statement's commit.

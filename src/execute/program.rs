@@ -1,7 +1,7 @@
 //! Runs a [`Program`] inside the request's transaction: each step's guard, its parameters
 //! (including what earlier steps returned), its rows read as its [`Output`] says.
 
-use super::{bind, rows, Binding, Connection, ExecuteError, RawJson};
+use super::{bind, rows, rows_planned_each_run, Binding, Connection, ExecuteError, RawJson};
 use crate::sql::program::{Guard, Output, Program, Rows};
 use bytes::Bytes;
 use serde_json::{Map, Value};
@@ -189,7 +189,11 @@ async fn run_step(
         return Ok(Flow::Next);
     }
     let values = bind(&step.sql.params, binding, Some(progress))?;
-    let result = rows(conn, &step.sql.sql, &values).await?;
+    let result = if step.plan_each_run {
+        rows_planned_each_run(conn, &step.sql.sql, &values).await?
+    } else {
+        rows(conn, &step.sql.sql, &values).await?
+    };
     match &step.output {
         Output::Written { record, required } => {
             let mut first = None;

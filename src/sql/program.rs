@@ -98,6 +98,11 @@ pub struct Step {
     pub sql: SqlText,
     pub guard: Guard,
     pub output: Output,
+    /// Planned for its values each time it runs, never prepared: a statement over the rows
+    /// related to an earlier step's (a level of a nested update) binds an array of keys that
+    /// may hold one key or thousands, and a plan made once for any array guesses its size; a
+    /// poor guess scans a whole index range to find one related row.
+    pub plan_each_run: bool,
 }
 
 /// A write: its steps in order. The last step is the answer, or with `list` the answer is the

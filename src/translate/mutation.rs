@@ -37,42 +37,12 @@ pub fn mutation(plan: &MutationPlan) -> MutationProgram {
             (key.clone(), program)
         })
         .collect();
-    let mut session = SqlSelect::expr(set_session(Expr::Param(session_param())));
-    if fields.iter().any(|(_, f)| has_levels(f)) {
-        session.list.push(SelectItem::new(custom_plans()));
-    }
+    let session = SqlSelect::expr(set_session(Expr::Param(session_param())));
     MutationProgram {
         session: print(&Statement::Select(Box::new(session))),
         single: single(plan),
         fields,
     }
-}
-
-/// Whether a field's program has levels of a nested update, whose statements bind arrays of
-/// keys of a size only the request knows.
-fn has_levels(field: &FieldProgram) -> bool {
-    let FieldProgram::Write(program) = field else {
-        return false;
-    };
-    program
-        .steps
-        .iter()
-        .any(|s| matches!(s.output, Output::Level { .. }))
-}
-
-/// `set_config('plan_cache_mode', 'force_custom_plan', true)`: the statements of the rest of
-/// the transaction are planned for the values they are given. A nested update's statements
-/// bind arrays of parent keys, one key or thousands; a plan made once for any array guesses
-/// their size, and a poor guess can scan a whole index range for one related row.
-fn custom_plans() -> Expr {
-    Expr::call(
-        "set_config",
-        vec![
-            Expr::string("plan_cache_mode"),
-            Expr::string("force_custom_plan"),
-            Expr::Literal(ast::Literal::Bool(true)),
-        ],
-    )
 }
 
 /// The whole operation as one statement, when its meaning is the same as its program's: one
@@ -187,6 +157,7 @@ fn answer_only(sql: crate::sql::SqlText) -> Program {
             sql,
             guard: Guard::Always,
             output: Output::Answer,
+            plan_each_run: false,
         }],
         ..Program::default()
     }

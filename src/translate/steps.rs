@@ -40,7 +40,12 @@ pub(super) enum ParentRow {
 
 impl<'p> Builder<'p> {
     pub(super) fn push(&mut self, sql: SqlText, guard: Guard, output: Output) -> usize {
-        self.program.steps.push(Step { sql, guard, output });
+        self.program.steps.push(Step {
+            sql,
+            guard,
+            output,
+            plan_each_run: false,
+        });
         self.program.steps.len() - 1
     }
 

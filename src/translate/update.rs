@@ -331,6 +331,7 @@ impl<'p> Builder<'p> {
             record,
         };
         let step = self.push(sql, guard, output);
+        self.program.steps[step].plan_each_run = related.is_some();
         if let (Some(rule), Some(record)) = (separate, record) {
             self.check(&plan.table, rule, record, Rows::Updated, CheckKind::Update);
         }
@@ -355,7 +356,9 @@ impl<'p> Builder<'p> {
             check: None,
             record: None,
         };
-        self.push(sql, Guard::Touched(related.step), output)
+        let step = self.push(sql, Guard::Touched(related.step), output);
+        self.program.steps[step].plan_each_run = true;
+        step
     }
 
     /// A level that only selects its rows, locking them (views are read without a lock).
@@ -401,7 +404,9 @@ impl<'p> Builder<'p> {
             check: None,
             record: None,
         };
-        self.push(sql, guard, output)
+        let step = self.push(sql, guard, output);
+        self.program.steps[step].plan_each_run = related.is_some();
+        step
     }
 
     /// `_insert`: the nested-insert steps once per row level step `parent` touched, the mapped

@@ -3,7 +3,7 @@
 //! statements shared by concurrent requests, and the SQL generated for them (translation
 //! goldenfiles in `tests/goldenfiles/`, insta snapshots in `snapshots/`); the per-role API
 //! limits on a fixture of their own (`limits.rs`); and `update_<t>_many`, preset-only and
-//! nested updates on a fixture of their own (`nested_updates.rs`).
+//! nested updates on fixtures of their own (`nested_updates.rs`, `nested_keys.rs`).
 
 mod goldenfiles;
 pub(crate) mod introspection;

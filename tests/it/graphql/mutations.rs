@@ -213,7 +213,7 @@ async fn updates_with_nothing_to_write() {
             "update_popular_article": {"affected_rows": 0, "returning": []}})
     );
     assert_eq!(row_version(&s, "article").await, article, "no row touched");
-    // Presets are not written on their own either.
+    // An update whose operators are empty still writes the role's presets.
     s.ok(
         json!({"type": "create_update_permission", "args": {"table": "author", "role": "editor",
         "permission": {"columns": ["bio"], "filter": {}, "set": {"name": "x-svc-user-id"}}}}),
@@ -233,21 +233,29 @@ async fn updates_with_nothing_to_write() {
         .await;
     assert_eq!(
         r,
-        json!({"data": {"update_author": {"affected_rows": 0, "returning": []}}})
+        json!({"data": {"update_author": {"affected_rows": 1, "returning": [{"id": 1}]}}})
     );
-    assert_eq!(row_version(&s, "author").await, author, "no row touched");
+    assert_ne!(
+        row_version(&s, "author").await,
+        author,
+        "the preset was written"
+    );
+    assert_eq!(
+        ok(&s, "{ author(where: {id: {_eq: 1}}) { name } }").await,
+        json!({"author": [{"name": "7"}]})
+    );
     // With something to set, the preset applies as usual.
     let r = s
         .gql_role(
             r#"mutation { update_author(where: {id: {_eq: 1}}, _set: {bio: "b"}) { affected_rows } }"#,
             "editor",
-            &[("X-Svc-User-Id", "7")],
+            &[("X-Svc-User-Id", "8")],
         )
         .await;
     assert_eq!(r, json!({"data": {"update_author": {"affected_rows": 1}}}));
     assert_eq!(
-        ok(&s, "{ author(where: {id: {_eq: 1}}) { name } }").await,
-        json!({"author": [{"name": "7"}]})
+        ok(&s, "{ author(where: {id: {_eq: 1}}) { name bio } }").await,
+        json!({"author": [{"name": "8", "bio": "b"}]})
     );
     // No operator argument at all (or only nulls) is still refused.
     for q in [
@@ -257,7 +265,7 @@ async fn updates_with_nothing_to_write() {
         let r = s.gql(q).await;
         assert_eq!(
             r,
-            json!({"errors": [{"message": "at least one of _set, _inc, _append, _prepend, _delete_key, _delete_elem, _delete_at_path is expected",
+            json!({"errors": [{"message": "at least one of _set, _inc, _append, _prepend, _delete_key, _delete_elem, _delete_at_path, _nested is expected",
                 "extensions": {"path": "$.selectionSet.update_article.args", "code": "validation-failed"}}]}),
             "{q}"
         );

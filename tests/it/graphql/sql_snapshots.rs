@@ -66,10 +66,13 @@ pub fn program_text(program: &basalt::sql::program::MutationProgram) -> String {
         };
         for (i, step) in write.steps.iter().enumerate() {
             let (sql, params) = pretty(&step.sql);
-            let repeated = match write.loops.iter().find(|l| l.steps.contains(&i)) {
+            let mut repeated = match write.loops.iter().find(|l| l.steps.contains(&i)) {
                 Some(l) => format!("; once per row of step {}", l.over),
                 None => String::new(),
             };
+            if step.plan_each_run {
+                repeated.push_str("; planned for its values");
+            }
             parts.push(format!(
                 "-- {key}: step {i} ({}; {}{repeated})\n{sql}\n-- params\n{params}",
                 step.guard, step.output
