@@ -5,13 +5,13 @@
 //! would not be empty: an object relationship needs `r`'s update operators or `r`'s own nested
 //! input, an array relationship also counts `r`'s delete and insert permissions. Tables reach
 //! each other in cycles (an article's author's articles), so the tables with a non-empty input
-//! are found as a least fixed point.
+//! are those whose permissions give them one and those that reach one through relationships.
 
 use super::{RoleRelationship, RoleTable, RoleWrite};
 use crate::metadata::types::QualifiedTable;
 use crate::resolve::{RelationshipKind, Resolved};
 use indexmap::IndexMap;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet, VecDeque};
 
 /// What `<r>_obj_rel_update_input` and `<r>_arr_rel_update_input` offer for a target `r`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -43,24 +43,27 @@ pub(super) fn nested_updates(
     tables: &IndexMap<QualifiedTable, RoleTable>,
     writes: &IndexMap<QualifiedTable, RoleWrite>,
 ) -> IndexMap<QualifiedTable, Vec<RoleRelationship>> {
+    // Tables whose permissions alone give them an input, then, walking relationships
+    // backwards, every table that reaches one of those: one pass over the relationships.
+    let mut pointing_at: HashMap<&QualifiedTable, Vec<&QualifiedTable>> = HashMap::new();
     let mut has_input: HashSet<&QualifiedTable> = HashSet::new();
-    loop {
-        let before = has_input.len();
-        for (name, table) in &resolved.tables {
-            if has_input.contains(name) {
+    let mut reached: VecDeque<&QualifiedTable> = VecDeque::new();
+    for (name, table) in &resolved.tables {
+        for rel in table.relationships.values() {
+            if !tables.contains_key(&rel.target) {
                 continue;
             }
-            let reaches = table.relationships.values().any(|rel| {
-                tables.contains_key(&rel.target)
-                    && target(writes, &rel.target, has_input.contains(&rel.target))
-                        .offered(rel.kind)
-            });
-            if reaches {
-                has_input.insert(name);
+            pointing_at.entry(&rel.target).or_default().push(name);
+            if target(writes, &rel.target, false).offered(rel.kind) && has_input.insert(name) {
+                reached.push_back(name);
             }
         }
-        if has_input.len() == before {
-            break;
+    }
+    while let Some(r) = reached.pop_front() {
+        for t in pointing_at.get(r).into_iter().flatten() {
+            if has_input.insert(t) {
+                reached.push_back(t);
+            }
         }
     }
     let mut out = IndexMap::new();
