@@ -277,3 +277,46 @@ async fn schemas_with_nested_inputs_in_cycles_pass_graphql_js() {
         ]}}})
     );
 }
+
+#[tokio::test]
+async fn an_inherited_role_updates_nested_rows_with_its_derived_permissions() {
+    let s = server().await;
+    s.ok(json!({"type": "bulk", "args": [
+        {"type": "create_select_permission", "args": {"table": {"schema": "public", "name": "node"},
+            "role": "reader", "permission": {"columns": ["id", "name"], "filter": {}}}},
+        {"type": "add_inherited_role", "args": {"role_name": "staff", "role_set": ["editor", "reader"]}}
+    ]}))
+    .await;
+    let staff = [("X-Svc-Role", "staff")];
+    let r = s
+        .graphql_as(
+            json!({"query": r#"mutation { update_node_by_pk(pk_columns: {id: 1}, _set: {name: "top"},
+                _nested: {children: [{where: {id: {_eq: 2}}, _set: {name: "kid"}}]}) {
+                name children(order_by: {id: asc}) { id name } } }"#}),
+            &staff,
+        )
+        .await;
+    assert_eq!(
+        r,
+        json!({"data": {"update_node_by_pk": {"name": "top", "children": [
+            {"id": 2, "name": "kid"}, {"id": 3, "name": "right"}]}}})
+    );
+    // The check `staff` derives from `editor` holds at the nested level too.
+    let r = s
+        .graphql_as(
+            json!({"query": r#"mutation { update_node_by_pk(pk_columns: {id: 1}, _set: {name: "locked"},
+                _nested: {children: [{_set: {name: "kid2"}}]}) { name } }"#}),
+            &staff,
+        )
+        .await;
+    assert_eq!(
+        r["errors"][0]["extensions"],
+        json!({"path": "$", "code": "permission-error"}),
+        "{r}"
+    );
+    let names = data(&s, "{ node(order_by: {id: asc}) { name } }").await;
+    assert_eq!(
+        names,
+        json!({"node": [{"name": "top"}, {"name": "kid"}, {"name": "right"}, {"name": "leaf"}]})
+    );
+}
