@@ -444,8 +444,24 @@ fn derive_select(t: &ResolvedTable, selects: &[&SelectRule]) -> Option<SelectRul
         filter: or(selects.iter().map(|s| s.filter.clone()).collect()),
         limit: selects.iter().filter_map(|s| s.limit).max(),
         allow_aggregations: selects.iter().any(|s| s.allow_aggregations),
+        query_root_fields: union_of(selects.iter().map(|s| s.query_root_fields.as_ref())),
+        subscription_root_fields: union_of(
+            selects.iter().map(|s| s.subscription_root_fields.as_ref()),
+        ),
         cells,
     })
+}
+
+/// The root fields any parent gets: `None` (every field) when a parent has no list, else the
+/// union of the lists in a fixed order.
+fn union_of<'a, F: Copy + Eq + std::hash::Hash + Ord + 'a>(
+    lists: impl Iterator<Item = Option<&'a Vec<F>>>,
+) -> Option<Vec<F>> {
+    let mut union = std::collections::BTreeSet::new();
+    for list in lists {
+        union.extend(list?.iter().copied());
+    }
+    Some(union.into_iter().collect())
 }
 
 /// `a OR b OR …`, without a needless wrapper for one operand.

@@ -399,6 +399,12 @@ pub fn root_field_names(
             true,
         ),
         (
+            "select_stream",
+            config.select_stream.clone(),
+            format!("{base}_stream"),
+            true,
+        ),
+        (
             "insert",
             config.insert.clone(),
             format!("insert_{base}"),

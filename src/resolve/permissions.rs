@@ -147,6 +147,8 @@ pub(super) fn resolve_permissions(entry: &TableEntry, cache: &mut Resolution) {
                 filter: c.filter.unwrap_or(BoolExp::And(Vec::new())),
                 limit: p.limit,
                 allow_aggregations: p.allow_aggregations,
+                query_root_fields: p.query_root_fields.clone(),
+                subscription_root_fields: p.subscription_root_fields.clone(),
                 cells: IndexMap::new(),
             });
         },

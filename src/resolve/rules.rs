@@ -116,6 +116,10 @@ pub struct SelectRule {
     pub limit: Option<u32>,
     /// Aggregates allowed.
     pub allow_aggregations: bool,
+    /// The query root fields of the table the role gets (`None`: every one the rest allows).
+    pub query_root_fields: Option<Vec<crate::metadata::types::QueryRootField>>,
+    /// The subscription root fields of the table the role gets (`None`: every one).
+    pub subscription_root_fields: Option<Vec<crate::metadata::types::SubscriptionRootField>>,
     /// Fields (columns and scalar computed fields) readable only on the rows where their
     /// condition holds: elsewhere they read as `null`, in every clause. Only an inherited role's
     /// derived rule has any.

@@ -46,6 +46,32 @@ pub struct SelectPermission {
     /// Aggregate root fields allowed.
     #[serde(default, skip_serializing_if = "is_false")]
     pub allow_aggregations: bool,
+    /// Which query root fields of the table the role gets (`None`: all the other rules
+    /// allow; empty: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query_root_fields: Option<Vec<QueryRootField>>,
+    /// Which subscription root fields of the table the role gets (as `query_root_fields`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subscription_root_fields: Option<Vec<SubscriptionRootField>>,
+}
+
+/// A query root field of a table, as `query_root_fields` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueryRootField {
+    Select,
+    SelectByPk,
+    SelectAggregate,
+}
+
+/// A subscription root field of a table, as `subscription_root_fields` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SubscriptionRootField {
+    Select,
+    SelectByPk,
+    SelectAggregate,
+    SelectStream,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

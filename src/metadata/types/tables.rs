@@ -117,6 +117,9 @@ pub struct CustomRootFields {
     /// Aggregate query.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub select_aggregate: Option<GraphQLName>,
+    /// Streaming subscription (`<t>_stream`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub select_stream: Option<GraphQLName>,
     /// Bulk insert.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub insert: Option<GraphQLName>,
@@ -148,6 +151,7 @@ impl CustomRootFields {
             ("select", &self.select),
             ("select_by_pk", &self.select_by_pk),
             ("select_aggregate", &self.select_aggregate),
+            ("select_stream", &self.select_stream),
             ("insert", &self.insert),
             ("insert_one", &self.insert_one),
             ("update", &self.update),
