@@ -88,9 +88,14 @@ pub async fn start(config: ServeConfig) -> Result<Running> {
         interval: std::time::Duration::from_millis(state.config.live.refetch_interval_ms),
         batch_size: state.config.live.batch_size,
     };
+    let streaming = crate::live::Polling {
+        interval: std::time::Duration::from_millis(state.config.live.stream_refetch_interval_ms),
+        batch_size: state.config.live.stream_batch_size,
+    };
     let live = Arc::new(LiveQueries::new(
         state.engine.clone(),
         polling,
+        streaming,
         state.config.live.max_connections,
     ));
     let app = crate::http::app(state.clone(), live.clone());

@@ -552,6 +552,22 @@ pub struct LiveConfig {
         default_value_t = 100
     )]
     pub batch_size: usize,
+    /// Milliseconds between two batches of a streaming subscription (`<t>_stream`): a cohort
+    /// is polled at most once per interval, so a backlog drains one batch per interval.
+    #[arg(
+        long = "streaming-queries-refetch-interval-ms",
+        env = "BASALT_STREAMING_QUERIES_MULTIPLEXED_REFETCH_INTERVAL",
+        default_value_t = 1000
+    )]
+    pub stream_refetch_interval_ms: u64,
+    /// Most stream cohorts (distinct variables, session values and cursors) answered by one
+    /// multiplexed statement.
+    #[arg(
+        long = "streaming-queries-batch-size",
+        env = "BASALT_STREAMING_QUERIES_MULTIPLEXED_BATCH_SIZE",
+        default_value_t = 100
+    )]
+    pub stream_batch_size: usize,
     /// Most open WebSocket connections; the next upgrade is refused with HTTP 503.
     #[arg(
         long = "websocket-max-connections",
@@ -597,6 +613,8 @@ impl Default for LiveConfig {
         LiveConfig {
             refetch_interval_ms: 1000,
             batch_size: 100,
+            stream_refetch_interval_ms: 1000,
+            stream_batch_size: 100,
             max_connections: 10_000,
             max_operations: 100,
             keepalive_seconds: 5,

@@ -124,6 +124,7 @@ fn resolve(
             .and_then(|p| p.get(name))
             .cloned()
             .ok_or_else(|| ExecuteError::Unexpected(format!("no value named \"{name}\"")))?,
+        ParamSource::Cursor(initial) => resolve(initial, binding, progress)?,
         ParamSource::Step(value) => {
             let progress = progress.ok_or_else(|| {
                 ExecuteError::Unexpected(format!("{value:?} outside of a program"))

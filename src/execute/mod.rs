@@ -332,6 +332,33 @@ pub async fn run_multiplexed(
     Ok(answers)
 }
 
+/// Runs a stream for many cohorts in one statement, as [`run_multiplexed`]: each cohort's
+/// index, its `data` bytes, and the text of the cursor its batch ended at (`None`: no rows).
+pub async fn run_multiplexed_stream(
+    conn: Connection<'_, deadpool_postgres::Client>,
+    sql: &MultiplexedSql,
+    cohorts: &[&[Option<String>]],
+) -> Result<Vec<(usize, Bytes, Option<String>)>, ExecuteError> {
+    let mut answers = Vec::with_capacity(cohorts.len());
+    let mut failed = None;
+    stream_rows(conn, sql, cohorts, |row| {
+        let answer = (|| {
+            let RawJson(bytes) = row.try_get(1)?;
+            let cursor: Option<String> = row.try_get(2)?;
+            Ok::<_, ExecuteError>((cohort(row)?, bytes, cursor))
+        })();
+        match answer {
+            Ok(answer) => answers.push(answer),
+            Err(err) => failed = Some(err),
+        }
+    })
+    .await?;
+    match failed {
+        Some(err) => Err(err),
+        None => Ok(answers),
+    }
+}
+
 /// Runs one statement for many cohorts, as [`run_multiplexed`], handing each cohort's index
 /// and `data` bytes to `each` as soon as its row arrives rather than after the last one: a
 /// statement answering many requests lets the first ones go while Postgres computes the rest.
@@ -342,6 +369,28 @@ async fn stream_multiplexed(
     sql: &MultiplexedSql,
     cohorts: &[&[Option<String>]],
     mut each: impl FnMut(usize, Bytes),
+) -> Result<(), ExecuteError> {
+    let mut failed = None;
+    stream_rows(conn, sql, cohorts, |row| {
+        let answer = (|| {
+            let RawJson(bytes) = row.try_get(1)?;
+            Ok::<_, ExecuteError>((cohort(row)?, bytes))
+        })();
+        match answer {
+            Ok((index, bytes)) => each(index, bytes),
+            Err(err) => failed = Some(err),
+        }
+    })
+    .await?;
+    failed.map_or(Ok(()), Err)
+}
+
+/// Runs one multiplexed statement, handing each row to `each` as it arrives.
+async fn stream_rows(
+    conn: Connection<'_, deadpool_postgres::Client>,
+    sql: &MultiplexedSql,
+    cohorts: &[&[Option<String>]],
+    mut each: impl FnMut(&tokio_postgres::Row),
 ) -> Result<(), ExecuteError> {
     let ids: Vec<Option<String>> = (0..cohorts.len()).map(|i| Some(i.to_string())).collect();
     let mut arrays = vec![Some(bind::text_array(&ids))];
@@ -357,8 +406,7 @@ async fn stream_multiplexed(
     let mut rows = std::pin::pin!(start(conn, &sql.sql, &arrays, started).await?);
     let streamed = async {
         while let Some(row) = rows.try_next().await? {
-            let RawJson(bytes) = row.try_get(1)?;
-            each(cohort(&row)?, bytes);
+            each(&row);
         }
         Ok(())
     }

@@ -24,6 +24,9 @@ pub enum Param {
     Array(Vec<Param>),
     /// The validated output of the action call at this response key.
     ActionOutput(String),
+    /// A stream's cursor: the initial value given here at first, then the value the
+    /// subscription's last batch ended at (its text, bound as the column's type).
+    Cursor(Box<Param>),
 }
 
 /// The values of an action call a statement binds, worked out by the engine when it calls
@@ -398,6 +401,25 @@ pub enum RootField {
     Action(ActionField),
     /// An asynchronous action's result, read from the action log by id.
     ActionResult(ActionResult),
+    /// `<t>_stream` (a subscription's only root field).
+    Stream(StreamSelect),
+}
+
+/// `<t>_stream`: the next rows after a cursor, in cursor order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamSelect {
+    /// The rows: the table under the permission filter and `where`, the fields selected; its
+    /// `limit` is the permission's row cap.
+    pub select: Select,
+    /// The cursor column (Postgres name) and its type.
+    pub column: String,
+    pub cast: PgType,
+    /// `ordering: DESC`: rows with smaller values, largest first.
+    pub descending: bool,
+    /// `batch_size`.
+    pub batch_size: ValueExpr,
+    /// Where the batch starts: rows strictly after it ([`Param::Cursor`]).
+    pub cursor: ValueExpr,
 }
 
 /// An argument value of an action call as the document gives it; variables are read when
@@ -529,6 +551,7 @@ impl QueryPlan {
         for (_, field) in &self.fields {
             match field {
                 RootField::Select(s) => out.select(s),
+                RootField::Stream(s) => out.select(&s.select),
                 RootField::Aggregate(a) => out.aggregate(a),
                 RootField::Action(a) => out.output(&a.output),
                 RootField::ActionResult(r) => {

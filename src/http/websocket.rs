@@ -543,7 +543,13 @@ impl Operation {
                 let body = json!({"errors": graphql_errors(&err, expose)}).to_string();
                 out.send(data_message(protocol, &id, body.as_bytes()))
             }
-            LiveEvent::Ended(err) => {
+            // A stream that failed: on `graphql-ws` it goes on (its cursor has not moved), on
+            // `graphql-transport-ws` the operation ends with the error.
+            LiveEvent::StreamError(err) if protocol == Protocol::Apollo => {
+                let body = json!({"errors": graphql_errors(&err, expose)}).to_string();
+                out.send(data_message(protocol, &id, body.as_bytes()))
+            }
+            LiveEvent::Ended(err) | LiveEvent::StreamError(err) => {
                 let error = error_message(protocol, &id, graphql_errors(&err, expose));
                 finish(protocol, &id, &out, &done, Some(error.to_string()));
                 false

@@ -13,6 +13,7 @@
 //! `docs/graphql.md`, "Subscriptions".
 
 mod poll;
+mod stream;
 
 use crate::engine::{self, ApiVersion, Engine, Execution, GraphqlError, GraphqlRequest};
 use crate::execute::{self, Binding};
@@ -32,6 +33,10 @@ pub enum LiveEvent {
     Data(Bytes),
     /// The statement failed for this subscriber (the subscription may go on).
     Error(Arc<GraphqlError>),
+    /// A stream's statement failed for this subscriber: the cursor has not moved. The
+    /// protocol decides whether the subscription goes on (see `docs/graphql.md`, "Streaming
+    /// subscriptions").
+    StreamError(Arc<GraphqlError>),
     /// The subscription cannot go on (its fields vanished in a new metadata version); nothing
     /// follows.
     Ended(Arc<GraphqlError>),
@@ -53,7 +58,7 @@ impl Drop for LiveHandle {
     }
 }
 
-/// How often live queries run, and how many cohorts one statement answers.
+/// How often live queries (or streams) run, and how many cohorts one statement answers.
 #[derive(Debug, Clone, Copy)]
 pub struct Polling {
     pub interval: Duration,
@@ -78,6 +83,8 @@ pub struct GroupKey {
 pub struct LiveQueries {
     engine: Arc<Engine>,
     polling: Polling,
+    /// The polling of streams (`<t>_stream`).
+    streaming: Polling,
     groups: Mutex<HashMap<GroupKey, Arc<Group>>>,
     sockets: Arc<Semaphore>,
     max_sockets: usize,
@@ -103,12 +110,18 @@ struct Member {
     values: Vec<Option<String>>,
     /// Hash of the last result sent (none yet: the next one is always sent).
     last: Option<u64>,
+    /// When its cohort was last polled (streams: at most once per interval).
+    polled: Option<std::time::Instant>,
+    /// For a stream: the position of its cursor in `values`.
+    cursor: Option<usize>,
 }
 
 /// Subscribers sharing one statement.
 struct Group {
     key: GroupKey,
     sql: MultiplexedSql,
+    /// For a stream: the position of its cursor among the statement's parameters.
+    cursor: Option<usize>,
     /// The version the members were planned against.
     version: Arc<ApiVersion>,
     members: Mutex<Vec<Member>>,
@@ -162,11 +175,18 @@ fn placement(execution: &Execution, session: &Session) -> Result<Placement, Grap
 }
 
 impl LiveQueries {
-    /// No subscriptions yet; at most `max_sockets` sockets at once.
-    pub fn new(engine: Arc<Engine>, polling: Polling, max_sockets: usize) -> Self {
+    /// No subscriptions yet; at most `max_sockets` sockets at once. `polling` is for live
+    /// queries, `streaming` for streams.
+    pub fn new(
+        engine: Arc<Engine>,
+        polling: Polling,
+        streaming: Polling,
+        max_sockets: usize,
+    ) -> Self {
         LiveQueries {
             engine,
             polling,
+            streaming,
             groups: Mutex::new(HashMap::new()),
             sockets: Arc::new(Semaphore::new(max_sockets)),
             max_sockets,
@@ -232,6 +252,8 @@ impl LiveQueries {
             request,
             values: Vec::new(),
             last: None,
+            polled: None,
+            cursor: None,
         };
         self.join(execution, placement, member);
         Ok(handle)
@@ -249,12 +271,26 @@ impl LiveQueries {
             }
             Placement::Group(key, values) => (key, values),
         };
+        let sql = crate::translate::live_query(&execution.plan.operation.data);
+        let cursor = sql
+            .params
+            .iter()
+            .position(|p| matches!(p.source, crate::sql::ast::ParamSource::Cursor(_)));
+        // A stream planned again (a new metadata version) goes on from where it was.
+        let mut values = values;
+        if let (Some(at), Some(old)) = (cursor, member.cursor) {
+            if let (Some(slot), Some(current)) = (values.get_mut(at), member.values.get(old)) {
+                *slot = current.clone();
+            }
+        }
         member.values = values;
+        member.cursor = cursor;
         let mut groups = self.lock();
         let group = groups.entry(key.clone()).or_insert_with(|| {
             let group = Arc::new(Group {
                 key,
-                sql: crate::translate::live_query(&execution.plan.operation.data),
+                sql,
+                cursor,
                 version: execution.version.clone(),
                 members: Mutex::new(Vec::new()),
                 wake: Notify::new(),

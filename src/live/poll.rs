@@ -22,10 +22,11 @@ type Outcome = (u64, Result<Bytes, Arc<GraphqlError>>);
 /// Polls on every interval (or at once when a member joins) until no member is left or a new
 /// version is served (then every member is planned again).
 pub(super) async fn run_group(live: Arc<LiveQueries>, group: Arc<Group>) {
-    let period = live
-        .polling
-        .interval
-        .max(std::time::Duration::from_millis(1));
+    let polling = match group.cursor {
+        Some(_) => live.streaming,
+        None => live.polling,
+    };
+    let period = polling.interval.max(std::time::Duration::from_millis(1));
     // A steady cadence: the next poll is due one period after the last one started, not after
     // it ended (a poll that overruns delays the next instead of queueing several).
     let mut ticks = tokio::time::interval(period);
@@ -40,7 +41,10 @@ pub(super) async fn run_group(live: Arc<LiveQueries>, group: Arc<Group>) {
             regroup(&live, &group);
             return;
         }
-        poll(&live, &group).await;
+        match group.cursor {
+            Some(cursor) => super::stream::poll(&live, &group, cursor).await,
+            None => poll(&live, &group).await,
+        }
         let mut groups = live.lock();
         if group.members().is_empty() {
             if groups

@@ -55,6 +55,9 @@ pub struct Select {
     pub offset: Option<Expr>,
     /// `FOR UPDATE`: lock the rows read.
     pub lock: bool,
+    /// The limit is `FETCH FIRST (<limit>) ROWS WITH TIES`: rows equal to the last one in
+    /// `ORDER BY` come too.
+    pub with_ties: bool,
 }
 
 impl Select {
@@ -358,6 +361,8 @@ pub enum Expr {
     Subquery(Box<Select>),
     /// `ARRAY(select)`.
     Array(Box<Select>),
+    /// `(array)[n]`: one element of an array, 1-based.
+    Element(Box<Expr>, i64),
     /// `(a, b)`: a row constructor.
     Tuple(Vec<Expr>),
     /// A function call.
@@ -435,6 +440,7 @@ impl Expr {
             }
             Expr::And(all) | Expr::Or(all) | Expr::Tuple(all) => all.iter().for_each(|e| e.walk(f)),
             Expr::Exists(select) | Expr::Subquery(select) | Expr::Array(select) => select.walk(f),
+            Expr::Element(array, _) => array.walk(f),
             Expr::Call(call) => call.walk(f),
             Expr::Case {
                 when,
@@ -522,6 +528,9 @@ pub enum ParamSource {
     /// A value the executor is handed, by this name, when it runs the statement: one worked
     /// out while the operation runs (an action handler's answer, say).
     Provided(String),
+    /// A stream's cursor, bound from the inner source at first; the live module replaces the
+    /// value as the stream advances.
+    Cursor(Box<ParamSource>),
 }
 
 /// `INSERT INTO … AS alias (columns) VALUES … | DEFAULT VALUES [ON CONFLICT …] RETURNING …`.

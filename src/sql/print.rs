@@ -72,7 +72,14 @@ pub fn print_multiplexed(leading: Vec<Param>, query: &Select) -> MultiplexedSql 
     // Each array is read through a scalar subquery, so that the planner sees no array
     // constant in a custom plan: custom and generic plans then cost the same and Postgres
     // keeps the generic one, instead of planning the statement again for every batch size.
-    let mut sql = format!("SELECT {COHORT}.\"cohort\", _r.data FROM unnest((SELECT $1::int[])");
+    // The query's outputs after `data` (a stream's `cursor`) follow it.
+    let mut sql = format!("SELECT {COHORT}.\"cohort\", _r.data");
+    for item in query.list.iter().skip(1) {
+        if let Some(ColumnAlias::Bare(name)) = &item.alias {
+            sql.push_str(&format!(", _r.{name}"));
+        }
+    }
+    sql.push_str(" FROM unnest((SELECT $1::int[])");
     for i in 1..=count {
         sql.push_str(&format!(", (SELECT ${}::text[])", i + 1));
     }
@@ -168,13 +175,27 @@ impl Printer {
             self.push(" ORDER BY ");
             self.list(&s.order_by, ", ", Self::order_by);
         }
-        if let Some(limit) = &s.limit {
-            self.push(" LIMIT ");
-            self.expr(limit);
-        }
-        if let Some(offset) = &s.offset {
-            self.push(" OFFSET ");
-            self.expr(offset);
+        match (&s.limit, s.with_ties) {
+            (Some(limit), true) => {
+                // `FETCH` comes after `OFFSET`.
+                if let Some(offset) = &s.offset {
+                    self.push(" OFFSET ");
+                    self.expr(offset);
+                }
+                self.push(" FETCH FIRST (");
+                self.expr(limit);
+                self.push(") ROWS WITH TIES");
+            }
+            (limit, _) => {
+                if let Some(limit) = limit {
+                    self.push(" LIMIT ");
+                    self.expr(limit);
+                }
+                if let Some(offset) = &s.offset {
+                    self.push(" OFFSET ");
+                    self.expr(offset);
+                }
+            }
         }
         if s.lock {
             self.push(" FOR UPDATE");
@@ -515,6 +536,11 @@ impl Printer {
                 self.push("ARRAY(");
                 self.select(select);
                 self.push(")");
+            }
+            Expr::Element(array, n) => {
+                self.push("(");
+                self.expr(array);
+                self.display(&format_args!(")[{n}]"));
             }
             Expr::Tuple(items) => {
                 self.push("(");

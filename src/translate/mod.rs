@@ -12,6 +12,7 @@ mod mutation;
 mod select;
 mod shared_insert;
 mod steps;
+mod stream;
 mod update;
 
 pub use mutation::mutation;
@@ -179,8 +180,11 @@ pub fn live_query(plan: &QueryPlan) -> MultiplexedSql {
     print_multiplexed(vec![session_param()], &query_select(plan))
 }
 
-/// The `SELECT … AS data` of a query plan.
+/// The `SELECT … AS data` of a query plan (a stream's also answers its `cursor`).
 fn query_select(plan: &QueryPlan) -> Select {
+    if let [(key, RootField::Stream(s))] = plan.fields.as_slice() {
+        return stream::stream_select(&plan.cells, key, s);
+    }
     let mut state = State::new(&plan.cells);
     let pairs = plan
         .fields
@@ -218,6 +222,9 @@ fn field_value(state: &mut State, key: &str, field: &RootField) -> Expr {
         RootField::ActionResult(r) => action::action_result(state, r),
         RootField::Constant(Value::String(s)) => Expr::string(s).cast(PgType::Text),
         RootField::Constant(_) => Expr::Literal(Literal::Null).cast(PgType::Json),
+        // A stream is a subscription's only field (see `query_select`); anywhere else it
+        // answers no rows.
+        RootField::Stream(_) => Expr::string("[]").cast(PgType::Json),
     }
 }
 
@@ -248,6 +255,7 @@ fn source(param: &Param) -> ParamSource {
         Param::SessionObject => ParamSource::SessionObject,
         Param::Array(items) => ParamSource::Array(items.iter().map(source).collect()),
         Param::ActionOutput(key) => ParamSource::Provided(ActionPart::Output.name(key)),
+        Param::Cursor(initial) => ParamSource::Cursor(Box::new(source(initial))),
     }
 }
 

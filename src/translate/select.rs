@@ -69,7 +69,7 @@ pub(super) fn json_object(pairs: Vec<(&str, Expr)>) -> Expr {
     }))
 }
 
-fn order(d: Direction) -> Option<Order> {
+pub(super) fn order(d: Direction) -> Option<Order> {
     Some(Order {
         descending: d.descending,
         nulls_first: d.nulls_first,
@@ -153,6 +153,7 @@ pub(super) fn select_rows(
             limit,
             offset,
             lock: false,
+            with_ties: false,
         },
         Some(_) => SqlSelect {
             from: Some(FromItem::Subquery {
@@ -165,6 +166,7 @@ pub(super) fn select_rows(
                     limit,
                     offset,
                     lock: false,
+                    with_ties: false,
                 }),
                 alias,
             }),
@@ -263,7 +265,7 @@ fn aggregate_order(args: &RowArgs, outer: &Alias) -> Vec<ast::OrderBy> {
 
 /// `FROM source AS alias` and the `WHERE` conjuncts: the join to the parent row, then the
 /// filters that are not trivially true.
-fn from_where(
+pub(super) fn from_where(
     state: &mut State,
     source: &Source,
     join_columns: &[(String, String)],
@@ -418,7 +420,7 @@ fn call(
 }
 
 /// The JSON object of a row's fields.
-fn row_object(state: &mut State, fields: &[(String, Field)], alias: &Alias) -> Expr {
+pub(super) fn row_object(state: &mut State, fields: &[(String, Field)], alias: &Alias) -> Expr {
     let pairs = fields
         .iter()
         .map(|(key, f)| (key.as_str(), field(state, f, alias)))
@@ -538,6 +540,7 @@ pub(super) fn aggregate(state: &mut State, a: &AggregateSelect, parent: Option<&
         limit,
         offset,
         lock: false,
+        with_ties: false,
     };
     Expr::Subquery(Box::new(SqlSelect {
         from: Some(FromItem::Subquery {

@@ -39,6 +39,48 @@ fn is_numeric_scalar(scalar: &str) -> bool {
     )
 }
 
+/// Whether a column can be a stream's cursor: its type has a default b-tree ordering (numbers,
+/// text, dates and times, `uuid`, `boolean`, `jsonb`, native enums and a few others), so
+/// `col > $cursor` and `ORDER BY col` mean something. `json`, `xml`, geometric types,
+/// arrays and composites are left out.
+fn is_cursor_type(column: &DbColumn) -> bool {
+    column.type_kind == "e"
+        || matches!(
+            column.type_name.as_str(),
+            "int2"
+                | "int4"
+                | "int8"
+                | "float4"
+                | "float8"
+                | "numeric"
+                | "money"
+                | "oid"
+                | "text"
+                | "varchar"
+                | "bpchar"
+                | "char"
+                | "name"
+                | "citext"
+                | "date"
+                | "time"
+                | "timetz"
+                | "timestamp"
+                | "timestamptz"
+                | "interval"
+                | "uuid"
+                | "bool"
+                | "jsonb"
+                | "bytea"
+                | "inet"
+                | "cidr"
+                | "macaddr"
+                | "macaddr8"
+                | "bit"
+                | "varbit"
+                | "pg_lsn"
+        )
+}
+
 fn is_orderable_scalar(scalar: &str, column: &DbColumn) -> bool {
     is_numeric_scalar(scalar)
         || TypeFamily::of(column) == TypeFamily::Text
@@ -98,6 +140,7 @@ pub(super) fn scalar_for_column(
         nullable: column.nullable,
         numeric: is_numeric_scalar(&base),
         orderable: is_orderable_scalar(&base, column),
+        cursor: is_cursor_type(column),
         family,
         scalar: enum_type.unwrap_or(base),
     }

@@ -16,7 +16,7 @@ pub use rules::permission;
 pub use write::{MutationKind, MutationRoot, RoleInsert, RoleUpdate, RoleWrite};
 
 use crate::db_model::PgType;
-use crate::metadata::types::QualifiedTable;
+use crate::metadata::types::{QualifiedTable, QueryRootField, SubscriptionRootField};
 use crate::resolve::actions::{ResolvedAction, ResolvedCustomTypes};
 use crate::resolve::{BoolExp, ComputedReturn, RelationshipKind, Resolved, TypeFamily};
 use indexmap::IndexMap;
@@ -38,6 +38,8 @@ pub struct RoleColumn {
     pub numeric: bool,
     /// Eligible for min/max and ordering aggregates.
     pub orderable: bool,
+    /// May be a stream's cursor (its type orders with a default b-tree).
+    pub cursor: bool,
     /// Which comparisons its `<S>_comparison_exp` offers (`Json` and `Jsonb` columns also take
     /// a `path` argument).
     pub family: TypeFamily,
@@ -107,6 +109,10 @@ pub struct RoleTable {
     /// their condition holds, `null` elsewhere: an inherited role's fields that only some of
     /// its parents may read.
     pub cells: IndexMap<String, BoolExp>,
+    /// The query root fields the permission lists (`None`: all).
+    pub query_root_fields: Option<Vec<QueryRootField>>,
+    /// The subscription root fields the permission lists (`None`: all).
+    pub subscription_root_fields: Option<Vec<SubscriptionRootField>>,
 }
 
 impl RoleTable {
@@ -128,6 +134,8 @@ pub enum RootKind {
     SelectByPk,
     /// Aggregate over rows.
     Aggregate,
+    /// New rows in cursor order (`<t>_stream`, subscriptions only).
+    Stream,
 }
 
 /// A query root field.
@@ -145,6 +153,8 @@ pub struct RoleModel {
     pub tables: IndexMap<QualifiedTable, RoleTable>,
     /// Query root fields by name.
     pub roots: IndexMap<String, RootField>,
+    /// Subscription root fields of tables by name.
+    pub subscription_roots: IndexMap<String, RootField>,
     /// Tables the role may write to.
     pub writes: IndexMap<QualifiedTable, RoleWrite>,
     /// Mutation root fields by name.
@@ -193,7 +203,7 @@ pub fn build_for(resolved: &Resolved, role: &str, backend_flagged: bool) -> Role
         tables.retain(|_, t| !t.fields.is_empty());
         read::add_fields(resolved, role, &mut tables);
     }
-    let roots = read::query_roots(resolved, &tables);
+    let (roots, subscription_roots) = read::root_fields(resolved, &tables);
     let (writes, mutations) = write::build(resolved, role, &tables, &enums, backend_flagged);
     let nested_updates = nested::nested_updates(resolved, &tables, &writes);
     let write_views = writes
@@ -210,6 +220,8 @@ pub fn build_for(resolved: &Resolved, role: &str, backend_flagged: bool) -> Role
                 aggregations: false,
                 primary_key: None,
                 cells: IndexMap::new(),
+                query_root_fields: None,
+                subscription_root_fields: None,
             };
             (w.name.clone(), view)
         })
@@ -225,6 +237,7 @@ pub fn build_for(resolved: &Resolved, role: &str, backend_flagged: bool) -> Role
         role: role.to_owned(),
         tables,
         roots,
+        subscription_roots,
         writes,
         mutations,
         nested_updates,

@@ -78,6 +78,12 @@ pub(super) fn selectable_tables(
                         .map(|p| p.allow_aggregations)
                         .unwrap_or(false),
                 primary_key,
+                query_root_fields: permission
+                    .as_ref()
+                    .and_then(|p| p.query_root_fields.clone()),
+                subscription_root_fields: permission
+                    .as_ref()
+                    .and_then(|p| p.subscription_root_fields.clone()),
                 cells: permission.map(|p| p.cells).unwrap_or_default(),
             },
         );
@@ -174,12 +180,15 @@ pub(super) fn add_fields(
     }
 }
 
-/// The query root fields of the selectable tables, custom names applied.
-pub(super) fn query_roots(
+/// The query and subscription root fields of the selectable tables, custom names applied and
+/// the permission's `query_root_fields` and `subscription_root_fields` respected. `<t>_stream`
+/// is a subscription field, for a table with at least one column that can be a cursor.
+pub(super) fn root_fields(
     resolved: &Resolved,
     tables: &IndexMap<QualifiedTable, RoleTable>,
-) -> IndexMap<String, RootField> {
-    let mut roots = IndexMap::new();
+) -> (IndexMap<String, RootField>, IndexMap<String, RootField>) {
+    let mut query = IndexMap::new();
+    let mut subscription = IndexMap::new();
     for (name, t) in tables {
         let Some(resolved_table) = resolved.tables.get(name) else {
             continue;
@@ -188,34 +197,59 @@ pub(super) fn query_roots(
         let pick = |c: &Option<crate::metadata::types::GraphQLName>, default: String| {
             c.as_ref().map(|n| n.0.clone()).unwrap_or(default)
         };
-        roots.insert(
+        let in_query =
+            |f: QueryRootField| t.query_root_fields.as_ref().is_none_or(|l| l.contains(&f));
+        let in_subscription = |f: SubscriptionRootField| {
+            t.subscription_root_fields
+                .as_ref()
+                .is_none_or(|l| l.contains(&f))
+        };
+        let root = |kind| RootField {
+            kind,
+            table: name.clone(),
+        };
+        let mut both =
+            |field: String, kind: RootKind, q: QueryRootField, s: SubscriptionRootField| {
+                if in_query(q) {
+                    query.insert(field.clone(), root(kind.clone()));
+                }
+                if in_subscription(s) {
+                    subscription.insert(field, root(kind));
+                }
+            };
+        both(
             pick(&custom.select, t.type_name.clone()),
-            RootField {
-                kind: RootKind::Select,
-                table: name.clone(),
-            },
+            RootKind::Select,
+            QueryRootField::Select,
+            SubscriptionRootField::Select,
         );
         if t.primary_key.is_some() {
-            roots.insert(
+            both(
                 pick(&custom.select_by_pk, format!("{}_by_pk", t.type_name)),
-                RootField {
-                    kind: RootKind::SelectByPk,
-                    table: name.clone(),
-                },
+                RootKind::SelectByPk,
+                QueryRootField::SelectByPk,
+                SubscriptionRootField::SelectByPk,
             );
         }
         if t.aggregations {
-            roots.insert(
+            both(
                 pick(
                     &custom.select_aggregate,
                     format!("{}_aggregate", t.type_name),
                 ),
-                RootField {
-                    kind: RootKind::Aggregate,
-                    table: name.clone(),
-                },
+                RootKind::Aggregate,
+                QueryRootField::SelectAggregate,
+                SubscriptionRootField::SelectAggregate,
+            );
+        }
+        if in_subscription(SubscriptionRootField::SelectStream)
+            && t.columns.values().any(|c| c.cursor)
+        {
+            subscription.insert(
+                pick(&custom.select_stream, format!("{}_stream", t.type_name)),
+                root(RootKind::Stream),
             );
         }
     }
-    roots
+    (query, subscription)
 }

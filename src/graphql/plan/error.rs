@@ -75,6 +75,16 @@ pub enum Problem {
     NoSubscriptions,
     #[error("subscription to remote server is not supported")]
     RemoteSubscription,
+    #[error("one streaming column field is expected")]
+    NoStreamColumn,
+    #[error("multiple column cursors are not supported yet")]
+    SeveralStreamColumns,
+    #[error("batch_size must be a non-negative integer, got {0}")]
+    NegativeBatchSize(String),
+    #[error("streaming and livequery subscriptions cannot be executed in the same subscription")]
+    StreamBesideLiveQuery,
+    #[error("exactly one root field is allowed for streaming subscriptions")]
+    SeveralStreams,
 
     // Fragments and directives.
     #[error("fragment \"{0}\" not found")]
@@ -195,7 +205,9 @@ impl Problem {
     pub fn kind(&self) -> PlanErrorKind {
         match self {
             Problem::Syntax(_) | Problem::JsonPath(_) => PlanErrorKind::Parse,
-            Problem::RemoteSubscription => PlanErrorKind::NotSupported,
+            Problem::RemoteSubscription
+            | Problem::StreamBesideLiveQuery
+            | Problem::SeveralStreams => PlanErrorKind::NotSupported,
             _ => PlanErrorKind::Validation,
         }
     }

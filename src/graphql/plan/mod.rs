@@ -18,6 +18,7 @@ mod permission;
 mod query;
 mod remote;
 mod select;
+mod stream;
 mod update;
 
 pub use document::{prepare, Document};

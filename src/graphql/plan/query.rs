@@ -81,6 +81,9 @@ impl<'a> Planner<'a> {
                 }
             }
         }
+        if subscription {
+            Self::stream_alone(&data)?;
+        }
         let introspection = (!introspection_keys.is_empty()).then(|| {
             (
                 introspection_keys,
@@ -111,9 +114,12 @@ impl<'a> Planner<'a> {
         'a: 'd,
     {
         let field = fields[0];
-        let root = self
-            .model
-            .roots
+        let roots = if root_type == "subscription_root" {
+            &self.model.subscription_roots
+        } else {
+            &self.model.roots
+        };
+        let root = roots
             .get(name)
             .cloned()
             .ok_or_else(|| PlanError::unknown_field(path, name, root_type))?;
@@ -171,6 +177,10 @@ impl<'a> Planner<'a> {
                 let sub =
                     self.sub_fields(fields, &format!("{}_aggregate", table.type_name), path, 1)?;
                 RootField::Aggregate(self.aggregate(table, Vec::new(), &args, &sub, path, 1)?)
+            }
+            RootKind::Stream => {
+                let sub = self.sub_fields(fields, &table.type_name, path, 1)?;
+                RootField::Stream(self.stream(table, &args, &sub, path)?)
             }
         })
     }

@@ -60,6 +60,7 @@ impl TypeBuilder<'_> {
             nullable: true,
             numeric: false,
             orderable: true,
+            cursor: true,
             family: TypeFamily::Text,
         };
         self.comparison(&string);

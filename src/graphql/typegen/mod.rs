@@ -8,6 +8,7 @@ mod aggregates;
 mod compare;
 mod mutations;
 mod nested;
+mod stream;
 mod tables;
 
 use super::model::{EnumTables, RoleModel, RoleTable, RootField, RootKind};
@@ -55,7 +56,7 @@ pub fn build_sharing(model: &RoleModel, known: &HashMap<Name, Arc<TypeDef>>) -> 
     let actions = builder.action_roots(&model.actions, &model.custom_types);
     // Live queries: the same table fields as the query root, and asynchronous actions'
     // results.
-    let mut subscription_fields = root_fields.clone();
+    let mut subscription_fields = builder.query_root_fields(&model.subscription_roots);
     subscription_fields.extend(actions.subscription);
     if !subscription_fields.is_empty() {
         builder.add(TypeDef::Object {
@@ -191,16 +192,17 @@ impl TypeBuilder<'_> {
         }
     }
 
-    /// The table fields of `query_root` (the caller adds a placeholder when the root would
-    /// have no field at all).
+    /// The table fields of `query_root` or `subscription_root` (the caller adds a placeholder
+    /// when the query root would have no field at all).
     pub(super) fn query_root_fields(
-        &self,
+        &mut self,
         roots: &IndexMap<String, RootField>,
     ) -> IndexMap<Name, FieldDef> {
         let mut root_fields = IndexMap::new();
+        let tables = self.tables;
         for (field, root) in roots {
             let field = Name::from(field.as_str());
-            let Some(t) = self.tables.get(&root.table) else {
+            let Some(t) = tables.get(&root.table) else {
                 continue;
             };
             let tn = &t.type_name;
@@ -218,6 +220,7 @@ impl TypeBuilder<'_> {
                     "fetch aggregated fields from the table: \"{}\"",
                     root.table
                 )),
+                RootKind::Stream => self.stream_field(field.clone(), t),
                 RootKind::SelectByPk => {
                     let mut def = FieldDef::new(field.clone(), TypeRef::named(tn.as_str()))
                         .describe(format!(

@@ -4,6 +4,7 @@
 
 mod live;
 mod protocols;
+mod stream;
 
 use crate::auth::{blog_server, claims, hook_server, hs_token, now, Hook, HS_KEY, SECRET};
 use crate::harness::TestServer;
