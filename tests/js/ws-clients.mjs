@@ -1,7 +1,8 @@
 // Drives Basalt's WebSocket transport with the real client libraries: `graphql-ws` (protocol
 // graphql-transport-ws) and `subscriptions-transport-ws` (Apollo's graphql-ws). For each: a
 // subscription gets its first result, a mutation over HTTP changes the row, the subscription
-// gets the new result; a query over the socket answers once. Prints one JSON summary line.
+// gets the new result; a query over the socket answers once; a stream sends the rows after its
+// cursor in batches. Prints one JSON summary line.
 //
 // Usage: node ws-clients.mjs <http base url> <admin secret>
 import WebSocket from 'ws';
@@ -12,6 +13,8 @@ const [base, secret] = process.argv.slice(2);
 const wsUrl = base.replace('http://', 'ws://') + '/v1/graphql';
 const headers = { 'X-Svc-Admin-Secret': secret };
 const SUBSCRIPTION = 'subscription ($id: Int!) { author_by_pk(id: $id) { name } }';
+// The authors after id 1, two per batch: the first batch is [2, 3].
+const STREAM = 'subscription { author_stream(batch_size: 2, cursor: {initial_value: {id: 1}}) { id } }';
 
 async function rename(name) {
   const response = await fetch(base + '/v1/graphql', {
@@ -64,8 +67,12 @@ async function graphqlWs() {
     collect((sink) => client.subscribe({ query: '{ articleById(id: 1) { title } }' }, sink), 1),
     'graphql-ws query',
   );
+  const stream = await withTimeout(
+    collect((sink) => client.subscribe({ query: STREAM }, sink), 1),
+    'graphql-ws stream',
+  );
   await client.dispose();
-  return { subscription, query };
+  return { subscription, query, stream };
 }
 
 async function apollo() {
@@ -84,8 +91,15 @@ async function apollo() {
     }, 1),
     'apollo query',
   );
+  const stream = await withTimeout(
+    collect((sink) => {
+      const s = client.request({ query: STREAM }).subscribe(sink);
+      return () => s.unsubscribe();
+    }, 1),
+    'apollo stream',
+  );
   client.close();
-  return { subscription, query };
+  return { subscription, query, stream };
 }
 
 try {

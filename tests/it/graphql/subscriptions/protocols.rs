@@ -381,14 +381,15 @@ async fn real_npm_clients_subscribe_and_query() {
         crate::harness::node_json(&dir, "ws-clients.mjs", &[s.base.as_ref(), SECRET.as_ref()])
             .await;
     let query = json!([{"data": {"articleById": {"title": "Rust in practice"}}}]);
+    let stream = json!([{"data": {"author_stream": [{"id": 2}, {"id": 3}]}}]);
     assert_eq!(
         summary["graphqlWs"],
         json!({"subscription": [{"data": {"author_by_pk": {"name": "Ann"}}},
-            {"data": {"author_by_pk": {"name": "Ann (graphql-ws)"}}}], "query": query})
+            {"data": {"author_by_pk": {"name": "Ann (graphql-ws)"}}}], "query": query, "stream": stream})
     );
     assert_eq!(
         summary["apollo"],
         json!({"subscription": [{"data": {"author_by_pk": {"name": "Ann (graphql-ws)"}}},
-            {"data": {"author_by_pk": {"name": "Ann (apollo)"}}}], "query": query})
+            {"data": {"author_by_pk": {"name": "Ann (apollo)"}}}], "query": query, "stream": stream})
     );
 }

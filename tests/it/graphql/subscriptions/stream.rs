@@ -335,3 +335,33 @@ async fn feed_frame(ws: &mut Ws) -> (String, Vec<i64>) {
     let id = f["id"].as_str().unwrap_or_default().to_owned();
     (id, ids(&f, "messageFeed"))
 }
+
+#[tokio::test]
+async fn a_new_metadata_version_keeps_the_cursor() {
+    let s = stream_server().await;
+    let mut ws = open(&s, TRANSPORT, &[]).await;
+    subscribe(
+        &mut ws,
+        "s",
+        "subscription { message_stream(batch_size: 10, cursor: {initial_value: {id: 3}}) { id } }",
+    )
+    .await;
+    assert_eq!(ids(&message(&mut ws).await, "message_stream"), [4, 5]);
+    // A metadata change plans the stream again; it goes on after 5, not after 3.
+    s.ok(
+        json!({"type": "create_select_permission", "args": {"table": "audit", "role": "member",
+        "permission": {"columns": ["id"], "filter": {}}}}),
+    )
+    .await;
+    quiet(&mut ws, 3 * INTERVAL_MS).await;
+    gql(
+        &s,
+        r#"mutation { insert_message_one(object: {room_id: 1, body: "m6"}) { id } }"#,
+    )
+    .await;
+    assert_eq!(ids(&message(&mut ws).await, "message_stream"), [6]);
+    // A stream whose columns vanish for the role ends.
+    s.ok(json!({"type": "untrack_table", "args": {"table": "message", "cascade": true}}))
+        .await;
+    assert_eq!(message(&mut ws).await["type"], "error");
+}
