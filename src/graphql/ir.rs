@@ -390,6 +390,8 @@ pub enum AggregateColumn {
 }
 
 /// A query root field.
+// Plans are built once per cached document, so variant sizes do not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum RootField {
     /// Rows, one row or null.
