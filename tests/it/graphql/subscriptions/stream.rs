@@ -365,3 +365,59 @@ async fn a_new_metadata_version_keeps_the_cursor() {
         .await;
     assert_eq!(message(&mut ws).await["type"], "error");
 }
+
+#[tokio::test]
+async fn views_partitioned_tables_and_inherited_roles_stream_too() {
+    let s = stream_server().await;
+    s.sql(
+        "CREATE VIEW room_one AS SELECT id, body FROM message WHERE room_id = 1;
+         CREATE TABLE event (at timestamptz NOT NULL, name text NOT NULL) PARTITION BY RANGE (at);
+         CREATE TABLE event_2026 PARTITION OF event FOR VALUES FROM ('2026-01-01') TO ('2027-01-01');
+         CREATE TABLE event_2027 PARTITION OF event FOR VALUES FROM ('2027-01-01') TO ('2028-01-01');
+         INSERT INTO event VALUES ('2026-12-31 23:59:59.123456+00', 'late'), ('2027-01-01 00:00:00.5+00', 'new year');",
+    )
+    .await;
+    s.ok(json!({"type": "bulk", "args": [
+        {"type": "track_table", "args": {"table": "room_one"}},
+        {"type": "track_table", "args": {"table": "event"}},
+        {"type": "add_inherited_role", "args": {"role_name": "visitor", "role_set": ["member", "guest"]}}
+    ]}))
+    .await;
+    let mut ws = open(&s, TRANSPORT, &[]).await;
+    subscribe(
+        &mut ws,
+        "v",
+        "subscription { room_one_stream(batch_size: 2, cursor: {initial_value: {id: 3}}) { id body } }",
+    )
+    .await;
+    assert_eq!(ids(&message(&mut ws).await, "room_one_stream"), [4, 5]);
+    // A timestamp cursor keeps its microseconds from one batch to the next, across partitions.
+    subscribe(
+        &mut ws,
+        "e",
+        r#"subscription { event_stream(batch_size: 1, cursor: {initial_value: {at: "2026-01-01T00:00:00Z"}}) { name } }"#,
+    )
+    .await;
+    let mut names = Vec::new();
+    for _ in 0..2 {
+        let frame = message(&mut ws).await;
+        names.push(frame["payload"]["data"]["event_stream"][0]["name"].clone());
+    }
+    assert_eq!(names, [json!("late"), json!("new year")]);
+    quiet(&mut ws, 2 * INTERVAL_MS).await;
+    // `visitor` inherits from `member` (every subscription root field) and `guest` (only
+    // `select`): it streams.
+    let mut visitor = open(
+        &s,
+        TRANSPORT,
+        &[("X-Svc-Role", "visitor"), ("X-Svc-Room-Id", "1")],
+    )
+    .await;
+    subscribe(
+        &mut visitor,
+        "i",
+        "subscription { message_stream(batch_size: 10, cursor: {initial_value: {id: 4}}) { id } }",
+    )
+    .await;
+    assert_eq!(ids(&message(&mut visitor).await, "message_stream"), [5]);
+}
