@@ -125,7 +125,8 @@ fn check_document(map: &serde_json::Map<String, Value>, path: &JsonPath) -> Resu
     Ok(())
 }
 
-/// Each table once, each role once per permission kind.
+/// Each table once, each role once per permission kind, and the root-field lists of select
+/// permissions as `create_select_permission` checks them.
 fn check_tables(metadata: &Metadata, path: &JsonPath) -> Result<()> {
     let mut tables = BTreeSet::new();
     for (i, entry) in metadata.tables.iter().enumerate() {
@@ -140,6 +141,14 @@ fn check_tables(metadata: &Metadata, path: &JsonPath) -> Result<()> {
         check_unique_roles(&entry.select_permissions, &at.key("select_permissions"))?;
         check_unique_roles(&entry.update_permissions, &at.key("update_permissions"))?;
         check_unique_roles(&entry.delete_permissions, &at.key("delete_permissions"))?;
+        for (j, p) in entry.select_permissions.iter().enumerate() {
+            super::check_select_root_fields(
+                &entry.table,
+                &p.role,
+                &p.permission,
+                &at.key("select_permissions").index(j),
+            )?;
+        }
     }
     Ok(())
 }

@@ -31,6 +31,7 @@ pub use run_sql::RunSql;
 
 pub use collections::check_collection;
 pub use manage::{parse_metadata, ManageOp};
+pub use permissions::check_select_root_fields;
 
 use crate::db_model::DbModel;
 use crate::metadata::error::{parse_failed, Code, MetadataError, Result};

@@ -166,6 +166,10 @@ impl PermissionOp {
                         format!("table \"{table}\" does not exist"),
                     ));
                 }
+                if *kind == PermissionKind::Select {
+                    let select: SelectPermission = parse(permission, &args.key("permission"))?;
+                    check_select_root_fields(table, role, &select, &args)?;
+                }
                 resolve::check_permission(&cache.resolved, table, &role.0, *kind, permission)
                     .map_err(|e| e.under(&args.key("permission")))?;
                 push_permission(entry, *kind, role, permission, comment.clone())?;
@@ -218,6 +222,36 @@ impl PermissionOp {
         }
         Ok(next)
     }
+}
+
+/// The rule a select permission's root-field lists follow beyond their shape: an aggregate
+/// root field can be listed only where aggregates are allowed. `path` is where the permission's
+/// table and role are given (`$.args` of `create_select_permission`, the permission's entry in
+/// a metadata document).
+pub fn check_select_root_fields(
+    table: &QualifiedTable,
+    role: &Name,
+    permission: &SelectPermission,
+    path: &JsonPath,
+) -> Result<()> {
+    let lists_aggregate = permission
+        .query_root_fields
+        .iter()
+        .flatten()
+        .any(|f| *f == QueryRootField::SelectAggregate)
+        || permission
+            .subscription_root_fields
+            .iter()
+            .flatten()
+            .any(|f| *f == SubscriptionRootField::SelectAggregate);
+    if lists_aggregate && !permission.allow_aggregations {
+        return Err(MetadataError::new(
+            Code::InvalidParams,
+            path.clone(),
+            format!("in table \"{table}\": in permission for role \"{role}\": \"select_aggregate\" can only be listed when \"allow_aggregations\" is true"),
+        ));
+    }
+    Ok(())
 }
 
 fn set_comment<P>(list: &mut [PermissionEntry<P>], role: &str, comment: Option<String>) {

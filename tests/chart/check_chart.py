@@ -6,7 +6,8 @@ through a C library: no helm binary, no network), validates every rendered objec
 the Kubernetes 1.33 schemas with kubernetes-validate (strict), and asserts what the chart
 promises: RBAC exactly matching the CRDs in crds/, service-account tokens only where the
 Kubernetes API is used, consistent Secret references, probe paths and ports, which
-Deployments exist, BASALT_* variables spelled as in src/config.rs, and charts/basalt/crds/
+Deployments exist, the engine settings passed through (metrics, tracing, streaming
+subscriptions), BASALT_* variables spelled as in src/config.rs, and charts/basalt/crds/
 being a byte copy of crds/.
 
 Run from the repository root, with a Python that has tests/chart/requirements.txt installed:
@@ -585,6 +586,25 @@ def check_tracing(r: Rendered) -> list[str]:
     return problems
 
 
+def check_streaming(r: Rendered) -> list[str]:
+    """The engine gets the streaming subscription settings of engine.streamingQueries, written
+    as plain integers (a large value must not come out in exponent form)."""
+    engine = r.deployment("engine")
+    if not engine:
+        return ["no engine Deployment"]
+    streaming = r.values.get("engine", {}).get("streamingQueries", {})
+    env = {e["name"]: e.get("value") for e in container(engine, "engine").get("env", [])}
+    problems = []
+    for name, key in [
+        ("BASALT_STREAMING_QUERIES_MULTIPLEXED_REFETCH_INTERVAL", "refetchIntervalMs"),
+        ("BASALT_STREAMING_QUERIES_MULTIPLEXED_BATCH_SIZE", "batchSize"),
+    ]:
+        want = str(int(streaming.get(key)))
+        if env.get(name) != want:
+            problems.append(f"{name}={env.get(name)!r}, want {want!r} (engine.streamingQueries.{key})")
+    return problems
+
+
 def check_probes(r: Rendered) -> list[str]:
     problems = []
     engine = r.deployment("engine")
@@ -762,6 +782,7 @@ MATRIX: dict[str, dict[str, Any]] = {
         "tracing": {"otlpEndpoint": "http://otel-collector.observability:4318", "protocol": "http/json"},
         "controller": {"enabled": True, "embedded": False},
     }),
+    "streaming-tuned": merge(BASE, {"engine": {"streamingQueries": {"refetchIntervalMs": 250, "batchSize": 2000000}}}),
     "mixed-secrets": {
         "database": {"existingSecret": "basalt-db"},
         "adminSecret": {"value": "inline-admin"},
@@ -871,6 +892,10 @@ def main() -> int:
             refused(merge(BASE, {"metrics": {"enabled": True, "podMonitor": {"enabled": True, "interval": "often"}}}), "interval"),
         )
         run(
+            "refuses[streaming-batch-size-0]",
+            refused(merge(BASE, {"engine": {"streamingQueries": {"batchSize": 0}}}), "batchSize"),
+        )
+        run(
             "refuses[watch-all-and-list]",
             refused(merge(BASE, {"controller": {"watchAllNamespaces": True, "watchNamespaces": ["a"]}}), "watchNamespaces"),
         )
@@ -894,6 +919,7 @@ def main() -> int:
             run(f"metrics[{case}]", lambda: check_metrics(r))
             run(f"pod-monitor[{case}]", lambda: check_pod_monitor(r))
             run(f"tracing[{case}]", lambda: check_tracing(r))
+            run(f"streaming[{case}]", lambda: check_streaming(r))
             run(f"env-names[{case}]", lambda: check_env_names(r, known_env))
             run(f"security[{case}]", lambda: check_security(r))
 

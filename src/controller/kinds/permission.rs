@@ -26,6 +26,32 @@ pub enum Operation {
     Delete,
 }
 
+/// A query root field of the table, as `queryRootFields` lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum QueryRootFieldSpec {
+    /// The list query (`<t>`).
+    Select,
+    /// `<t>_by_pk`.
+    SelectByPk,
+    /// `<t>_aggregate` (needs `allowAggregations`).
+    SelectAggregate,
+}
+
+/// A subscription root field of the table, as `subscriptionRootFields` lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SubscriptionRootFieldSpec {
+    /// The live list (`<t>`).
+    Select,
+    /// `<t>_by_pk`.
+    SelectByPk,
+    /// `<t>_aggregate` (needs `allowAggregations`).
+    SelectAggregate,
+    /// The streaming subscription `<t>_stream`.
+    SelectStream,
+}
+
 /// One permission of one role on one table.
 #[derive(CustomResource, KubeSchema, Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[kube(
@@ -53,6 +79,7 @@ pub enum Operation {
     validation = Rule::new("self.operation != 'delete' || has(self.permission.filter)").message("delete needs permission.filter"),
     validation = Rule::new("self.operation == 'insert' || !has(self.permission.backendOnly)").message("backendOnly is for insert only"),
     validation = Rule::new("self.operation == 'select' || (!has(self.permission.computedFields) && !has(self.permission.limit) && !has(self.permission.allowAggregations))").message("computedFields, limit and allowAggregations are for select only"),
+    validation = Rule::new("self.operation == 'select' || (!has(self.permission.queryRootFields) && !has(self.permission.subscriptionRootFields))").message("queryRootFields and subscriptionRootFields are for select only"),
     validation = Rule::new("self.operation == 'insert' || self.operation == 'update' || !has(self.permission.set)").message("set is for insert and update only"),
     validation = Rule::new("self.operation != 'delete' || (!has(self.permission.columns) && !has(self.permission.check))").message("delete takes only permission.filter"),
     validation = Rule::new("self.operation != 'insert' || !has(self.permission.filter)").message("insert takes permission.check, not permission.filter")
@@ -107,6 +134,14 @@ pub struct PermissionRules {
     /// Aggregates allowed (select).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allow_aggregations: Option<bool>,
+    /// Which query root fields of the table the role gets (select; absent: every one the
+    /// other rules allow, `[]`: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query_root_fields: Option<Vec<QueryRootFieldSpec>>,
+    /// Which subscription root fields of the table the role gets (select; as
+    /// `queryRootFields`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subscription_root_fields: Option<Vec<SubscriptionRootFieldSpec>>,
 }
 
 /// The permission kind of an operation.
@@ -135,6 +170,8 @@ fn permission_rules_json(operation: Operation, p: &PermissionRules) -> Value {
             put(&mut m, "filter", &p.filter);
             put(&mut m, "limit", &p.limit);
             put(&mut m, "allow_aggregations", &p.allow_aggregations);
+            put(&mut m, "query_root_fields", &p.query_root_fields);
+            put(&mut m, "subscription_root_fields", &p.subscription_root_fields);
         }
         Operation::Update => {
             put(&mut m, "columns", &p.columns);
@@ -173,6 +210,11 @@ impl PermissionSpec {
             permission: rules,
             comment: self.comment.clone(),
         };
+        if self.operation == Operation::Select {
+            let select: crate::metadata::types::SelectPermission =
+                parse(&entry.permission, &path)?;
+            crate::ops::check_select_root_fields(&table, &entry.role, &select, &spec_path())?;
+        }
         Ok((table, permission_kind(self.operation), entry))
     }
 
@@ -192,6 +234,8 @@ fn rules_spec(rules: &Value) -> Value {
                 "backend_only" => "backendOnly",
                 "computed_fields" => "computedFields",
                 "allow_aggregations" => "allowAggregations",
+                "query_root_fields" => "queryRootFields",
+                "subscription_root_fields" => "subscriptionRootFields",
                 "check" => "check",
                 "set" => "set",
                 "columns" => "columns",

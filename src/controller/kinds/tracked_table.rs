@@ -78,6 +78,9 @@ pub struct CustomRootFieldsSpec {
     /// `select_aggregate`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub select_aggregate: Option<String>,
+    /// `select_stream`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub select_stream: Option<String>,
     /// `insert`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub insert: Option<String>,
@@ -224,6 +227,7 @@ impl TrackedTableSpec {
                 put(&mut roots, "select", &r.select);
                 put(&mut roots, "select_by_pk", &r.select_by_pk);
                 put(&mut roots, "select_aggregate", &r.select_aggregate);
+                put(&mut roots, "select_stream", &r.select_stream);
                 put(&mut roots, "insert", &r.insert);
                 put(&mut roots, "insert_one", &r.insert_one);
                 put(&mut roots, "update", &r.update);
@@ -297,6 +301,7 @@ fn root_fields(r: &CustomRootFields) -> Map<String, Value> {
     put_value(&mut m, "select", name(&r.select));
     put_value(&mut m, "selectByPk", name(&r.select_by_pk));
     put_value(&mut m, "selectAggregate", name(&r.select_aggregate));
+    put_value(&mut m, "selectStream", name(&r.select_stream));
     put_value(&mut m, "insert", name(&r.insert));
     put_value(&mut m, "insertOne", name(&r.insert_one));
     put_value(&mut m, "update", name(&r.update));

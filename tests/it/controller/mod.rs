@@ -17,6 +17,7 @@ mod lifecycle;
 mod ownership;
 mod remote_schemas;
 mod roles_and_limits;
+mod root_fields;
 mod running;
 mod scope;
 mod shared_view;

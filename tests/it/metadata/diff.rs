@@ -261,6 +261,52 @@ async fn an_update_many_name_is_previewed_and_its_clash_reported() {
     assert_eq!((server.export().await, version(server).await), before);
 }
 
+/// A select Permission's root-field lists and a TrackedTable's `selectStream`: each edit is a
+/// change of its object, and `select_aggregate` without `allowAggregations` is refused as the
+/// controller refuses it.
+#[tokio::test]
+async fn root_field_lists_and_stream_names_are_previewed() {
+    let s = applied_blog_example().await;
+    let server = &s.server;
+    let before = (server.export().await, version(server).await);
+    let dir = example_copy();
+    let path = dir.path().to_str().unwrap();
+    let permission = dir.path().join("permission-article-user-select.yaml");
+    edit_yaml(&permission, |p| {
+        p["spec"]["permission"]["subscriptionRootFields"] = json!(["select_stream"]);
+        p["spec"]["permission"]["queryRootFields"] = json!([]);
+    });
+    edit_yaml(&dir.path().join("tracked-table-article.yaml"), |t| {
+        t["spec"]["configuration"] = json!({"customRootFields": {"selectStream": "articleFeed"}});
+    });
+    let (code, text) = diff(&["-f", path, "-n", NS, "--endpoint", &server.base]).await;
+    assert_eq!(code, 1, "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[1..lines.len() - 1],
+        [
+            format!("~ permission:public.article.user.select [permission.query_root_fields, permission.subscription_root_fields]    (Permission {NS}/article-user-select)"),
+            format!("~ table:public.article [configuration.custom_root_fields]    (TrackedTable {NS}/article)"),
+        ],
+        "{text}"
+    );
+
+    edit_yaml(&permission, |p| {
+        p["spec"]["permission"]["queryRootFields"] = json!(["select", "select_aggregate"]);
+    });
+    let (code, text) = diff(&["-f", path, "-n", NS, "--database-url", &server.db_url]).await;
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains(&format!("Permission {NS}/article-user-select")),
+        "{text}"
+    );
+    assert!(
+        text.contains("in table \"article\": in permission for role \"user\": \"select_aggregate\" can only be listed when \"allow_aggregations\" is true"),
+        "{text}"
+    );
+    assert_eq!((server.export().await, version(server).await), before);
+}
+
 /// Needs `add_remote_schema` (the metadata half of remote schemas): the blog example's
 /// RemoteSchema is applied first.
 #[tokio::test]

@@ -42,6 +42,14 @@ fn permission_cel_rules() {
             json!({"table": {"name": "a"}, "role": "u", "operation": "select", "permission": {"columns": "*", "filter": {}, "backendOnly": true}}),
             "backendOnly is for insert only",
         ),
+        (
+            json!({"table": {"name": "a"}, "role": "u", "operation": "update", "permission": {"columns": "*", "filter": {}, "queryRootFields": ["select"]}}),
+            "queryRootFields and subscriptionRootFields are for select only",
+        ),
+        (
+            json!({"table": {"name": "a"}, "role": "u", "operation": "delete", "permission": {"filter": {}, "subscriptionRootFields": []}}),
+            "queryRootFields and subscriptionRootFields are for select only",
+        ),
     ];
     // The controller's check (each kind's rules compiled once) says what kube's does.
     basalt::controller::cel::validate(&ok).expect("valid");
@@ -358,4 +366,58 @@ fn relationship_using_needs_exactly_one_key() {
         let err = table(using).validate_cel().expect_err("both or neither");
         assert!(format!("{err:?}").contains("exactly one of"), "{err:?}");
     }
+}
+
+/// The root-field lists of a select Permission: enums of the metadata API's values (the API
+/// server refuses any other), each list optional; `select_aggregate` without
+/// `allowAggregations` is left to the controller, which answers the metadata API's error.
+#[test]
+fn permission_root_field_lists_are_enums() {
+    let schema = schema_of(&crd_of("Permission"));
+    let rules = &schema["properties"]["spec"]["properties"]["permission"]["properties"];
+    for (key, values) in [
+        (
+            "queryRootFields",
+            json!(["select", "select_by_pk", "select_aggregate"]),
+        ),
+        (
+            "subscriptionRootFields",
+            json!([
+                "select",
+                "select_by_pk",
+                "select_aggregate",
+                "select_stream"
+            ]),
+        ),
+    ] {
+        assert_eq!(rules[key]["type"], "array", "{key}");
+        assert_eq!(rules[key]["nullable"], true, "{key}");
+        assert_eq!(rules[key]["items"]["enum"], values, "{key}");
+    }
+    let spec = |lists: Value| {
+        let mut permission = json!({"columns": "*", "filter": {}});
+        permission
+            .as_object_mut()
+            .unwrap()
+            .extend(lists.as_object().unwrap().clone());
+        json!({"table": {"name": "a"}, "role": "u", "operation": "select", "permission": permission})
+    };
+    permission(spec(
+        json!({"queryRootFields": [], "subscriptionRootFields": ["select_stream"]}),
+    ))
+    .validate_cel()
+    .expect("valid");
+    for wrong in [
+        json!({"queryRootFields": ["select_stream"]}),
+        json!({"subscriptionRootFields": ["selectStream"]}),
+    ] {
+        assert!(
+            serde_json::from_value::<PermissionSpec>(spec(wrong.clone())).is_err(),
+            "{wrong}"
+        );
+    }
+    let table = schema_of(&crd_of("TrackedTable"));
+    let roots = &table["properties"]["spec"]["properties"]["configuration"]["properties"]
+        ["customRootFields"]["properties"];
+    assert_eq!(roots["selectStream"]["type"], "string");
 }

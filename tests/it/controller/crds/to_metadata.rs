@@ -6,7 +6,7 @@ use super::*;
 fn resources_map_to_metadata_field_by_field() {
     let spec: TrackedTableSpec = serde_json::from_value(json!({
         "table": {"name": "article"}, "isEnum": false,
-        "configuration": {"customRootFields": {"select": "articles", "selectByPk": "articleById", "updateMany": "editArticles"}, "customColumnNames": {"author_id": "authorId"}},
+        "configuration": {"customRootFields": {"select": "articles", "selectByPk": "articleById", "selectStream": "articleFeed", "updateMany": "editArticles"}, "customColumnNames": {"author_id": "authorId"}},
         "objectRelationships": [{"name": "author", "using": {"foreignKeyConstraintOn": "author_id"}, "comment": "who"}],
         "arrayRelationships": [{"name": "comments", "using": {"manualConfiguration": {"remoteTable": {"schema": "public", "name": "comment"}, "columnMapping": {"id": "article_id"}}}}]
     }))
@@ -16,7 +16,7 @@ fn resources_map_to_metadata_field_by_field() {
         serde_json::to_value(&entry).unwrap(),
         json!({
             "table": {"schema": "public", "name": "article"},
-            "configuration": {"custom_root_fields": {"select": "articles", "select_by_pk": "articleById", "update_many": "editArticles"}, "custom_column_names": {"author_id": "authorId"}},
+            "configuration": {"custom_root_fields": {"select": "articles", "select_by_pk": "articleById", "select_stream": "articleFeed", "update_many": "editArticles"}, "custom_column_names": {"author_id": "authorId"}},
             "object_relationships": [{"name": "author", "using": {"foreign_key_constraint_on": "author_id"}, "comment": "who"}],
             "array_relationships": [{"name": "comments", "using": {"manual_configuration": {"remote_table": {"schema": "public", "name": "comment"}, "column_mapping": {"id": "article_id"}}}}]
         })
@@ -42,6 +42,37 @@ fn resources_map_to_metadata_field_by_field() {
     let spec: PermissionSpec = serde_json::from_value(json!({"table": {"name": "article"}, "role": "user", "operation": "select", "permission": {"columns": "all", "filter": {}}})).unwrap();
     let err = spec.entry().unwrap_err();
     assert_eq!(err.path.as_str(), "$.spec.permission.columns", "{err:?}");
+
+    // Root-field lists: `[]` stays `[]`, absent stays absent; `select_aggregate` needs
+    // `allowAggregations`, as create_select_permission says.
+    let select = |rules: Value| -> PermissionSpec {
+        serde_json::from_value(
+            json!({"table": {"schema": "hr", "name": "message"}, "role": "member",
+            "operation": "select", "permission": rules}),
+        )
+        .unwrap()
+    };
+    let (_, _, entry) = select(json!({"columns": "*", "filter": {}, "queryRootFields": [],
+        "subscriptionRootFields": ["select", "select_stream"]}))
+    .entry()
+    .unwrap();
+    assert_eq!(
+        entry.permission,
+        json!({"columns": "*", "filter": {}, "query_root_fields": [],
+            "subscription_root_fields": ["select", "select_stream"]})
+    );
+    let err = select(
+        json!({"columns": "*", "filter": {}, "allowAggregations": false,
+        "queryRootFields": ["select_aggregate"]}),
+    )
+    .entry()
+    .unwrap_err();
+    assert_eq!(err.path.as_str(), "$.spec", "{err:?}");
+    assert_eq!(err.code.as_str(), "invalid-params");
+    assert_eq!(
+        err.message,
+        "in table \"hr.message\": in permission for role \"member\": \"select_aggregate\" can only be listed when \"allow_aggregations\" is true"
+    );
 
     let spec: ComputedFieldSpec =
         serde_json::from_value(json!({"table": {"name": "author"}, "name": "fullName",
