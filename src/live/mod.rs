@@ -271,22 +271,13 @@ impl LiveQueries {
             }
             Placement::Group(key, values) => (key, values),
         };
-        let sql = crate::translate::live_query(&execution.plan.operation.data);
-        let cursor = sql
-            .params
-            .iter()
-            .position(|p| matches!(p.source, crate::sql::ast::ParamSource::Cursor(_)));
-        // A stream planned again (a new metadata version) goes on from where it was.
-        let mut values = values;
-        if let (Some(at), Some(old)) = (cursor, member.cursor) {
-            if let (Some(slot), Some(current)) = (values.get_mut(at), member.values.get(old)) {
-                *slot = current.clone();
-            }
-        }
-        member.values = values;
-        member.cursor = cursor;
         let mut groups = self.lock();
         let group = groups.entry(key.clone()).or_insert_with(|| {
+            let sql = crate::translate::live_query(&execution.plan.operation.data);
+            let cursor = sql
+                .params
+                .iter()
+                .position(|p| matches!(p.source, crate::sql::ast::ParamSource::Cursor(_)));
             let group = Arc::new(Group {
                 key,
                 sql,
@@ -298,6 +289,15 @@ impl LiveQueries {
             tokio::spawn(poll::run_group(self.clone(), group.clone()));
             group
         });
+        // A stream planned again (a new metadata version) goes on from where it was.
+        let mut values = values;
+        if let (Some(at), Some(old)) = (group.cursor, member.cursor) {
+            if let (Some(slot), Some(current)) = (values.get_mut(at), member.values.get(old)) {
+                *slot = current.clone();
+            }
+        }
+        member.values = values;
+        member.cursor = group.cursor;
         group.members().push(member);
         group.wake.notify_one();
     }
