@@ -15,23 +15,18 @@
 use super::select::{from_where, json_object, order, row_object, Written};
 use super::{set_session, value, State};
 use crate::db_model::PgType;
-use crate::graphql::ir::{Direction, StreamSelect};
+use crate::graphql::ir::{CellRules, Direction, Source, StreamSelect};
 use crate::sql::ast::{self, Alias, BinaryOp, Expr, Select, SelectItem};
 use crate::sql::helpers::json_array_agg;
 
-/// The output columns of a stream statement besides `data`.
-pub(crate) const CURSOR: &str = "cursor";
+/// The output column, after `data`, holding where the batch ended.
+const CURSOR: &str = "cursor";
 
 /// The statement of a stream field at response key `key`; `$1` is the session.
-pub(super) fn stream_select(
-    cells: &crate::graphql::ir::CellRules,
-    key: &str,
-    s: &StreamSelect,
-) -> Select {
+pub(super) fn stream_select(cells: &CellRules, key: &str, s: &StreamSelect) -> Select {
     let mut state = State::new(cells);
     let table = match &s.select.source {
-        crate::graphql::ir::Source::Table(t)
-        | crate::graphql::ir::Source::Function { returns: t, .. } => t,
+        Source::Table(t) | Source::Function { returns: t, .. } => t,
     };
     let alias = state.table_alias(table);
     let (from, mut where_) = from_where(
