@@ -175,6 +175,14 @@ pub struct RoleModel {
     pub cells: crate::graphql::ir::CellRules,
 }
 
+impl RoleModel {
+    /// Whether updates of `w`'s table take `_nested`: the table has a primary key to read the
+    /// answer back by, and relationships a nested update may follow.
+    pub fn takes_nested(&self, w: &RoleWrite) -> bool {
+        w.key.is_some() && self.nested_updates.contains_key(&w.name)
+    }
+}
+
 /// Builds one role's model for ordinary requests.
 pub fn build(resolved: &Resolved, role: &str) -> RoleModel {
     build_for(resolved, role, false)

@@ -30,6 +30,18 @@ pub struct RoleUpdate {
     pub check: Option<BoolExp>,
 }
 
+impl RoleUpdate {
+    /// Some updatable column is `jsonb`: the jsonb operators (`_append`, …) exist.
+    pub fn has_jsonb(&self) -> bool {
+        self.columns.values().any(|c| c.scalar == "jsonb")
+    }
+
+    /// Some updatable column is numeric: `_inc` exists.
+    pub fn has_numeric(&self) -> bool {
+        self.columns.values().any(|c| c.numeric)
+    }
+}
+
 /// What a role may write to one table.
 #[derive(Debug, Clone)]
 pub struct RoleWrite {

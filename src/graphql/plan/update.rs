@@ -165,12 +165,10 @@ impl<'a> Planner<'a> {
 
     /// The arguments a refused update names: the field's operators and `_nested`.
     fn operator_arguments(&self, w: &RoleWrite) -> Vec<&'static str> {
-        let columns = w.update.as_ref().map(|u| &u.columns);
-        let any = |f: &dyn Fn(&crate::graphql::model::RoleColumn) -> bool| {
-            columns.is_some_and(|c| c.values().any(f))
-        };
-        let jsonb = any(&|c| c.scalar == "jsonb");
-        let numeric = any(&|c| c.numeric);
+        let (jsonb, numeric) = w
+            .update
+            .as_ref()
+            .map_or((false, false), |u| (u.has_jsonb(), u.has_numeric()));
         let mut listed: Vec<&'static str> = LISTED
             .into_iter()
             .filter(|arg| match *arg {
@@ -179,7 +177,7 @@ impl<'a> Planner<'a> {
                 _ => jsonb,
             })
             .collect();
-        if w.key.is_some() && self.model.nested_updates.contains_key(&w.name) {
+        if self.model.takes_nested(w) {
             listed.push("_nested");
         }
         listed

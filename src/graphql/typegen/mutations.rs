@@ -126,14 +126,14 @@ impl TypeBuilder<'_> {
             return Vec::new();
         };
         let mut ops = Vec::new();
-        let jsonb = u.columns.values().any(|c| c.scalar == "jsonb");
+        let jsonb = u.has_jsonb();
         if jsonb {
             ops.push(("_append", format!("{t}_append_input")));
             ops.push(("_delete_at_path", format!("{t}_delete_at_path_input")));
             ops.push(("_delete_elem", format!("{t}_delete_elem_input")));
             ops.push(("_delete_key", format!("{t}_delete_key_input")));
         }
-        if u.columns.values().any(|c| c.numeric) {
+        if u.has_numeric() {
             ops.push(("_inc", format!("{t}_inc_input")));
         }
         if jsonb {

@@ -16,7 +16,9 @@ impl TypeBuilder<'_> {
         model: &RoleModel,
         w: &RoleWrite,
     ) -> Option<InputValueDef> {
-        w.key.as_ref()?;
+        if !model.takes_nested(w) {
+            return None;
+        }
         let name = self.nested_update_input(model, &w.name)?;
         Some(InputValueDef::new("_nested", TypeRef::named(name)))
     }
