@@ -208,6 +208,15 @@ pub enum ManagedMetadata {
     Reject,
 }
 
+/// Whether live queries and streams are polled only when a table they read changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ChangeDetection {
+    /// Statement triggers notify the engine of changes; a cohort runs when its tables changed.
+    On,
+    /// Every cohort runs every interval, and the engine's change triggers are removed.
+    Off,
+}
+
 /// Log output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
@@ -568,6 +577,31 @@ pub struct LiveConfig {
         default_value_t = 100
     )]
     pub stream_batch_size: usize,
+    /// Whether live queries and streams run only when a table they read changed (`on`), or
+    /// every interval (`off`).
+    #[arg(
+        long = "live-queries-change-detection",
+        env = "BASALT_LIVE_QUERIES_CHANGE_DETECTION",
+        value_enum,
+        default_value_t = ChangeDetection::On
+    )]
+    pub change_detection: ChangeDetection,
+    /// The longest a watched cohort goes without a poll, in milliseconds (`0`: no fallback
+    /// poll).
+    #[arg(
+        long = "live-queries-fallback-refetch-interval-ms",
+        env = "BASALT_LIVE_QUERIES_FALLBACK_REFETCH_INTERVAL",
+        default_value_t = 30_000
+    )]
+    pub fallback_refetch_interval_ms: u64,
+    /// Tables (`schema.table`, comma-separated) that get no change trigger: cohorts reading
+    /// them run every interval. For tables with very high write rates.
+    #[arg(
+        long = "live-queries-change-detection-exclude",
+        env = "BASALT_LIVE_QUERIES_CHANGE_DETECTION_EXCLUDE",
+        value_delimiter = ','
+    )]
+    pub change_detection_exclude: Vec<String>,
     /// Most open WebSocket connections; the next upgrade is refused with HTTP 503.
     #[arg(
         long = "websocket-max-connections",
@@ -615,6 +649,9 @@ impl Default for LiveConfig {
             batch_size: 100,
             stream_refetch_interval_ms: 1000,
             stream_batch_size: 100,
+            change_detection: ChangeDetection::On,
+            fallback_refetch_interval_ms: 30_000,
+            change_detection_exclude: Vec::new(),
             max_connections: 10_000,
             max_operations: 100,
             keepalive_seconds: 5,

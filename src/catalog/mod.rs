@@ -15,6 +15,7 @@ use tracing::Instrument;
 pub mod actions;
 pub mod database;
 pub mod events;
+pub mod live_change;
 pub mod managed;
 pub mod remote;
 pub mod versions;

@@ -7,6 +7,7 @@
 pub mod ast;
 pub mod capture;
 pub mod helpers;
+pub mod live_change;
 pub mod names;
 pub mod print;
 pub mod program;

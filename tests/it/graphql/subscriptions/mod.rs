@@ -2,6 +2,7 @@
 //! live results pushed on change, multiplexing, limits, session expiry and metadata changes.
 //! The WebSocket client helpers here are shared with the actions' subscription test.
 
+mod change_triggers;
 mod live;
 mod protocols;
 mod stream;
