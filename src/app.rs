@@ -96,6 +96,7 @@ pub async fn start(config: ServeConfig) -> Result<Running> {
         state.engine.clone(),
         polling,
         streaming,
+        state.changes.clone(),
         state.config.live.max_connections,
     ));
     let app = crate::http::app(state.clone(), live.clone());
@@ -147,12 +148,15 @@ const CONTROLLER_DRAIN: Duration = Duration::from_secs(20);
 
 /// Keeps the served catalog version current: LISTEN for peers' commits, with a periodic version
 /// poll as backup; reconnects after failures.
-async fn watch_catalog(state: AppState, pg_config: tokio_postgres::Config) {
+async fn watch_catalog(state: AppState, mut pg_config: tokio_postgres::Config) {
+    // The session is recognisable among the server's connections.
+    pg_config.application_name("basalt-listen");
     let poll = Duration::from_secs(state.config.metadata_poll_seconds.max(1));
     let mut reconnect = false;
     loop {
-        match catalog::listen(&pg_config).await {
+        match catalog::listen(&pg_config, state.changes.on).await {
             Ok(mut listener) => {
+                state.changes.connected();
                 // Catch up on anything committed before LISTEN took effect. After a reconnect
                 // a `reload:N` (model change, same version) may have been missed: rebuild
                 // unconditionally then.
@@ -168,6 +172,10 @@ async fn watch_catalog(state: AppState, pg_config: tokio_postgres::Config) {
                             if let Err(err) = state.notified(&notification).await {
                                 tracing::warn!(%err, "reload after notification failed");
                             }
+                        }
+                        changed = listener.changes.recv(), if state.changes.on => {
+                            let Some(oid) = changed else { break };
+                            state.changes.changed(oid);
                         }
                         _ = ticker.tick() => {
                             let current = match catalog::current_version(&listener.client).await {
@@ -185,6 +193,7 @@ async fn watch_catalog(state: AppState, pg_config: tokio_postgres::Config) {
             }
             Err(err) => tracing::warn!(%err, "cannot listen for catalog changes"),
         }
+        state.changes.disconnected();
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
 }

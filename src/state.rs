@@ -53,6 +53,8 @@ pub struct SharedState {
     pub events: Arc<crate::stats::EventCounters>,
     /// This process's counts of rate-limited operations (`docs/limits.md`).
     pub rate: crate::limits::rate::RateLimiter,
+    /// Change detection of live queries and streams: counters, listener, coverage.
+    pub changes: Arc<crate::live::changes::Changes>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -88,7 +90,15 @@ impl AppState {
             enforce_allowlist: config.enable_allowlist,
         };
         let engine = Engine::new(pool.clone(), counters.clone(), sharing, settings);
+        let live = &config.live;
+        let changes = crate::live::changes::Changes::new(
+            live.change_detection == crate::config::ChangeDetection::On,
+            (live.fallback_refetch_interval_ms > 0)
+                .then(|| std::time::Duration::from_millis(live.fallback_refetch_interval_ms)),
+            live.change_detection_exclude.clone(),
+        );
         AppState(Arc::new(SharedState {
+            changes: Arc::new(changes),
             pool,
             config: Arc::new(config),
             engine: Arc::new(engine),
@@ -136,7 +146,35 @@ impl AppState {
     /// Has the engine serve `next`; the caller holds `rebuild`, so one version is never
     /// built twice (the writer's install and its own NOTIFY race).
     fn install_locked(&self, next: Arc<CatalogVersion>, force: bool) {
+        let tracked: Vec<crate::names::QualifiedName> = next
+            .resolution
+            .resolved
+            .tables
+            .keys()
+            .map(|t| crate::names::QualifiedName::new(t.schema.as_str(), t.name.as_str()))
+            .collect();
         self.engine.install(next, force);
+        // The change triggers follow what is tracked; cohorts read the new coverage once it
+        // is there (until then, a table it does not list makes a cohort run every interval).
+        let (pool, changes) = (self.pool.clone(), self.changes.clone());
+        tokio::spawn(async move {
+            let synced = async {
+                let mut client = pool.get().await?;
+                crate::catalog::live_change::sync(
+                    &mut client,
+                    &tracked,
+                    &changes.exclude,
+                    changes.on,
+                )
+                .await
+            };
+            match synced.await {
+                Ok(coverage) => changes.set_coverage(coverage),
+                Err(err) => {
+                    tracing::warn!(%err, "cannot keep the live-query change triggers in step")
+                }
+            }
+        });
     }
 
     /// Rebuilds from the catalog (after a peer's NOTIFY, a poll, or at start). Without

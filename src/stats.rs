@@ -34,6 +34,10 @@ pub struct Counters {
     /// Polls of a live-query group that had subscribers (each runs one statement per batch),
     /// counted when they end.
     pub live_polls: AtomicU64,
+    /// Cohorts of live queries and streams that a tick ran, and that it skipped because
+    /// nothing they read had changed.
+    pub live_cohorts_run: AtomicU64,
+    pub live_cohorts_skipped: AtomicU64,
     /// Statements that answered concurrent requests of one query or insert plan together
     /// (see [`crate::execute::SharedStatement`]).
     pub shared_statements: AtomicU64,
@@ -77,6 +81,8 @@ impl Default for Counters {
             statements_prepared: AtomicU64::new(0),
             live_statements: AtomicU64::new(0),
             live_polls: AtomicU64::new(0),
+            live_cohorts_run: AtomicU64::new(0),
+            live_cohorts_skipped: AtomicU64::new(0),
             shared_statements: AtomicU64::new(0),
             shared_requests: AtomicU64::new(0),
             shared_waits: AtomicU64::new(0),
@@ -117,6 +123,10 @@ pub struct CountersSnapshot {
     pub live_statements: u64,
     /// See [`Counters::live_polls`].
     pub live_polls: u64,
+    /// See [`Counters::live_cohorts_run`].
+    pub live_cohorts_run: u64,
+    /// See [`Counters::live_cohorts_skipped`].
+    pub live_cohorts_skipped: u64,
     /// See [`Counters::shared_statements`].
     pub shared_statements: u64,
     /// See [`Counters::shared_requests`].
@@ -157,6 +167,8 @@ impl Counters {
             statements_prepared: get(&self.statements_prepared),
             live_statements: get(&self.live_statements),
             live_polls: get(&self.live_polls),
+            live_cohorts_run: get(&self.live_cohorts_run),
+            live_cohorts_skipped: get(&self.live_cohorts_skipped),
             shared_statements: get(&self.shared_statements),
             shared_requests: get(&self.shared_requests),
             shared_waits: get(&self.shared_waits),

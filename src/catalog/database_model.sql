@@ -142,5 +142,8 @@ SELECT json_build_object(
     SELECT json_agg(p.proname ORDER BY p.proname)
     FROM pg_catalog.pg_proc p
     JOIN pg_catalog.pg_namespace pn ON pn.oid = p.pronamespace
-    WHERE pn.nspname = 'basalt_catalog' AND p.proname LIKE 'notify\_basalt\_%'), '[]'::json)
+    -- Capture functions are `notify_basalt_<trigger>_<OP>`; the live-query change function
+    -- has the same prefix and is not one of them.
+    WHERE pn.nspname = 'basalt_catalog' AND p.proname LIKE 'notify\_basalt\_%'
+      AND p.proname <> 'notify_basalt_live_change'), '[]'::json)
 ) AS model

@@ -45,7 +45,9 @@ pub async fn sync(
     let mut coverage = Coverage::default();
     let mut keep: HashSet<QualifiedName> = HashSet::new();
     if on {
-        tx.batch_execute(ddl::FUNCTION).await?;
+        if tx.query(ddl::FUNCTION_EXISTS, &[]).await?.is_empty() {
+            tx.batch_execute(ddl::FUNCTION).await?;
+        }
         let schemas: Vec<&str> = tracked.iter().map(|t| t.schema.as_str()).collect();
         let names: Vec<&str> = tracked.iter().map(|t| t.name.as_str()).collect();
         let rows = tx.query(ddl::COVERAGE, &[&schemas, &names]).await?;

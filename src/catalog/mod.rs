@@ -254,12 +254,15 @@ impl std::fmt::Display for Notification {
 }
 
 /// A session LISTENing on [`NOTIFY_CHANNEL`]: the engine's schema reloads and the controller's
-/// re-triggers both follow the catalog through one of these.
+/// re-triggers both follow the catalog through one of these. The engine's also LISTENs on
+/// the change-detection channel of live queries ([`live_change`]).
 pub struct Listener {
     /// The session, also usable for version polls.
     pub client: tokio_postgres::Client,
     /// Notification payloads; closed when the session is lost.
     pub payloads: tokio::sync::mpsc::UnboundedReceiver<Notification>,
+    /// The OIDs of tables whose change triggers fired (empty unless asked for).
+    pub changes: tokio::sync::mpsc::UnboundedReceiver<u32>,
     driver: tokio::task::JoinHandle<()>,
 }
 
@@ -269,15 +272,27 @@ impl Drop for Listener {
     }
 }
 
-/// Connects and LISTENs; notifications arrive on [`Listener::payloads`].
-pub async fn listen(config: &tokio_postgres::Config) -> Result<Listener, CatalogError> {
+/// Connects and LISTENs; notifications arrive on [`Listener::payloads`], and with
+/// `live_changes` the tables live queries watch on [`Listener::changes`].
+pub async fn listen(
+    config: &tokio_postgres::Config,
+    live_changes: bool,
+) -> Result<Listener, CatalogError> {
     use futures_util::StreamExt;
     let (client, mut connection) = config.connect(tokio_postgres::NoTls).await?;
     let (tx, payloads) = tokio::sync::mpsc::unbounded_channel();
+    let (changed, changes) = tokio::sync::mpsc::unbounded_channel();
     let driver = tokio::spawn(async move {
         let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
         while let Some(message) = messages.next().await {
             match message {
+                Ok(tokio_postgres::AsyncMessage::Notification(n))
+                    if n.channel() == crate::sql::live_change::NAME =>
+                {
+                    if let Ok(oid) = n.payload().parse() {
+                        let _ = changed.send(oid);
+                    }
+                }
                 Ok(tokio_postgres::AsyncMessage::Notification(n)) => {
                     let _ = tx.send(Notification::read(n.payload()));
                 }
@@ -292,9 +307,16 @@ pub async fn listen(config: &tokio_postgres::Config) -> Result<Listener, Catalog
     let listener = Listener {
         client,
         payloads,
+        changes,
         driver,
     };
     listener.client.batch_execute(LISTEN).await?;
+    if live_changes {
+        listener
+            .client
+            .batch_execute(&crate::sql::helpers::listen(crate::sql::live_change::NAME))
+            .await?;
+    }
     Ok(listener)
 }
 

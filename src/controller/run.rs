@@ -483,7 +483,7 @@ async fn listen_catalog(
         }
     };
     loop {
-        if let Ok(mut listener) = catalog::listen(&config).await {
+        if let Ok(mut listener) = catalog::listen(&config, false).await {
             let mut last = catalog::current_version(&listener.client).await.ok();
             // Whatever was committed while the listener was down.
             fire();

@@ -332,20 +332,24 @@ pub async fn run_multiplexed(
     Ok(answers)
 }
 
-/// Runs a stream for many cohorts in one statement, as [`run_multiplexed`]: each cohort's
-/// index, its `data` bytes, and the text of the cursor its batch ended at (`None`: no rows).
+/// One cohort's answer of a stream statement: its index, its `data` bytes, the text of the
+/// cursor its batch ended at (`None`: no rows), and whether the batch was full.
+pub type StreamAnswer = (usize, Bytes, Option<String>, bool);
+
+/// Runs a stream for many cohorts in one statement, as [`run_multiplexed`].
 pub async fn run_multiplexed_stream(
     conn: Connection<'_, deadpool_postgres::Client>,
     sql: &MultiplexedSql,
     cohorts: &[&[Option<String>]],
-) -> Result<Vec<(usize, Bytes, Option<String>)>, ExecuteError> {
+) -> Result<Vec<StreamAnswer>, ExecuteError> {
     let mut answers = Vec::with_capacity(cohorts.len());
     let mut failed = None;
     stream_rows(conn, sql, cohorts, |row| {
         let answer = (|| {
             let RawJson(bytes) = row.try_get(1)?;
             let cursor: Option<String> = row.try_get(2)?;
-            Ok::<_, ExecuteError>((cohort(row)?, bytes, cursor))
+            let full: Option<bool> = row.try_get(3)?;
+            Ok::<_, ExecuteError>((cohort(row)?, bytes, cursor, full.unwrap_or(false)))
         })();
         match answer {
             Ok(answer) => answers.push(answer),

@@ -80,6 +80,16 @@ const WORK_COUNTERS: &[WorkCounter] = &[
         |c| &c.live_polls,
     ),
     (
+        "subscription_cohorts_run",
+        "Cohorts of live queries and streams a poll ran (a table they read changed, or they cannot be watched)",
+        |c| &c.live_cohorts_run,
+    ),
+    (
+        "subscription_cohorts_skipped",
+        "Cohorts of live queries and streams a poll skipped because nothing they read had changed",
+        |c| &c.live_cohorts_skipped,
+    ),
+    (
         "shared_statements",
         "Statements that answered concurrent requests of one query or insert plan together",
         |c| &c.shared_statements,

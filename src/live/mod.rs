@@ -12,6 +12,7 @@
 //! about sockets: results go through each subscriber's [`Deliver`] callback. See
 //! `docs/graphql.md`, "Subscriptions".
 
+pub mod changes;
 mod poll;
 mod stream;
 
@@ -85,6 +86,8 @@ pub struct LiveQueries {
     polling: Polling,
     /// The polling of streams (`<t>_stream`).
     streaming: Polling,
+    /// Change detection: which cohorts must run.
+    changes: Arc<changes::Changes>,
     groups: Mutex<HashMap<GroupKey, Arc<Group>>>,
     sockets: Arc<Semaphore>,
     max_sockets: usize,
@@ -114,6 +117,10 @@ struct Member {
     polled: Option<std::time::Instant>,
     /// For a stream: the position of its cursor in `values`.
     cursor: Option<usize>,
+    /// The tables its cohort read, and their counters, at its last successful poll.
+    seen: changes::Seen,
+    /// A stream whose last batch was full: more rows may wait.
+    backlog: bool,
 }
 
 /// Subscribers sharing one statement.
@@ -122,6 +129,8 @@ struct Group {
     sql: MultiplexedSql,
     /// For a stream: the position of its cursor among the statement's parameters.
     cursor: Option<usize>,
+    /// What the statement reads (its tables, whether it calls functions).
+    footprint: crate::graphql::ir::Footprint,
     /// The version the members were planned against.
     version: Arc<ApiVersion>,
     members: Mutex<Vec<Member>>,
@@ -141,6 +150,23 @@ enum Placement {
     Group(GroupKey, Vec<Option<String>>),
     /// Nowhere: it reads nothing, and this constant answer is all it ever gets.
     Constant(Bytes),
+}
+
+/// What a subscription's statement reads, for change detection: the plan's relations, and the
+/// action log for the results of asynchronous actions.
+fn read_footprint(plan: &crate::graphql::ir::QueryPlan) -> crate::graphql::ir::Footprint {
+    let mut footprint = plan.footprint();
+    if plan
+        .fields
+        .iter()
+        .any(|(_, f)| matches!(f, crate::graphql::ir::RootField::ActionResult(_)))
+    {
+        footprint.relations.insert(crate::names::QualifiedName::new(
+            "basalt_catalog",
+            "action_log",
+        ));
+    }
+    footprint
 }
 
 /// The group of a planned subscription for `session`, and its bound values.
@@ -181,12 +207,14 @@ impl LiveQueries {
         engine: Arc<Engine>,
         polling: Polling,
         streaming: Polling,
+        changes: Arc<changes::Changes>,
         max_sockets: usize,
     ) -> Self {
         LiveQueries {
             engine,
             polling,
             streaming,
+            changes,
             groups: Mutex::new(HashMap::new()),
             sockets: Arc::new(Semaphore::new(max_sockets)),
             max_sockets,
@@ -254,6 +282,8 @@ impl LiveQueries {
             last: None,
             polled: None,
             cursor: None,
+            seen: None,
+            backlog: false,
         };
         self.join(execution, placement, member);
         Ok(handle)
@@ -282,6 +312,7 @@ impl LiveQueries {
                 key,
                 sql,
                 cursor,
+                footprint: read_footprint(&execution.plan.operation.data),
                 version: execution.version.clone(),
                 members: Mutex::new(Vec::new()),
                 wake: Notify::new(),
@@ -298,6 +329,8 @@ impl LiveQueries {
         }
         member.values = values;
         member.cursor = group.cursor;
+        // A new version (or a new member) polls once before it relies on what it saw.
+        member.seen = None;
         group.members().push(member);
         group.wake.notify_one();
     }

@@ -32,18 +32,26 @@ pub(super) async fn run_group(live: Arc<LiveQueries>, group: Arc<Group>) {
     let mut ticks = tokio::time::interval(period);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     ticks.tick().await;
+    // Every fallback interval, counted from the group's start, all its cohorts run together.
+    let fallback = live.changes.fallback;
+    let mut next_fallback = fallback.map(|f| std::time::Instant::now() + f);
     loop {
         tokio::select! {
             _ = group.wake.notified() => {}
             _ = ticks.tick() => {}
+        }
+        let now = std::time::Instant::now();
+        let fallback_due = next_fallback.is_some_and(|at| now >= at);
+        if fallback_due {
+            next_fallback = fallback.map(|f| now + f);
         }
         if !Arc::ptr_eq(&live.engine.current(), &group.version) {
             regroup(&live, &group);
             return;
         }
         match group.cursor {
-            Some(cursor) => super::stream::poll(&live, &group, cursor).await,
-            None => poll(&live, &group).await,
+            Some(cursor) => super::stream::poll(&live, &group, cursor, fallback_due).await,
+            None => poll(&live, &group, fallback_due).await,
         }
         let mut groups = live.lock();
         if group.members().is_empty() {
@@ -90,20 +98,32 @@ fn regroup(live: &Arc<LiveQueries>, group: &Arc<Group>) {
     }
 }
 
-/// Runs the group's statement for every cohort and delivers what changed.
-async fn poll(live: &LiveQueries, group: &Group) {
-    let cohorts: Vec<Vec<Option<String>>> = {
+/// Runs the group's statement for every cohort that is due (see [`super::changes`]; with
+/// `fallback_due`, all of them) and delivers what changed.
+async fn poll(live: &LiveQueries, group: &Group, fallback_due: bool) {
+    // Taken before the statement: a change notified while it runs makes the cohorts due again.
+    let marks = live.changes.marks(&group.footprint);
+    let (cohorts, skipped) = {
         let mut members = group.members();
         members.retain(|m| !m.stopped.load(Ordering::Relaxed));
-        let mut seen = std::collections::HashSet::new();
+        let mut due = std::collections::HashSet::new();
+        let mut all = std::collections::HashSet::new();
         let mut distinct: Vec<Vec<Option<String>>> = Vec::new();
         for m in members.iter() {
-            if seen.insert(m.values.as_slice()) {
+            all.insert(m.values.as_slice());
+            if (fallback_due || marks.due(&m.seen)) && due.insert(m.values.as_slice()) {
                 distinct.push(m.values.clone());
             }
         }
-        distinct
+        (distinct, (all.len() - due.len()) as u64)
     };
+    let counters = live.engine.counters();
+    counters
+        .live_cohorts_skipped
+        .fetch_add(skipped, Ordering::Relaxed);
+    counters
+        .live_cohorts_run
+        .fetch_add(cohorts.len() as u64, Ordering::Relaxed);
     if cohorts.is_empty() {
         return;
     }
@@ -141,10 +161,9 @@ async fn poll(live: &LiveQueries, group: &Group) {
             record(values, result, &mut outcomes);
         }
     }
-    let counters = live.engine.counters();
     counters.live_statements.fetch_add(ran, Ordering::Relaxed);
     Counters::bump(&counters.live_polls);
-    deliver(group, &outcomes);
+    deliver(group, &outcomes, &marks.seen());
 }
 
 /// The outcome of one batch, per cohort.
@@ -172,16 +191,25 @@ fn record<'v>(
     }
 }
 
-/// Hands each member its cohort's outcome when it changed; drops members that are gone.
-fn deliver(group: &Group, outcomes: &HashMap<&[Option<String>], Outcome>) {
+/// Hands each member its cohort's outcome when it changed, and records what a cohort that
+/// ran without error has `seen`; drops members that are gone.
+fn deliver(
+    group: &Group,
+    outcomes: &HashMap<&[Option<String>], Outcome>,
+    seen: &super::changes::Seen,
+) {
     let mut members = group.members();
     members.retain_mut(|m| {
         if m.stopped.load(Ordering::Relaxed) {
             return false;
         }
         let Some((h, outcome)) = outcomes.get(m.values.as_slice()) else {
-            return true; // joined during this poll: served next time
+            return true; // not due, or joined during this poll: served next time
         };
+        // A failed poll keeps the old marks: the cohort stays due.
+        if outcome.is_ok() {
+            m.seen = seen.clone();
+        }
         if m.last == Some(*h) {
             return true;
         }

@@ -14,26 +14,47 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// A cohort's batch and where it ends, `None` without rows, or the failure.
-type Outcome = Result<Option<(Bytes, String)>, Arc<GraphqlError>>;
+/// A cohort's batch, where it ends and whether it was full (`None` without rows), or the
+/// failure.
+type Outcome = Result<Option<(Bytes, String, bool)>, Arc<GraphqlError>>;
 
-/// Polls the due cohorts of a stream group and delivers their batches.
-pub(super) async fn poll(live: &LiveQueries, group: &Group, cursor: usize) {
+/// Polls the due cohorts of a stream group and delivers their batches: due for change
+/// detection (see [`super::changes`]; with `fallback_due`, all of them, and a cohort whose
+/// last batch was full), and not polled within the interval.
+pub(super) async fn poll(live: &LiveQueries, group: &Group, cursor: usize, fallback_due: bool) {
     let interval = live.streaming.interval;
     let now = Instant::now();
     // Polled at most once per interval; a tick comes one interval after the last, so half
     // an interval tells the polls of two ticks apart.
-    let due = |polled: Option<Instant>| polled.is_none_or(|at| now - at >= interval / 2);
-    let cohorts: Vec<Vec<Option<String>>> = {
+    let on_time = |polled: Option<Instant>| polled.is_none_or(|at| now - at >= interval / 2);
+    let marks = live.changes.marks(&group.footprint);
+    let (cohorts, skipped) = {
         let mut members = group.members();
         members.retain(|m| !m.stopped.load(Ordering::Relaxed));
-        let mut seen = std::collections::HashSet::new();
-        members
-            .iter()
-            .filter(|m| due(m.polled) && seen.insert(m.values.as_slice()))
-            .map(|m| m.values.clone())
-            .collect()
+        let mut due = std::collections::HashSet::new();
+        let mut waiting = std::collections::HashSet::new();
+        let mut cohorts = Vec::new();
+        for m in members.iter() {
+            if !on_time(m.polled) {
+                continue;
+            }
+            let changed = fallback_due || m.backlog || marks.due(&m.seen);
+            if changed && due.insert(m.values.as_slice()) {
+                cohorts.push(m.values.clone());
+            } else if !changed {
+                waiting.insert(m.values.as_slice());
+            }
+        }
+        let skipped = waiting.iter().filter(|v| !due.contains(*v)).count() as u64;
+        (cohorts, skipped)
     };
+    let counters = live.engine.counters();
+    counters
+        .live_cohorts_skipped
+        .fetch_add(skipped, Ordering::Relaxed);
+    counters
+        .live_cohorts_run
+        .fetch_add(cohorts.len() as u64, Ordering::Relaxed);
     if cohorts.is_empty() {
         return;
     }
@@ -44,9 +65,9 @@ pub(super) async fn poll(live: &LiveQueries, group: &Group, cursor: usize) {
         ran += 1;
         match run_chunk(live, group, &values).await {
             Ok(rows) => {
-                for (index, data, end) in rows {
+                for (index, data, end, full) in rows {
                     if let Some(cohort) = values.get(index).copied() {
-                        let batch = end.map(|end| (engine::data_body(&data), end));
+                        let batch = end.map(|end| (engine::data_body(&data), end, full));
                         outcomes.insert(cohort, Ok(batch));
                     }
                 }
@@ -59,9 +80,9 @@ pub(super) async fn poll(live: &LiveQueries, group: &Group, cursor: usize) {
             }
         }
     }
-    let counters = live.engine.counters();
     counters.live_statements.fetch_add(ran, Ordering::Relaxed);
     Counters::bump(&counters.live_polls);
+    let seen = marks.seen();
     let mut members = group.members();
     members.retain_mut(|m| {
         if m.stopped.load(Ordering::Relaxed) {
@@ -71,9 +92,17 @@ pub(super) async fn poll(live: &LiveQueries, group: &Group, cursor: usize) {
             return true; // not due, or joined during this poll
         };
         m.polled = Some(now);
+        // A failed poll keeps the old marks: the cohort stays due.
+        if outcome.is_ok() {
+            m.seen = seen.clone();
+        }
         match outcome {
-            Ok(None) => true,
-            Ok(Some((body, end))) => {
+            Ok(None) => {
+                m.backlog = false;
+                true
+            }
+            Ok(Some((body, end, full))) => {
+                m.backlog = *full;
                 if let Some(slot) = m.values.get_mut(cursor) {
                     *slot = Some(end.clone());
                 }
@@ -89,7 +118,7 @@ async fn run_chunk(
     live: &LiveQueries,
     group: &Group,
     cohorts: &[&[Option<String>]],
-) -> Result<Vec<(usize, Bytes, Option<String>)>, ExecuteError> {
+) -> Result<Vec<execute::StreamAnswer>, ExecuteError> {
     let engine = &live.engine;
     let client = engine.pool().get().await?;
     let conn = Connection::of(&client, engine.counters());

@@ -14,6 +14,12 @@ pub const FUNCTION: &str = "CREATE OR REPLACE FUNCTION basalt_catalog.notify_bas
      RETURNS trigger LANGUAGE plpgsql AS \
      $$ BEGIN PERFORM pg_notify('basalt_live_change', TG_RELID::text); RETURN NULL; END $$";
 
+/// Whether the notify function exists (one row if so): it is created only when missing, since
+/// replacing it would be DDL at every schema build.
+pub const FUNCTION_EXISTS: &str = "SELECT 1 FROM pg_catalog.pg_proc p \
+     JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace \
+     WHERE n.nspname = 'basalt_catalog' AND p.proname = 'notify_basalt_live_change'";
+
 /// Serializes the replicas that install triggers at the same moment (one transaction each).
 pub const LOCK: &str = "SELECT pg_advisory_xact_lock(hashtext('basalt_live_change'))";
 

@@ -22,6 +22,10 @@ use crate::sql::helpers::json_array_agg;
 /// The output column, after `data`, holding where the batch ended.
 const CURSOR: &str = "cursor";
 
+/// The output column, after the cursor, telling whether the batch was full (more rows may
+/// wait).
+const FULL: &str = "full";
+
 /// The statement of a stream field at response key `key`; `$1` is the session.
 pub(super) fn stream_select(cells: &CellRules, key: &str, s: &StreamSelect) -> Select {
     let mut state = State::new(cells);
@@ -95,10 +99,18 @@ pub(super) fn stream_select(cells: &CellRules, key: &str, s: &StreamSelect) -> S
     let mut last = ast::Call::builtin("array_agg", vec![cursor_of.clone().cast(PgType::Text)]);
     last.order_by = sorted(!s.descending);
     let last = Expr::Element(Box::new(Expr::Call(Box::new(last))), 1);
+    let mut count = ast::Call::builtin("count", Vec::new());
+    count.args = vec![ast::Arg::Star];
+    let full = Expr::binary(
+        Expr::Call(Box::new(count)),
+        BinaryOp::Gte,
+        value(&s.batch_size),
+    );
     Select {
         list: vec![
             SelectItem::bare(json_object(vec![(key, rows)]), "data"),
             SelectItem::bare(last, CURSOR),
+            SelectItem::bare(full, FULL),
         ],
         from: Some(ast::From::Subquery {
             select: Box::new(inner),

@@ -84,7 +84,12 @@ async fn transport_ws_pushes_changes_only() {
 /// per poll, each answered with its own row.
 #[tokio::test]
 async fn subscribers_are_multiplexed() {
-    let s = server(|c| c.live.refetch_interval_ms = 200).await;
+    // Every cohort polled every interval, so that polls happen without writes.
+    let off = |c: &mut ServeConfig| {
+        c.live.refetch_interval_ms = 200;
+        c.live.change_detection = basalt::config::ChangeDetection::Off;
+    };
+    let s = server(off).await;
     let (mut ws, _) = connect(&s, Some(TRANSPORT), &[]).await;
     init(&mut ws, json!({})).await;
     for i in 0..20 {
@@ -122,7 +127,7 @@ async fn subscribers_are_multiplexed() {
     assert_eq!(statements, polls, "one statement per poll");
     // Small batches split the same group into several statements per poll.
     let s = server(|c| {
-        c.live.refetch_interval_ms = 200;
+        off(c);
         c.live.batch_size = 2;
     })
     .await;

@@ -2,7 +2,7 @@
 //! live results pushed on change, multiplexing, limits, session expiry and metadata changes.
 //! The WebSocket client helpers here are shared with the actions' subscription test.
 
-mod change_triggers;
+mod change_detection;
 mod live;
 mod protocols;
 mod stream;
@@ -123,6 +123,13 @@ async fn quiet(ws: &mut Ws, millis: u64) {
 pub(crate) async fn init(ws: &mut Ws, payload: Value) -> Value {
     send(ws, json!({"type": "connection_init", "payload": payload})).await;
     message(ws).await
+}
+
+/// A `graphql-transport-ws` socket as admin, acknowledged.
+async fn open_transport(s: &TestServer) -> Ws {
+    let (mut ws, _) = connect(s, Some(TRANSPORT), &[]).await;
+    init(&mut ws, json!({})).await;
+    ws
 }
 
 async fn gql(s: &TestServer, query: &str) {
