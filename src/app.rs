@@ -75,6 +75,10 @@ pub async fn start(config: ServeConfig) -> Result<Running> {
         .reload(true)
         .await
         .context("cannot load the metadata")?;
+    state
+        .put_triggers_in_step()
+        .await
+        .context("cannot install the live-query change triggers")?;
     let addr = SocketAddr::new(
         state.config.host.parse().context("invalid --host")?,
         state.config.port,
@@ -147,54 +151,90 @@ pub async fn start(config: ServeConfig) -> Result<Running> {
 const CONTROLLER_DRAIN: Duration = Duration::from_secs(20);
 
 /// Keeps the served catalog version current: LISTEN for peers' commits, with a periodic version
-/// poll as backup; reconnects after failures.
+/// poll as backup; reconnects after failures, waiting 1 s and doubling up to 30 s. The same
+/// session counts the change notifications of live queries, and at each fallback interval
+/// checks that the tables they rely on still carry their trigger (and samples the
+/// notification queue).
 async fn watch_catalog(state: AppState, mut pg_config: tokio_postgres::Config) {
     // The session is recognisable among the server's connections.
     pg_config.application_name("basalt-listen");
     let poll = Duration::from_secs(state.config.metadata_poll_seconds.max(1));
+    let recheck = state.changes.fallback.unwrap_or(RECHECK_WITHOUT_FALLBACK);
+    let on_change: Option<catalog::OnChange> = state.changes.policy.on.then(|| {
+        let changes = state.changes.clone();
+        Arc::new(move |oid| changes.changed(oid)) as catalog::OnChange
+    });
     let mut reconnect = false;
+    let mut backoff = LISTEN_BACKOFF_FIRST;
     loop {
-        match catalog::listen(&pg_config, state.changes.on).await {
-            Ok(mut listener) => {
+        match catalog::listen(&pg_config, on_change.clone()).await {
+            Ok(listener) => {
+                backoff = LISTEN_BACKOFF_FIRST;
                 state.changes.connected();
                 // Catch up on anything committed before LISTEN took effect. After a reconnect
                 // a `reload:N` (model change, same version) may have been missed: rebuild
                 // unconditionally then.
                 let _ = state.reload(reconnect).await;
                 reconnect = true;
-                let mut ticker = tokio::time::interval(poll);
-                ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-                loop {
-                    tokio::select! {
-                        message = listener.payloads.recv() => {
-                            let Some(notification) = message else { break };
-                            tracing::debug!(%notification, "catalog change notified");
-                            if let Err(err) = state.notified(&notification).await {
-                                tracing::warn!(%err, "reload after notification failed");
-                            }
-                        }
-                        changed = listener.changes.recv(), if state.changes.on => {
-                            let Some(oid) = changed else { break };
-                            state.changes.changed(oid);
-                        }
-                        _ = ticker.tick() => {
-                            let current = match catalog::current_version(&listener.client).await {
-                                Ok(v) => v,
-                                Err(err) => { tracing::warn!(%err, "catalog poll failed"); break; }
-                            };
-                            if current != state.snapshot().version {
-                                if let Err(err) = state.reload(false).await {
-                                    tracing::warn!(%err, "reload after poll failed");
-                                }
-                            }
-                        }
-                    }
-                }
+                follow(&state, listener, poll, recheck).await;
             }
             Err(err) => tracing::warn!(%err, "cannot listen for catalog changes"),
         }
         state.changes.disconnected();
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(LISTEN_BACKOFF_MAX);
+    }
+}
+
+/// The first wait before the catalog listener reconnects, and the longest.
+const LISTEN_BACKOFF_FIRST: Duration = Duration::from_secs(1);
+const LISTEN_BACKOFF_MAX: Duration = Duration::from_secs(30);
+
+/// How often the change triggers are checked when there is no fallback poll.
+const RECHECK_WITHOUT_FALLBACK: Duration = Duration::from_secs(30);
+
+/// Follows one listener session until it is lost.
+async fn follow(
+    state: &AppState,
+    mut listener: catalog::Listener,
+    poll: Duration,
+    recheck: Duration,
+) {
+    let mut ticker = tokio::time::interval(poll);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut rechecks = tokio::time::interval_at(tokio::time::Instant::now() + recheck, recheck);
+    rechecks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            message = listener.payloads.recv() => {
+                let Some(notification) = message else { return };
+                tracing::debug!(%notification, "catalog change notified");
+                if let Err(err) = state.notified(&notification).await {
+                    tracing::warn!(%err, "reload after notification failed");
+                }
+            }
+            _ = ticker.tick() => {
+                let current = match catalog::current_version(&listener.client).await {
+                    Ok(v) => v,
+                    Err(err) => { tracing::warn!(%err, "catalog poll failed"); return; }
+                };
+                if current != state.snapshot().version {
+                    if let Err(err) = state.reload(false).await {
+                        tracing::warn!(%err, "reload after poll failed");
+                    }
+                }
+            }
+            _ = rechecks.tick(), if state.changes.policy.on => {
+                let covered = state.changes.covered_oids();
+                match catalog::live_change::recheck(&listener.client, &covered).await {
+                    Ok((usage, lost)) => {
+                        state.changes.set_queue_usage(usage);
+                        state.changes.lost(&lost);
+                    }
+                    Err(err) => { tracing::warn!(%err, "change trigger check failed"); return; }
+                }
+            }
+        }
     }
 }
 
@@ -224,7 +264,8 @@ pub async fn serve(mut config: ServeConfig) -> Result<()> {
         tracing::warn!("no admin secret configured: the metadata API is open to anyone who can reach this port; set BASALT_ADMIN_SECRET");
     }
     let result = async {
-        let controller_settings = config.controller_settings.clone();
+        let mut controller_settings = config.controller_settings.clone();
+        controller_settings.live = config.live.detection.policy();
         let with_controller = config.controller;
         let database_url = config.database_url.clone().unwrap_or_default();
         let running = start(config).await?;

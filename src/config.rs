@@ -54,6 +54,9 @@ pub struct ControllerCommand {
     /// Controller settings.
     #[command(flatten)]
     pub settings: ControllerConfig,
+    /// The change triggers its writes keep in step, as the engines would.
+    #[command(flatten)]
+    pub detection: ChangeDetectionConfig,
     /// OpenTelemetry traces.
     #[command(flatten)]
     pub otlp: OtlpConfig,
@@ -180,6 +183,10 @@ pub struct ControllerConfig {
     /// Port of the controller's `/healthz` and `/readyz`.
     #[arg(long, env = "BASALT_CONTROLLER_PROBE_PORT", default_value_t = 8081)]
     pub probe_port: u16,
+    /// Change detection's settings, for the triggers its writes keep in step: set from
+    /// [`ChangeDetectionConfig`] (the controller's own, or the engine's it runs in).
+    #[arg(skip)]
+    pub live: crate::resolve::live_change::LivePolicy,
 }
 
 impl Default for ControllerConfig {
@@ -195,6 +202,7 @@ impl Default for ControllerConfig {
             leader_retry_ms: 5000,
             controller_database_url: None,
             probe_port: 8081,
+            live: Default::default(),
         }
     }
 }
@@ -224,6 +232,44 @@ pub enum LogFormat {
     Json,
     /// Human-readable.
     Pretty,
+}
+
+/// Which tables change detection of live queries watches (`docs/graphql.md`, "When
+/// subscriptions run"); read by the engine and, since metadata writes keep the change
+/// triggers in step, by the controller.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ChangeDetectionConfig {
+    /// Whether live queries and streams run only when a table they read changed (`on`), or
+    /// every interval (`off`).
+    #[arg(
+        long = "live-queries-change-detection",
+        env = "BASALT_LIVE_QUERIES_CHANGE_DETECTION",
+        value_enum,
+        default_value_t = ChangeDetection::On
+    )]
+    pub change_detection: ChangeDetection,
+    /// Tables (`schema.table`, comma-separated) that get no change trigger: cohorts reading
+    /// them run every interval. For tables with very high write rates.
+    #[arg(
+        long = "live-queries-change-detection-exclude",
+        env = "BASALT_LIVE_QUERIES_CHANGE_DETECTION_EXCLUDE",
+        value_delimiter = ','
+    )]
+    pub change_detection_exclude: Vec<String>,
+}
+
+impl ChangeDetectionConfig {
+    /// The settings as the triggers' installation reads them.
+    pub fn policy(&self) -> crate::resolve::live_change::LivePolicy {
+        crate::resolve::live_change::LivePolicy {
+            on: self.change_detection == ChangeDetection::On,
+            exclude: (self.change_detection_exclude.iter())
+                .map(|e| e.trim())
+                .filter(|e| !e.is_empty())
+                .map(str::to_owned)
+                .collect(),
+        }
+    }
 }
 
 /// Configuration of `basalt serve`.
@@ -577,15 +623,9 @@ pub struct LiveConfig {
         default_value_t = 100
     )]
     pub stream_batch_size: usize,
-    /// Whether live queries and streams run only when a table they read changed (`on`), or
-    /// every interval (`off`).
-    #[arg(
-        long = "live-queries-change-detection",
-        env = "BASALT_LIVE_QUERIES_CHANGE_DETECTION",
-        value_enum,
-        default_value_t = ChangeDetection::On
-    )]
-    pub change_detection: ChangeDetection,
+    /// Change detection and the tables it leaves out.
+    #[command(flatten)]
+    pub detection: ChangeDetectionConfig,
     /// The longest a watched cohort goes without a poll, in milliseconds (`0`: no fallback
     /// poll).
     #[arg(
@@ -594,14 +634,6 @@ pub struct LiveConfig {
         default_value_t = 30_000
     )]
     pub fallback_refetch_interval_ms: u64,
-    /// Tables (`schema.table`, comma-separated) that get no change trigger: cohorts reading
-    /// them run every interval. For tables with very high write rates.
-    #[arg(
-        long = "live-queries-change-detection-exclude",
-        env = "BASALT_LIVE_QUERIES_CHANGE_DETECTION_EXCLUDE",
-        value_delimiter = ','
-    )]
-    pub change_detection_exclude: Vec<String>,
     /// Most open WebSocket connections; the next upgrade is refused with HTTP 503.
     #[arg(
         long = "websocket-max-connections",
@@ -649,9 +681,11 @@ impl Default for LiveConfig {
             batch_size: 100,
             stream_refetch_interval_ms: 1000,
             stream_batch_size: 100,
-            change_detection: ChangeDetection::On,
             fallback_refetch_interval_ms: 30_000,
-            change_detection_exclude: Vec::new(),
+            detection: ChangeDetectionConfig {
+                change_detection: ChangeDetection::On,
+                change_detection_exclude: Vec::new(),
+            },
             max_connections: 10_000,
             max_operations: 100,
             keepalive_seconds: 5,

@@ -91,11 +91,11 @@ impl AppState {
         };
         let engine = Engine::new(pool.clone(), counters.clone(), sharing, settings);
         let live = &config.live;
+        let policy = live.detection.policy();
         let changes = crate::live::changes::Changes::new(
-            live.change_detection == crate::config::ChangeDetection::On,
+            policy,
             (live.fallback_refetch_interval_ms > 0)
                 .then(|| std::time::Duration::from_millis(live.fallback_refetch_interval_ms)),
-            live.change_detection_exclude.clone(),
         );
         AppState(Arc::new(SharedState {
             changes: Arc::new(changes),
@@ -146,35 +146,58 @@ impl AppState {
     /// Has the engine serve `next`; the caller holds `rebuild`, so one version is never
     /// built twice (the writer's install and its own NOTIFY race).
     fn install_locked(&self, next: Arc<CatalogVersion>, force: bool) {
-        let tracked: Vec<crate::names::QualifiedName> = next
-            .resolution
-            .resolved
-            .tables
-            .keys()
-            .map(|t| crate::names::QualifiedName::new(t.schema.as_str(), t.name.as_str()))
-            .collect();
+        use crate::resolve::live_change;
+        let tracked = crate::resolve::live_change::tracked(&next.metadata);
+        let policy = &self.changes.policy;
+        self.changes
+            .set_coverage(live_change::coverage(&next.db, &tracked, policy));
+        let plan = live_change::plan(&next.db, &tracked, policy);
+        let version = next.version;
         self.engine.install(next, force);
-        // The change triggers follow what is tracked; cohorts read the new coverage once it
-        // is there (until then, a table it does not list makes a cohort run every interval).
+        // A write of this process put the triggers in step already; one by another writer
+        // (the controller, the CLI, a replica with other settings) may not have.
+        if plan.is_empty() || !self.changes.ready() || !self.changes.first_try(&plan) {
+            return;
+        }
         let (pool, changes) = (self.pool.clone(), self.changes.clone());
         tokio::spawn(async move {
-            let synced = async {
+            let applied = async {
                 let mut client = pool.get().await?;
-                crate::catalog::live_change::sync(
-                    &mut client,
-                    &tracked,
-                    &changes.exclude,
-                    changes.on,
-                )
-                .await
+                crate::catalog::live_change::apply_alone(&mut client, &plan, version).await
             };
-            match synced.await {
-                Ok(coverage) => changes.set_coverage(coverage),
-                Err(err) => {
-                    tracing::warn!(%err, "cannot keep the live-query change triggers in step")
-                }
+            if let Err(err) = applied.await {
+                tracing::warn!(%err, "cannot put the live-query change triggers in step");
+                changes.forget_try();
             }
         });
+    }
+
+    /// At start, before serving: puts the live-query change triggers in step with the
+    /// metadata and this process's settings, and rebuilds if that changed anything.
+    pub async fn put_triggers_in_step(&self) -> Result<(), TransactionError> {
+        use crate::resolve::live_change;
+        let snapshot = self.snapshot();
+        let tracked = crate::resolve::live_change::tracked(&snapshot.metadata);
+        let plan = live_change::plan(&snapshot.db, &tracked, &self.changes.policy);
+        let mut changed = false;
+        if !plan.is_empty() && self.changes.first_try(&plan) {
+            let mut client = self.pool.get().await?;
+            // Not fatal: subscriptions reading what is not covered run every interval.
+            match crate::catalog::live_change::apply_alone(&mut client, &plan, snapshot.version)
+                .await
+            {
+                Ok(applied) => changed = applied.statements > 0,
+                Err(err) => {
+                    tracing::warn!(%err, "cannot put the live-query change triggers in step");
+                    self.changes.forget_try();
+                }
+            }
+        }
+        self.changes.set_ready();
+        if changed {
+            self.reload(true).await?;
+        }
+        Ok(())
     }
 
     /// Rebuilds from the catalog (after a peer's NOTIFY, a poll, or at start). Without

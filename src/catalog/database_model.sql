@@ -110,7 +110,30 @@ SELECT json_build_object(
              'columns', COALESCE(c.columns, '[]'::json),
              'constraints', COALESCE(k.constraints, '[]'::json),
              'updatable_bits', pg_relation_is_updatable(r.oid::regclass, false),
-             'row_security', r.relrowsecurity
+             'row_security', r.relrowsecurity,
+             'parents', COALESCE((SELECT json_agg(i.inhparent::bigint ORDER BY i.inhseqno)
+                                  FROM pg_catalog.pg_inherits i WHERE i.inhrelid = r.oid),
+                                 '[]'::json),
+             'reads', CASE WHEN r.relkind = 'v' THEN (
+               -- What the view's query reads and calls, from its rewrite rule's query tree
+               -- (pg_depend leaves out built-in objects such as now()): the relations of its
+               -- range table, and whether a function it calls (directly, through an
+               -- operator, aggregate or window) is not IMMUTABLE, or it uses a
+               -- CURRENT_TIMESTAMP-like value or a sequence's next value.
+               SELECT json_build_object(
+                 'relations', COALESCE((
+                   SELECT json_agg(DISTINCT m[1]::bigint)
+                   FROM regexp_matches(rw.ev_action::text, ':relid (\d+)', 'g') AS m
+                   WHERE m[1]::oid <> r.oid), '[]'::json),
+                 'volatile', rw.ev_action::text ~ '\{(SQLVALUEFUNCTION|NEXTVALUEEXPR) '
+                   OR EXISTS (
+                     SELECT 1
+                     FROM regexp_matches(rw.ev_action::text,
+                            ':(?:funcid|opfuncid|aggfnoid|winfnoid) (\d+)', 'g') AS f
+                     JOIN pg_catalog.pg_proc p ON p.oid = f[1]::oid
+                     WHERE p.provolatile <> 'i'))
+               FROM pg_catalog.pg_rewrite rw
+               WHERE rw.ev_class = r.oid AND rw.rulename = '_RETURN') END
            ) ORDER BY r.schema, r.name)
     FROM rels r
     LEFT JOIN cols c ON c.attrelid = r.oid
@@ -145,5 +168,14 @@ SELECT json_build_object(
     -- Capture functions are `notify_basalt_<trigger>_<OP>`; the live-query change function
     -- has the same prefix and is not one of them.
     WHERE pn.nspname = 'basalt_catalog' AND p.proname LIKE 'notify\_basalt\_%'
-      AND p.proname <> 'notify_basalt_live_change'), '[]'::json)
+      AND p.proname <> 'notify_basalt_live_change'), '[]'::json),
+  'live', json_build_object(
+    'function', EXISTS (
+      SELECT 1 FROM pg_catalog.pg_proc p
+      JOIN pg_catalog.pg_namespace pn ON pn.oid = p.pronamespace
+      WHERE pn.nspname = 'basalt_catalog' AND p.proname = 'notify_basalt_live_change'),
+    'action_log', to_regclass('basalt_catalog.action_log')::oid::bigint,
+    'triggers', COALESCE((
+      SELECT json_object_agg(tg.tgrelid::bigint, tg.tgenabled::text)
+      FROM pg_catalog.pg_trigger tg WHERE tg.tgname = 'basalt_live_change'), '{}'::json))
 ) AS model

@@ -1,137 +1,101 @@
-//! Change detection's triggers kept in step with what is tracked (`docs/graphql.md`, "When
-//! subscriptions run"): at every schema build, in one transaction under an advisory lock (so
-//! replicas building at once do not race), the notify function is created, every tracked
-//! ordinary or partitioned table, each of their partitions and inheritance children, and the
-//! action log get the `basalt_live_change` trigger (only where it is missing, and enabled to
-//! fire always), and the trigger is dropped from every other table. With change detection
-//! off, it is dropped everywhere.
+//! Change detection's triggers put in step with what is tracked (`docs/graphql.md`, "When
+//! subscriptions run"). What must change is worked out from the database model
+//! ([`crate::resolve::live_change::plan`]); this runs it: under an advisory lock (so
+//! replicas installing at once do not race), the notify function when missing, then each
+//! change in its own savepoint, so that a table the role does not own is left uncovered
+//! instead of failing the rest.
 
 use super::CatalogError;
-use crate::names::QualifiedName;
+use crate::resolve::live_change::{TriggerChange, TriggerPlan};
 use crate::sql::live_change as ddl;
-use std::collections::{HashMap, HashSet};
+use tokio_postgres::GenericClient;
 
-/// What the triggers cover after a build.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Coverage {
-    /// For each tracked table (by name) and the action log: the OIDs whose writes it shows,
-    /// itself and its descendants, when every one of them is covered. A table missing here
-    /// (excluded, uncovered, or with a descendant that is) cannot be watched.
-    pub watched: HashMap<QualifiedName, Vec<u32>>,
-    /// Tables whose trigger could not be created (not their owner).
-    pub uncovered: Vec<QualifiedName>,
+/// What ran of a plan.
+#[derive(Debug, Default)]
+pub struct Applied {
+    /// The changes that took effect.
+    pub done: Vec<TriggerChange>,
+    /// The notify function was created.
+    pub function: bool,
+    /// DDL statements that ran (each counts once in the database's DDL counter).
+    pub statements: i64,
 }
 
-/// One row of [`ddl::COVERAGE`].
-struct Covered {
-    oid: u32,
-    root: u32,
-    name: QualifiedName,
-    enabled: Option<String>,
-    row_security: bool,
-}
-
-/// Installs and removes the triggers; `tracked` are the tracked tables and views (views and
-/// other relations are skipped by the catalog query), `exclude` the `schema.table` names left
-/// without a trigger.
-pub async fn sync(
-    client: &mut tokio_postgres::Client,
-    tracked: &[QualifiedName],
-    exclude: &[String],
-    on: bool,
-) -> Result<Coverage, CatalogError> {
-    let mut tx = client.transaction().await?;
-    tx.batch_execute(ddl::LOCK).await?;
-    let mut coverage = Coverage::default();
-    let mut keep: HashSet<QualifiedName> = HashSet::new();
-    if on {
-        if tx.query(ddl::FUNCTION_EXISTS, &[]).await?.is_empty() {
-            tx.batch_execute(ddl::FUNCTION).await?;
-        }
-        let schemas: Vec<&str> = tracked.iter().map(|t| t.schema.as_str()).collect();
-        let names: Vec<&str> = tracked.iter().map(|t| t.name.as_str()).collect();
-        let rows = tx.query(ddl::COVERAGE, &[&schemas, &names]).await?;
-        let rows: Vec<Covered> = rows
-            .iter()
-            .map(|row| {
-                Ok(Covered {
-                    oid: row.try_get(0)?,
-                    root: row.try_get(1)?,
-                    name: QualifiedName::new(
-                        row.try_get::<_, String>(2)?,
-                        row.try_get::<_, String>(3)?,
-                    ),
-                    enabled: row.try_get(4)?,
-                    row_security: row.try_get(5)?,
-                })
-            })
-            .collect::<Result<_, tokio_postgres::Error>>()?;
-        let mut unwatchable: HashSet<u32> = HashSet::new();
-        let mut members: HashMap<u32, Vec<u32>> = HashMap::new();
-        for row in &rows {
-            members.entry(row.root).or_default().push(row.oid);
-            let excluded = exclude
-                .iter()
-                .any(|e| *e == format!("{}.{}", row.name.schema, row.name.name));
-            if excluded || row.row_security {
-                unwatchable.insert(row.root);
-                continue;
-            }
-            keep.insert(row.name.clone());
-            let statements: Vec<String> = match row.enabled.as_deref() {
-                Some("A") => Vec::new(),
-                Some(_) => vec![ddl::enable_always(&row.name)],
-                None => ddl::create(&row.name).to_vec(),
-            };
-            if statements.is_empty() || install(&mut tx, &statements).await? {
-                continue;
-            }
-            tracing::warn!(table = %row.name, "cannot put the live-query change trigger on this table (not its owner): its subscriptions run every interval");
-            coverage.uncovered.push(row.name.clone());
-            unwatchable.insert(row.root);
-        }
-        for row in rows.iter().filter(|r| r.oid == r.root) {
-            if let (false, Some(oids)) = (unwatchable.contains(&row.root), members.get(&row.root)) {
-                coverage.watched.insert(row.name.clone(), oids.clone());
-            }
-        }
+/// Runs `plan` in the transaction `tx` is in.
+pub async fn apply(tx: &impl GenericClient, plan: &TriggerPlan) -> Result<Applied, CatalogError> {
+    let mut applied = Applied::default();
+    if plan.is_empty() {
+        return Ok(applied);
     }
-    let triggered = tx
-        .query(ddl::TRIGGERED, &[])
-        .await?
-        .iter()
-        .map(|row| {
-            Ok(QualifiedName::new(
-                row.try_get::<_, String>(0)?,
-                row.try_get::<_, String>(1)?,
-            ))
-        })
-        .collect::<Result<Vec<_>, tokio_postgres::Error>>()?;
-    for name in triggered {
-        if !keep.contains(&name) && !install(&mut tx, &[ddl::drop(&name)]).await? {
-            tracing::warn!(table = %name, "cannot drop the live-query change trigger from this table (not its owner)");
+    tx.batch_execute(ddl::LOCK).await?;
+    if plan.function {
+        tx.batch_execute(ddl::FUNCTION).await?;
+        applied.function = true;
+        applied.statements += 1;
+    }
+    for change in &plan.changes {
+        let statements = match change {
+            TriggerChange::Create(table) => ddl::create(table).to_vec(),
+            TriggerChange::EnableAlways(table) => vec![ddl::enable_always(table)],
+            TriggerChange::Drop(table) => vec![ddl::drop(table)],
+        };
+        if in_savepoint(tx, &statements).await? {
+            applied.statements += statements.len() as i64;
+            applied.done.push(change.clone());
+            continue;
         }
+        let (TriggerChange::Create(table)
+        | TriggerChange::EnableAlways(table)
+        | TriggerChange::Drop(table)) = change;
+        tracing::warn!(%table, "cannot change the live-query change trigger of this table (not its owner): its subscriptions run every interval");
+    }
+    Ok(applied)
+}
+
+/// Runs `plan` in a transaction of its own, waiting at most a moment for the tables' locks.
+/// When it changed anything, every process serving catalog version `version` is told to
+/// rebuild (so each reads the new coverage).
+pub async fn apply_alone(
+    client: &mut tokio_postgres::Client,
+    plan: &TriggerPlan,
+    version: i64,
+) -> Result<Applied, CatalogError> {
+    let tx = client.transaction().await?;
+    tx.batch_execute(ddl::LOCK_TIMEOUT).await?;
+    let applied = apply(&tx, plan).await?;
+    if applied.statements > 0 {
+        super::Notification::Reload(version).send(&tx).await?;
     }
     tx.commit().await?;
-    Ok(coverage)
+    Ok(applied)
 }
 
 /// Runs `statements` in a savepoint; `false` (and nothing done) when Postgres refuses them
 /// for lack of privilege, an error otherwise.
-async fn install(
-    tx: &mut tokio_postgres::Transaction<'_>,
+async fn in_savepoint(
+    tx: &impl GenericClient,
     statements: &[String],
 ) -> Result<bool, CatalogError> {
-    let savepoint = tx.savepoint("basalt_live_change").await?;
+    tx.batch_execute(ddl::SAVEPOINT).await?;
     for statement in statements {
-        if let Err(err) = savepoint.batch_execute(statement).await {
+        if let Err(err) = tx.batch_execute(statement).await {
             if err.code() == Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE) {
-                savepoint.rollback().await?;
+                tx.batch_execute(ddl::ROLLBACK_SAVEPOINT).await?;
                 return Ok(false);
             }
             return Err(err.into());
         }
     }
-    savepoint.commit().await?;
+    tx.batch_execute(ddl::RELEASE_SAVEPOINT).await?;
     Ok(true)
+}
+
+/// The fallback check, on the listener's session: the notification queue's usage (0 to 1),
+/// and which of the tables `covered` (OIDs) lost their trigger or have it not firing always.
+pub async fn recheck(
+    client: &impl GenericClient,
+    covered: &[u32],
+) -> Result<(f64, Vec<u32>), CatalogError> {
+    let row = client.query_one(ddl::RECHECK, &[&covered]).await?;
+    Ok((row.try_get(0)?, row.try_get(1)?))
 }

@@ -186,6 +186,8 @@ pub struct CatalogVersion {
     pub metadata: Metadata,
     /// The document resolved against the database model.
     pub resolution: Resolution,
+    /// The database model it was resolved against.
+    pub db: std::sync::Arc<crate::db_model::DbModel>,
 }
 
 /// What a process tells the others through [`NOTIFY_CHANNEL`] when it commits.
@@ -261,8 +263,6 @@ pub struct Listener {
     pub client: tokio_postgres::Client,
     /// Notification payloads; closed when the session is lost.
     pub payloads: tokio::sync::mpsc::UnboundedReceiver<Notification>,
-    /// The OIDs of tables whose change triggers fired (empty unless asked for).
-    pub changes: tokio::sync::mpsc::UnboundedReceiver<u32>,
     driver: tokio::task::JoinHandle<()>,
 }
 
@@ -272,16 +272,20 @@ impl Drop for Listener {
     }
 }
 
+/// What the listener does with each table OID the change triggers of live queries send: it
+/// is called on the session's own task, so it must only count.
+pub type OnChange = std::sync::Arc<dyn Fn(u32) + Send + Sync>;
+
 /// Connects and LISTENs; notifications arrive on [`Listener::payloads`], and with
-/// `live_changes` the tables live queries watch on [`Listener::changes`].
+/// `on_change` the tables live queries watch go to it as they arrive.
 pub async fn listen(
     config: &tokio_postgres::Config,
-    live_changes: bool,
+    on_change: Option<OnChange>,
 ) -> Result<Listener, CatalogError> {
     use futures_util::StreamExt;
     let (client, mut connection) = config.connect(tokio_postgres::NoTls).await?;
     let (tx, payloads) = tokio::sync::mpsc::unbounded_channel();
-    let (changed, changes) = tokio::sync::mpsc::unbounded_channel();
+    let live_changes = on_change.is_some();
     let driver = tokio::spawn(async move {
         let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
         while let Some(message) = messages.next().await {
@@ -289,8 +293,8 @@ pub async fn listen(
                 Ok(tokio_postgres::AsyncMessage::Notification(n))
                     if n.channel() == crate::sql::live_change::NAME =>
                 {
-                    if let Ok(oid) = n.payload().parse() {
-                        let _ = changed.send(oid);
+                    if let (Some(on_change), Ok(oid)) = (&on_change, n.payload().parse()) {
+                        on_change(oid);
                     }
                 }
                 Ok(tokio_postgres::AsyncMessage::Notification(n)) => {
@@ -307,7 +311,6 @@ pub async fn listen(
     let listener = Listener {
         client,
         payloads,
-        changes,
         driver,
     };
     listener.client.batch_execute(LISTEN).await?;

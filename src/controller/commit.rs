@@ -14,6 +14,7 @@ use crate::catalog::OwnershipChanges;
 use crate::metadata::objects::{Object, Owner};
 use crate::metadata::MetadataError;
 use crate::ops::{Limits, Op};
+use crate::resolve::live_change::LivePolicy;
 use crate::transaction::{self, GroupItem, LastWriteCache, TransactionError, Writer};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -83,6 +84,7 @@ impl GroupCommit {
         op: Op,
         expected_version: i64,
         plan: &Plan,
+        live: &LivePolicy,
     ) -> Result<Reply, TransactionError> {
         let (reply, mut result) = oneshot::channel();
         self.lock_queue().push(Queued {
@@ -108,7 +110,7 @@ impl GroupCommit {
                 self.waiting.dec_by(n as i64);
                 queue.drain(..n).collect()
             };
-            commit(pool, view, &self.last_write, group).await;
+            commit(pool, view, &self.last_write, group, live).await;
         }
     }
 
@@ -127,6 +129,7 @@ async fn commit(
     view: &super::view::SharedView,
     last_write: &LastWriteCache,
     group: Vec<Queued>,
+    live: &LivePolicy,
 ) {
     let outcome = match pool.get().await {
         Ok(mut client) => {
@@ -140,7 +143,7 @@ async fn commit(
                     ownership: &q.ownership,
                 })
                 .collect();
-            transaction::run_group(&mut client, &items, Some(last_write)).await
+            transaction::run_group(&mut client, &items, Some(last_write), live).await
         }
         Err(err) => Err(TransactionError::from(err)),
     };
@@ -260,14 +263,14 @@ pub(super) async fn write(
                 &mut client,
                 &op,
                 Some(version),
-                Writer::Controller(&plan.ownership),
+                Writer::Controller(&plan.ownership, &ctx.settings.live),
             )
             .await
             .map(|outcome| outcome.catalog.version)
         } else {
             match ctx
                 .commits
-                .write(&ctx.pool, &ctx.view, op, version, &plan)
+                .write(&ctx.pool, &ctx.view, op, version, &plan, &ctx.settings.live)
                 .await?
             {
                 Reply::Committed(version) => Ok(version),

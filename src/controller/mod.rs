@@ -61,5 +61,7 @@ pub async fn main(command: crate::config::ControllerCommand) -> anyhow::Result<(
         tracing::info!("shutting down the controller");
         let _ = stop.send(true);
     });
-    run::run(command.settings, &url, stopped).await
+    let mut settings = command.settings;
+    settings.live = command.detection.policy();
+    run::run(settings, &url, stopped).await
 }

@@ -56,6 +56,8 @@ pub struct Settings {
     pub scopes: Vec<Option<String>>,
     /// `--label-selector`, narrowing the same competition.
     pub label_selector: Option<String>,
+    /// Change detection's settings, for the triggers each write keeps in step.
+    pub live: crate::resolve::live_change::LivePolicy,
 }
 
 /// What every reconcile shares.

@@ -220,6 +220,7 @@ pub async fn run_with(
             resync: Duration::from_secs(settings.resync_seconds.max(1)),
             scopes: scopes.clone(),
             label_selector: settings.label_selector.clone(),
+            live: settings.live.clone(),
         },
     );
     context.metrics = metrics;
@@ -483,7 +484,7 @@ async fn listen_catalog(
         }
     };
     loop {
-        if let Ok(mut listener) = catalog::listen(&config, false).await {
+        if let Ok(mut listener) = catalog::listen(&config, None).await {
             let mut last = catalog::current_version(&listener.client).await.ok();
             // Whatever was committed while the listener was down.
             fire();

@@ -27,6 +27,24 @@ pub struct DbModel {
     pub capture_triggers: Vec<CaptureTrigger>,
     /// Capture functions in `basalt_catalog` (`notify_basalt_*`), with or without a trigger.
     pub capture_functions: BTreeSet<String>,
+    /// What change detection of live queries has installed outside user tables.
+    pub live: LiveCatalog,
+}
+
+/// What change detection of live queries (`docs/graphql.md`, "When subscriptions run") has
+/// installed: its notify function and its triggers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LiveCatalog {
+    /// `basalt_catalog.notify_basalt_live_change()` exists.
+    #[serde(default)]
+    pub function: bool,
+    /// The OID of `basalt_catalog.action_log`, when the catalog has it.
+    #[serde(default)]
+    pub action_log: Option<u32>,
+    /// The tables carrying a `basalt_live_change` trigger, by OID, with its `tgenabled`
+    /// (`A`: fires always).
+    #[serde(default)]
+    pub triggers: std::collections::BTreeMap<u32, String>,
 }
 
 /// A capture trigger found in Postgres.
@@ -75,6 +93,23 @@ pub struct DbTable {
     /// Row-level security is enabled (`relrowsecurity`): its policies may read settings.
     #[serde(default)]
     pub row_security: bool,
+    /// The OIDs of the tables it is a partition or inheritance child of.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parents: Vec<u32>,
+    /// For a view: what its query reads and calls (from its rewrite rule).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reads: Option<ViewReads>,
+}
+
+/// What a view's query reads and whether it calls anything not `IMMUTABLE`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ViewReads {
+    /// The OIDs of the relations it references.
+    #[serde(default)]
+    pub relations: Vec<u32>,
+    /// It calls a function that is not `IMMUTABLE` (`now()`, for one).
+    #[serde(default)]
+    pub volatile: bool,
 }
 
 impl DbTable {
@@ -285,6 +320,14 @@ struct ModelDocument {
     capture_triggers: Vec<CaptureTrigger>,
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     capture_functions: BTreeSet<String>,
+    #[serde(default, skip_serializing_if = "LiveCatalog::is_empty")]
+    live: LiveCatalog,
+}
+
+impl LiveCatalog {
+    fn is_empty(&self) -> bool {
+        *self == LiveCatalog::default()
+    }
 }
 
 /// The rows of one enum table in a [`ModelDocument`].
@@ -322,6 +365,7 @@ impl DbModel {
                 .collect(),
             capture_triggers: document.capture_triggers,
             capture_functions: document.capture_functions,
+            live: document.live,
         };
         for f in document.functions {
             model
@@ -353,6 +397,7 @@ impl DbModel {
             enum_rows,
             capture_triggers: self.capture_triggers.clone(),
             capture_functions: self.capture_functions.clone(),
+            live: self.live.clone(),
         };
         serde_json::to_value(document).unwrap_or(serde_json::Value::Null)
     }

@@ -5,11 +5,15 @@
 //! the pool's status, the served catalog version, the live queries and the event workers' counters.
 //! Every metric is listed in `docs/operations.md`.
 
+use crate::live::changes::Changes;
+use crate::live::observe::KindLabels;
 use crate::live::LiveQueries;
 use crate::state::AppState;
 use crate::stats::{Counters, EventCounters};
 use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -38,6 +42,7 @@ pub fn render(
         count(served.resolution.inconsistencies.len()),
     );
     sockets(&mut registry, live);
+    subscriptions(&mut registry, live, &state.changes);
     events(&mut registry, &state.events, events_pending);
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, &registry)?;
@@ -78,16 +83,6 @@ const WORK_COUNTERS: &[WorkCounter] = &[
         "live_query_polls",
         "Polls of live-query groups with subscribers (each runs one statement per batch of cohorts)",
         |c| &c.live_polls,
-    ),
-    (
-        "subscription_cohorts_run",
-        "Cohorts of live queries and streams a poll ran (a table they read changed, or they cannot be watched)",
-        |c| &c.live_cohorts_run,
-    ),
-    (
-        "subscription_cohorts_skipped",
-        "Cohorts of live queries and streams a poll skipped because nothing they read had changed",
-        |c| &c.live_cohorts_skipped,
     ),
     (
         "shared_statements",
@@ -210,6 +205,53 @@ fn sockets(registry: &mut Registry, live: &LiveQueries) {
         "live_query_groups",
         "Groups of subscriptions sharing one statement",
         count(live.group_count()),
+    );
+}
+
+/// Subscription polling and its change detection (`docs/graphql.md`, "When subscriptions
+/// run").
+fn subscriptions(registry: &mut Registry, live: &LiveQueries, changes: &Changes) {
+    live.metrics().register(registry);
+    counter(
+        registry,
+        "subscription_change_notifications",
+        "Change notifications received from the live-query triggers",
+        get(&changes.notifications),
+    );
+    gauge(
+        registry,
+        "subscription_listener_up",
+        "Whether the session listening for changes is connected (1) or not (0)",
+        i64::from(changes.listener_up()),
+    );
+    counter(
+        registry,
+        "subscription_listener_reconnects",
+        "Times the session listening for changes connected again",
+        get(&changes.reconnects),
+    );
+    let opaque = Family::<KindLabels, Gauge>::default();
+    let (live_opaque, stream_opaque) = live.opaque_cohorts();
+    for (kind, n) in [("live", live_opaque), ("stream", stream_opaque)] {
+        opaque.get_or_create(&KindLabels { kind }).set(count(n));
+    }
+    registry.register(
+        "subscription_opaque_cohorts",
+        "Cohorts whose changes cannot be watched (polled every interval), by kind",
+        opaque,
+    );
+    gauge(
+        registry,
+        "subscription_uncovered_tables",
+        "Tables that should carry the change trigger and do not (not owned by the engine's role)",
+        count(changes.uncovered()),
+    );
+    let usage = Gauge::<f64, AtomicU64>::default();
+    usage.set(changes.queue_usage());
+    registry.register(
+        "pg_notification_queue_usage",
+        "Last sampled pg_notification_queue_usage() (0 to 1)",
+        usage,
     );
 }
 

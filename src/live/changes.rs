@@ -3,26 +3,40 @@
 //! receives and, all at once, by every (re)connect of that listener; whether the listener is
 //! up; and which tables the triggers cover, from the last schema build. A cohort remembers the
 //! counters of the tables it reads as they were before its last successful poll, and is due
-//! again when one of them moved.
+//! again when one of them moved ([`super::due`]).
 
-use crate::catalog::live_change::Coverage;
 use crate::graphql::ir::Footprint;
 use crate::names::QualifiedName;
+use crate::resolve::live_change::{Coverage, LivePolicy, TriggerPlan};
 use std::collections::HashMap;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// How many arrival times are kept per table, for the change-to-push latency.
+const RECENT: usize = 32;
+
+/// One table's notifications: how many, and when the last few arrived.
+#[derive(Debug, Default)]
+struct TableCount {
+    n: u64,
+    recent: VecDeque<Instant>,
+}
 
 /// The change-detection state of one engine.
 #[derive(Debug)]
 pub struct Changes {
-    /// Change detection is on (`BASALT_LIVE_QUERIES_CHANGE_DETECTION`).
-    pub on: bool,
+    /// Whether change detection is on, and the tables it leaves out.
+    pub policy: LivePolicy,
     /// The longest a watched cohort goes without a poll (`None`: no fallback poll).
     pub fallback: Option<Duration>,
-    /// Tables left without a trigger (`schema.table`).
-    pub exclude: Vec<String>,
-    counters: Mutex<HashMap<u32, u64>>,
+    /// The last trigger changes tried outside a metadata write: not tried again while the
+    /// model still asks for exactly them (a table the role does not own stays uncovered).
+    tried: Mutex<Option<TriggerPlan>>,
+    /// The last sampled `pg_notification_queue_usage()`, in millionths.
+    queue_usage: AtomicU64,
+    counters: Mutex<HashMap<u32, TableCount>>,
     /// Added to every counter: moved by each (re)connect of the listener.
     epoch: AtomicU64,
     listener_up: AtomicBool,
@@ -32,14 +46,17 @@ pub struct Changes {
     /// Connects of the listener after the first.
     pub reconnects: AtomicU64,
     connected_once: AtomicBool,
+    /// The start-up installation is done: later schema builds install what is missing.
+    ready: AtomicBool,
 }
 
 impl Changes {
-    pub fn new(on: bool, fallback: Option<Duration>, exclude: Vec<String>) -> Self {
+    pub fn new(policy: LivePolicy, fallback: Option<Duration>) -> Self {
         Changes {
-            on,
+            policy,
             fallback,
-            exclude,
+            tried: Mutex::new(None),
+            queue_usage: AtomicU64::new(0),
             counters: Mutex::new(HashMap::new()),
             epoch: AtomicU64::new(0),
             listener_up: AtomicBool::new(false),
@@ -47,17 +64,21 @@ impl Changes {
             notifications: AtomicU64::new(0),
             reconnects: AtomicU64::new(0),
             connected_once: AtomicBool::new(false),
+            ready: AtomicBool::new(false),
         }
     }
 
     /// A table's trigger fired.
     pub fn changed(&self, oid: u32) {
-        *self
-            .counters
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(oid)
-            .or_default() += 1;
+        let now = Instant::now();
+        let mut counters = self.counters.lock().unwrap_or_else(|p| p.into_inner());
+        let count = counters.entry(oid).or_default();
+        count.n += 1;
+        if count.recent.len() == RECENT {
+            count.recent.pop_front();
+        }
+        count.recent.push_back(now);
+        drop(counters);
         self.notifications.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -81,14 +102,43 @@ impl Changes {
         self.listener_up.load(Ordering::SeqCst)
     }
 
-    /// The counters of `tables` now.
-    pub fn counters(&self, tables: &[u32]) -> Vec<u64> {
+    /// The counters of `tables` now, and the listener epoch they were read in.
+    pub fn counters(&self, tables: &[u32]) -> (Vec<u64>, u64) {
         let epoch = self.epoch.load(Ordering::SeqCst);
         let counters = self.counters.lock().unwrap_or_else(|p| p.into_inner());
-        tables
+        let now = tables
             .iter()
-            .map(|t| counters.get(t).copied().unwrap_or_default() + epoch)
-            .collect()
+            .map(|t| counters.get(t).map_or(0, |c| c.n) + epoch)
+            .collect();
+        (now, epoch)
+    }
+
+    /// When the first of the notifications counted after `seen` (counters of `tables` read
+    /// in `epoch`, as [`Changes::counters`] gives them) arrived: `None` when none did, or
+    /// when the listener reconnected since (the counts then no longer line up).
+    pub fn first_unseen(&self, tables: &[u32], seen: &[u64], epoch: u64) -> Option<Instant> {
+        if self.epoch.load(Ordering::SeqCst) != epoch {
+            return None;
+        }
+        let counters = self.counters.lock().unwrap_or_else(|p| p.into_inner());
+        let mut first: Option<Instant> = None;
+        for (table, seen) in tables.iter().zip(seen) {
+            let Some(count) = counters.get(table) else {
+                continue;
+            };
+            let seen = seen.saturating_sub(epoch);
+            if count.n <= seen {
+                continue;
+            }
+            // `recent[0]` is the arrival of count `oldest`, the last one that of count `n`.
+            let oldest = count.n + 1 - count.recent.len() as u64;
+            let index = (seen + 1).saturating_sub(oldest) as usize;
+            let at = count.recent.get(index).or(count.recent.front());
+            if let Some(at) = at {
+                first = Some(first.map_or(*at, |f| f.min(*at)));
+            }
+        }
+        first
     }
 
     /// What the triggers cover since the last schema build.
@@ -96,12 +146,92 @@ impl Changes {
         *self.coverage.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(coverage);
     }
 
+    /// What the triggers cover now.
+    pub fn coverage(&self) -> Arc<Coverage> {
+        self.coverage
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The OIDs of every table the coverage relies on.
+    pub fn covered_oids(&self) -> Vec<u32> {
+        let coverage = self.coverage.read().unwrap_or_else(|p| p.into_inner());
+        let mut oids: Vec<u32> = coverage.watched.values().flatten().copied().collect();
+        oids.sort_unstable();
+        oids.dedup();
+        oids
+    }
+
+    /// How many tables should carry the trigger and do not.
+    pub fn uncovered(&self) -> usize {
+        self.coverage
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .uncovered
+            .len()
+    }
+
+    /// The fallback check found these tables' triggers missing or not firing always: every
+    /// relation resting on one of them runs every interval until the next schema build.
+    pub fn lost(&self, oids: &[u32]) {
+        if oids.is_empty() {
+            return;
+        }
+        let mut guard = self.coverage.write().unwrap_or_else(|p| p.into_inner());
+        let mut coverage = (**guard).clone();
+        coverage
+            .watched
+            .retain(|_, tables| !tables.iter().any(|t| oids.contains(t)));
+        *guard = Arc::new(coverage);
+        tracing::warn!(
+            tables = ?oids,
+            "a live-query change trigger is missing or disabled: subscriptions reading these tables run every interval until the next schema build"
+        );
+    }
+
+    /// The start-up installation is done.
+    pub fn set_ready(&self) {
+        self.ready.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the start-up installation is done.
+    pub fn ready(&self) -> bool {
+        self.ready.load(Ordering::SeqCst)
+    }
+
+    /// Whether `plan` is worth trying: it differs from the last one tried.
+    pub fn first_try(&self, plan: &TriggerPlan) -> bool {
+        let mut tried = self.tried.lock().unwrap_or_else(|p| p.into_inner());
+        if tried.as_ref() == Some(plan) {
+            return false;
+        }
+        *tried = Some(plan.clone());
+        true
+    }
+
+    /// The last try failed: the next schema build tries again.
+    pub fn forget_try(&self) {
+        *self.tried.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// Records a sample of the notification queue's usage (0 to 1).
+    pub fn set_queue_usage(&self, usage: f64) {
+        let millionths = (usage.clamp(0.0, 1.0) * 1e6) as u64;
+        self.queue_usage.store(millionths, Ordering::Relaxed);
+    }
+
+    /// The last sampled notification queue usage (0 to 1).
+    pub fn queue_usage(&self) -> f64 {
+        self.queue_usage.load(Ordering::Relaxed) as f64 / 1e6
+    }
+
     /// The tables a statement reads, as the OIDs whose writes show in it; `None` when it
-    /// reads something change detection does not watch (a view, an uncovered or excluded
-    /// table, a function), or when change detection is off: such a cohort runs every
-    /// interval.
+    /// reads something change detection does not watch (a view over something it cannot
+    /// watch, an uncovered or excluded table, a function), or when change detection is off:
+    /// such a cohort runs every interval.
     pub fn read_set(&self, footprint: &Footprint) -> Option<Vec<u32>> {
-        if !self.on || footprint.calls_functions {
+        if !self.policy.on || footprint.calls_functions {
             return None;
         }
         let coverage = self
@@ -117,61 +247,5 @@ impl Changes {
         oids.sort_unstable();
         oids.dedup();
         Some(oids)
-    }
-}
-
-/// A group's tables and their counters just before a poll.
-#[derive(Debug)]
-pub struct Marks {
-    /// The read set; `None`: opaque (or change detection off).
-    tables: Option<Vec<u32>>,
-    counters: Vec<u64>,
-    /// Every cohort is due: opaque, change detection off, or the listener down.
-    always: bool,
-}
-
-/// What a cohort saw at its last successful poll: its read set and their counters.
-pub type Seen = Option<(Vec<u32>, Vec<u64>)>;
-
-impl Changes {
-    /// The marks of a statement reading `footprint`, taken now (before its poll's statement,
-    /// so a change notified meanwhile makes the cohort due again).
-    pub fn marks(&self, footprint: &Footprint) -> Marks {
-        let tables = self.read_set(footprint);
-        let counters = tables
-            .as_deref()
-            .map(|t| self.counters(t))
-            .unwrap_or_default();
-        Marks {
-            always: tables.is_none() || !self.listener_up(),
-            tables,
-            counters,
-        }
-    }
-}
-
-impl Marks {
-    /// Whether a cohort that saw `seen` must run: never polled (or its last poll failed),
-    /// always-due, or a table it reads changed since.
-    pub fn due(&self, seen: &Seen) -> bool {
-        if self.always {
-            return true;
-        }
-        match (seen, &self.tables) {
-            (Some((tables, counters)), Some(now_tables)) => {
-                tables != now_tables || counters.iter().zip(&self.counters).any(|(s, n)| n > s)
-            }
-            _ => true,
-        }
-    }
-
-    /// What a cohort polled successfully with these marks has seen.
-    pub fn seen(&self) -> Seen {
-        self.tables.clone().map(|t| (t, self.counters.clone()))
-    }
-
-    /// The group cannot be watched (opaque, or change detection off).
-    pub fn opaque(&self) -> bool {
-        self.tables.is_none()
     }
 }

@@ -13,6 +13,8 @@
 //! `docs/graphql.md`, "Subscriptions".
 
 pub mod changes;
+mod due;
+pub mod observe;
 mod poll;
 mod stream;
 
@@ -88,6 +90,8 @@ pub struct LiveQueries {
     streaming: Polling,
     /// Change detection: which cohorts must run.
     changes: Arc<changes::Changes>,
+    /// What pollers record as they run.
+    metrics: observe::SubscriptionMetrics,
     groups: Mutex<HashMap<GroupKey, Arc<Group>>>,
     sockets: Arc<Semaphore>,
     max_sockets: usize,
@@ -117,8 +121,10 @@ struct Member {
     polled: Option<std::time::Instant>,
     /// For a stream: the position of its cursor in `values`.
     cursor: Option<usize>,
-    /// The tables its cohort read, and their counters, at its last successful poll.
-    seen: changes::Seen,
+    /// What its cohort read at its last successful poll (change detection).
+    watch: due::Watch,
+    /// A live query's last result, for a member that joins its cohort.
+    body: Option<Bytes>,
     /// A stream whose last batch was full: more rows may wait.
     backlog: bool,
 }
@@ -131,6 +137,8 @@ struct Group {
     cursor: Option<usize>,
     /// What the statement reads (its tables, whether it calls functions).
     footprint: crate::graphql::ir::Footprint,
+    /// Its last poll found it cannot be watched (change detection cannot see its changes).
+    opaque: AtomicBool,
     /// The version the members were planned against.
     version: Arc<ApiVersion>,
     members: Mutex<Vec<Member>>,
@@ -215,6 +223,7 @@ impl LiveQueries {
             polling,
             streaming,
             changes,
+            metrics: observe::SubscriptionMetrics::default(),
             groups: Mutex::new(HashMap::new()),
             sockets: Arc::new(Semaphore::new(max_sockets)),
             max_sockets,
@@ -253,6 +262,29 @@ impl LiveQueries {
         self.lock().values().map(|g| g.members().len()).sum()
     }
 
+    /// Cohorts of groups whose last poll found them impossible to watch: (live, stream).
+    pub fn opaque_cohorts(&self) -> (usize, usize) {
+        let mut counts = (0, 0);
+        for group in self.lock().values() {
+            if !group.opaque.load(Ordering::Relaxed) {
+                continue;
+            }
+            let members = group.members();
+            let cohorts: std::collections::HashSet<&[Option<String>]> =
+                members.iter().map(|m| m.values.as_slice()).collect();
+            match group.cursor {
+                Some(_) => counts.1 += cohorts.len(),
+                None => counts.0 += cohorts.len(),
+            }
+        }
+        counts
+    }
+
+    /// What subscription pollers record.
+    pub fn metrics(&self) -> &observe::SubscriptionMetrics {
+        &self.metrics
+    }
+
     /// WebSockets open now.
     pub fn open_sockets(&self) -> usize {
         self.max_sockets
@@ -282,7 +314,8 @@ impl LiveQueries {
             last: None,
             polled: None,
             cursor: None,
-            seen: None,
+            watch: due::Watch::default(),
+            body: None,
             backlog: false,
         };
         self.join(execution, placement, member);
@@ -313,6 +346,7 @@ impl LiveQueries {
                 sql,
                 cursor,
                 footprint: read_footprint(&execution.plan.operation.data),
+                opaque: AtomicBool::new(false),
                 version: execution.version.clone(),
                 members: Mutex::new(Vec::new()),
                 wake: Notify::new(),
@@ -329,9 +363,27 @@ impl LiveQueries {
         }
         member.values = values;
         member.cursor = group.cursor;
-        // A new version (or a new member) polls once before it relies on what it saw.
-        member.seen = None;
-        group.members().push(member);
+        // Planned again for a new version, it polls once more before relying on what it saw.
+        member.watch.replanned();
+        let mut members = group.members();
+        if group.cursor.is_none() && member.last.is_none() {
+            // A new subscriber of a cohort whose answer is current gets that answer at once.
+            let marks = self.changes.marks(&group.footprint);
+            let current = members
+                .iter()
+                .find(|m| m.values == member.values && m.watch.current(&marks));
+            if let Some((body, peer)) = current.and_then(|m| Some((m.body.clone()?, m))) {
+                member.watch = peer.watch.clone();
+                member.last = peer.last;
+                member.body = Some(body.clone());
+                if (member.deliver)(LiveEvent::Data(body)) {
+                    members.push(member);
+                }
+                return;
+            }
+        }
+        members.push(member);
+        drop(members);
         group.wake.notify_one();
     }
 }

@@ -2,7 +2,8 @@
 //! deliver to each member what changed; plan every member again when a new metadata version
 //! is served.
 
-use super::{placement, Group, LiveEvent, LiveQueries};
+use super::due::{Marks, Reason, Watch};
+use super::{observe, placement, Group, LiveEvent, LiveQueries};
 use crate::engine::{self, GraphqlError, Transport};
 use crate::execute::{self, Connection, ExecuteError};
 use crate::sql::print::MultiplexedSql;
@@ -12,6 +13,7 @@ use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Batches of one group run at once.
 const CONCURRENT_BATCHES: usize = 4;
@@ -98,35 +100,35 @@ fn regroup(live: &Arc<LiveQueries>, group: &Arc<Group>) {
     }
 }
 
-/// Runs the group's statement for every cohort that is due (see [`super::changes`]; with
-/// `fallback_due`, all of them) and delivers what changed.
+/// Runs the group's statement for every cohort that is due (see [`super::due`]) and
+/// delivers what changed.
 async fn poll(live: &LiveQueries, group: &Group, fallback_due: bool) {
+    let kind = observe::kind(false);
     // Taken before the statement: a change notified while it runs makes the cohorts due again.
     let marks = live.changes.marks(&group.footprint);
-    let (cohorts, skipped) = {
+    group.opaque.store(marks.opaque(), Ordering::Relaxed);
+    let (cohorts, skipped, due) = {
         let mut members = group.members();
         members.retain(|m| !m.stopped.load(Ordering::Relaxed));
-        let mut due = std::collections::HashSet::new();
         let mut all = std::collections::HashSet::new();
-        let mut distinct: Vec<Vec<Option<String>>> = Vec::new();
+        let mut due = Due::new();
         for m in members.iter() {
             all.insert(m.values.as_slice());
-            if (fallback_due || marks.due(&m.seen)) && due.insert(m.values.as_slice()) {
-                distinct.push(m.values.clone());
+            if let Some(reason) = marks.reason(&m.watch, false, fallback_due) {
+                due.add(live, &m.values, reason, &m.watch);
             }
         }
-        (distinct, (all.len() - due.len()) as u64)
+        (
+            due.cohorts.clone(),
+            (all.len() - due.cohorts.len()) as u64,
+            due,
+        )
     };
-    let counters = live.engine.counters();
-    counters
-        .live_cohorts_skipped
-        .fetch_add(skipped, Ordering::Relaxed);
-    counters
-        .live_cohorts_run
-        .fetch_add(cohorts.len() as u64, Ordering::Relaxed);
+    due.count(live, kind, skipped);
     if cohorts.is_empty() {
         return;
     }
+    let counters = live.engine.counters();
     // This poll's statements are counted with the poll, once it ends, so that the two counters
     // always hold whole polls (statements per poll can then be read over any window).
     let mut ran = 0u64;
@@ -162,8 +164,70 @@ async fn poll(live: &LiveQueries, group: &Group, fallback_due: bool) {
         }
     }
     counters.live_statements.fetch_add(ran, Ordering::Relaxed);
+    live.metrics.statements(kind, ran);
     Counters::bump(&counters.live_polls);
-    deliver(group, &outcomes, &marks.seen());
+    deliver(live, group, &outcomes, &marks, &due);
+}
+
+/// The cohorts a poll runs, each with the first reason one of its members gave and when
+/// the oldest change it has not seen was notified.
+pub(super) struct Due {
+    pub(super) cohorts: Vec<Vec<Option<String>>>,
+    why: HashMap<Vec<Option<String>>, (Reason, Option<Instant>)>,
+}
+
+impl Due {
+    pub(super) fn new() -> Self {
+        Due {
+            cohorts: Vec::new(),
+            why: HashMap::new(),
+        }
+    }
+
+    /// A member of the cohort `values` is due for `reason`.
+    pub(super) fn add(
+        &mut self,
+        live: &LiveQueries,
+        values: &[Option<String>],
+        reason: Reason,
+        watch: &Watch,
+    ) {
+        let noticed = match reason {
+            Reason::Changed => live.changes.change_noticed(watch),
+            _ => None,
+        };
+        match self.why.get_mut(values) {
+            Some((first, at)) => {
+                *first = (*first).min(reason);
+                *at = match (*at, noticed) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+            }
+            None => {
+                self.cohorts.push(values.to_vec());
+                self.why.insert(values.to_vec(), (reason, noticed));
+            }
+        }
+    }
+
+    /// Counts a tick of a poller of `kind`: these cohorts run, `skipped` others do not.
+    pub(super) fn count(&self, live: &LiveQueries, kind: &'static str, skipped: u64) {
+        let reasons: Vec<Reason> = self.why.values().map(|(reason, _)| *reason).collect();
+        live.metrics.polled(kind, skipped, &reasons);
+        let counters = live.engine.counters();
+        counters
+            .live_cohorts_skipped
+            .fetch_add(skipped, Ordering::Relaxed);
+        counters
+            .live_cohorts_run
+            .fetch_add(self.cohorts.len() as u64, Ordering::Relaxed);
+    }
+
+    /// When the change that made the cohort due was notified, if one did.
+    pub(super) fn noticed(&self, values: &[Option<String>]) -> Option<Instant> {
+        self.why.get(values).and_then(|(_, at)| *at)
+    }
 }
 
 /// The outcome of one batch, per cohort.
@@ -192,11 +256,13 @@ fn record<'v>(
 }
 
 /// Hands each member its cohort's outcome when it changed, and records what a cohort that
-/// ran without error has `seen`; drops members that are gone.
+/// ran without error has seen; drops members that are gone.
 fn deliver(
+    live: &LiveQueries,
     group: &Group,
     outcomes: &HashMap<&[Option<String>], Outcome>,
-    seen: &super::changes::Seen,
+    marks: &Marks,
+    due: &Due,
 ) {
     let mut members = group.members();
     members.retain_mut(|m| {
@@ -206,9 +272,13 @@ fn deliver(
         let Some((h, outcome)) = outcomes.get(m.values.as_slice()) else {
             return true; // not due, or joined during this poll: served next time
         };
-        // A failed poll keeps the old marks: the cohort stays due.
-        if outcome.is_ok() {
-            m.seen = seen.clone();
+        match outcome {
+            Ok(body) => {
+                m.watch.succeeded(marks);
+                m.body = Some(body.clone());
+            }
+            // A failed poll keeps the old marks: the cohort stays due.
+            Err(_) => m.watch.failed(),
         }
         if m.last == Some(*h) {
             return true;
@@ -218,7 +288,12 @@ fn deliver(
             Ok(body) => LiveEvent::Data(body.clone()),
             Err(err) => LiveEvent::Error(err.clone()),
         };
-        (m.deliver)(event)
+        let open = (m.deliver)(event);
+        if let Some(at) = due.noticed(&m.values) {
+            live.metrics
+                .pushed(observe::kind(false), at.elapsed().as_secs_f64());
+        }
+        open
     });
 }
 

@@ -1,10 +1,11 @@
-//! One poll of a stream group: the cohorts that are due (never polled, or last polled an
-//! interval ago), their next batches in one multiplexed statement per batch of cohorts, and
+//! One poll of a stream group: the cohorts that are due (change detection decides, and
+//! none is polled twice within an interval), their next batches in one multiplexed statement per batch of cohorts, and
 //! each batch delivered to the cohort's members, whose cursor then moves to where it ended.
 //! A cohort with no new rows gets nothing; a failed statement leaves the cursors where they
 //! were.
 
-use super::{Group, LiveEvent, LiveQueries};
+use super::poll::Due;
+use super::{observe, Group, LiveEvent, LiveQueries};
 use crate::engine::{self, GraphqlError};
 use crate::execute::{self, Connection, ExecuteError};
 use crate::stats::Counters;
@@ -19,45 +20,45 @@ use std::time::Instant;
 type Outcome = Result<Option<(Bytes, String, bool)>, Arc<GraphqlError>>;
 
 /// Polls the due cohorts of a stream group and delivers their batches: due for change
-/// detection (see [`super::changes`]; with `fallback_due`, all of them, and a cohort whose
-/// last batch was full), and not polled within the interval.
+/// detection (see [`super::due`]; a cohort whose last batch was full stays due), and not
+/// polled within the interval.
 pub(super) async fn poll(live: &LiveQueries, group: &Group, cursor: usize, fallback_due: bool) {
+    let kind = observe::kind(true);
     let interval = live.streaming.interval;
     let now = Instant::now();
     // Polled at most once per interval; a tick comes one interval after the last, so half
     // an interval tells the polls of two ticks apart.
     let on_time = |polled: Option<Instant>| polled.is_none_or(|at| now - at >= interval / 2);
     let marks = live.changes.marks(&group.footprint);
-    let (cohorts, skipped) = {
+    group.opaque.store(marks.opaque(), Ordering::Relaxed);
+    let (cohorts, skipped, due) = {
         let mut members = group.members();
         members.retain(|m| !m.stopped.load(Ordering::Relaxed));
-        let mut due = std::collections::HashSet::new();
+        let mut due = Due::new();
         let mut waiting = std::collections::HashSet::new();
-        let mut cohorts = Vec::new();
         for m in members.iter() {
             if !on_time(m.polled) {
                 continue;
             }
-            let changed = fallback_due || m.backlog || marks.due(&m.seen);
-            if changed && due.insert(m.values.as_slice()) {
-                cohorts.push(m.values.clone());
-            } else if !changed {
-                waiting.insert(m.values.as_slice());
+            match marks.reason(&m.watch, m.backlog, fallback_due) {
+                Some(reason) => due.add(live, &m.values, reason, &m.watch),
+                None => {
+                    waiting.insert(m.values.as_slice());
+                }
             }
         }
-        let skipped = waiting.iter().filter(|v| !due.contains(*v)).count() as u64;
-        (cohorts, skipped)
+        let cohorts = due.cohorts.clone();
+        let skipped = waiting
+            .iter()
+            .filter(|v| !cohorts.iter().any(|c| c.as_slice() == **v))
+            .count() as u64;
+        (cohorts, skipped, due)
     };
-    let counters = live.engine.counters();
-    counters
-        .live_cohorts_skipped
-        .fetch_add(skipped, Ordering::Relaxed);
-    counters
-        .live_cohorts_run
-        .fetch_add(cohorts.len() as u64, Ordering::Relaxed);
+    due.count(live, kind, skipped);
     if cohorts.is_empty() {
         return;
     }
+    let counters = live.engine.counters();
     let mut ran = 0u64;
     let mut outcomes: HashMap<&[Option<String>], Outcome> = HashMap::new();
     for chunk in cohorts.chunks(live.streaming.batch_size.max(1)) {
@@ -81,8 +82,8 @@ pub(super) async fn poll(live: &LiveQueries, group: &Group, cursor: usize, fallb
         }
     }
     counters.live_statements.fetch_add(ran, Ordering::Relaxed);
+    live.metrics.statements(kind, ran);
     Counters::bump(&counters.live_polls);
-    let seen = marks.seen();
     let mut members = group.members();
     members.retain_mut(|m| {
         if m.stopped.load(Ordering::Relaxed) {
@@ -92,9 +93,11 @@ pub(super) async fn poll(live: &LiveQueries, group: &Group, cursor: usize, fallb
             return true; // not due, or joined during this poll
         };
         m.polled = Some(now);
-        // A failed poll keeps the old marks: the cohort stays due.
-        if outcome.is_ok() {
-            m.seen = seen.clone();
+        let noticed = due.noticed(&m.values);
+        match outcome {
+            Ok(_) => m.watch.succeeded(&marks),
+            // A failed poll keeps the old marks: the cohort stays due.
+            Err(_) => m.watch.failed(),
         }
         match outcome {
             Ok(None) => {
@@ -106,7 +109,11 @@ pub(super) async fn poll(live: &LiveQueries, group: &Group, cursor: usize, fallb
                 if let Some(slot) = m.values.get_mut(cursor) {
                     *slot = Some(end.clone());
                 }
-                (m.deliver)(LiveEvent::Data(body.clone()))
+                let open = (m.deliver)(LiveEvent::Data(body.clone()));
+                if let Some(at) = noticed {
+                    live.metrics.pushed(kind, at.elapsed().as_secs_f64());
+                }
+                open
             }
             Err(err) => (m.deliver)(LiveEvent::StreamError(err.clone())),
         }

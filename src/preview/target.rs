@@ -124,6 +124,7 @@ impl Target {
                     reject_managed: false,
                     session: None,
                     last_write: None,
+                    live: None,
                 };
                 match transaction::dry_run(&mut client, &op, None, writer).await {
                     Ok(answer) => Ok(DryRun::Answer(

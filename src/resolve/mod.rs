@@ -11,6 +11,7 @@ mod checks;
 pub mod events;
 mod incremental;
 pub mod inherited;
+pub mod live_change;
 pub mod operators;
 mod permissions;
 mod reads;

@@ -14,45 +14,24 @@ pub const FUNCTION: &str = "CREATE OR REPLACE FUNCTION basalt_catalog.notify_bas
      RETURNS trigger LANGUAGE plpgsql AS \
      $$ BEGIN PERFORM pg_notify('basalt_live_change', TG_RELID::text); RETURN NULL; END $$";
 
-/// Whether the notify function exists (one row if so): it is created only when missing, since
-/// replacing it would be DDL at every schema build.
-pub const FUNCTION_EXISTS: &str = "SELECT 1 FROM pg_catalog.pg_proc p \
-     JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace \
-     WHERE n.nspname = 'basalt_catalog' AND p.proname = 'notify_basalt_live_change'";
-
 /// Serializes the replicas that install triggers at the same moment (one transaction each).
 pub const LOCK: &str = "SELECT pg_advisory_xact_lock(hashtext('basalt_live_change'))";
 
-/// The tables to cover: the tracked ordinary and partitioned tables given as two arrays
-/// (`$1` schemas, `$2` names), every partition and inheritance child below them, and the
-/// action log. Per table and tracked table it belongs to (`root`, itself for a tracked table):
-/// OID, root OID, schema, name, the trigger's `tgenabled` (`NULL`: no trigger) and whether
-/// row-level security is on.
-pub const COVERAGE: &str = "WITH RECURSIVE covered AS (
-    SELECT c.oid, c.oid AS root
-    FROM pg_catalog.pg_class c
-    JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-    JOIN unnest($1::text[], $2::text[]) AS w(s, t) ON w.s = n.nspname AND w.t = c.relname
-    WHERE c.relkind IN ('r', 'p')
-    UNION
-    SELECT 'basalt_catalog.action_log'::regclass::oid, 'basalt_catalog.action_log'::regclass::oid
-    UNION
-    SELECT i.inhrelid, covered.root
-    FROM pg_catalog.pg_inherits i JOIN covered ON i.inhparent = covered.oid
-)
-SELECT c.oid, covered.root, n.nspname::text, c.relname::text, tg.tgenabled::text,
-       c.relrowsecurity
-FROM covered
-JOIN pg_catalog.pg_class c ON c.oid = covered.oid
-JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-LEFT JOIN pg_catalog.pg_trigger tg ON tg.tgrelid = c.oid AND tg.tgname = 'basalt_live_change'";
+/// How long an installation outside a metadata write waits for a table's lock.
+pub const LOCK_TIMEOUT: &str = "SET LOCAL lock_timeout = '2s'";
 
-/// Every table carrying the trigger now: schema, name.
-pub const TRIGGERED: &str = "SELECT n.nspname::text, c.relname::text
-FROM pg_catalog.pg_trigger tg
-JOIN pg_catalog.pg_class c ON c.oid = tg.tgrelid
-JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-WHERE tg.tgname = 'basalt_live_change'";
+/// Each change runs in a savepoint, so a refused one leaves the others.
+pub const SAVEPOINT: &str = "SAVEPOINT basalt_live_change";
+pub const RELEASE_SAVEPOINT: &str = "RELEASE SAVEPOINT basalt_live_change";
+pub const ROLLBACK_SAVEPOINT: &str = "ROLLBACK TO SAVEPOINT basalt_live_change";
+
+/// The fallback check: given the OIDs of the tables the engine believes covered (`$1`), the
+/// notification queue's usage (0 to 1) and those of them whose trigger is missing or does not
+/// fire always.
+pub const RECHECK: &str = "SELECT pg_catalog.pg_notification_queue_usage(),
+       COALESCE(array_agg(w.oid) FILTER (WHERE tg.tgenabled IS DISTINCT FROM 'A'), '{}')
+FROM unnest($1::oid[]) AS w(oid)
+LEFT JOIN pg_catalog.pg_trigger tg ON tg.tgrelid = w.oid AND tg.tgname = 'basalt_live_change'";
 
 /// The statements putting the trigger on `table`, firing also for replication apply workers.
 pub fn create(table: &QualifiedName) -> [String; 2] {

@@ -143,6 +143,7 @@ pub async fn run_group(
     client: &mut tokio_postgres::Client,
     items: &[GroupItem<'_>],
     cache: Option<&LastWriteCache>,
+    live: &crate::resolve::live_change::LivePolicy,
 ) -> Result<GroupOutcome, TransactionError> {
     let tx = client.transaction().await?;
     catalog::lock(&tx).await?;
@@ -208,6 +209,12 @@ pub async fn run_group(
     // Capture triggers follow the group's event-trigger changes, as one write's would.
     events::sync(&tx, &metadata, &mut draft).await?;
     let after = draft.take_resolution();
+    // As one write does (after resolving: the triggers are no part of resolution).
+    let own_ddl = super::live_change::sync(&tx, &mut draft, live).await?;
+    let mut started = started;
+    if let Some(ddl) = started.ddl.as_mut() {
+        *ddl += own_ddl;
+    }
     // Which write left something inconsistent is not known here: the caller finds out by
     // running each on its own. Nothing inconsistent after: nothing to compare with before.
     if !after.inconsistencies.is_empty() {
@@ -235,6 +242,7 @@ pub async fn run_group(
         version: new_version,
         metadata: draft.metadata,
         resolution: after,
+        db: draft.db.clone(),
     });
     let next = match cache {
         Some(_) => LastWrite::after(&started, ended, draft.db, &committed),

@@ -12,6 +12,7 @@ mod draft;
 mod events;
 pub mod group;
 mod last_write;
+mod live_change;
 mod remotes;
 mod run_sql;
 
@@ -26,6 +27,7 @@ use crate::metadata::path::JsonPath;
 use crate::metadata::{Code, Metadata, MetadataError};
 use crate::ops::answer::DryRun;
 use crate::ops::{self, schema_changes, Answer, Context, Op};
+use crate::resolve::live_change::LivePolicy;
 use crate::resolve::{self, Resolution};
 use crate::session::Session;
 use draft::Draft;
@@ -71,16 +73,27 @@ pub enum Writer<'a> {
         /// The process's last write, to start from when it is still current and to update
         /// after a commit; `None` reads everything again.
         last_write: Option<&'a LastWriteCache>,
+        /// The process's change-detection settings, to put the live-query triggers in step
+        /// in the same transaction; `None` leaves that to the engines' schema builds.
+        live: Option<&'a LivePolicy>,
     },
-    /// The Kubernetes controller, recording ownership in the same transaction.
-    Controller(&'a OwnershipChanges),
+    /// The Kubernetes controller, recording ownership in the same transaction, and keeping
+    /// the live-query change triggers in step under its settings.
+    Controller(&'a OwnershipChanges, &'a LivePolicy),
 }
 
 impl Writer<'_> {
     fn last_write(&self) -> Option<&LastWriteCache> {
         match self {
             Writer::Api { last_write, .. } => *last_write,
-            Writer::Controller(_) => None,
+            Writer::Controller(..) => None,
+        }
+    }
+
+    fn live(&self) -> Option<&LivePolicy> {
+        match self {
+            Writer::Api { live, .. } => *live,
+            Writer::Controller(_, live) => Some(live),
         }
     }
 }
@@ -114,6 +127,7 @@ pub async fn read(client: &impl GenericClient) -> Result<CatalogVersion, Transac
         version,
         metadata,
         resolution: schema,
+        db: Arc::new(db),
     })
 }
 
@@ -127,6 +141,7 @@ pub async fn run(
         reject_managed: false,
         session: None,
         last_write: None,
+        live: None,
     };
     run_as(client, op, expected_version, writer).await
 }
@@ -159,7 +174,7 @@ pub async fn run_as(
     if wrote {
         new_version = catalog::store(&tx, &draft.metadata).await?;
     }
-    if let Writer::Controller(changes) = writer {
+    if let Writer::Controller(changes, _) = writer {
         // Another resource claimed or released one of these objects since the plan was
         // made: a conflict, so the controller plans again and sees who owns it now.
         if !managed::unchanged(&tx, changes).await? {
@@ -184,6 +199,7 @@ pub async fn run_as(
         version: new_version,
         metadata: draft.metadata,
         resolution: schema,
+        db: draft.db.clone(),
     });
     if let (Some(cache), Some(started), Some(ended)) = (writer.last_write(), started, ended) {
         if let Some(last) = LastWrite::after(&started, ended, draft.db, &catalog) {
@@ -264,10 +280,11 @@ async fn stage(
 ) -> Result<Change, TransactionError> {
     // A controller write that changes only ownership still takes the catalog lock: ownership
     // rows are claimed in the catalog's order, like metadata.
-    let read_only = op.is_read_only() && !matches!(writer, Writer::Controller(c) if !c.is_empty());
+    let read_only =
+        op.is_read_only() && !matches!(writer, Writer::Controller(c, _) if !c.is_empty());
     // With a last write kept: lock, then read the counters; one recorded at exactly these
     // counters is what loading and reading the database would find.
-    let (started, last) = match writer.last_write() {
+    let (mut started, last) = match writer.last_write() {
         Some(cache) => {
             if !read_only {
                 catalog::lock(tx).await?;
@@ -326,6 +343,14 @@ async fn stage(
         events::sync(tx, &metadata, &mut draft).await?;
     }
     let schema = draft.take_resolution();
+    // After resolving: the triggers are no part of what resolution reads, and changing the
+    // model before would make it resolve the whole document again.
+    if let (false, Some(policy)) = (read_only, writer.live()) {
+        let statements = live_change::sync(tx, &mut draft, policy).await?;
+        if let Some(ddl) = started.as_mut().and_then(|s| s.ddl.as_mut()) {
+            *ddl += statements;
+        }
+    }
     // Nothing inconsistent after: nothing new either, and the state before need not be
     // resolved (the whole document again, expensive for a large one).
     if !draft.own_consistency_rules && !schema.inconsistencies.is_empty() {

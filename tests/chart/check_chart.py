@@ -588,7 +588,8 @@ def check_tracing(r: Rendered) -> list[str]:
 
 def check_streaming(r: Rendered) -> list[str]:
     """The engine gets the streaming subscription settings of engine.streamingQueries, written
-    as plain integers (a large value must not come out in exponent form)."""
+    as plain integers (a large value must not come out in exponent form), and the change
+    detection settings of engine.liveQueries."""
     engine = r.deployment("engine")
     if not engine:
         return ["no engine Deployment"]
@@ -602,6 +603,21 @@ def check_streaming(r: Rendered) -> list[str]:
         want = str(int(streaming.get(key)))
         if env.get(name) != want:
             problems.append(f"{name}={env.get(name)!r}, want {want!r} (engine.streamingQueries.{key})")
+    live = r.values.get("engine", {}).get("liveQueries", {})
+    for name, want in [
+        ("BASALT_LIVE_QUERIES_CHANGE_DETECTION", live.get("changeDetection")),
+        ("BASALT_LIVE_QUERIES_FALLBACK_REFETCH_INTERVAL", str(int(live.get("fallbackRefetchInterval")))),
+        ("BASALT_LIVE_QUERIES_CHANGE_DETECTION_EXCLUDE", ",".join(live.get("changeDetectionExclude", []))),
+    ]:
+        if env.get(name) != want:
+            problems.append(f"{name}={env.get(name)!r}, want {want!r} (engine.liveQueries)")
+    # A separate controller keeps the change triggers in step under the same settings.
+    controller = r.deployment("controller")
+    if controller:
+        controller_env = {e["name"]: e.get("value") for e in container(controller, "controller").get("env", [])}
+        for name in ("BASALT_LIVE_QUERIES_CHANGE_DETECTION", "BASALT_LIVE_QUERIES_CHANGE_DETECTION_EXCLUDE"):
+            if controller_env.get(name) != env.get(name):
+                problems.append(f"controller {name}={controller_env.get(name)!r}, engine has {env.get(name)!r}")
     return problems
 
 
@@ -783,6 +799,10 @@ MATRIX: dict[str, dict[str, Any]] = {
         "controller": {"enabled": True, "embedded": False},
     }),
     "streaming-tuned": merge(BASE, {"engine": {"streamingQueries": {"refetchIntervalMs": 250, "batchSize": 2000000}}}),
+    "change-detection-tuned": merge(BASE, {"engine": {"liveQueries": {
+        "changeDetection": "off", "fallbackRefetchInterval": 3600000,
+        "changeDetectionExclude": ["public.clicks", "audit.log"]}},
+        "controller": {"enabled": True, "embedded": False}}),
     "mixed-secrets": {
         "database": {"existingSecret": "basalt-db"},
         "adminSecret": {"value": "inline-admin"},
@@ -890,6 +910,14 @@ def main() -> int:
         run(
             "refuses[pod-monitor-bad-interval]",
             refused(merge(BASE, {"metrics": {"enabled": True, "podMonitor": {"enabled": True, "interval": "often"}}}), "interval"),
+        )
+        run(
+            "refuses[change-detection-maybe]",
+            refused(merge(BASE, {"engine": {"liveQueries": {"changeDetection": "maybe"}}}), "changeDetection"),
+        )
+        run(
+            "refuses[change-detection-exclude-unqualified]",
+            refused(merge(BASE, {"engine": {"liveQueries": {"changeDetectionExclude": ["clicks"]}}}), "changeDetectionExclude"),
         )
         run(
             "refuses[streaming-batch-size-0]",

@@ -296,3 +296,14 @@ checksum/secret: {{ include "basalt.secretData" . | sha256sum }}
   value: {{ .Values.tracing.protocol | quote }}
 {{- end }}
 {{- end }}
+
+{{/*
+Change detection of live queries: the engine's setting, which the controller's metadata writes
+also follow when they keep the change triggers in step.
+*/}}
+{{- define "basalt.changeDetectionEnv" -}}
+- name: BASALT_LIVE_QUERIES_CHANGE_DETECTION
+  value: {{ .Values.engine.liveQueries.changeDetection | quote }}
+- name: BASALT_LIVE_QUERIES_CHANGE_DETECTION_EXCLUDE
+  value: {{ join "," .Values.engine.liveQueries.changeDetectionExclude | quote }}
+{{- end }}

@@ -263,6 +263,7 @@ pub fn context(fake: Arc<FakeApi>, db_url: &str, self_heal: bool) -> Arc<Context
             resync: Duration::from_secs(300),
             scopes: Vec::new(),
             label_selector: None,
+            live: Default::default(),
         },
     ))
 }

@@ -205,8 +205,15 @@ fn stable(mut model: Value) -> Value {
         for item in model[list].as_array_mut().into_iter().flatten() {
             if let Some(object) = item.as_object_mut() {
                 object.remove("oid");
+                object.remove("parents");
+                if let Some(reads) = object.get_mut("reads").and_then(Value::as_object_mut) {
+                    reads.remove("relations");
+                }
             }
         }
+    }
+    if let Some(object) = model.as_object_mut() {
+        object.remove("live");
     }
     model
 }

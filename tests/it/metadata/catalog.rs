@@ -236,7 +236,7 @@ async fn two_controllers_claiming_the_same_object_at_once_cannot_both_win() {
         &mut client,
         &nothing,
         Some(snapshot.version),
-        Writer::Controller(&first),
+        Writer::Controller(&first, &Default::default()),
     )
     .await
     .unwrap();
@@ -244,7 +244,7 @@ async fn two_controllers_claiming_the_same_object_at_once_cannot_both_win() {
         &mut client,
         &nothing,
         Some(snapshot.version),
-        Writer::Controller(&second),
+        Writer::Controller(&second, &Default::default()),
     )
     .await;
     assert!(

@@ -296,7 +296,7 @@ async fn dry_run_reports_and_changes_nothing() {
     let version = s.running.state.snapshot().version;
     let builds = s.running.state.counters.snapshot().schema_builds;
     let config: tokio_postgres::Config = s.db_url.parse().unwrap();
-    let mut listener = basalt::catalog::listen(&config, false).await.unwrap();
+    let mut listener = basalt::catalog::listen(&config, None).await.unwrap();
     let r = s
         .ok(json!({"type": "bulk", "dry_run": true, "args": [
             {"type": "run_sql", "args": {"sql": "CREATE TABLE scratch (id int PRIMARY KEY)"}},

@@ -1,13 +1,12 @@
-//! Change detection of live queries: its triggers (`basalt::catalog::live_change::sync`) on a
-//! real database (tracked tables, their partitions and the action log get one that fires
-//! always; an excluded table and one with row-level security are not watched; everything is
-//! removed when change detection is off or a table is no longer tracked), a cohort that runs
+//! Change detection of live queries: its triggers on a real database, kept in step by the
+//! metadata API (tracked tables, their partitions and the action log get one that fires
+//! always; an excluded table and one with row-level security are not watched; a view is
+//! watched through what it reads; everything is removed when change detection is off or a
+//! table is no longer tracked), a cohort that runs
 //! only when a table it reads changed (counted), a lost listener, many commits racing the
 //! polls, and a view calling `now()` polled every interval.
 
 use crate::harness::{fresh_database, query_json, run_sql};
-use basalt::catalog::live_change::sync;
-use basalt::names::QualifiedName;
 use serde_json::json;
 
 const TABLES: &str = "
@@ -37,29 +36,26 @@ async fn triggers(db: &str) -> serde_json::Value {
 #[tokio::test]
 async fn triggers_follow_what_is_tracked_and_the_setting() {
     let db = fresh_database().await;
-    // The catalog schema (with the action log) as the engine creates it.
-    let s = crate::harness::TestServer::on(&db, |_| {}).await;
     run_sql(&db, TABLES).await;
-    let (mut client, conn) = tokio_postgres::connect(&db, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
-    let public = |t: &str| QualifiedName::new("public", t);
-    let tracked = [
-        public("note"),
-        public("event"),
-        public("secret"),
-        public("noisy"),
-        public("note_view"),
-    ];
-    let coverage = sync(&mut client, &tracked, &["public.noisy".to_owned()], true)
-        .await
-        .unwrap();
+    let s = crate::harness::TestServer::on(&db, |c| {
+        c.live.detection.change_detection_exclude = vec!["public.noisy".to_owned()]
+    })
+    .await;
+    // At start, only the action log.
+    assert_eq!(
+        triggers(&db).await,
+        json!({"basalt_catalog.action_log": "A"})
+    );
+    for table in ["note", "event", "secret", "noisy", "note_view"] {
+        s.ok(json!({"type": "track_table", "args": {"table": table}}))
+            .await;
+    }
     assert_eq!(
         triggers(&db).await,
         json!({"basalt_catalog.action_log": "A", "public.event": "A", "public.event_a": "A",
                "public.event_b": "A", "public.note": "A"})
     );
+    let coverage = s.running.state.changes.coverage();
     let mut watched: Vec<(String, usize)> = coverage
         .watched
         .iter()
@@ -71,23 +67,36 @@ async fn triggers_follow_what_is_tracked_and_the_setting() {
         [
             ("basalt_catalog.action_log".to_owned(), 1),
             ("event".to_owned(), 3),
-            ("note".to_owned(), 1)
-        ]
+            ("note".to_owned(), 1),
+            ("note_view".to_owned(), 1),
+        ],
+        "the view resolves to the table it reads; the excluded table and the one with row security are not watched"
     );
-    // A trigger someone disabled is enabled again; one on a table no longer tracked goes.
-    run_sql(&db, "ALTER TABLE note DISABLE TRIGGER basalt_live_change").await;
-    sync(&mut client, &[public("event")], &[], true)
-        .await
-        .unwrap();
+    // A trigger someone disabled is enabled again by the next run_sql; a partition created
+    // there is covered; a table no longer tracked loses its trigger.
+    s.ok(json!({"type": "run_sql", "args": {"sql": "ALTER TABLE note DISABLE TRIGGER basalt_live_change;
+        CREATE TABLE event_c PARTITION OF event FOR VALUES FROM ('2028-01-01') TO ('2029-01-01')"}}))
+        .await;
     assert_eq!(
         triggers(&db).await,
         json!({"basalt_catalog.action_log": "A", "public.event": "A", "public.event_a": "A",
-               "public.event_b": "A"})
+               "public.event_b": "A", "public.event_c": "A", "public.note": "A"})
     );
-    // Off: none anywhere.
-    sync(&mut client, &tracked, &[], false).await.unwrap();
-    assert_eq!(triggers(&db).await, json!({}));
+    s.ok(json!({"type": "untrack_table", "args": {"table": "note", "cascade": true}}))
+        .await;
+    assert_eq!(
+        triggers(&db).await,
+        json!({"basalt_catalog.action_log": "A", "public.event": "A", "public.event_a": "A",
+               "public.event_b": "A", "public.event_c": "A"})
+    );
     drop(s);
+    // Off: a server starting drops them everywhere.
+    let off = crate::harness::TestServer::on(&db, |c| {
+        c.live.detection.change_detection = basalt::config::ChangeDetection::Off
+    })
+    .await;
+    assert_eq!(triggers(&db).await, json!({}));
+    assert!(off.running.state.changes.coverage().watched.is_empty());
 }
 
 /// A blog server polling every 100 ms, with change detection on (the default).
@@ -100,23 +109,77 @@ async fn counters(s: &crate::harness::TestServer) -> (u64, u64) {
     (c.live_statements, c.live_cohorts_skipped)
 }
 
-#[tokio::test]
-async fn a_cohort_runs_only_when_a_table_it_reads_changed() {
-    let s = watched_server().await;
-    let mut ws = super::open_transport(&s).await;
+/// A socket subscribed to the number of authors, its first answer read.
+async fn subscribe_count(s: &crate::harness::TestServer) -> super::Ws {
+    let mut ws = super::open_transport(s).await;
     super::send(
         &mut ws,
         json!({"type": "subscribe", "id": "c", "payload": {
         "query": "subscription { author_aggregate { aggregate { count } } }"}}),
     )
     .await;
+    ws
+}
+
+/// Inserts a fourth author through GraphQL; the socket of [`subscribe_count`] hears of it
+/// within `within`.
+async fn insert_and_see(
+    s: &crate::harness::TestServer,
+    ws: &mut super::Ws,
+    within: std::time::Duration,
+) {
+    let written = std::time::Instant::now();
+    super::gql(
+        s,
+        r#"mutation { insert_author_one(object: {id: 9, name: "Nia"}) { id } }"#,
+    )
+    .await;
+    let next = super::message(ws).await;
+    assert!(written.elapsed() < within, "{:?}", written.elapsed());
+    assert_eq!(
+        next["payload"]["data"]["author_aggregate"]["aggregate"]["count"],
+        4
+    );
+}
+
+/// The subscription metrics of `/metrics`, as an operator reads them.
+struct Scraped(std::collections::BTreeMap<String, f64>);
+
+impl Scraped {
+    async fn of(s: &crate::harness::TestServer) -> Self {
+        Scraped(crate::http::scrape(s, s.admin_secret.as_deref()).await)
+    }
+
+    fn get(&self, key: &str) -> f64 {
+        self.0.get(key).copied().unwrap_or(0.0)
+    }
+
+    fn statements(&self) -> f64 {
+        self.get("basalt_subscription_statements_total{kind=live}")
+    }
+
+    fn skipped(&self) -> f64 {
+        self.get("basalt_subscription_cohort_polls_total{kind=live,result=skipped}")
+    }
+
+    fn reason(&self, reason: &str) -> f64 {
+        self.get(&format!(
+            "basalt_subscription_poll_reasons_total{{kind=live,reason={reason}}}"
+        ))
+    }
+}
+
+#[tokio::test]
+async fn a_cohort_runs_only_when_a_table_it_reads_changed() {
+    let s = watched_server().await;
+    let mut ws = subscribe_count(&s).await;
     let first = super::message(&mut ws).await;
     assert_eq!(
         first["payload"]["data"]["author_aggregate"]["aggregate"]["count"],
         3
     );
-    // Wait until the triggers are installed, the listener is up and the first marks are
-    // taken: ticks then skip the cohort.
+    // Wait until the listener is up and the first marks are taken: ticks then skip the
+    // cohort.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
         let start = counters(&s).await;
@@ -130,13 +193,20 @@ async fn a_cohort_runs_only_when_a_table_it_reads_changed() {
             "the cohort is never skipped"
         );
     }
-    let before = counters(&s).await;
+    let before = Scraped::of(&s).await;
+    assert_eq!(before.reason("initial"), 1.0, "its first poll");
     tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
-    let idle = counters(&s).await;
-    assert_eq!(idle.0, before.0, "no statement while nothing changed");
+    let idle = Scraped::of(&s).await;
+    assert_eq!(
+        idle.statements(),
+        before.statements(),
+        "no statement while nothing changed"
+    );
     assert!(
-        idle.1 >= before.1 + 5,
-        "ticks skipped the cohort: {before:?} → {idle:?}"
+        idle.skipped() >= before.skipped() + 5.0,
+        "ticks skipped the cohort: {} → {}",
+        before.skipped(),
+        idle.skipped()
     );
     // A write to a table it does not read changes nothing.
     super::gql(
@@ -145,64 +215,64 @@ async fn a_cohort_runs_only_when_a_table_it_reads_changed() {
     )
     .await;
     tokio::time::sleep(std::time::Duration::from_millis(600)).await;
-    assert_eq!(counters(&s).await.0, before.0, "an unrelated write");
-    // A write to `author`: one statement, the new count.
-    super::gql(
-        &s,
-        r#"mutation { insert_author_one(object: {id: 9, name: "Nia"}) { id } }"#,
-    )
-    .await;
-    let next = super::message(&mut ws).await;
     assert_eq!(
-        next["payload"]["data"]["author_aggregate"]["aggregate"]["count"],
-        4
+        Scraped::of(&s).await.statements(),
+        before.statements(),
+        "an unrelated write"
     );
+    // A write to `author`: one statement, the new count, within 1.5 s.
+    insert_and_see(&s, &mut ws, std::time::Duration::from_millis(1500)).await;
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    assert_eq!(counters(&s).await.0, before.0 + 1, "exactly one statement");
+    let after = Scraped::of(&s).await;
+    assert_eq!(
+        after.statements(),
+        before.statements() + 1.0,
+        "exactly one statement"
+    );
+    assert_eq!(after.reason("changed"), before.reason("changed") + 1.0);
+    assert!(after.get("basalt_subscription_change_notifications_total{}") >= 1.0);
+    // The push was timed from the notification.
+    let text = s
+        .http
+        .get(format!("{}/metrics", s.base))
+        .header(
+            "X-Svc-Admin-Secret",
+            s.admin_secret.as_deref().unwrap_or(""),
+        )
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        text.lines()
+            .any(|l| l == "basalt_subscription_change_to_push_seconds_count{kind=\"live\"} 1"),
+        "one change-to-push observation"
+    );
+    assert_eq!(
+        after.get("basalt_subscription_opaque_cohorts{kind=live}"),
+        0.0
+    );
+    assert_eq!(after.get("basalt_subscription_listener_up{}"), 1.0);
 }
 
 #[tokio::test]
 async fn a_lost_listener_reconnects_and_nothing_is_missed() {
     let s = watched_server().await;
-    let mut ws = super::open_transport(&s).await;
-    super::send(
-        &mut ws,
-        json!({"type": "subscribe", "id": "c", "payload": {
-        "query": "subscription { author_aggregate { aggregate { count } } }"}}),
-    )
-    .await;
+    let mut ws = subscribe_count(&s).await;
     super::message(&mut ws).await;
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    let reconnects = s
-        .running
-        .state
-        .changes
-        .reconnects
-        .load(std::sync::atomic::Ordering::Relaxed);
-    run_sql(
-        &s.db_url,
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'basalt-listen'",
-    )
-    .await;
-    super::gql(
-        &s,
-        r#"mutation { insert_author_one(object: {id: 9, name: "Nia"}) { id } }"#,
-    )
-    .await;
-    let next = super::message(&mut ws).await;
-    assert_eq!(
-        next["payload"]["data"]["author_aggregate"]["aggregate"]["count"],
-        4
-    );
+    let reconnects = |m: &Scraped| m.get("basalt_subscription_listener_reconnects_total{}");
+    let before = Scraped::of(&s).await;
+    s.ok(json!({"type": "run_sql", "args": {"sql":
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'basalt-listen' AND datname = current_database()"}}))
+        .await;
+    insert_and_see(&s, &mut ws, std::time::Duration::from_secs(2)).await;
     tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
-    assert_eq!(
-        s.running
-            .state
-            .changes
-            .reconnects
-            .load(std::sync::atomic::Ordering::Relaxed),
-        reconnects + 1
-    );
+    let after = Scraped::of(&s).await;
+    assert_eq!(reconnects(&after), reconnects(&before) + 1.0);
+    assert_eq!(after.get("basalt_subscription_listener_up{}"), 1.0);
 }
 
 #[tokio::test]
@@ -284,4 +354,101 @@ async fn a_view_calling_now_is_polled_every_interval() {
         after >= before + 5,
         "polled every 100 ms: {before} → {after}"
     );
+}
+
+/// Waits until ticks skip the live cohorts of `s` (listener up, first marks taken).
+async fn until_idle(s: &crate::harness::TestServer) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let start = counters(s).await;
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        let end = counters(s).await;
+        if end.0 == start.0 && end.1 > start.1 {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "never idle");
+    }
+}
+
+#[tokio::test]
+async fn a_subscriber_joining_a_current_cohort_gets_its_answer_without_a_statement() {
+    let s = watched_server().await;
+    let query = "subscription { author(order_by: {id: asc}) { name } }";
+    let subscribe = |id: &str| json!({"type": "subscribe", "id": id, "payload": {"query": query}});
+    let mut first = super::open_transport(&s).await;
+    super::send(&mut first, subscribe("a")).await;
+    let answer = super::message(&mut first).await;
+    until_idle(&s).await;
+    let before = Scraped::of(&s).await;
+    let mut second = super::open_transport(&s).await;
+    super::send(&mut second, subscribe("b")).await;
+    let joined = super::message(&mut second).await;
+    assert_eq!(joined["payload"], answer["payload"]);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(
+        Scraped::of(&s).await.statements(),
+        before.statements(),
+        "answered from the cohort's last result"
+    );
+    // Both get the next change, from one statement.
+    super::gql(
+        &s,
+        r#"mutation { insert_author_one(object: {id: 9, name: "Nia"}) { id } }"#,
+    )
+    .await;
+    for ws in [&mut first, &mut second] {
+        let next = super::message(ws).await;
+        assert_eq!(
+            next["payload"]["data"]["author"].as_array().unwrap().len(),
+            4
+        );
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(
+        Scraped::of(&s).await.statements(),
+        before.statements() + 1.0
+    );
+}
+
+#[tokio::test]
+async fn a_disabled_trigger_is_noticed_at_the_fallback_check() {
+    let s = super::server(|c| c.live.fallback_refetch_interval_ms = 1000).await;
+    let mut ws = subscribe_count(&s).await;
+    super::message(&mut ws).await;
+    until_idle(&s).await;
+    // Outside Basalt (run_sql would put it back): writes no longer notify.
+    run_sql(
+        &s.db_url,
+        "ALTER TABLE author DISABLE TRIGGER basalt_live_change;
+         INSERT INTO author (id, name) VALUES (9, 'Nia')",
+    )
+    .await;
+    // The fallback poll brings the write, and the check makes the cohort opaque.
+    let next = super::message(&mut ws).await;
+    assert_eq!(
+        next["payload"]["data"]["author_aggregate"]["aggregate"]["count"],
+        4
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let m = Scraped::of(&s).await;
+        if m.get("basalt_subscription_opaque_cohorts{kind=live}") == 1.0 && m.reason("opaque") > 0.0
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the cohort never became opaque"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    // Opaque: every interval, so the next untriggered write arrives without a fallback.
+    let written = std::time::Instant::now();
+    run_sql(&s.db_url, "INSERT INTO author (id, name) VALUES (10, 'Oz')").await;
+    let next = super::message(&mut ws).await;
+    assert_eq!(
+        next["payload"]["data"]["author_aggregate"]["aggregate"]["count"],
+        5
+    );
+    assert!(written.elapsed() < std::time::Duration::from_millis(900));
 }

@@ -87,7 +87,7 @@ async fn subscribers_are_multiplexed() {
     // Every cohort polled every interval, so that polls happen without writes.
     let off = |c: &mut ServeConfig| {
         c.live.refetch_interval_ms = 200;
-        c.live.change_detection = basalt::config::ChangeDetection::Off;
+        c.live.detection.change_detection = basalt::config::ChangeDetection::Off;
     };
     let s = server(off).await;
     let (mut ws, _) = connect(&s, Some(TRANSPORT), &[]).await;

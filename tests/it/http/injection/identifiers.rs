@@ -380,14 +380,18 @@ async fn hostile_identifiers_from_run_sql() {
         Some(&json!({"id": ids[1], "y x'; --": "b3", "a\"b": "b: a\"b"}))
     );
 
-    // Deleting the trigger removes its capture triggers.
+    // Deleting the trigger removes its capture triggers; the live-query change trigger (the
+    // table is tracked) stays.
     let triggers = "SELECT tgname FROM pg_trigger WHERE tgrelid = 'hostile'::regclass AND NOT tgisinternal ORDER BY 1";
     assert_eq!(
         query_json(&s.db_url, triggers).await,
-        json!([{"tgname": "notify_basalt_hostile_capture_DELETE"}, {"tgname": "notify_basalt_hostile_capture_INSERT"}, {"tgname": "notify_basalt_hostile_capture_UPDATE"}])
+        json!([{"tgname": "basalt_live_change"}, {"tgname": "notify_basalt_hostile_capture_DELETE"}, {"tgname": "notify_basalt_hostile_capture_INSERT"}, {"tgname": "notify_basalt_hostile_capture_UPDATE"}])
     );
     s.ok(json!({"type": "delete_event_trigger", "args": {"name": "hostile_capture"}}))
         .await;
-    assert_eq!(query_json(&s.db_url, triggers).await, json!([]));
+    assert_eq!(
+        query_json(&s.db_url, triggers).await,
+        json!([{"tgname": "basalt_live_change"}])
+    );
     canary.check(&created).await;
 }

@@ -123,6 +123,7 @@ fn api_version(cache: &Resolution, metadata: &Metadata) -> ApiVersion {
         version: 1,
         metadata: metadata.clone(),
         resolution: cache.clone(),
+        ..Default::default()
     }))
 }
 
