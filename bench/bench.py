@@ -55,9 +55,10 @@ def run(cmd, **kw):
 class Cluster:
     """A throwaway Postgres cluster on a free port (as user postgres when run as root)."""
 
-    def __init__(self, base):
+    def __init__(self, base, preload=None):
         self.dir = pathlib.Path(base) / "pg"
         self.port = free_port()
+        self.preload = preload
         self.as_root = os.geteuid() == 0
         self.dir.mkdir(parents=True)
         if self.as_root:
@@ -73,6 +74,8 @@ class Cluster:
             stdout=subprocess.DEVNULL)
         opts = (f"-p {self.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={self.dir} "
                 "-c shared_buffers=256MB -c max_connections=200 -c fsync=off -c synchronous_commit=off")
+        if self.preload:
+            opts += f" -c shared_preload_libraries={self.preload}"
         run(self._cmd([pg_bin("pg_ctl"), "-D", data, "-o", opts, "-l", str(self.dir / "log"), "-w", "start"]),
             stdout=subprocess.DEVNULL)
         run([pg_bin("createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "bench"])
@@ -172,7 +175,7 @@ def run_sizes(name, sizes, measure, fmt, log):
     `fmt(result)` and appends the result to bench/results/<name>-<time>.jsonl."""
     work = tempfile.mkdtemp(prefix=f"basalt-{name}-")
     os.chmod(work, 0o755)
-    cluster = Cluster(work)
+    cluster = Cluster(work, preload="pg_stat_statements" if args.subscription_load else None)
     results_dir = HERE / "results"
     results_dir.mkdir(exist_ok=True)
     results_path = results_dir / time.strftime(f"{name}-%Y%m%d-%H%M%S.jsonl")
@@ -390,6 +393,56 @@ def fmt(value, digits=0, suffix=""):
     return f"{value:,.{digits}f}{suffix}"
 
 
+def subscription_load(args, binary, cluster, work, processes, results_path):
+    """`--subscription-load`: see bench/subscription_load.py."""
+    import subscription_load as load
+    url = cluster.url()
+    run([pg_bin("psql"), "-q", "-v", "ON_ERROR_STOP=1", "-c", "CREATE EXTENSION pg_stat_statements", url],
+        stdout=subprocess.DEVNULL)
+    run([pg_bin("psql"), "-q", "-v", "ON_ERROR_STOP=1", "-c", load.tables_sql(), url],
+        stdout=subprocess.DEVNULL)
+
+    def start_engine(mode):
+        port = free_port()
+        engine_log = open(pathlib.Path(work) / f"basalt-{mode}.log", "w")
+        # Pinned to one core; the client takes the other.
+        process = subprocess.Popen(
+            ["taskset", "-c", "0", str(binary), "serve", "--database-url", url, "--port", str(port),
+             "--host", "127.0.0.1", "--admin-secret", ADMIN_SECRET, "--pool-size", str(args.pool_size),
+             "--log-format", "json", "--websocket-max-connections", "20000"],
+            stdout=engine_log, stderr=subprocess.STDOUT,
+            env=dict(os.environ, RUST_LOG="warn", BASALT_LIVE_QUERIES_CHANGE_DETECTION=mode,
+                     BASALT_LIVE_QUERIES_MULTIPLEXED_REFETCH_INTERVAL="1000",
+                     BASALT_LIVE_QUERIES_MULTIPLEXED_BATCH_SIZE="100",
+                     BASALT_LIVE_QUERIES_FALLBACK_REFETCH_INTERVAL="30000"))
+        processes.append(process)
+        wait_http(f"http://127.0.0.1:{port}/healthz", f"basalt ({mode})")
+        return process, port
+
+    def stop_engine(process):
+        process.terminate()
+        process.wait(timeout=60)
+
+    first, port = start_engine("on")
+    load.track(f"http://127.0.0.1:{port}", ADMIN_SECRET, post)
+    stop_engine(first)
+    log(f"{load.SHAPES} shape tables of {load.PER_SHAPE} rows tracked")
+    client = load.install_client(work, run, HERE)
+    rows = []
+    for mode in ("on", "off"):
+        rows.append(load.measure(
+            mode=mode, start_engine=start_engine, stop_engine=stop_engine, secret=ADMIN_SECRET,
+            url=url, psql=pg_bin("psql"), cpu_seconds=proc_cpu_seconds, client=client,
+            idle_seconds=args.idle_seconds or 40,
+            load_seconds=args.load_seconds or (20 if args.quick else 60), log=log))
+    with open(results_path, "w") as jsonl:
+        for row in rows:
+            jsonl.write(json.dumps({"subscription_load": row}) + "\n")
+    print()
+    print(load.table(rows))
+    print(f"Raw figures: {results_path.relative_to(ROOT)}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="3 s per measurement, 1 s warm-up")
@@ -415,8 +468,15 @@ def main():
                         help="measure live subscriptions instead of the queries (see bench/README.md)")
     parser.add_argument("--subscribers", default="1000,10000",
                         help="with --subscriptions: comma-separated subscriber counts (default 1000,10000)")
-    parser.add_argument("--idle-seconds", type=float, default=20,
-                        help="with --subscriptions: seconds of idle polling measured (default 20)")
+    parser.add_argument("--idle-seconds", type=float,
+                        help="with --subscriptions: seconds of idle polling measured (default 20); "
+                             "with --subscription-load: seconds without writes measured (default 40, "
+                             "past one 30 s fallback tick)")
+    parser.add_argument("--subscription-load", action="store_true",
+                        help="measure 10,000 subscribers over 100 shapes with change detection on and "
+                             "off instead of the queries (see bench/README.md)")
+    parser.add_argument("--load-seconds", type=float,
+                        help="with --subscription-load: seconds the writer runs (default 60, 20 with --quick)")
     parser.add_argument("--events", action="store_true",
                         help="measure event-trigger delivery instead of the queries (see bench/README.md)")
     parser.add_argument("--event-backlog", type=int, default=50000,
@@ -424,7 +484,7 @@ def main():
     args = parser.parse_args()
     if args.rounds < 1 or (args.rounds > 1 and not args.compare_binary):
         parser.error("--rounds takes a positive number, and more than 1 only with --compare-binary")
-    if args.compare_binary and (args.events or args.subscriptions):
+    if args.compare_binary and (args.events or args.subscriptions or args.subscription_load):
         parser.error("--compare-binary compares the queries only, not --events or --subscriptions")
     # A terminated run still stops its servers and removes its cluster (the finally below).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("bench: terminated"))
@@ -464,6 +524,9 @@ def main():
         log("starting a throwaway Postgres cluster")
         cluster.start()
         url = cluster.url()
+        if args.subscription_load:
+            subscription_load(args, binary, cluster, work, processes, results_path)
+            return
         log("loading the dataset: 10k authors, 100k articles, 500k comments")
         run([pg_bin("psql"), "-q", "-v", "ON_ERROR_STOP=1", "-f", str(HERE / "dataset.sql"), url],
             stdout=subprocess.DEVNULL)
@@ -517,7 +580,7 @@ def main():
             rows = live.measure(base=base, secret=ADMIN_SECRET, pid=basalt.pid, url=url,
                                 psql=pg_bin("psql"), cpu_seconds=proc_cpu_seconds, client=client,
                                 counts=[int(n) for n in args.subscribers.split(",")],
-                                idle=args.idle_seconds, interval_ms=interval_ms,
+                                idle=args.idle_seconds or 20, interval_ms=interval_ms,
                                 rounds=5 if args.quick else 10, round_rows=100, log=log)
             with open(results_path, "w") as jsonl:
                 for row in rows:

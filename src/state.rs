@@ -152,7 +152,6 @@ impl AppState {
         self.changes
             .set_coverage(live_change::coverage(&next.db, &tracked, policy));
         let plan = live_change::plan(&next.db, &tracked, policy);
-        let version = next.version;
         self.engine.install(next, force);
         // A write of this process put the triggers in step already; one by another writer
         // (the controller, the CLI, a replica with other settings) may not have.
@@ -163,7 +162,7 @@ impl AppState {
         tokio::spawn(async move {
             let applied = async {
                 let mut client = pool.get().await?;
-                crate::catalog::live_change::apply_alone(&mut client, &plan, version).await
+                crate::catalog::live_change::apply_alone(&mut client, &changes.policy).await
             };
             if let Err(err) = applied.await {
                 tracing::warn!(%err, "cannot put the live-query change triggers in step");
@@ -183,8 +182,7 @@ impl AppState {
         if !plan.is_empty() && self.changes.first_try(&plan) {
             let mut client = self.pool.get().await?;
             // Not fatal: subscriptions reading what is not covered run every interval.
-            match crate::catalog::live_change::apply_alone(&mut client, &plan, snapshot.version)
-                .await
+            match crate::catalog::live_change::apply_alone(&mut client, &self.changes.policy).await
             {
                 Ok(applied) => changed = applied.statements > 0,
                 Err(err) => {
@@ -214,11 +212,21 @@ impl AppState {
 
     /// [`AppState::reload`] with the rebuild lock held.
     async fn reload_locked(&self, force: bool) -> Result<(), TransactionError> {
-        let client = self.pool.get().await?;
+        let mut client = self.pool.get().await?;
         if !force && catalog::current_version(&**client).await? <= self.snapshot().version {
             return Ok(());
         }
-        let catalog = crate::transaction::read(&**client).await?;
+        // One snapshot: the document and the database model as one commit left them.
+        let session: &mut tokio_postgres::Client = &mut client;
+        let tx = session
+            .build_transaction()
+            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .await
+            .map_err(catalog::CatalogError::from)?;
+        let catalog = crate::transaction::read(&tx).await?;
+        tx.commit().await.map_err(catalog::CatalogError::from)?;
         Counters::bump(&self.counters.catalog_reads);
         tracing::info!(
             version = catalog.version,

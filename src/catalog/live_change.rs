@@ -6,7 +6,7 @@
 //! instead of failing the rest.
 
 use super::CatalogError;
-use crate::resolve::live_change::{TriggerChange, TriggerPlan};
+use crate::resolve::live_change::{tracked, LivePolicy, TriggerChange, TriggerPlan};
 use crate::sql::live_change as ddl;
 use tokio_postgres::GenericClient;
 
@@ -52,17 +52,21 @@ pub async fn apply(tx: &impl GenericClient, plan: &TriggerPlan) -> Result<Applie
     Ok(applied)
 }
 
-/// Runs `plan` in a transaction of its own, waiting at most a moment for the tables' locks.
-/// When it changed anything, every process serving catalog version `version` is told to
-/// rebuild (so each reads the new coverage).
+/// Puts the triggers in step under `policy` in a transaction of its own, waiting at most a
+/// moment for locks. What to change is worked out again inside, under the catalog's lock, from
+/// the committed metadata and the database as they are then: a metadata write in flight keeps
+/// the triggers in step itself, and a plan made from an older view could undo its work. When
+/// it changed anything, every process is told to rebuild (so each reads the new coverage).
 pub async fn apply_alone(
     client: &mut tokio_postgres::Client,
-    plan: &TriggerPlan,
-    version: i64,
+    policy: &LivePolicy,
 ) -> Result<Applied, CatalogError> {
     let tx = client.transaction().await?;
     tx.batch_execute(ddl::LOCK_TIMEOUT).await?;
-    let applied = apply(&tx, plan).await?;
+    let (metadata, version) = super::load(&tx, true).await?;
+    let db = super::database::read_model(&tx, &[]).await?;
+    let plan = crate::resolve::live_change::plan(&db, &tracked(&metadata), policy);
+    let applied = apply(&tx, &plan).await?;
     if applied.statements > 0 {
         super::Notification::Reload(version).send(&tx).await?;
     }
