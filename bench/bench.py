@@ -175,7 +175,7 @@ def run_sizes(name, sizes, measure, fmt, log):
     `fmt(result)` and appends the result to bench/results/<name>-<time>.jsonl."""
     work = tempfile.mkdtemp(prefix=f"basalt-{name}-")
     os.chmod(work, 0o755)
-    cluster = Cluster(work, preload="pg_stat_statements" if args.subscription_load else None)
+    cluster = Cluster(work)
     results_dir = HERE / "results"
     results_dir.mkdir(exist_ok=True)
     results_path = results_dir / time.strftime(f"{name}-%Y%m%d-%H%M%S.jsonl")
@@ -507,7 +507,7 @@ def main():
 
     work = tempfile.mkdtemp(prefix="basalt-bench-")
     os.chmod(work, 0o755)
-    cluster = Cluster(work)
+    cluster = Cluster(work, preload="pg_stat_statements" if args.subscription_load else None)
     processes = []
     results_dir = HERE / "results"
     results_dir.mkdir(exist_ok=True)
