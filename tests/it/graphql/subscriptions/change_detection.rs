@@ -278,14 +278,26 @@ async fn a_lost_listener_reconnects_and_nothing_is_missed() {
 #[tokio::test]
 async fn every_subscriber_ends_at_the_final_state_after_many_commits() {
     let s = watched_server().await;
+    // 50 cohorts (each subscriber its own variable; every row matches all of them), on five
+    // sockets: three speak graphql-transport-ws, two the legacy graphql-ws.
+    let query = "subscription ($min: Int!) { comment_aggregate(where: {id: {_gte: $min}}) { aggregate { count } } }";
     let mut sockets = Vec::new();
-    for _ in 0..5 {
-        let mut ws = super::open_transport(&s).await;
+    for socket in 0..5 {
+        let legacy = socket >= 3;
+        let mut ws = match legacy {
+            false => super::open_transport(&s).await,
+            true => {
+                let (mut ws, _) = super::connect(&s, Some(super::APOLLO), &[]).await;
+                super::init(&mut ws, json!({})).await;
+                ws
+            }
+        };
         for i in 0..10 {
+            let payload = json!({"query": query, "variables": {"min": -(socket * 10 + i)}});
+            let kind = if legacy { "start" } else { "subscribe" };
             super::send(
                 &mut ws,
-                json!({"type": "subscribe", "id": i.to_string(), "payload": {
-                "query": "subscription { comment_aggregate { aggregate { count } } }"}}),
+                json!({"type": kind, "id": i.to_string(), "payload": payload}),
             )
             .await;
         }
