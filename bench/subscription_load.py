@@ -151,7 +151,7 @@ def measure(*, mode, start_engine, stop_engine, secret, url, psql, cpu_seconds, 
         "idle": idle,
         "load": dict(load, **{k: result[k] for k in (
             "writes", "deliveries", "undelivered_30s", "latency_p50_ms", "latency_p99_ms",
-            "missed", "messages")}),
+            "latency_max_ms", "over_2s", "missed", "messages")}),
     }
 
 

@@ -155,7 +155,12 @@ impl AppState {
         self.engine.install(next, force);
         // A write of this process put the triggers in step already; one by another writer
         // (the controller, the CLI, a replica with other settings) may not have.
-        if plan.is_empty() || !self.changes.ready() || !self.changes.first_try(&plan) {
+        if plan.is_empty() {
+            // In step: a later build that finds the same changes wanting tries them again.
+            self.changes.forget_try();
+            return;
+        }
+        if !self.changes.ready() || !self.changes.first_try(&plan) {
             return;
         }
         let (pool, changes) = (self.pool.clone(), self.changes.clone());

@@ -124,7 +124,7 @@ SELECT json_build_object(
                  'relations', COALESCE((
                    SELECT json_agg(DISTINCT m[1]::bigint)
                    FROM regexp_matches(rw.ev_action::text, ':relid (\d+)', 'g') AS m
-                   WHERE m[1]::oid <> r.oid), '[]'::json),
+                   WHERE m[1]::oid NOT IN (r.oid, 0)), '[]'::json),
                  'volatile', rw.ev_action::text ~ '\{(SQLVALUEFUNCTION|NEXTVALUEEXPR) '
                    OR EXISTS (
                      SELECT 1

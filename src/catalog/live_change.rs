@@ -2,8 +2,8 @@
 //! subscriptions run"). What must change is worked out from the database model
 //! ([`crate::resolve::live_change::plan`]); this runs it: under an advisory lock (so
 //! replicas installing at once do not race), the notify function when missing, then each
-//! change in its own savepoint, so that a table the role does not own is left uncovered
-//! instead of failing the rest.
+//! change in its own savepoint with a short lock wait, so that a table the role does not own,
+//! or one that stays locked, is left uncovered instead of failing the rest.
 
 use super::CatalogError;
 use crate::resolve::live_change::{tracked, LivePolicy, TriggerChange, TriggerPlan};
@@ -39,15 +39,18 @@ pub async fn apply(tx: &impl GenericClient, plan: &TriggerPlan) -> Result<Applie
             TriggerChange::EnableAlways(table) => vec![ddl::enable_always(table)],
             TriggerChange::Drop(table) => vec![ddl::drop(table)],
         };
-        if in_savepoint(tx, &statements).await? {
-            applied.statements += statements.len() as i64;
-            applied.done.push(change.clone());
-            continue;
-        }
+        let refusal = match in_savepoint(tx, &statements).await? {
+            None => {
+                applied.statements += statements.len() as i64;
+                applied.done.push(change.clone());
+                continue;
+            }
+            Some(refusal) => refusal,
+        };
         let (TriggerChange::Create(table)
         | TriggerChange::EnableAlways(table)
         | TriggerChange::Drop(table)) = change;
-        tracing::warn!(%table, "cannot change the live-query change trigger of this table (not its owner): its subscriptions run every interval");
+        tracing::warn!(%table, reason = refusal, "cannot change the live-query change trigger of this table: its subscriptions run every interval until a later schema build manages to");
     }
     Ok(applied)
 }
@@ -74,24 +77,30 @@ pub async fn apply_alone(
     Ok(applied)
 }
 
-/// Runs `statements` in a savepoint; `false` (and nothing done) when Postgres refuses them
-/// for lack of privilege, an error otherwise.
+/// Runs `statements` in a savepoint, waiting at most a moment for the table's lock; `None`
+/// when done, or why Postgres refused them (nothing done): the role does not own the table, or
+/// the table stayed locked by other transactions. Any other failure is an error.
 async fn in_savepoint(
     tx: &impl GenericClient,
     statements: &[String],
-) -> Result<bool, CatalogError> {
+) -> Result<Option<&'static str>, CatalogError> {
+    use tokio_postgres::error::SqlState;
     tx.batch_execute(ddl::SAVEPOINT).await?;
+    tx.batch_execute(ddl::LOCK_TIMEOUT).await?;
     for statement in statements {
         if let Err(err) = tx.batch_execute(statement).await {
-            if err.code() == Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE) {
-                tx.batch_execute(ddl::ROLLBACK_SAVEPOINT).await?;
-                return Ok(false);
-            }
-            return Err(err.into());
+            let refusal = match err.code() {
+                Some(code) if *code == SqlState::INSUFFICIENT_PRIVILEGE => "not its owner",
+                Some(code) if *code == SqlState::LOCK_NOT_AVAILABLE => "busy",
+                _ => return Err(err.into()),
+            };
+            tx.batch_execute(ddl::ROLLBACK_SAVEPOINT).await?;
+            return Ok(Some(refusal));
         }
     }
     tx.batch_execute(ddl::RELEASE_SAVEPOINT).await?;
-    Ok(true)
+    tx.batch_execute(ddl::DEFAULT_LOCK_TIMEOUT).await?;
+    Ok(None)
 }
 
 /// The fallback check, on the listener's session: the notification queue's usage (0 to 1),

@@ -243,7 +243,7 @@ fn subscriptions(registry: &mut Registry, live: &LiveQueries, changes: &Changes)
     gauge(
         registry,
         "subscription_uncovered_tables",
-        "Tables that should carry the change trigger and do not (not owned by the engine's role)",
+        "Tables that should carry the change trigger and do not (not owned by the engine's role, locked when it was installed, or disabled since)",
         count(changes.uncovered()),
     );
     let usage = Gauge::<f64, AtomicU64>::default();

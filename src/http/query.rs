@@ -87,7 +87,8 @@ async fn run(state: AppState, headers: HeaderMap, body: Body) -> Result<Response
         reject_managed: state.config.managed_metadata == crate::config::ManagedMetadata::Reject,
         session: Some(&session),
         last_write: Some(&state.last_write),
-        live: Some(&state.changes.policy),
+        // A dry run takes no table locks for triggers it would roll back anyway.
+        live: (!dry_run).then_some(&state.changes.policy),
     };
     if dry_run {
         // Runs and rolls back: nothing stored, nothing installed, no NOTIFY.

@@ -36,6 +36,8 @@ pub struct Changes {
     tried: Mutex<Option<TriggerPlan>>,
     /// The last sampled `pg_notification_queue_usage()`, in millionths.
     queue_usage: AtomicU64,
+    /// Tables the fallback check found without their trigger since the last schema build.
+    lost: Mutex<std::collections::BTreeSet<u32>>,
     counters: Mutex<HashMap<u32, TableCount>>,
     /// Added to every counter: moved by each (re)connect of the listener.
     epoch: AtomicU64,
@@ -57,6 +59,7 @@ impl Changes {
             fallback,
             tried: Mutex::new(None),
             queue_usage: AtomicU64::new(0),
+            lost: Mutex::new(std::collections::BTreeSet::new()),
             counters: Mutex::new(HashMap::new()),
             epoch: AtomicU64::new(0),
             listener_up: AtomicBool::new(false),
@@ -144,6 +147,7 @@ impl Changes {
     /// What the triggers cover since the last schema build.
     pub fn set_coverage(&self, coverage: Coverage) {
         *self.coverage.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(coverage);
+        self.lost.lock().unwrap_or_else(|p| p.into_inner()).clear();
     }
 
     /// What the triggers cover now.
@@ -163,13 +167,16 @@ impl Changes {
         oids
     }
 
-    /// How many tables should carry the trigger and do not.
+    /// How many tables should carry the trigger, firing always, and do not: it could not be
+    /// put there at the last schema build, or the fallback check found it gone since.
     pub fn uncovered(&self) -> usize {
-        self.coverage
+        let built = self
+            .coverage
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .uncovered
-            .len()
+            .len();
+        built + self.lost.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
     /// The fallback check found these tables' triggers missing or not firing always: every
@@ -178,6 +185,10 @@ impl Changes {
         if oids.is_empty() {
             return;
         }
+        self.lost
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(oids.iter().copied());
         let mut guard = self.coverage.write().unwrap_or_else(|p| p.into_inner());
         let mut coverage = (**guard).clone();
         coverage

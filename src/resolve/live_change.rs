@@ -88,6 +88,26 @@ impl<'m> Index<'m> {
         Index { by_oid, children }
     }
 
+    /// Every table above `oid` (its parents, theirs, and so on).
+    fn ancestors(&self, oid: u32) -> Vec<u32> {
+        let mut out: Vec<u32> = Vec::new();
+        let mut next = vec![oid];
+        while let Some(at) = next.pop() {
+            for parent in self
+                .by_oid
+                .get(&at)
+                .map(|t| t.parents.as_slice())
+                .unwrap_or(&[])
+            {
+                if *parent != oid && !out.contains(parent) {
+                    out.push(*parent);
+                    next.push(*parent);
+                }
+            }
+        }
+        out
+    }
+
     /// `oid` and every table below it (cycles cannot occur in `pg_inherits`, but a visited set
     /// keeps a hand-written model from looping).
     fn family(&self, oid: u32) -> Vec<u32> {
@@ -277,14 +297,21 @@ fn resolve(
         return false;
     };
     match table.kind.as_str() {
-        "r" | "p" => index.family(oid).into_iter().all(|member| {
-            let covered = index
-                .by_oid
-                .get(&member)
-                .is_some_and(|t| watchable(t, policy) && fires(db, member));
-            out.push(member);
-            covered
-        }),
+        // Its own rows, its descendants' (written through it or directly), and the rows
+        // written through any table above it: a statement fires the trigger of the table it
+        // names only, so those writes notify with the ancestor's OID.
+        "r" | "p" => index
+            .family(oid)
+            .into_iter()
+            .chain(index.ancestors(oid))
+            .all(|member| {
+                let covered = index
+                    .by_oid
+                    .get(&member)
+                    .is_some_and(|t| watchable(t, policy) && fires(db, member));
+                out.push(member);
+                covered
+            }),
         "v" => {
             let Some(reads) = table.reads.as_ref().filter(|r| !r.volatile) else {
                 return false;
@@ -380,6 +407,22 @@ mod tests {
         let coverage = coverage(&model(), &tracked, &policy);
         let watched = |t: &str| coverage.watched.get(&QualifiedName::new("public", t));
         assert_eq!(watched("message"), Some(&vec![1]));
+        // A partition tracked on its own is written through its parent too: it is watched
+        // only with the parent's trigger.
+        let with_partition = names(&["event_2026"]);
+        let c = super::coverage(&model(), &with_partition, &policy);
+        assert_eq!(
+            c.watched.get(&QualifiedName::new("public", "event_2026")),
+            None,
+            "the partition itself has no trigger"
+        );
+        let mut db = model();
+        db.live.triggers.insert(3, "A".to_owned());
+        let c = super::coverage(&db, &with_partition, &policy);
+        assert_eq!(
+            c.watched.get(&QualifiedName::new("public", "event_2026")),
+            Some(&vec![2, 3])
+        );
         assert_eq!(watched("event"), None, "a partition has no trigger");
         assert_eq!(watched("audit"), None, "disabled");
         assert_eq!(watched("secret"), None, "row security");

@@ -17,8 +17,12 @@ pub const FUNCTION: &str = "CREATE OR REPLACE FUNCTION basalt_catalog.notify_bas
 /// Serializes the replicas that install triggers at the same moment (one transaction each).
 pub const LOCK: &str = "SELECT pg_advisory_xact_lock(hashtext('basalt_live_change'))";
 
-/// How long an installation outside a metadata write waits for a table's lock.
+/// How long an installation waits for a table's lock (a busy table is tried again at a later
+/// schema build).
 pub const LOCK_TIMEOUT: &str = "SET LOCAL lock_timeout = '2s'";
+
+/// The transaction's own lock wait again, once a trigger change is done.
+pub const DEFAULT_LOCK_TIMEOUT: &str = "SET LOCAL lock_timeout TO DEFAULT";
 
 /// Each change runs in a savepoint, so a refused one leaves the others.
 pub const SAVEPOINT: &str = "SAVEPOINT basalt_live_change";

@@ -79,7 +79,7 @@ pub(super) fn stream_select(cells: &CellRules, key: &str, s: &StreamSelect) -> S
             expr: column,
             order: order(direction),
         }],
-        limit: Some(limit),
+        limit: Some(limit.clone()),
         with_ties: true,
         ..Select::default()
     };
@@ -101,11 +101,9 @@ pub(super) fn stream_select(cells: &CellRules, key: &str, s: &StreamSelect) -> S
     let last = Expr::Element(Box::new(Expr::Call(Box::new(last))), 1);
     let mut count = ast::Call::builtin("count", Vec::new());
     count.args = vec![ast::Arg::Star];
-    let full = Expr::binary(
-        Expr::Call(Box::new(count)),
-        BinaryOp::Gte,
-        value(&s.batch_size),
-    );
+    // Full when it reached its limit (the batch size, or the permission's limit if lower):
+    // more rows may wait.
+    let full = Expr::binary(Expr::Call(Box::new(count)), BinaryOp::Gte, limit);
     Select {
         list: vec![
             SelectItem::bare(json_object(vec![(key, rows)]), "data"),

@@ -464,3 +464,39 @@ async fn a_disabled_trigger_is_noticed_at_the_fallback_check() {
     );
     assert!(written.elapsed() < std::time::Duration::from_millis(900));
 }
+
+#[tokio::test]
+async fn a_partition_sees_writes_made_through_its_parent() {
+    let db = fresh_database().await;
+    run_sql(&db, TABLES).await;
+    let s = crate::harness::TestServer::on(&db, |c| c.live.refetch_interval_ms = 100).await;
+    for table in ["event", "event_a"] {
+        s.ok(json!({"type": "track_table", "args": {"table": table}}))
+            .await;
+    }
+    let mut ws = super::open_transport(&s).await;
+    super::send(
+        &mut ws,
+        json!({"type": "subscribe", "id": "p", "payload": {
+        "query": "subscription { event_a_aggregate { aggregate { count } } }"}}),
+    )
+    .await;
+    let first = super::message(&mut ws).await;
+    assert_eq!(
+        first["payload"]["data"]["event_a_aggregate"]["aggregate"]["count"],
+        0
+    );
+    until_idle(&s).await;
+    // Written through the parent: only the parent's trigger fires.
+    let written = std::time::Instant::now();
+    let r = s
+        .gql(r#"mutation { insert_event(objects: [{at: "2026-06-01"}]) { affected_rows } }"#)
+        .await;
+    assert!(r.get("errors").is_none(), "{r}");
+    let next = super::message(&mut ws).await;
+    assert_eq!(
+        next["payload"]["data"]["event_a_aggregate"]["aggregate"]["count"],
+        1
+    );
+    assert!(written.elapsed() < std::time::Duration::from_millis(1500));
+}
