@@ -393,6 +393,16 @@ def fmt(value, digits=0, suffix=""):
     return f"{value:,.{digits}f}{suffix}"
 
 
+def report(results_path, kind, rows, table):
+    """Writes `rows` as JSON lines under `kind` and prints their `table`."""
+    with open(results_path, "w") as jsonl:
+        for row in rows:
+            jsonl.write(json.dumps({kind: row}) + "\n")
+    print()
+    print(table)
+    print(f"Raw figures: {results_path.relative_to(ROOT)}")
+
+
 def subscription_load(args, binary, cluster, work, processes, results_path):
     """`--subscription-load`: see bench/subscription_load.py."""
     import subscription_load as load
@@ -435,12 +445,7 @@ def subscription_load(args, binary, cluster, work, processes, results_path):
             url=url, psql=pg_bin("psql"), cpu_seconds=proc_cpu_seconds, client=client,
             idle_seconds=args.idle_seconds or 40,
             load_seconds=args.load_seconds or (20 if args.quick else 60), log=log))
-    with open(results_path, "w") as jsonl:
-        for row in rows:
-            jsonl.write(json.dumps({"subscription_load": row}) + "\n")
-    print()
-    print(load.table(rows))
-    print(f"Raw figures: {results_path.relative_to(ROOT)}")
+    report(results_path, "subscription_load", rows, load.table(rows))
 
 
 def main():
@@ -565,12 +570,7 @@ def main():
                                   start_replica=lambda: start_basalt("basalt-2"), free_port=free_port,
                                   log=log, backlog=args.event_backlog,
                                   latency_seconds=5 if args.quick else 15)
-            with open(results_path, "w") as jsonl:
-                for row in rows:
-                    jsonl.write(json.dumps({"events": row}) + "\n")
-            print()
-            print(events.table(rows))
-            print(f"Raw figures: {results_path.relative_to(ROOT)}")
+            report(results_path, "events", rows, events.table(rows))
             return
 
         if args.subscriptions:
@@ -582,12 +582,7 @@ def main():
                                 counts=[int(n) for n in args.subscribers.split(",")],
                                 idle=args.idle_seconds or 20, interval_ms=interval_ms,
                                 rounds=5 if args.quick else 10, round_rows=100, log=log)
-            with open(results_path, "w") as jsonl:
-                for row in rows:
-                    jsonl.write(json.dumps({"subscriptions": row}) + "\n")
-            print()
-            print(live.table(rows, interval_ms))
-            print(f"Raw figures: {results_path.relative_to(ROOT)}")
+            report(results_path, "subscriptions", rows, live.table(rows, interval_ms))
             return
 
         # The HTTP floor: the hand-written statement of each query behind a minimal server.

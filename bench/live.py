@@ -34,11 +34,16 @@ def transactions(psql, url):
     return int(out[-1])
 
 
-def live_counts(base, secret):
-    """The engine's counts so far: (multiplexed live-query statements run, group polls)."""
+def metrics_text(base, secret):
+    """The engine's /metrics text."""
     request = urllib.request.Request(f"{base}/metrics", headers={"X-Svc-Admin-Secret": secret})
     with urllib.request.urlopen(request, timeout=10) as response:
-        text = response.read().decode()
+        return response.read().decode()
+
+
+def live_counts(base, secret):
+    """The engine's counts so far: (multiplexed live-query statements run, group polls)."""
+    text = metrics_text(base, secret)
     counts = []
     for name in ("basalt_live_query_statements_total", "basalt_live_query_polls_total"):
         match = re.search(rf"^{name}\s+(\S+)", text, re.MULTILINE)

@@ -21,9 +21,8 @@ import json
 import re
 import subprocess
 import time
-import urllib.request
 
-from live import rss_mb
+from live import metrics_text, rss_mb
 
 WS_PACKAGE = "ws@8.18.0"
 SHAPES = 100
@@ -65,9 +64,7 @@ def install_client(work, run, here):
 
 def counters(base, secret):
     """(live statements, live cohorts run, live cohorts skipped) so far."""
-    request = urllib.request.Request(f"{base}/metrics", headers={"X-Svc-Admin-Secret": secret})
-    with urllib.request.urlopen(request, timeout=10) as response:
-        text = response.read().decode()
+    text = metrics_text(base, secret)
 
     def value(pattern):
         match = re.search(rf"^{pattern}\s+(\S+)", text, re.MULTILINE)

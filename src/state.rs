@@ -149,9 +149,8 @@ impl AppState {
         use crate::resolve::live_change;
         let tracked = crate::resolve::live_change::tracked(&next.metadata);
         let policy = &self.changes.policy;
-        self.changes
-            .set_coverage(live_change::coverage(&next.db, &tracked, policy));
-        let plan = live_change::plan(&next.db, &tracked, policy);
+        let (plan, coverage) = live_change::assess(&next.db, &tracked, policy);
+        self.changes.set_coverage(coverage);
         self.engine.install(next, force);
         // A write of this process put the triggers in step already; one by another writer
         // (the controller, the CLI, a replica with other settings) may not have.

@@ -9,6 +9,7 @@ use crate::execute::{self, Connection, ExecuteError};
 use crate::sql::print::MultiplexedSql;
 use crate::stats::Counters;
 use bytes::Bytes;
+use indexmap::IndexMap;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::Ordering;
@@ -107,24 +108,8 @@ async fn poll(live: &LiveQueries, group: &Group, fallback_due: bool) {
     // Taken before the statement: a change notified while it runs makes the cohorts due again.
     let marks = live.changes.marks(&group.footprint);
     group.opaque.store(marks.opaque(), Ordering::Relaxed);
-    let (cohorts, skipped, due) = {
-        let mut members = group.members();
-        members.retain(|m| !m.stopped.load(Ordering::Relaxed));
-        let mut all = std::collections::HashSet::new();
-        let mut due = Due::new();
-        for m in members.iter() {
-            all.insert(m.values.as_slice());
-            if let Some(reason) = marks.reason(&m.watch, false, fallback_due) {
-                due.add(live, &m.values, reason, &m.watch);
-            }
-        }
-        (
-            due.cohorts.clone(),
-            (all.len() - due.cohorts.len()) as u64,
-            due,
-        )
-    };
-    due.count(live, kind, skipped);
+    let due = Due::of(live, group, kind, &marks, fallback_due, |_| true);
+    let cohorts: Vec<&[Option<String>]> = due.cohorts().collect();
     if cohorts.is_empty() {
         return;
     }
@@ -135,7 +120,7 @@ async fn poll(live: &LiveQueries, group: &Group, fallback_due: bool) {
     let mut outcomes: HashMap<&[Option<String>], Outcome> = HashMap::new();
     let batches: Vec<Vec<&[Option<String>]>> = cohorts
         .chunks(live.polling.batch_size.max(1))
-        .map(|chunk| chunk.iter().map(Vec::as_slice).collect())
+        .map(<[_]>::to_vec)
         .collect();
     // A large group's batches run a few at a time, so a poll does not take one round trip per
     // batch; the pool bounds what all groups use together.
@@ -169,23 +154,48 @@ async fn poll(live: &LiveQueries, group: &Group, fallback_due: bool) {
     deliver(live, group, &outcomes, &marks, &due);
 }
 
-/// The cohorts a poll runs, each with the first reason one of its members gave and when
-/// the oldest change it has not seen was notified.
+/// The cohorts a poll runs, in the order their members come, each with the first reason one
+/// of its members gave and when the oldest change it has not seen was notified.
 pub(super) struct Due {
-    pub(super) cohorts: Vec<Vec<Option<String>>>,
-    why: HashMap<Vec<Option<String>>, (Reason, Option<Instant>)>,
+    why: IndexMap<Vec<Option<String>>, (Reason, Option<Instant>)>,
 }
 
 impl Due {
-    pub(super) fn new() -> Self {
-        Due {
-            cohorts: Vec::new(),
-            why: HashMap::new(),
+    /// The due cohorts of the group's members that `consider` lets through (see
+    /// [`Marks::reason`]; `fallback_due`: the poller's fallback tick), members that stopped
+    /// dropped; the tick is counted for pollers of `kind`.
+    pub(super) fn of(
+        live: &LiveQueries,
+        group: &Group,
+        kind: &'static str,
+        marks: &Marks,
+        fallback_due: bool,
+        consider: impl Fn(&super::Member) -> bool,
+    ) -> Due {
+        let mut members = group.members();
+        members.retain(|m| !m.stopped.load(Ordering::Relaxed));
+        let mut due = Due {
+            why: IndexMap::new(),
+        };
+        let mut waiting = std::collections::HashSet::new();
+        for m in members.iter().filter(|m| consider(m)) {
+            match marks.reason(&m.watch, m.backlog, fallback_due) {
+                Some(reason) => due.add(live, &m.values, reason, &m.watch),
+                None => {
+                    waiting.insert(m.values.as_slice());
+                }
+            }
         }
+        let skipped = waiting
+            .into_iter()
+            .filter(|values| !due.why.contains_key(*values))
+            .count();
+        due.count(live, kind, skipped as u64);
+        due
     }
 
     /// A member of the cohort `values` is due for `reason`.
-    pub(super) fn add(
+    fn add(
         &mut self,
         live: &LiveQueries,
         values: &[Option<String>],
@@ -205,14 +215,18 @@ impl Due {
                 };
             }
             None => {
-                self.cohorts.push(values.to_vec());
                 self.why.insert(values.to_vec(), (reason, noticed));
             }
         }
     }
 
+    /// The due cohorts' values.
+    pub(super) fn cohorts(&self) -> impl Iterator<Item = &[Option<String>]> {
+        self.why.keys().map(Vec::as_slice)
+    }
+
     /// Counts a tick of a poller of `kind`: these cohorts run, `skipped` others do not.
-    pub(super) fn count(&self, live: &LiveQueries, kind: &'static str, skipped: u64) {
+    fn count(&self, live: &LiveQueries, kind: &'static str, skipped: u64) {
         let reasons: Vec<Reason> = self.why.values().map(|(reason, _)| *reason).collect();
         live.metrics.polled(kind, skipped, &reasons);
         let counters = live.engine.counters();
@@ -221,7 +235,7 @@ impl Due {
             .fetch_add(skipped, Ordering::Relaxed);
         counters
             .live_cohorts_run
-            .fetch_add(self.cohorts.len() as u64, Ordering::Relaxed);
+            .fetch_add(self.why.len() as u64, Ordering::Relaxed);
     }
 
     /// When the change that made the cohort due was notified, if one did.

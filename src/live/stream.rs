@@ -1,6 +1,7 @@
 //! One poll of a stream group: the cohorts that are due (change detection decides, and
-//! none is polled twice within an interval), their next batches in one multiplexed statement per batch of cohorts, and
-//! each batch delivered to the cohort's members, whose cursor then moves to where it ended.
+//! none is polled twice within an interval), their next batches in one multiplexed
+//! statement per batch of cohorts, and each batch delivered to the cohort's members, whose
+//! cursor then moves to where it ended.
 //! A cohort with no new rows gets nothing; a failed statement leaves the cursors where they
 //! were.
 
@@ -31,30 +32,10 @@ pub(super) async fn poll(live: &LiveQueries, group: &Group, cursor: usize, fallb
     let on_time = |polled: Option<Instant>| polled.is_none_or(|at| now - at >= interval / 2);
     let marks = live.changes.marks(&group.footprint);
     group.opaque.store(marks.opaque(), Ordering::Relaxed);
-    let (cohorts, skipped, due) = {
-        let mut members = group.members();
-        members.retain(|m| !m.stopped.load(Ordering::Relaxed));
-        let mut due = Due::new();
-        let mut waiting = std::collections::HashSet::new();
-        for m in members.iter() {
-            if !on_time(m.polled) {
-                continue;
-            }
-            match marks.reason(&m.watch, m.backlog, fallback_due) {
-                Some(reason) => due.add(live, &m.values, reason, &m.watch),
-                None => {
-                    waiting.insert(m.values.as_slice());
-                }
-            }
-        }
-        let cohorts = due.cohorts.clone();
-        let skipped = waiting
-            .iter()
-            .filter(|v| !cohorts.iter().any(|c| c.as_slice() == **v))
-            .count() as u64;
-        (cohorts, skipped, due)
-    };
-    due.count(live, kind, skipped);
+    let due = Due::of(live, group, kind, &marks, fallback_due, |m| {
+        on_time(m.polled)
+    });
+    let cohorts: Vec<&[Option<String>]> = due.cohorts().collect();
     if cohorts.is_empty() {
         return;
     }
@@ -62,7 +43,7 @@ pub(super) async fn poll(live: &LiveQueries, group: &Group, cursor: usize, fallb
     let mut ran = 0u64;
     let mut outcomes: HashMap<&[Option<String>], Outcome> = HashMap::new();
     for chunk in cohorts.chunks(live.streaming.batch_size.max(1)) {
-        let values: Vec<&[Option<String>]> = chunk.iter().map(Vec::as_slice).collect();
+        let values = chunk.to_vec();
         ran += 1;
         match run_chunk(live, group, &values).await {
             Ok(rows) => {

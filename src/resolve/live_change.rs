@@ -1,7 +1,7 @@
 //! Change detection of live queries and streams against the database model (`docs/graphql.md`,
 //! "When subscriptions run"): which tables must carry the `basalt_live_change` trigger and
 //! what must change for them to ([`plan`]), and which relations a subscription can be watched
-//! through, as the OIDs whose writes show in them ([`coverage`]). Pure: the model says which
+//! through, as the OIDs whose writes show in them ([`assess`]). Pure: the model says which
 //! triggers exist, the policy comes from the process's settings.
 
 use crate::db_model::{DbModel, DbTable, LiveCatalog};
@@ -168,8 +168,30 @@ fn watchable(table: &DbTable, policy: &LivePolicy) -> bool {
 /// What must change for the triggers to be where the policy wants them, given the tracked
 /// relations (views and other relations among them are skipped).
 pub fn plan(db: &DbModel, tracked: &[QualifiedName], policy: &LivePolicy) -> TriggerPlan {
+    plan_with(db, &Index::new(db), tracked, policy)
+}
+
+/// What a schema build needs at once: the trigger changes wanting, and what the triggers
+/// cover ([`plan`] and the coverage from one pass over the model).
+pub fn assess(
+    db: &DbModel,
+    tracked: &[QualifiedName],
+    policy: &LivePolicy,
+) -> (TriggerPlan, Coverage) {
     let index = Index::new(db);
-    let mut wanted: Vec<(u32, QualifiedName)> = desired(db, &index, tracked, policy)
+    (
+        plan_with(db, &index, tracked, policy),
+        coverage_with(db, &index, tracked, policy),
+    )
+}
+
+fn plan_with(
+    db: &DbModel,
+    index: &Index<'_>,
+    tracked: &[QualifiedName],
+    policy: &LivePolicy,
+) -> TriggerPlan {
+    let mut wanted: Vec<(u32, QualifiedName)> = desired(db, index, tracked, policy)
         .into_iter()
         .map(|t| (t.oid, QualifiedName::new(&t.schema, &t.name)))
         .collect();
@@ -239,13 +261,17 @@ pub struct Coverage {
 }
 
 /// Which tracked relations can be watched, and through which tables.
-pub fn coverage(db: &DbModel, tracked: &[QualifiedName], policy: &LivePolicy) -> Coverage {
+fn coverage_with(
+    db: &DbModel,
+    index: &Index<'_>,
+    tracked: &[QualifiedName],
+    policy: &LivePolicy,
+) -> Coverage {
     let mut coverage = Coverage::default();
     if !policy.on {
         return coverage;
     }
-    let index = Index::new(db);
-    for table in desired(db, &index, tracked, policy) {
+    for table in desired(db, index, tracked, policy) {
         if !fires(db, table.oid) {
             coverage
                 .uncovered
@@ -257,14 +283,7 @@ pub fn coverage(db: &DbModel, tracked: &[QualifiedName], policy: &LivePolicy) ->
             continue;
         };
         let mut oids = Vec::new();
-        if resolve(
-            db,
-            &index,
-            table.oid,
-            policy,
-            &mut oids,
-            &mut HashSet::new(),
-        ) {
+        if resolve(db, index, table.oid, policy, &mut oids, &mut HashSet::new()) {
             oids.sort_unstable();
             oids.dedup();
             coverage.watched.insert(name.clone(), oids);
@@ -404,13 +423,13 @@ mod tests {
             exclude: vec!["public.room".into()],
         };
         let tracked = names(&["message", "event", "audit", "recent", "plain", "secret"]);
-        let coverage = coverage(&model(), &tracked, &policy);
+        let coverage = assess(&model(), &tracked, &policy).1;
         let watched = |t: &str| coverage.watched.get(&QualifiedName::new("public", t));
         assert_eq!(watched("message"), Some(&vec![1]));
         // A partition tracked on its own is written through its parent too: it is watched
         // only with the parent's trigger.
         let with_partition = names(&["event_2026"]);
-        let c = super::coverage(&model(), &with_partition, &policy);
+        let c = super::assess(&model(), &with_partition, &policy).1;
         assert_eq!(
             c.watched.get(&QualifiedName::new("public", "event_2026")),
             None,
@@ -418,7 +437,7 @@ mod tests {
         );
         let mut db = model();
         db.live.triggers.insert(3, "A".to_owned());
-        let c = super::coverage(&db, &with_partition, &policy);
+        let c = super::assess(&db, &with_partition, &policy).1;
         assert_eq!(
             c.watched.get(&QualifiedName::new("public", "event_2026")),
             Some(&vec![2, 3])
@@ -440,7 +459,7 @@ mod tests {
             on: true,
             exclude: vec![],
         };
-        let coverage = super::coverage(&model(), &tracked, &all);
+        let coverage = super::assess(&model(), &tracked, &all).1;
         assert_eq!(
             coverage.watched.get(&QualifiedName::new("public", "plain")),
             Some(&vec![1, 8])

@@ -8,13 +8,7 @@ use super::*;
 async fn blog_example_applies_and_serves_the_user_role() {
     let s = applied_blog_example().await;
     // `user` subscribes to the article list and the article stream only.
-    let export = s.server.export().await;
-    let article = export["tables"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["table"]["name"] == "article")
-        .unwrap();
+    let article = exported_table(&s.server.export().await, "article");
     assert_eq!(
         article["select_permissions"][0]["permission"]["subscription_root_fields"],
         json!(["select", "select_stream"]),

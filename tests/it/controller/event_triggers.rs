@@ -25,17 +25,6 @@ async fn event_log(db_url: &str, name: &str) -> Value {
     .await
 }
 
-/// The table entry `name` of an export.
-fn exported_table(export: &Value, name: &str) -> Value {
-    export["tables"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["table"]["name"] == name)
-        .cloned()
-        .unwrap_or(Value::Null)
-}
-
 #[tokio::test]
 async fn event_trigger_is_applied_replaced_reported_and_removed() {
     let s = setup(false).await;

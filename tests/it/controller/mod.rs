@@ -368,3 +368,14 @@ pub(crate) async fn applied_blog_example() -> Setup {
     }
     s
 }
+
+/// The table entry `name` of an export.
+pub(super) fn exported_table(export: &Value, name: &str) -> Value {
+    export["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["table"]["name"] == name)
+        .cloned()
+        .unwrap_or(Value::Null)
+}

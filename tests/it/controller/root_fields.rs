@@ -40,15 +40,8 @@ fn article_user_lists(
 
 /// The metadata API form of `user`'s select permission on article.
 async fn article_user_rules(s: &Setup) -> Value {
-    let export = s.server.export().await;
-    let article = export["tables"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["table"]["name"] == "article")
-        .cloned()
-        .unwrap();
-    article["select_permissions"][0]["permission"].clone()
+    exported_table(&s.server.export().await, "article")["select_permissions"][0]["permission"]
+        .clone()
 }
 
 #[tokio::test]
@@ -68,13 +61,7 @@ async fn root_fields_reach_the_catalog_and_come_back_in_the_export() {
     assert_eq!(s.condition(&permission, "Ready").1, "Applied");
 
     let export = s.server.export().await;
-    let table = export["tables"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["table"]["name"] == "article")
-        .cloned()
-        .unwrap();
+    let table = exported_table(&export, "article");
     assert_eq!(
         table["configuration"],
         json!({"custom_root_fields": {"select": "posts", "select_stream": "postFeed"},

@@ -11,11 +11,8 @@ mod traces;
 
 use crate::harness::TestServer;
 
-/// The metrics, parsed with a Prometheus text parser, keyed `name{labels}` (labels sorted).
-pub(crate) async fn scrape(
-    s: &TestServer,
-    secret: Option<&str>,
-) -> std::collections::BTreeMap<String, f64> {
+/// The `/metrics` text.
+pub(crate) async fn metrics_text(s: &TestServer, secret: Option<&str>) -> String {
     let mut request = s.http.get(format!("{}/metrics", s.base));
     if let Some(secret) = secret {
         request = request.header("X-Svc-Admin-Secret", secret);
@@ -26,7 +23,15 @@ pub(crate) async fn scrape(
         .to_str()
         .unwrap()
         .starts_with("application/openmetrics-text"));
-    let text = response.text().await.unwrap();
+    response.text().await.unwrap()
+}
+
+/// The metrics, parsed with a Prometheus text parser, keyed `name{labels}` (labels sorted).
+pub(crate) async fn scrape(
+    s: &TestServer,
+    secret: Option<&str>,
+) -> std::collections::BTreeMap<String, f64> {
+    let text = metrics_text(s, secret).await;
     let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).unwrap();
     scrape
         .samples

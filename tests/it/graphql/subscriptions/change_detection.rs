@@ -232,19 +232,7 @@ async fn a_cohort_runs_only_when_a_table_it_reads_changed() {
     assert_eq!(after.reason("changed"), before.reason("changed") + 1.0);
     assert!(after.get("basalt_subscription_change_notifications_total{}") >= 1.0);
     // The push was timed from the notification.
-    let text = s
-        .http
-        .get(format!("{}/metrics", s.base))
-        .header(
-            "X-Svc-Admin-Secret",
-            s.admin_secret.as_deref().unwrap_or(""),
-        )
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = crate::http::metrics_text(&s, s.admin_secret.as_deref()).await;
     assert!(
         text.lines()
             .any(|l| l == "basalt_subscription_change_to_push_seconds_count{kind=\"live\"} 1"),
