@@ -59,6 +59,28 @@ pub struct CaptureTrigger {
     pub hash: Option<String>,
 }
 
+/// The GraphQL scalar a Postgres type (`pg_type.typname`) is exposed as: the built-in scalars
+/// for the types they fit, the type's own name otherwise (`String` when that is not a GraphQL
+/// name).
+pub fn graphql_scalar(type_name: &str) -> String {
+    let mapped = match type_name {
+        "int4" => "Int",
+        "int2" => "smallint",
+        "int8" => "bigint",
+        "float4" => "Float",
+        "float8" => "float8",
+        "numeric" => "numeric",
+        "bool" => "Boolean",
+        "text" | "varchar" => "String",
+        other => other,
+    };
+    if crate::metadata::types::GraphQLName::is_valid(mapped) {
+        mapped.to_owned()
+    } else {
+        "String".to_owned()
+    }
+}
+
 impl DbModel {
     /// A relation by schema and name.
     pub fn table(&self, schema: &str, name: &str) -> Option<&DbTable> {

@@ -8,6 +8,7 @@ use super::Context;
 use crate::metadata::error::{
     already_exists, not_exists_in_metadata, Code, MetadataError, Missing, Result,
 };
+use crate::metadata::ids::ObjectId;
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
@@ -74,6 +75,7 @@ impl RemoteSchemaOp {
                     name: a.name,
                     definition: a.definition,
                     comment: a.comment,
+                    remote_relationships: Vec::new(),
                 }))
             }
             "remove_remote_schema" => RemoteSchemaOp::Remove {
@@ -149,6 +151,30 @@ impl RemoteSchemaOp {
                 let i = position(name).ok_or_else(|| {
                     not_exists_in_metadata(JsonPath::args().key("name"), "no such remote schema")
                 })?;
+                // Tables' relationships to it must go first; its own relationships to tables
+                // go with it.
+                let dependents: std::collections::BTreeSet<ObjectId> = metadata
+                    .tables
+                    .iter()
+                    .flat_map(|t| {
+                        t.remote_relationships
+                            .iter()
+                            .filter(|r| &r.definition.target().remote_schema.0 == name)
+                            .map(|r| {
+                                ObjectId::RemoteRelationship(t.table.clone(), r.name.0.clone())
+                            })
+                    })
+                    .collect();
+                if !dependents.is_empty() {
+                    return Err(MetadataError::new(
+                        Code::DependencyError,
+                        JsonPath::args(),
+                        format!(
+                            "cannot drop due to the following dependent objects : {}",
+                            super::dependencies::describe(&dependents)
+                        ),
+                    ));
+                }
                 next.remote_schemas.remove(i);
             }
             RemoteSchemaOp::Reload { name } => {

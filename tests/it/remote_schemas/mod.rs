@@ -8,6 +8,7 @@
 mod availability;
 mod execution;
 mod operations;
+mod relationships;
 pub(crate) mod remote_server;
 
 use crate::auth::serve;

@@ -1,0 +1,340 @@
+//! Remote relationships from a table to a remote schema through the metadata API
+//! (`docs/metadata-api.md`, "Remote relationships"): both argument forms, export, every
+//! validation error, update and delete, inconsistency after the remote changes, and the
+//! dependency of `remove_remote_schema` on them. The remote is the messages service of the
+//! API's examples, served live.
+
+use super::prop;
+use super::remote_server::RemoteServer;
+use crate::harness::{fresh_database, run_sql, TestServer};
+use async_graphql::dynamic::{
+    Field, FieldFuture, FieldValue, InputObject, InputValue, Object, Schema, TypeRef,
+};
+use serde_json::{json, Value};
+
+fn messages() -> Vec<Value> {
+    vec![
+        json!({"id": 1, "name": "alice", "msg": "You win!"}),
+        json!({"id": 2, "name": "bob", "msg": "You lose!"}),
+        json!({"id": 3, "name": "alice", "msg": "Another alice"}),
+    ]
+}
+
+/// The messages service: `message(id)`, `messages(where, limit)`, and an `errorMsg` that fails.
+fn msgs_schema() -> Schema {
+    let message = Object::new("Message")
+        .field(prop("id", TypeRef::named_nn(TypeRef::INT)))
+        .field(prop("name", TypeRef::named_nn(TypeRef::STRING)))
+        .field(prop("msg", TypeRef::named_nn(TypeRef::STRING)))
+        .field(Field::new(
+            "errorMsg",
+            TypeRef::named(TypeRef::STRING),
+            |_| {
+                FieldFuture::new(async move {
+                    Err::<Option<FieldValue>, _>(async_graphql::Error::new("intentional-error"))
+                })
+            },
+        ));
+    let compare = |name: &str, ty: &str| {
+        InputObject::new(name).field(InputValue::new("eq", TypeRef::named(ty)))
+    };
+    let filter = InputObject::new("MessageWhere")
+        .field(InputValue::new("id", TypeRef::named("IntCompare")))
+        .field(InputValue::new("name", TypeRef::named("StringCompare")));
+    let query = Object::new("Query")
+        .field(
+            Field::new("message", TypeRef::named("Message"), |ctx| {
+                FieldFuture::new(async move {
+                    let id = ctx.args.try_get("id")?.i64()?;
+                    Ok(messages()
+                        .into_iter()
+                        .find(|m| m["id"] == id)
+                        .map(FieldValue::owned_any))
+                })
+            })
+            .argument(InputValue::new("id", TypeRef::named_nn(TypeRef::INT))),
+        )
+        .field(
+            Field::new("messages", TypeRef::named_nn_list_nn("Message"), |ctx| {
+                FieldFuture::new(async move {
+                    let filter = ctx
+                        .args
+                        .get("where")
+                        .map(|w| w.deserialize::<Value>())
+                        .transpose()?
+                        .unwrap_or(Value::Null);
+                    let limit = ctx.args.get("limit").map(|l| l.i64()).transpose()?;
+                    let list: Vec<FieldValue> = messages()
+                        .into_iter()
+                        .filter(|m| {
+                            ["id", "name"]
+                                .iter()
+                                .all(|k| filter[k]["eq"].is_null() || filter[k]["eq"] == m[*k])
+                        })
+                        .take(limit.unwrap_or(100) as usize)
+                        .map(FieldValue::owned_any)
+                        .collect();
+                    Ok(Some(FieldValue::list(list)))
+                })
+            })
+            .argument(InputValue::new("where", TypeRef::named("MessageWhere")))
+            .argument(InputValue::new("limit", TypeRef::named(TypeRef::INT))),
+        );
+    Schema::build("Query", None, None)
+        .register(message)
+        .register(compare("IntCompare", TypeRef::INT))
+        .register(compare("StringCompare", TypeRef::STRING))
+        .register(filter)
+        .register(query)
+        .finish()
+        .unwrap()
+}
+
+/// The examples' setup: `profiles` tracked, the `msgs` remote added, role `user` reading
+/// `name` of its own row.
+async fn setup() -> (TestServer, RemoteServer) {
+    let remote = RemoteServer::start(msgs_schema()).await;
+    let db = fresh_database().await;
+    run_sql(
+        &db,
+        "CREATE TABLE profiles (id serial PRIMARY KEY, name text, msg_id int);
+         INSERT INTO profiles (name, msg_id) VALUES ('alice', 1), ('bob', 2), ('alice', 3), ('dave', NULL)",
+    )
+    .await;
+    let s = TestServer::on(&db, |_| {}).await;
+    s.ok(json!({"type": "track_table", "args": {"table": "profiles"}}))
+        .await;
+    s.ok(json!({"type": "add_remote_schema", "args": {"name": "msgs",
+        "definition": {"url": remote.url}}}))
+        .await;
+    s.ok(
+        json!({"type": "create_select_permission", "args": {"table": "profiles", "role": "user",
+        "permission": {"columns": ["name"], "filter": {"id": {"_eq": "X-Svc-User-Id"}}}}}),
+    )
+    .await;
+    (s, remote)
+}
+
+/// A request that must be refused with 400; returns the body.
+async fn fail(s: &TestServer, body: Value) -> Value {
+    let (status, response) = s.query(body.clone()).await;
+    assert_eq!(status, 400, "request {body}: {response}");
+    response
+}
+
+fn legacy() -> Value {
+    json!({"type": "create_remote_relationship", "args": {"name": "message", "table": "profiles",
+        "basalt_fields": ["msg_id"], "remote_schema": "msgs",
+        "remote_field": {"message": {"arguments": {"id": "$msg_id"}}}}})
+}
+
+fn current() -> Value {
+    json!({"type": "create_remote_relationship", "args": {"name": "sameName", "table": "profiles",
+        "definition": {"to_remote_schema": {"remote_schema": "msgs", "lhs_fields": ["name"],
+        "remote_field": {"messages": {"arguments": {"where": {"name": {"eq": "$name"}}}}}}}}})
+}
+
+#[tokio::test]
+async fn both_forms_are_created_exported_updated_and_deleted() {
+    let (s, _remote) = setup().await;
+    assert_eq!(s.ok(legacy()).await, json!({"message": "success"}));
+    s.ok(current()).await;
+    let exported = s.export().await;
+    let profiles = &exported["tables"][0];
+    assert_eq!(
+        profiles["remote_relationships"],
+        json!([
+            {"name": "message", "definition": {"remote_schema": "msgs", "basalt_fields": ["msg_id"],
+                "remote_field": {"message": {"arguments": {"id": "$msg_id"}}}}},
+            {"name": "sameName", "definition": {"to_remote_schema": {"remote_schema": "msgs",
+                "lhs_fields": ["name"],
+                "remote_field": {"messages": {"arguments": {"where": {"name": {"eq": "$name"}}}}}}}}
+        ])
+    );
+    let keys: Vec<&String> = profiles.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        ["table", "remote_relationships", "select_permissions"]
+    );
+    // The export imports back as it is.
+    s.ok(json!({"type": "replace_metadata", "args": exported.clone()}))
+        .await;
+    assert_eq!(s.export().await, exported);
+    // Update switches the form; delete removes.
+    s.ok(json!({"type": "update_remote_relationship", "args": {"name": "message", "table": "profiles",
+        "definition": {"to_remote_schema": {"remote_schema": "msgs", "lhs_fields": ["msg_id"],
+        "remote_field": {"message": {"arguments": {"id": "$msg_id"}, "field": {"msg": {"arguments": {}}}}}}}}}))
+        .await;
+    assert_eq!(
+        s.export().await["tables"][0]["remote_relationships"][0]["definition"]["to_remote_schema"]
+            ["remote_field"]["message"]["field"],
+        json!({"msg": {"arguments": {}}})
+    );
+    s.ok(json!({"type": "delete_remote_relationship", "args": {"table": "profiles", "name": "sameName"}}))
+        .await;
+    assert_eq!(
+        s.export().await["tables"][0]["remote_relationships"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let missing = fail(&s, json!({"type": "delete_remote_relationship", "args": {"table": "profiles", "name": "sameName"}}))
+        .await;
+    assert_eq!(
+        missing,
+        json!({"path": "$.args", "code": "not-exists",
+            "error": "remote relationship \"sameName\" does not exist on table \"profiles\""})
+    );
+}
+
+#[tokio::test]
+async fn every_validation_error_has_its_message_and_code() {
+    let (s, _remote) = setup().await;
+    let with = |change: &dyn Fn(&mut Value)| {
+        let mut request = legacy();
+        change(&mut request["args"]);
+        request
+    };
+    let cases = [
+        (
+            with(&|a| a["basalt_fields"] = json!(["nope"])),
+            "remote-schema-error",
+            "field with name \"nope\" is not provided by the lhs entity \"profiles\" for defining a join condition",
+        ),
+        (
+            with(&|a| a["remote_field"] = json!({"message": {"arguments": {"id_wrong": "$msg_id"}}})),
+            "remote-schema-error",
+            "argument with name \"id_wrong\" not found in remote schema",
+        ),
+        (
+            with(&|a| {
+                a["basalt_fields"] = json!(["name"]);
+                a["remote_field"] = json!({"message": {"arguments": {"id": "$name"}}});
+            }),
+            "remote-schema-error",
+            "expected type \"Int\" but got \"String\"",
+        ),
+        (
+            with(&|a| a["remote_schema"] = json!("nope")),
+            "not-exists",
+            "remote schema with name \"nope\" not found",
+        ),
+        (
+            with(&|a| a["definition"] = json!({})),
+            "parse-failed",
+            "create_remote_relationship expects exactly one of: remote_schema, definition",
+        ),
+        (
+            with(&|a| a["table"] = json!("nowhere")),
+            "not-exists",
+            "table \"nowhere\" does not exist",
+        ),
+        (
+            with(&|a| a["name"] = json!("msg_id")),
+            "already-exists",
+            "column/relationship \"msg_id\" of table \"profiles\" already exists",
+        ),
+        (
+            with(&|a| a["source"] = json!("other")),
+            "not-exists",
+            "source with name \"other\" does not exist",
+        ),
+        (
+            with(&|a| a["remote_field"] = json!({"message": {"arguments": {"id": "$"}}})),
+            "parse-failed",
+            "Empty variable name",
+        ),
+        (
+            with(&|a| a["remote_field"] = json!({})),
+            "parse-failed",
+            "Expecting one single mapping, received none.",
+        ),
+    ];
+    for (request, code, message) in cases {
+        let err = fail(&s, request.clone()).await;
+        assert_eq!(err["code"], code, "{request}: {err}");
+        assert_eq!(err["error"], message, "{request}: {err}");
+    }
+    let to_source = json!({"type": "create_remote_relationship", "args": {"name": "x", "table": "profiles",
+        "definition": {"to_source": {"table": "profiles", "relationship_type": "object", "field_mapping": {}}}}});
+    let err = fail(&s, to_source).await;
+    assert_eq!(
+        (err["code"].as_str(), err["error"].as_str()),
+        (
+            Some("not-supported"),
+            Some("remote relationships to database sources are not supported")
+        )
+    );
+    let strict = json!({"type": "create_remote_relationship", "args": {"name": "x", "table": "profiles",
+        "definition": {"remote_schema": "msgs"}}});
+    let err = fail(&s, strict).await;
+    assert_eq!(err["path"], "$.args.definition");
+    assert_eq!(err["code"], "parse-failed");
+    assert_eq!(err["error"], STRICT_FORM);
+    // Nothing was stored.
+    assert!(s.export().await["tables"][0]
+        .get("remote_relationships")
+        .is_none());
+}
+
+const STRICT_FORM: &str =
+    "remote relationship definition (strict format) expects exactly one of: to_source, to_remote_schema";
+
+#[tokio::test]
+async fn a_remote_schema_in_use_cannot_be_removed() {
+    let (s, _remote) = setup().await;
+    s.ok(legacy()).await;
+    s.ok(current()).await;
+    let err = fail(
+        &s,
+        json!({"type": "remove_remote_schema", "args": {"name": "msgs"}}),
+    )
+    .await;
+    assert_eq!(
+        err,
+        json!({"path": "$.args", "code": "dependency-error",
+            "error": "cannot drop due to the following dependent objects : remote relationship profiles.message, remote relationship profiles.sameName"})
+    );
+    for name in ["message", "sameName"] {
+        s.ok(json!({"type": "delete_remote_relationship", "args": {"table": "profiles", "name": name}}))
+            .await;
+    }
+    s.ok(json!({"type": "remove_remote_schema", "args": {"name": "msgs"}}))
+        .await;
+    // Untracking the table takes its relationships with it.
+    s.ok(json!({"type": "add_remote_schema", "args": {"name": "msgs",
+        "definition": {"url": _remote.url}}}))
+        .await;
+    s.ok(legacy()).await;
+    s.ok(json!({"type": "untrack_table", "args": {"table": "profiles"}}))
+        .await;
+    s.ok(json!({"type": "remove_remote_schema", "args": {"name": "msgs"}}))
+        .await;
+}
+
+#[tokio::test]
+async fn a_relationship_the_remote_no_longer_fits_is_inconsistent() {
+    let (s, remote) = setup().await;
+    s.ok(legacy()).await;
+    // The table loses the join column outside Basalt: the relationship no longer resolves.
+    run_sql(
+        &s.db_url,
+        "ALTER TABLE profiles RENAME COLUMN msg_id TO message_id",
+    )
+    .await;
+    s.ok(json!({"type": "reload_metadata", "args": {}})).await;
+    let inconsistent = s
+        .ok(json!({"type": "get_inconsistent_metadata", "args": {}}))
+        .await;
+    assert_eq!(
+        inconsistent["inconsistent_objects"],
+        json!([{"type": "remote_relationship",
+            "definition": {"name": "message", "table": {"schema": "public", "name": "profiles"},
+                "remote_schema": "msgs", "basalt_fields": ["msg_id"],
+                "remote_field": {"message": {"arguments": {"id": "$msg_id"}}}},
+            "reason": "field with name \"msg_id\" is not provided by the lhs entity \"profiles\" for defining a join condition",
+            "owner": "api"}])
+    );
+    drop(remote);
+}
