@@ -351,6 +351,25 @@ pub fn relationship_definition<U: Serialize>(
     json!({"table": table, "name": rel.name, "using": rel.using, "comment": rel.comment})
 }
 
+/// The definition object of a remote relationship as reported in inconsistencies: the
+/// arguments that create it, in the form it was written.
+pub fn remote_relationship_definition(
+    table: &QualifiedTable,
+    relationship: &RemoteRelationshipEntry,
+) -> Value {
+    let mut args = serde_json::Map::new();
+    args.insert("name".into(), json!(relationship.name));
+    args.insert("table".into(), json!(table));
+    let definition = serde_json::to_value(&relationship.definition).unwrap_or_default();
+    match (&relationship.definition, definition) {
+        (RemoteRelationshipDefinition::Legacy(_), Value::Object(keys)) => args.extend(keys),
+        (_, definition) => {
+            args.insert("definition".into(), definition);
+        }
+    }
+    Value::Object(args)
+}
+
 /// The definition object of a permission as reported in inconsistencies.
 pub fn permission_definition<P: Serialize>(
     table: &QualifiedTable,
@@ -407,6 +426,13 @@ impl TableEntry {
                 ObjectId::ComputedField(table.clone(), cf.name.0.clone()),
                 "computed_field",
                 computed_field_definition(table, cf),
+            );
+        }
+        for rel in &self.remote_relationships {
+            push(
+                ObjectId::RemoteRelationship(table.clone(), rel.name.0.clone()),
+                "remote_relationship",
+                remote_relationship_definition(table, rel),
             );
         }
         let permissions = [

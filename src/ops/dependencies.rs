@@ -203,6 +203,9 @@ pub fn remove(metadata: &mut Metadata, ids: &BTreeSet<ObjectId>) {
         entry
             .computed_fields
             .retain(|c| !ids.contains(&ObjectId::ComputedField(t.clone(), c.name.0.clone())));
+        entry
+            .remote_relationships
+            .retain(|r| !ids.contains(&ObjectId::RemoteRelationship(t.clone(), r.name.0.clone())));
         let keep = |role: &Name, kind| {
             !ids.contains(&ObjectId::Permission(t.clone(), role.0.clone(), kind))
         };

@@ -186,6 +186,23 @@ fn column_dependents(
             }
         }
     }
+    // Remote relationships joining on the column.
+    if let Some(entry) = metadata.table(table) {
+        for rel in &entry.remote_relationships {
+            if rel
+                .definition
+                .target()
+                .lhs_fields
+                .iter()
+                .any(|f| f == column)
+            {
+                direct.push(ObjectId::RemoteRelationship(
+                    table.clone(),
+                    rel.name.0.clone(),
+                ));
+            }
+        }
+    }
     for (id, refs) in permission_references(metadata, &before.resolved) {
         if refs
             .iter()
@@ -537,6 +554,9 @@ fn rename_column(metadata: &mut Metadata, table: &QualifiedTable, old: &str, new
                         rename_in_columns(payload, old, new);
                     }
                 }
+            }
+            for rel in &mut entry.remote_relationships {
+                rel.definition.rename_join_field(old, new);
             }
         }
         for r in &mut entry.object_relationships {

@@ -7,12 +7,9 @@
 
 use super::remote::ResolvedRemote;
 use super::{ComputedReturn, Inconsistency, Resolution, ResolvedTable};
-use crate::metadata::ids::ObjectId;
-use crate::metadata::types::{
-    Metadata, QualifiedTable, RemoteField, RemoteRelationshipDefinition, RemoteRelationshipEntry,
-    ToRemoteSchema,
-};
-use serde_json::{json, Value};
+use crate::metadata::ids::{remote_relationship_definition, ObjectId};
+use crate::metadata::types::{Metadata, RemoteField, ToRemoteSchema};
+use serde_json::Value;
 use std::collections::HashMap;
 
 /// A relationship that passed: what the GraphQL layer needs to expose and run it.
@@ -211,35 +208,13 @@ pub fn resolve_all(metadata: &Metadata, cache: &mut Resolution) {
                         relationship.name.0.clone(),
                     ),
                     kind: "remote_relationship",
-                    definition: create_arguments(&entry.table, relationship),
+                    definition: remote_relationship_definition(&entry.table, relationship),
                     reason,
                     conflict: false,
                 }),
             }
         }
     }
-}
-
-/// The arguments that create `relationship` on `table`, in the form it was written.
-pub fn create_arguments(table: &QualifiedTable, relationship: &RemoteRelationshipEntry) -> Value {
-    let mut args = serde_json::Map::new();
-    args.insert("name".into(), json!(relationship.name));
-    args.insert("table".into(), json!(table));
-    match serde_json::to_value(&relationship.definition) {
-        Ok(Value::Object(definition))
-            if matches!(
-                relationship.definition,
-                RemoteRelationshipDefinition::Legacy(_)
-            ) =>
-        {
-            args.extend(definition)
-        }
-        Ok(definition) => {
-            args.insert("definition".into(), definition);
-        }
-        Err(_) => {}
-    }
-    Value::Object(args)
 }
 
 /// The GraphQL scalar of a join field: a column, or a computed field returning a scalar that

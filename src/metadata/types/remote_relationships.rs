@@ -34,6 +34,33 @@ impl RemoteRelationshipDefinition {
         }
     }
 
+    /// A join field renamed (its column was): in the join fields and every `$old` template.
+    pub fn rename_join_field(&mut self, old: &str, new: &str) {
+        let target = match self {
+            RemoteRelationshipDefinition::ToRemoteSchema(t)
+            | RemoteRelationshipDefinition::Legacy(t) => t,
+        };
+        if !target.lhs_fields.iter().any(|f| f == old) {
+            return;
+        }
+        for field in target.lhs_fields.iter_mut().filter(|f| *f == old) {
+            *field = new.to_owned();
+        }
+        fn walk(value: &mut Value, old: &str, new: &str) {
+            match value {
+                Value::String(s) if s.strip_prefix('$') == Some(old) => *s = format!("${new}"),
+                Value::Array(items) => items.iter_mut().for_each(|v| walk(v, old, new)),
+                Value::Object(map) => map.values_mut().for_each(|v| walk(v, old, new)),
+                _ => {}
+            }
+        }
+        let mut level = Some(&mut target.remote_field);
+        while let Some(field) = level {
+            field.arguments.values_mut().for_each(|v| walk(v, old, new));
+            level = field.field.as_deref_mut();
+        }
+    }
+
     /// The same target in the current form, join fields sorted: what two definitions are
     /// compared as.
     pub fn canonical(&self) -> RemoteRelationshipDefinition {

@@ -338,3 +338,51 @@ async fn a_relationship_the_remote_no_longer_fits_is_inconsistent() {
     );
     drop(remote);
 }
+
+#[tokio::test]
+async fn run_sql_renames_and_drops_of_join_columns_carry_over() {
+    let (s, _remote) = setup().await;
+    s.ok(legacy()).await;
+    s.ok(json!({"type": "run_sql", "args": {"sql": "ALTER TABLE profiles RENAME COLUMN msg_id TO message_id"}}))
+        .await;
+    assert_eq!(
+        s.export().await["tables"][0]["remote_relationships"][0]["definition"],
+        json!({"remote_schema": "msgs", "basalt_fields": ["message_id"],
+            "remote_field": {"message": {"arguments": {"id": "$message_id"}}}})
+    );
+    let err = fail(
+        &s,
+        json!({"type": "run_sql", "args": {"sql": "ALTER TABLE profiles DROP COLUMN message_id"}}),
+    )
+    .await;
+    assert_eq!(err["code"], "dependency-error");
+    assert!(
+        err["error"]
+            .as_str()
+            .unwrap()
+            .contains("remote relationship profiles.message"),
+        "{err}"
+    );
+    s.ok(json!({"type": "run_sql", "args": {"sql": "ALTER TABLE profiles DROP COLUMN message_id", "cascade": true}}))
+        .await;
+    assert!(s.export().await["tables"][0]
+        .get("remote_relationships")
+        .is_none());
+}
+
+#[tokio::test]
+async fn an_inconsistent_relationship_can_be_dropped() {
+    let (s, _remote) = setup().await;
+    s.ok(legacy()).await;
+    run_sql(&s.db_url, "ALTER TABLE profiles DROP COLUMN msg_id").await;
+    s.ok(json!({"type": "reload_metadata", "args": {}})).await;
+    s.ok(json!({"type": "drop_inconsistent_metadata", "args": {}}))
+        .await;
+    let exported = s.export().await;
+    assert!(exported["tables"][0].get("remote_relationships").is_none());
+    assert_eq!(
+        s.ok(json!({"type": "get_inconsistent_metadata", "args": {}}))
+            .await["is_consistent"],
+        true
+    );
+}
