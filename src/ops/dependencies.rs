@@ -140,6 +140,21 @@ pub fn dependents(
                 }
             }
         }
+        for remote in &metadata.remote_schemas {
+            for group in &remote.remote_relationships {
+                for rel in &group.relationships {
+                    let id = ObjectId::RemoteSchemaRelationship(
+                        remote.name.0.clone(),
+                        group.type_name.0.clone(),
+                        rel.name.0.clone(),
+                    );
+                    let target = ObjectId::Table(rel.definition.to_source.table.clone());
+                    if !gone.contains(&id) && gone.contains(&target) {
+                        next.push(id);
+                    }
+                }
+            }
+        }
         if next.is_empty() {
             return found;
         }
@@ -248,6 +263,22 @@ pub fn remove(metadata: &mut Metadata, ids: &BTreeSet<ObjectId>) {
                 r.name.0.clone(),
             ))
         });
+    }
+    for remote in &mut metadata.remote_schemas {
+        let remote_name = remote.name.0.clone();
+        for group in &mut remote.remote_relationships {
+            let type_name = group.type_name.0.clone();
+            group.relationships.retain(|r| {
+                !ids.contains(&ObjectId::RemoteSchemaRelationship(
+                    remote_name.clone(),
+                    type_name.clone(),
+                    r.name.0.clone(),
+                ))
+            });
+        }
+        remote
+            .remote_relationships
+            .retain(|g| !g.relationships.is_empty());
     }
 }
 

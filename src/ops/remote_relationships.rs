@@ -1,6 +1,8 @@
 //! `create_remote_relationship`, `update_remote_relationship` and `delete_remote_relationship`:
 //! a table's field answered by a remote schema, in either argument form, checked by the
-//! resolver's own rule (`resolve::remote_join`) against the remote's stored introspection. See
+//! resolver's own rule (`resolve::remote_join`) against the remote's stored introspection; and
+//! `create_`, `update_` and `delete_remote_schema_remote_relationship`: a remote object type's
+//! field answered by rows of a table (`resolve::remote_to_table`). See
 //! `docs/metadata-api.md`, "Remote relationships". Must not do IO, read the clock, or edit
 //! anything but the `Metadata` it returns.
 
@@ -23,6 +25,66 @@ pub enum RemoteRelationshipOp {
     Update(QualifiedTable, RemoteRelationshipEntry),
     /// `delete_remote_relationship`.
     Delete { table: QualifiedTable, name: String },
+    /// `create_remote_schema_remote_relationship`.
+    CreateOnRemote(OnRemote),
+    /// `update_remote_schema_remote_relationship`.
+    UpdateOnRemote(OnRemote),
+    /// `delete_remote_schema_remote_relationship`.
+    DeleteOnRemote {
+        remote_schema: String,
+        type_name: String,
+        name: String,
+    },
+}
+
+/// A remote object type's relationship to a table, where it goes.
+#[derive(Debug, Clone)]
+pub struct OnRemote {
+    pub remote_schema: String,
+    pub type_name: GraphQLName,
+    pub relationship: RemoteSchemaRelationshipEntry,
+}
+
+#[derive(Deserialize)]
+struct OnRemoteArgs {
+    remote_schema: String,
+    type_name: GraphQLName,
+    name: GraphQLName,
+    definition: Map<String, Value>,
+}
+
+#[derive(Deserialize)]
+struct DeleteOnRemote {
+    remote_schema: String,
+    type_name: String,
+    name: String,
+}
+
+/// Reads the create and update arguments of a remote schema's relationship.
+fn on_remote(args: &Value, path: &JsonPath) -> Result<OnRemote> {
+    let a: OnRemoteArgs = parse(args, path)?;
+    let at = path.key("definition");
+    let keys: Vec<&str> = a.definition.keys().map(String::as_str).collect();
+    let definition: ToSourceDefinition = match keys.as_slice() {
+        ["to_remote_schema"] => {
+            return Err(MetadataError::new(
+                Code::NotSupported,
+                path.clone(),
+                "remote schema to remote schema relationships are not supported",
+            ))
+        }
+        ["to_source"] => parse(&Value::Object(a.definition), &at)?,
+        _ => return Err(parse_failed(at, STRICT_FORM)),
+    };
+    check_source(&Some(definition.to_source.source.clone()), path)?;
+    Ok(OnRemote {
+        remote_schema: a.remote_schema,
+        type_name: a.type_name,
+        relationship: RemoteSchemaRelationshipEntry {
+            name: a.name,
+            definition,
+        },
+    })
 }
 
 /// The current form's arguments.
@@ -129,6 +191,20 @@ impl RemoteRelationshipOp {
                 let (table, entry) = entry(args, path)?;
                 RemoteRelationshipOp::Update(table, entry)
             }
+            "create_remote_schema_remote_relationship" => {
+                RemoteRelationshipOp::CreateOnRemote(on_remote(args, path)?)
+            }
+            "update_remote_schema_remote_relationship" => {
+                RemoteRelationshipOp::UpdateOnRemote(on_remote(args, path)?)
+            }
+            "delete_remote_schema_remote_relationship" => {
+                let a: DeleteOnRemote = parse(args, path)?;
+                RemoteRelationshipOp::DeleteOnRemote {
+                    remote_schema: a.remote_schema,
+                    type_name: a.type_name,
+                    name: a.name,
+                }
+            }
             "delete_remote_relationship" => {
                 let a: Delete = parse(args, path)?;
                 check_source(&a.source, path)?;
@@ -180,9 +256,128 @@ impl RemoteRelationshipOp {
                     .remote_relationships
                     .remove(at);
             }
+            RemoteRelationshipOp::CreateOnRemote(on) => {
+                let name = &on.relationship.name.0;
+                let taken = remote_entry(&mut next, &on.remote_schema)?
+                    .remote_relationships
+                    .iter()
+                    .filter(|g| g.type_name == on.type_name)
+                    .any(|g| g.relationships.iter().any(|r| &r.name.0 == name));
+                if taken {
+                    return Err(already_exists(
+                        args,
+                        format!(
+                            "field \"{name}\" already exists in type \"{}\"",
+                            on.type_name
+                        ),
+                    ));
+                }
+                check_on_remote(metadata, cache, on)?;
+                let groups = &mut remote_entry(&mut next, &on.remote_schema)?.remote_relationships;
+                match groups.iter_mut().find(|g| g.type_name == on.type_name) {
+                    Some(group) => group.relationships.push(on.relationship.clone()),
+                    None => groups.push(RemoteTypeRelationships {
+                        type_name: on.type_name.clone(),
+                        relationships: vec![on.relationship.clone()],
+                    }),
+                }
+            }
+            RemoteRelationshipOp::UpdateOnRemote(on) => {
+                let (group, at) = existing_on_remote(
+                    &mut next,
+                    &on.remote_schema,
+                    &on.type_name.0,
+                    &on.relationship.name.0,
+                )?;
+                check_on_remote(metadata, cache, on)?;
+                remote_entry(&mut next, &on.remote_schema)?.remote_relationships[group]
+                    .relationships[at] = on.relationship.clone();
+            }
+            RemoteRelationshipOp::DeleteOnRemote {
+                remote_schema,
+                type_name,
+                name,
+            } => {
+                let (group, at) = existing_on_remote(&mut next, remote_schema, type_name, name)?;
+                let groups = &mut remote_entry(&mut next, remote_schema)?.remote_relationships;
+                groups[group].relationships.remove(at);
+                if groups[group].relationships.is_empty() {
+                    groups.remove(group);
+                }
+            }
         }
         Ok(next)
     }
+}
+
+/// The remote schema `name`, or `not-exists`.
+fn remote_entry<'a>(metadata: &'a mut Metadata, name: &str) -> Result<&'a mut RemoteSchemaEntry> {
+    metadata
+        .remote_schemas
+        .iter_mut()
+        .find(|r| r.name.0 == name)
+        .ok_or_else(|| {
+            not_exists_in_metadata(
+                JsonPath::args(),
+                format!("remote schema with name \"{name}\" does not exist"),
+            )
+        })
+}
+
+/// The positions (type group, relationship) of a remote schema's relationship, or `not-exists`.
+fn existing_on_remote(
+    metadata: &mut Metadata,
+    remote: &str,
+    type_name: &str,
+    name: &str,
+) -> Result<(usize, usize)> {
+    let entry = remote_entry(metadata, remote)?;
+    entry
+        .remote_relationships
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| g.type_name.0 == type_name)
+        .find_map(|(i, g)| {
+            g.relationships
+                .iter()
+                .position(|r| r.name.0 == name)
+                .map(|j| (i, j))
+        })
+        .ok_or_else(|| {
+            not_exists_in_metadata(
+                JsonPath::args(),
+                format!(
+                    "no relationship defined on remote schema \"{remote}\" with name \"{name}\""
+                ),
+            )
+        })
+}
+
+/// The remote schema is served, and the relationship fits its type and the target table.
+fn check_on_remote(metadata: &Metadata, cache: &Resolution, on: &OnRemote) -> Result<()> {
+    let remote = cache
+        .resolved
+        .remote_schemas
+        .iter()
+        .find(|r| r.name() == on.remote_schema)
+        .ok_or_else(|| {
+            MetadataError::new(
+                Code::RemoteSchemaError,
+                JsonPath::args(),
+                format!(
+                    "remote schema \"{}\" has no introspection result",
+                    on.remote_schema
+                ),
+            )
+        })?;
+    resolve::remote_to_table::check(
+        metadata,
+        &cache.resolved,
+        remote,
+        &on.type_name.0,
+        &on.relationship,
+    )?;
+    Ok(())
 }
 
 /// The position of relationship `name` on `table`, or `not-exists`.

@@ -18,6 +18,7 @@ mod reads;
 mod relationships;
 pub mod remote;
 pub mod remote_join;
+pub mod remote_to_table;
 mod rules;
 
 pub use boolexp::{check_bool_exp, check_presets, is_session_variable, Reference, Segment, Target};
@@ -194,6 +195,8 @@ pub struct Resolved {
     pub actions: Vec<actions::ResolvedAction>,
     /// The custom types, with their relationships to tables resolved.
     pub custom_types: actions::ResolvedCustomTypes,
+    /// Served remote schemas' object types' relationships to tables.
+    pub remote_relationships: Vec<remote_to_table::ResolvedToTable>,
 }
 
 impl Resolved {
@@ -372,6 +375,7 @@ fn resolve_globals<T: std::fmt::Display>(
     inherited::derive_roles(metadata, cache);
     remote::resolve_remotes(&metadata.remote_schemas, remotes, cache);
     remote_join::resolve_all(metadata, cache);
+    remote_to_table::resolve_all(metadata, cache);
 }
 
 /// Every root field name the resolved tables contribute, with its table.

@@ -386,3 +386,153 @@ async fn an_inconsistent_relationship_can_be_dropped() {
         true
     );
 }
+
+fn sender() -> Value {
+    json!({"type": "create_remote_schema_remote_relationship", "args": {"remote_schema": "msgs",
+        "type_name": "Message", "name": "sender", "definition": {"to_source": {"source": "default",
+        "table": "profiles", "relationship_type": "array", "field_mapping": {"id": "msg_id"}}}}})
+}
+
+#[tokio::test]
+async fn a_remote_type_relates_to_a_table() {
+    let (s, _remote) = setup().await;
+    assert_eq!(s.ok(sender()).await, json!({"message": "success"}));
+    assert_eq!(
+        s.export().await["remote_schemas"][0]["remote_relationships"],
+        json!([{"type_name": "Message", "relationships": [{"name": "sender", "definition": {
+            "to_source": {"source": "default", "table": {"schema": "public", "name": "profiles"},
+                "relationship_type": "array", "field_mapping": {"id": "msg_id"}}}}]}])
+    );
+    // The export imports back as it is.
+    let exported = s.export().await;
+    s.ok(json!({"type": "replace_metadata", "args": exported.clone()}))
+        .await;
+    assert_eq!(s.export().await, exported);
+    // Update replaces it; delete removes it (and its type's group).
+    let mut update = sender();
+    update["type"] = json!("update_remote_schema_remote_relationship");
+    update["args"]["definition"]["to_source"]["relationship_type"] = json!("object");
+    s.ok(update).await;
+    assert_eq!(
+        s.export().await["remote_schemas"][0]["remote_relationships"][0]["relationships"][0]
+            ["definition"]["to_source"]["relationship_type"],
+        "object"
+    );
+    let delete = json!({"type": "delete_remote_schema_remote_relationship", "args": {
+        "remote_schema": "msgs", "type_name": "Message", "name": "sender"}});
+    s.ok(delete.clone()).await;
+    assert!(s.export().await["remote_schemas"][0]
+        .get("remote_relationships")
+        .is_none());
+    let err = fail(&s, delete).await;
+    assert_eq!(
+        (err["code"].as_str(), err["error"].as_str()),
+        (
+            Some("not-exists"),
+            Some("no relationship defined on remote schema \"msgs\" with name \"sender\"")
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_remote_types_relationship_is_checked() {
+    let (s, _remote) = setup().await;
+    let with = |change: &dyn Fn(&mut Value)| {
+        let mut request = sender();
+        change(&mut request["args"]);
+        request
+    };
+    let cases = [
+        (
+            with(&|a| a["remote_schema"] = json!("nope")),
+            "not-exists",
+            "remote schema with name \"nope\" does not exist",
+        ),
+        (
+            with(&|a| a["type_name"] = json!("Nope")),
+            "not-found",
+            "no type named \"Nope\" defined in remote schema \"msgs\"",
+        ),
+        (
+            with(&|a| a["type_name"] = json!("MessageWhere")),
+            "not-supported",
+            "remote relationships on a remote schema can only be defined on object types",
+        ),
+        (
+            with(&|a| a["definition"]["to_source"]["field_mapping"] = json!({"nope": "msg_id"})),
+            "not-exists",
+            "field \"nope\" does not exist in type \"Message\"",
+        ),
+        (
+            with(&|a| a["definition"]["to_source"]["table"] = json!("nowhere")),
+            "not-exists",
+            "table \"nowhere\" does not exist",
+        ),
+        (
+            with(&|a| a["definition"]["to_source"]["field_mapping"] = json!({"id": "nope"})),
+            "not-exists",
+            "column \"nope\" does not exist",
+        ),
+        (
+            with(&|a| a["name"] = json!("msg")),
+            "already-exists",
+            "field \"msg\" already exists in type \"Message\"",
+        ),
+        (
+            with(&|a| a["definition"] = json!({"to_remote_schema": {}})),
+            "not-supported",
+            "remote schema to remote schema relationships are not supported",
+        ),
+        (
+            with(&|a| a["definition"] = json!({})),
+            "parse-failed",
+            STRICT_FORM,
+        ),
+        (
+            with(&|a| a["definition"]["to_source"]["relationship_type"] = json!("many")),
+            "parse-failed",
+            "",
+        ),
+        (
+            with(&|a| a["definition"]["to_source"]["field_mapping"] = json!({})),
+            "parse-failed",
+            "field_mapping must map at least one field",
+        ),
+    ];
+    for (request, code, message) in cases {
+        let err = fail(&s, request.clone()).await;
+        assert_eq!(err["code"], code, "{request}: {err}");
+        if !message.is_empty() {
+            assert_eq!(err["error"], message, "{request}: {err}");
+        }
+    }
+    assert!(s.export().await["remote_schemas"][0]
+        .get("remote_relationships")
+        .is_none());
+}
+
+#[tokio::test]
+async fn untracking_a_table_a_remote_type_relates_to_needs_cascade() {
+    let (s, _remote) = setup().await;
+    s.ok(sender()).await;
+    let err = fail(
+        &s,
+        json!({"type": "untrack_table", "args": {"table": "profiles"}}),
+    )
+    .await;
+    assert_eq!(err["code"], "dependency-error");
+    assert!(
+        err["error"]
+            .as_str()
+            .unwrap()
+            .contains("remote schema relationship msgs.Message.sender"),
+        "{err}"
+    );
+    s.ok(json!({"type": "untrack_table", "args": {"table": "profiles", "cascade": true}}))
+        .await;
+    let exported = s.export().await;
+    assert!(exported["remote_schemas"][0]
+        .get("remote_relationships")
+        .is_none());
+    assert!(exported.get("tables").is_none() || exported["tables"] == json!([]));
+}
