@@ -14,6 +14,7 @@ pub mod measure;
 pub mod model;
 pub mod plan;
 pub mod remote;
+pub mod remote_join;
 pub mod schemas;
 pub mod typegen;
 pub mod types;

@@ -20,6 +20,8 @@ pub struct ResolvedRemoteJoin {
     pub lhs: Vec<(String, String)>,
     /// The leaf field's type, as the introspection writes a type reference.
     pub leaf_type: Value,
+    /// The chain of remote fields and their argument templates.
+    pub target: ToRemoteSchema,
 }
 
 /// A reference to a type: `[T!]` is `List(NonNull(Named(T)))`.
@@ -156,6 +158,7 @@ pub fn check(
                     .map(|(name, scalar, _)| (name, scalar))
                     .collect(),
                 leaf_type: returns,
+                target: target.clone(),
             });
         };
         let object = match Shape::of(&returns).as_ref().map(Shape::nullable) {

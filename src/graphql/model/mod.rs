@@ -84,6 +84,8 @@ pub enum TableField {
     /// `<rel>_aggregate` of an array relationship.
     RelationshipAggregate(RoleRelationship),
     Computed(RoleComputed),
+    /// A field answered by a remote schema (`docs/metadata-api.md`, "Remote relationships").
+    RemoteJoin(crate::resolve::remote_join::ResolvedRemoteJoin),
 }
 
 /// A table the role can select.

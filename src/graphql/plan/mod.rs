@@ -146,6 +146,8 @@ pub(super) struct Planner<'a> {
     pub(super) operation_name: Option<&'a str>,
     /// The operation planned (its variables' definitions and defaults).
     pub(super) operation: Option<&'a OperationDefinition>,
+    /// A subscription is being planned (some fields are refused in one).
+    pub(super) subscription: bool,
 }
 
 /// Fields grouped by response key, in document order.
@@ -172,6 +174,7 @@ impl<'a> Planner<'a> {
             remote_drafts: IndexMap::new(),
             operation_name: prepared.chosen_name(),
             operation: prepared.operation(),
+            subscription: false,
         }
     }
 

@@ -13,6 +13,7 @@ use serde_json::Value;
 impl<'a> Planner<'a> {
     /// The query root, or the subscription root (the same table fields, no introspection).
     pub(super) fn root(mut self, set: &SelectionSet, subscription: bool) -> Result<OperationIr> {
+        self.subscription = subscription;
         let root_type = if subscription {
             "subscription_root"
         } else {

@@ -194,6 +194,12 @@ impl<'a> Planner<'a> {
                     )?))
                 }
                 TableField::Computed(cf) => self.computed(cf, fields, &args, &fpath, depth)?,
+                TableField::RemoteJoin(_) if self.subscription => {
+                    return Err(PlanError::at("$", Problem::RemoteJoinInSubscription))
+                }
+                TableField::RemoteJoin(_) => {
+                    return Err(PlanError::at(&fpath, Problem::RemoteJoinNotExecuted))
+                }
             };
             out.push((key.clone(), planned));
         }

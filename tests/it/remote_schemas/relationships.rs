@@ -536,3 +536,62 @@ async fn untracking_a_table_a_remote_type_relates_to_needs_cascade() {
         .is_none());
     assert!(exported.get("tables").is_none() || exported["tables"] == json!([]));
 }
+
+#[tokio::test]
+async fn the_table_type_gets_the_relationship_fields() {
+    let (s, _remote) = setup().await;
+    s.ok(legacy()).await;
+    s.ok(current()).await;
+    let shape = s
+        .gql(r#"{ t: __type(name: "profiles") { fields { name type { kind name ofType { kind name ofType { kind name } } } args { name type { name kind } } } }
+                  w: __type(name: "MessageWhere_remote_rel_profilessameName") { inputFields { name } } }"#)
+        .await;
+    let fields = shape["data"]["t"]["fields"].as_array().unwrap();
+    let field = |n: &str| fields.iter().find(|f| f["name"] == n).unwrap().clone();
+    assert_eq!(
+        field("sameName")["args"],
+        json!([{"name": "where", "type": {"name": "MessageWhere_remote_rel_profilessameName", "kind": "INPUT_OBJECT"}},
+               {"name": "limit", "type": {"name": "Int", "kind": "SCALAR"}}])
+    );
+    assert_eq!(
+        field("sameName")["type"],
+        json!({"kind": "LIST", "name": null, "ofType": {"kind": "NON_NULL", "name": null,
+            "ofType": {"kind": "OBJECT", "name": "Message"}}}),
+        "the list is nullable"
+    );
+    assert_eq!(field("message")["args"], json!([]), "the template fills id");
+    assert_eq!(shape["data"]["w"]["inputFields"], json!([{"name": "id"}]));
+    // A role that cannot read the join column still has the field; not the column.
+    let user = s
+        .graphql_as(
+            json!({"query": r#"{ __type(name: "profiles") { fields { name } } }"#}),
+            &[("X-Svc-Role", "user"), ("X-Svc-User-Id", "2")],
+        )
+        .await;
+    let names: Vec<&str> = user["data"]["__type"]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["name", "message", "sameName"]);
+}
+
+#[tokio::test]
+async fn subscriptions_refuse_remote_relationships() {
+    let (s, _remote) = setup().await;
+    s.ok(legacy()).await;
+    let mut ws = crate::graphql::subscriptions::open_transport(&s).await;
+    crate::graphql::subscriptions::send(
+        &mut ws,
+        json!({"type": "subscribe", "id": "r", "payload": {"query": "subscription { profiles { message { msg } } }"}}),
+    )
+    .await;
+    let answer = crate::graphql::subscriptions::message(&mut ws).await;
+    assert_eq!(answer["type"], "error");
+    assert_eq!(
+        answer["payload"],
+        json!([{"message": "Remote relationships are not allowed in subscriptions",
+            "extensions": {"path": "$", "code": "not-supported"}}])
+    );
+}
