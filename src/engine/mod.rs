@@ -23,6 +23,7 @@ mod error;
 mod execute;
 mod explain;
 mod introspection;
+pub mod join_slots;
 mod mutation;
 mod parse;
 mod plan;
