@@ -90,6 +90,9 @@ pub enum InternalError {
     /// A remembered (compressed) introspection answer could not be read back.
     #[error("a remembered introspection answer could not be read: {0}")]
     Remembered(String),
+    /// A statement's remote relationship slots could not be read.
+    #[error("remote relationship slots: {0}")]
+    RemoteJoin(String),
 }
 
 impl GraphqlError {

@@ -87,7 +87,17 @@ pub(super) async fn query(
     };
     let remote = deadline::bounded(run.deadline, remote::send_all(remotes));
     let (read, answered) = futures_util::future::join(database, remote).await;
-    let read = read?;
+    let read = match read? {
+        Read::Whole(data) => Read::Whole(super::join::complete(&run, data).await?),
+        Read::Fields(values) => {
+            let mut done = Vec::with_capacity(values.len());
+            for value in values {
+                done.push(super::join::complete(&run, value).await?);
+            }
+            Read::Fields(done)
+        }
+        other => other,
+    };
     let answered = answered?;
     let introspected = match &operation.introspection {
         Some((_, document)) => Some(introspection::answer(

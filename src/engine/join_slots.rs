@@ -10,8 +10,7 @@ use bytes::Bytes;
 use serde_json::{Map, Value};
 use std::ops::Range;
 
-/// The key a slot object starts with, before its occurrence number.
-pub const SLOT_KEY: &str = "__basalt_join_";
+use crate::graphql::ir::JOIN_SLOT_KEY as SLOT_KEY;
 
 /// One step of a client path.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -23,6 +23,7 @@ mod error;
 mod execute;
 mod explain;
 mod introspection;
+mod join;
 pub mod join_slots;
 mod mutation;
 mod parse;

@@ -7,7 +7,9 @@ use crate::resolve::{CompareOp, RelationshipKind};
 use serde_json::Value;
 
 mod mutation;
+mod remote_join;
 pub use mutation::*;
+pub use remote_join::*;
 
 /// Where a bound value comes from at execution time.
 #[derive(Debug, Clone, PartialEq)]
@@ -337,6 +339,12 @@ pub enum Field {
         /// `null`.
         cell: Option<BoolExpr>,
     },
+    /// A remote relationship: the row's join values in a slot for occurrence `occurrence`
+    /// (`null` when one is null), answered after the statement.
+    RemoteJoin {
+        occurrence: usize,
+        columns: Vec<String>,
+    },
 }
 
 /// An aggregate selection (`<t>_aggregate`).
@@ -584,7 +592,7 @@ impl Footprint {
                 Field::Relationship { select, .. } => self.select(select),
                 Field::Aggregate(a) => self.aggregate(a),
                 Field::Computed { .. } => self.calls_functions = true,
-                Field::Column { .. } | Field::Constant(_) => {}
+                Field::Column { .. } | Field::Constant(_) | Field::RemoteJoin { .. } => {}
             }
         }
     }
@@ -609,7 +617,7 @@ impl Footprint {
                         Field::Relationship { select, .. } => self.select(select),
                         Field::Aggregate(inner) => self.aggregate(inner),
                         Field::Computed { .. } => self.calls_functions = true,
-                        Field::Column { .. } | Field::Constant(_) => {}
+                        Field::Column { .. } | Field::Constant(_) | Field::RemoteJoin { .. } => {}
                     }
                 }
             }

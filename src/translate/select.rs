@@ -457,6 +457,35 @@ fn field(state: &mut State, field: &Field, alias: &Alias) -> Expr {
                 _ => value,
             }
         }
+        Field::RemoteJoin {
+            occurrence,
+            columns,
+        } => remote_join_slot(*occurrence, columns, alias),
+    }
+}
+
+/// A remote relationship's slot: `{"__basalt_join_<occurrence>": {<column>: <value>, …}}`, or
+/// `null` when a join value is null (the field is then `null`, and nothing is sent). The
+/// values are read as stored, whatever the role may select: they are sent, not returned.
+fn remote_join_slot(occurrence: usize, columns: &[String], alias: &Alias) -> Expr {
+    let values = json_object(
+        columns
+            .iter()
+            .map(|c| (c.as_str(), Expr::column(alias, c)))
+            .collect(),
+    );
+    let key = format!("{}{occurrence}", crate::graphql::ir::JOIN_SLOT_KEY);
+    let slot = json_object(vec![(key.as_str(), values)]);
+    let any_null = Expr::Or(
+        columns
+            .iter()
+            .map(|c| Expr::IsNull(Box::new(Expr::column(alias, c)), false))
+            .collect(),
+    );
+    Expr::Case {
+        when: Box::new(any_null),
+        then: Box::new(Expr::null()),
+        otherwise: Box::new(slot),
     }
 }
 

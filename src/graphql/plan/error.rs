@@ -77,7 +77,7 @@ pub enum Problem {
     RemoteSubscription,
     #[error("Remote relationships are not allowed in subscriptions")]
     RemoteJoinInSubscription,
-    #[error("remote relationships cannot be queried yet")]
+    #[error("remote relationships in mutation results are not supported yet")]
     RemoteJoinNotExecuted,
     #[error("one streaming column field is expected")]
     NoStreamColumn,

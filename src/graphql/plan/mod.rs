@@ -17,6 +17,7 @@ mod mutation;
 mod permission;
 mod query;
 mod remote;
+mod remote_join;
 mod select;
 mod stream;
 mod update;
@@ -68,6 +69,8 @@ pub struct OperationIr {
     pub shape_dependent: bool,
     /// A subscription operation: `data` is a live query, re-run until the client stops it.
     pub subscription: bool,
+    /// Remote relationship occurrences, by occurrence number.
+    pub joins: Vec<crate::graphql::ir::RemoteJoinPart>,
 }
 
 /// Plans the chosen query operation for a role.
@@ -148,6 +151,8 @@ pub(super) struct Planner<'a> {
     pub(super) operation: Option<&'a OperationDefinition>,
     /// A subscription is being planned (some fields are refused in one).
     pub(super) subscription: bool,
+    /// Remote relationship occurrences so far.
+    pub(super) joins: Vec<crate::graphql::ir::RemoteJoinPart>,
 }
 
 /// Fields grouped by response key, in document order.
@@ -175,6 +180,7 @@ impl<'a> Planner<'a> {
             operation_name: prepared.chosen_name(),
             operation: prepared.operation(),
             subscription: false,
+            joins: Vec::new(),
         }
     }
 

@@ -129,6 +129,7 @@ impl<'a> Planner<'a> {
             mutation: Some(plan),
             shape_dependent: self.shape_dependent,
             subscription: false,
+            joins: std::mem::take(&mut self.joins),
         })
     }
 

@@ -100,6 +100,7 @@ impl<'a> Planner<'a> {
             mutation: None,
             shape_dependent: self.shape_dependent,
             subscription,
+            joins: std::mem::take(&mut self.joins),
         })
     }
 

@@ -35,8 +35,8 @@ pub struct RemotePart {
 #[derive(Debug, Default)]
 pub(in crate::graphql) struct Draft {
     keys: Vec<String>,
-    body: String,
-    variables: BTreeSet<String>,
+    pub(super) body: String,
+    pub(super) variables: BTreeSet<String>,
 }
 
 /// A GraphQL value printed as a literal, variable references kept (and recorded).
@@ -174,7 +174,7 @@ impl<'a> Planner<'a> {
         Ok(())
     }
 
-    fn remote_selection(
+    pub(super) fn remote_selection(
         &mut self,
         set: &SelectionSet,
         parent: &str,
@@ -234,6 +234,24 @@ impl<'a> Planner<'a> {
         Ok(())
     }
 
+    /// The declarations (`$v: T = default`) of `variables`, as the operation declares them.
+    pub(super) fn declarations(&self, variables: &BTreeSet<String>) -> Result<Vec<String>> {
+        let mut declared = Vec::new();
+        for name in variables {
+            let (ty, _) = self
+                .var_types
+                .get(name)
+                .ok_or_else(|| PlanError::at("$", Problem::UnboundVariable(name.to_string())))?;
+            let mut declaration = format!("${name}: {ty}");
+            if let Some(default) = self.variable_default(name) {
+                declaration.push_str(" = ");
+                print_value(&default, &mut declaration, &mut BTreeSet::new())?;
+            }
+            declared.push(declaration);
+        }
+        Ok(declared)
+    }
+
     /// The remote parts of the operation: one document per remote, declaring only the
     /// variables it uses.
     pub(super) fn remote_parts(&mut self, ty: OperationType) -> Result<Vec<RemotePart>> {
@@ -245,18 +263,7 @@ impl<'a> Planner<'a> {
         let drafts = std::mem::take(&mut self.remote_drafts);
         let mut parts = Vec::with_capacity(drafts.len());
         for (remote, draft) in drafts {
-            let mut declared = Vec::new();
-            for name in &draft.variables {
-                let (ty, _) = self.var_types.get(name).ok_or_else(|| {
-                    PlanError::at("$", Problem::UnboundVariable(name.to_string()))
-                })?;
-                let mut declaration = format!("${name}: {ty}");
-                if let Some(default) = self.variable_default(name) {
-                    declaration.push_str(" = ");
-                    print_value(&default, &mut declaration, &mut BTreeSet::new())?;
-                }
-                declared.push(declaration);
-            }
+            let declared = self.declarations(&draft.variables)?;
             let mut document = String::from(keyword);
             if let Some(name) = &operation {
                 document.push(' ');

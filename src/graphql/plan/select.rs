@@ -194,11 +194,8 @@ impl<'a> Planner<'a> {
                     )?))
                 }
                 TableField::Computed(cf) => self.computed(cf, fields, &args, &fpath, depth)?,
-                TableField::RemoteJoin(_) if self.subscription => {
-                    return Err(PlanError::at("$", Problem::RemoteJoinInSubscription))
-                }
-                TableField::RemoteJoin(_) => {
-                    return Err(PlanError::at(&fpath, Problem::RemoteJoinNotExecuted))
+                TableField::RemoteJoin(join) => {
+                    self.remote_join(join, field, &def, &fpath, depth)?
                 }
             };
             out.push((key.clone(), planned));

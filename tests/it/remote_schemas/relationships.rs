@@ -595,3 +595,112 @@ async fn subscriptions_refuse_remote_relationships() {
             "extensions": {"path": "$", "code": "not-supported"}}])
     );
 }
+
+/// The POSTs the remote received after `since` of them, introspection left out.
+fn queries(remote: &RemoteServer, since: usize) -> Vec<String> {
+    remote.bodies()[since..]
+        .iter()
+        .filter_map(|b| b["query"].as_str().map(str::to_owned))
+        .filter(|q| !q.contains("__schema"))
+        .collect()
+}
+
+#[tokio::test]
+async fn rows_are_joined_with_one_call_per_occurrence() {
+    let (s, remote) = setup().await;
+    s.ok(legacy()).await;
+    s.ok(current()).await;
+    let before = remote.bodies().len();
+    let answer = s
+        .gql("{ profiles(order_by: {id: asc}) { id message { msg } } }")
+        .await;
+    assert_eq!(
+        answer,
+        json!({"data": {"profiles": [
+            {"id": 1, "message": {"msg": "You win!"}}, {"id": 2, "message": {"msg": "You lose!"}},
+            {"id": 3, "message": {"msg": "Another alice"}}, {"id": 4, "message": null}]}})
+    );
+    let sent = queries(&remote, before);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    for (alias, id) in [("f0", 1), ("f1", 2), ("f2", 3)] {
+        assert!(
+            sent[0].contains(&format!("{alias}: message(id: {id})")),
+            "{}",
+            sent[0]
+        );
+    }
+    // Identical argument sets share an alias; the client's arguments join the template's.
+    let before = remote.bodies().len();
+    let answer = s
+        .gql("{ profiles(order_by: {id: asc}) { id sameName(limit: 5) { id } } }")
+        .await;
+    assert_eq!(
+        answer["data"]["profiles"],
+        json!([{"id": 1, "sameName": [{"id": 1}, {"id": 3}]}, {"id": 2, "sameName": [{"id": 2}]},
+               {"id": 3, "sameName": [{"id": 1}, {"id": 3}]}, {"id": 4, "sameName": []}])
+    );
+    let sent = queries(&remote, before);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert!(sent[0].contains("f2:"), "three aliases: {}", sent[0]);
+    assert!(!sent[0].contains("f3:"), "three aliases: {}", sent[0]);
+    assert!(sent[0].contains("limit: 5"), "{}", sent[0]);
+    // Two occurrences: two calls, whatever the number of rows.
+    let before = remote.bodies().len();
+    let answer = s
+        .gql("{ a: profiles { message { id } } b: profiles(limit: 2) { m: message { name } } }")
+        .await;
+    assert!(answer.get("errors").is_none(), "{answer}");
+    assert_eq!(queries(&remote, before).len(), 2);
+}
+
+#[tokio::test]
+async fn a_role_joins_on_a_column_it_cannot_read() {
+    let (s, _remote) = setup().await;
+    s.ok(legacy()).await;
+    let user = [("X-Svc-Role", "user"), ("X-Svc-User-Id", "2")];
+    let answer = s
+        .graphql_as(
+            json!({"query": "{ profiles { name message { msg } } }"}),
+            &user,
+        )
+        .await;
+    assert_eq!(
+        answer,
+        json!({"data": {"profiles": [{"name": "bob", "message": {"msg": "You lose!"}}]}})
+    );
+    let answer = s
+        .graphql_as(json!({"query": "{ profiles { msg_id } }"}), &user)
+        .await;
+    assert_eq!(
+        answer["errors"][0]["extensions"]["code"],
+        "validation-failed"
+    );
+}
+
+#[tokio::test]
+async fn remote_errors_come_back_at_each_rows_path() {
+    let (s, mut remote) = setup().await;
+    s.ok(legacy()).await;
+    let answer = s
+        .gql("{ profiles(order_by: {id: asc}, limit: 2) { id message { errorMsg } } }")
+        .await;
+    assert_eq!(
+        answer,
+        json!({"errors": [
+            {"message": "intentional-error", "path": ["profiles", 0, "message", "errorMsg"],
+             "extensions": {"path": "$", "code": "remote-schema-error"}},
+            {"message": "intentional-error", "path": ["profiles", 1, "message", "errorMsg"],
+             "extensions": {"path": "$", "code": "remote-schema-error"}}]})
+    );
+    let url = remote.url.clone();
+    remote.stop().await;
+    let answer = s
+        .gql("{ profiles(order_by: {id: asc}) { id message { msg } } }")
+        .await;
+    assert_eq!(
+        answer,
+        json!({"errors": [{"message": format!("HTTP exception occurred while sending the request to {url}"),
+            "path": ["profiles", 0, "message"],
+            "extensions": {"path": "$", "code": "remote-schema-error"}}]})
+    );
+}

@@ -1,0 +1,85 @@
+//! A remote relationship field of a table (`docs/metadata-api.md`, "Remote relationships"):
+//! refused in subscriptions and (until they are sent after the commit) in mutation results;
+//! otherwise the row's slot in the statement, and one [`RemoteJoinPart`] per occurrence with
+//! the client's arguments (variables resolved) and its selection printed for the remote.
+
+use super::remote::Draft;
+use super::{PlanError, Planner, Problem, Result};
+use crate::graphql::ir::{Field, RemoteJoinPart};
+use crate::graphql::types::FieldDef;
+use crate::resolve::remote_join::ResolvedRemoteJoin;
+use async_graphql_parser::types::{Field as AstField, OperationType};
+use async_graphql_value::ConstValue;
+
+impl Planner<'_> {
+    pub(super) fn remote_join(
+        &mut self,
+        join: &ResolvedRemoteJoin,
+        field: &AstField,
+        def: &FieldDef,
+        path: &str,
+        depth: usize,
+    ) -> Result<Field> {
+        if self.subscription {
+            return Err(PlanError::at("$", Problem::RemoteJoinInSubscription));
+        }
+        if self.operation.map(|o| o.ty) == Some(OperationType::Mutation) {
+            return Err(PlanError::at(path, Problem::RemoteJoinNotExecuted));
+        }
+        let mut client_arguments = Vec::new();
+        for (name, value) in &field.arguments {
+            let mut uses_variables = false;
+            let constant = value.node.clone().into_const_with(|variable| {
+                uses_variables = true;
+                Ok::<_, std::convert::Infallible>(
+                    self.variables
+                        .get(variable.as_str())
+                        .and_then(|v| ConstValue::from_json(v.clone()).ok())
+                        .unwrap_or(ConstValue::Null),
+                )
+            });
+            let Ok(constant) = constant;
+            // The value is part of the plan: it may only be reused with equal variables.
+            self.shape_dependent |= uses_variables;
+            client_arguments.push((name.node.to_string(), constant));
+        }
+        let base = def.ty.base().to_owned();
+        let mut draft = Draft::default();
+        let selection = if self.types.is_leaf(&base) {
+            Self::no_selection(field, path)?;
+            String::new()
+        } else {
+            if field.selection_set.node.items.is_empty() {
+                return Err(PlanError::at(path, Problem::MissingSelection(base)));
+            }
+            self.remote_selection(
+                &field.selection_set.node,
+                &base,
+                path,
+                &mut draft,
+                depth + 1,
+            )?;
+            format!("{{ {}}}", draft.body)
+        };
+        let occurrence = self.joins.len();
+        self.joins.push(RemoteJoinPart {
+            occurrence,
+            remote: join.remote.clone(),
+            chain: join
+                .target
+                .remote_field
+                .chain()
+                .into_iter()
+                .map(|level| (level.name.clone(), level.arguments.clone()))
+                .collect(),
+            client_arguments,
+            selection,
+            declarations: self.declarations(&draft.variables)?,
+            variables: draft.variables.into_iter().collect(),
+        });
+        Ok(Field::RemoteJoin {
+            occurrence,
+            columns: join.lhs.iter().map(|(name, _)| name.clone()).collect(),
+        })
+    }
+}
