@@ -43,7 +43,9 @@ pub(super) async fn complete(run: &Run<'_>, bytes: Bytes) -> Result<Bytes, Graph
         .zip(&calls)
         .filter(|(_, calls)| !calls.is_empty())
         .map(|(part, calls)| send(run, part, calls));
-    let answers = futures_util::future::join_all(sends).await;
+    // Within the operation's time limit, as every other call.
+    let all = async { Ok::<_, GraphqlError>(futures_util::future::join_all(sends).await) };
+    let answers = super::deadline::bounded(run.deadline, all).await?;
     let mut answered: HashMap<usize, Map<String, Value>> = HashMap::new();
     let mut errors = Vec::new();
     for (part, answer) in parts

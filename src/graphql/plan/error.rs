@@ -77,8 +77,6 @@ pub enum Problem {
     RemoteSubscription,
     #[error("Remote relationships are not allowed in subscriptions")]
     RemoteJoinInSubscription,
-    #[error("remote relationships in mutation results are not supported yet")]
-    RemoteJoinNotExecuted,
     #[error("one streaming column field is expected")]
     NoStreamColumn,
     #[error("multiple column cursors are not supported yet")]
@@ -211,7 +209,6 @@ impl Problem {
             Problem::Syntax(_) | Problem::JsonPath(_) => PlanErrorKind::Parse,
             Problem::RemoteSubscription
             | Problem::RemoteJoinInSubscription
-            | Problem::RemoteJoinNotExecuted
             | Problem::StreamBesideLiveQuery
             | Problem::SeveralStreams => PlanErrorKind::NotSupported,
             _ => PlanErrorKind::Validation,

@@ -1,6 +1,5 @@
 //! A remote relationship field of a table (`docs/metadata-api.md`, "Remote relationships"):
-//! refused in subscriptions and (until they are sent after the commit) in mutation results;
-//! otherwise the row's slot in the statement, and one [`RemoteJoinPart`] per occurrence with
+//! refused in subscriptions; otherwise the row's slot in the statement, and one [`RemoteJoinPart`] per occurrence with
 //! the client's arguments (variables resolved) and its selection printed for the remote.
 
 use super::remote::Draft;
@@ -8,7 +7,7 @@ use super::{PlanError, Planner, Problem, Result};
 use crate::graphql::ir::{Field, RemoteJoinPart};
 use crate::graphql::types::FieldDef;
 use crate::resolve::remote_join::ResolvedRemoteJoin;
-use async_graphql_parser::types::{Field as AstField, OperationType};
+use async_graphql_parser::types::Field as AstField;
 use async_graphql_value::ConstValue;
 
 impl Planner<'_> {
@@ -22,9 +21,6 @@ impl Planner<'_> {
     ) -> Result<Field> {
         if self.subscription {
             return Err(PlanError::at("$", Problem::RemoteJoinInSubscription));
-        }
-        if self.operation.map(|o| o.ty) == Some(OperationType::Mutation) {
-            return Err(PlanError::at(path, Problem::RemoteJoinNotExecuted));
         }
         let mut client_arguments = Vec::new();
         for (name, value) in &field.arguments {

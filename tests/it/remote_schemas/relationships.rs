@@ -704,3 +704,28 @@ async fn remote_errors_come_back_at_each_rows_path() {
             "extensions": {"path": "$", "code": "remote-schema-error"}}]})
     );
 }
+
+#[tokio::test]
+async fn mutation_results_are_joined_after_the_commit() {
+    let (s, remote) = setup().await;
+    s.ok(legacy()).await;
+    let before = remote.bodies().len();
+    let answer = s
+        .gql(r#"mutation { insert_profiles_one(object: {name: "erin", msg_id: 2}) { name message { msg } }
+                          update_profiles(where: {id: {_eq: 1}}, _set: {msg_id: 3}) { returning { message { msg } } } }"#)
+        .await;
+    assert_eq!(
+        answer,
+        json!({"data": {"insert_profiles_one": {"name": "erin", "message": {"msg": "You lose!"}},
+            "update_profiles": {"returning": [{"message": {"msg": "Another alice"}}]}}})
+    );
+    assert_eq!(queries(&remote, before).len(), 2, "one call per occurrence");
+    // A single-statement mutation too.
+    let answer = s
+        .gql(r#"mutation { delete_profiles_by_pk(id: 2) { message { msg } } }"#)
+        .await;
+    assert_eq!(
+        answer,
+        json!({"data": {"delete_profiles_by_pk": {"message": {"msg": "You lose!"}}}})
+    );
+}
