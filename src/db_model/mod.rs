@@ -74,10 +74,14 @@ pub fn graphql_scalar(type_name: &str) -> String {
         "text" | "varchar" => "String",
         other => other,
     };
-    if crate::metadata::types::GraphQLName::is_valid(mapped) {
-        mapped.to_owned()
-    } else {
-        "String".to_owned()
+    let mut chars = mapped.chars();
+    let is_name = chars
+        .next()
+        .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric());
+    match is_name {
+        true => mapped.to_owned(),
+        false => "String".to_owned(),
     }
 }
 
