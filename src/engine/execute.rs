@@ -98,7 +98,8 @@ pub(super) async fn query(
         }
         other => other,
     };
-    let answered = answered?;
+    let mut answered = answered?;
+    super::table_join::complete_roots(&run, &mut answered).await?;
     let introspected = match &operation.introspection {
         Some((_, document)) => Some(introspection::answer(
             &run.engine.counters,

@@ -8,7 +8,8 @@
 use super::error::{GraphqlError, InternalError};
 use super::execute::Run;
 use super::join_slots::{self, Slot, Step};
-use crate::graphql::ir::RemoteJoinPart;
+use super::table_join;
+use crate::graphql::ir::{JoinOwner, RemoteJoinPart};
 use crate::remote::forward::{self, ForwardError};
 use async_graphql_value::{ConstValue, Name};
 use bytes::Bytes;
@@ -65,6 +66,17 @@ pub(super) async fn complete(run: &Run<'_>, bytes: Bytes) -> Result<Bytes, Graph
     if !errors.is_empty() {
         return Err(GraphqlError::Remote(ForwardError::Errors(errors)));
     }
+    for part in parts {
+        let Some(data) = answered.get_mut(&part.occurrence) else {
+            continue;
+        };
+        let roots = data
+            .values_mut()
+            .filter_map(|value| leaf(value, part))
+            .map(|leaf| (part.remote.as_str(), leaf))
+            .collect();
+        table_join::complete(run, JoinOwner::Join(part.occurrence), roots).await?;
+    }
     let replacements: Vec<Bytes> = slots
         .iter()
         .zip(&aliases)
@@ -82,6 +94,14 @@ pub(super) async fn complete(run: &Run<'_>, bytes: Bytes) -> Result<Bytes, Graph
         })
         .collect();
     Ok(join_slots::splice(&bytes, &slots, &replacements))
+}
+
+/// The leaf of an alias's answer, down its chain.
+fn leaf<'v>(mut value: &'v mut Value, part: &RemoteJoinPart) -> Option<&'v mut Value> {
+    for (field, _) in part.chain.iter().skip(1) {
+        value = value.get_mut(field)?;
+    }
+    Some(value)
 }
 
 /// The chain of one slot's call as GraphQL text: templates filled with its join values, the

@@ -32,6 +32,7 @@ mod plan_cache;
 mod remote;
 mod request;
 mod respond;
+mod table_join;
 mod validate;
 mod version;
 

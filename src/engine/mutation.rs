@@ -147,7 +147,8 @@ impl Transaction<'_> {
         if let Some(client) = client {
             deadline::release(guard, client);
         }
-        let (mut fields, answered) = done?;
+        let (mut fields, mut answered) = done?;
+        super::table_join::complete_roots(&run, &mut answered).await?;
         // Remote relationships in the answers are sent once the writes are committed.
         for bytes in fields.json_mut() {
             *bytes = super::join::complete(&run, std::mem::take(bytes)).await?;

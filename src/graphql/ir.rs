@@ -8,8 +8,10 @@ use serde_json::Value;
 
 mod mutation;
 mod remote_join;
+mod table_join;
 pub use mutation::*;
 pub use remote_join::*;
+pub use table_join::*;
 
 /// Where a bound value comes from at execution time.
 #[derive(Debug, Clone, PartialEq)]
@@ -498,6 +500,8 @@ pub enum OutputField {
     /// Rows of a table related to the object: the select joins on the object's
     /// [`OutputObject::keys`] (parent column = output field).
     Relationship(Box<Select>),
+    /// An aggregate over such rows.
+    Aggregate(Box<AggregateSelect>),
 }
 
 /// An asynchronous action's result, read by id.
@@ -602,6 +606,7 @@ impl Footprint {
             match field {
                 OutputField::Object { select, .. } => self.output(select),
                 OutputField::Relationship(select) => self.select(select),
+                OutputField::Aggregate(aggregate) => self.aggregate(aggregate),
                 OutputField::Constant(_) | OutputField::Value(_) => {}
             }
         }

@@ -15,6 +15,7 @@ pub mod model;
 pub mod plan;
 pub mod remote;
 pub mod remote_join;
+pub mod remote_to_table;
 pub mod schemas;
 pub mod typegen;
 pub mod types;

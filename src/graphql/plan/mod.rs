@@ -18,6 +18,7 @@ mod permission;
 mod query;
 mod remote;
 mod remote_join;
+mod remote_table;
 mod select;
 mod stream;
 mod update;
@@ -71,6 +72,8 @@ pub struct OperationIr {
     pub subscription: bool,
     /// Remote relationship occurrences, by occurrence number.
     pub joins: Vec<crate::graphql::ir::RemoteJoinPart>,
+    /// Remote schema → table relationship occurrences, by occurrence number.
+    pub table_joins: Vec<crate::graphql::ir::TableJoinPart>,
 }
 
 /// Plans the chosen query operation for a role.
@@ -153,6 +156,8 @@ pub(super) struct Planner<'a> {
     pub(super) subscription: bool,
     /// Remote relationship occurrences so far.
     pub(super) joins: Vec<crate::graphql::ir::RemoteJoinPart>,
+    /// Remote schema → table relationship occurrences so far.
+    pub(super) table_joins: Vec<crate::graphql::ir::TableJoinPart>,
 }
 
 /// Fields grouped by response key, in document order.
@@ -181,6 +186,7 @@ impl<'a> Planner<'a> {
             operation: prepared.operation(),
             subscription: false,
             joins: Vec::new(),
+            table_joins: Vec::new(),
         }
     }
 

@@ -130,6 +130,7 @@ impl<'a> Planner<'a> {
             shape_dependent: self.shape_dependent,
             subscription: false,
             joins: std::mem::take(&mut self.joins),
+            table_joins: std::mem::take(&mut self.table_joins),
         })
     }
 

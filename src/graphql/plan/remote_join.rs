@@ -4,7 +4,7 @@
 
 use super::remote::Draft;
 use super::{PlanError, Planner, Problem, Result};
-use crate::graphql::ir::{Field, RemoteJoinPart};
+use crate::graphql::ir::{Field, JoinOwner, RemoteJoinPart};
 use crate::graphql::types::FieldDef;
 use crate::resolve::remote_join::ResolvedRemoteJoin;
 use async_graphql_parser::types::Field as AstField;
@@ -48,7 +48,7 @@ impl Planner<'_> {
             if field.selection_set.node.items.is_empty() {
                 return Err(PlanError::at(path, Problem::MissingSelection(base)));
             }
-            self.remote_selection(
+            self.remote_object(
                 &field.selection_set.node,
                 &base,
                 path,
@@ -58,6 +58,7 @@ impl Planner<'_> {
             format!("{{ {}}}", draft.body)
         };
         let occurrence = self.joins.len();
+        self.take_table_joins(&mut draft, JoinOwner::Join(occurrence), &join.remote);
         self.joins.push(RemoteJoinPart {
             occurrence,
             remote: join.remote.clone(),

@@ -10,6 +10,7 @@ mod execution;
 mod operations;
 mod relationships;
 pub(crate) mod remote_server;
+mod to_tables;
 
 use crate::auth::serve;
 use crate::harness::TestServer;

@@ -21,7 +21,7 @@ fn messages() -> Vec<Value> {
 }
 
 /// The messages service: `message(id)`, `messages(where, limit)`, and an `errorMsg` that fails.
-fn msgs_schema() -> Schema {
+pub(super) fn msgs_schema() -> Schema {
     let message = Object::new("Message")
         .field(prop("id", TypeRef::named_nn(TypeRef::INT)))
         .field(prop("name", TypeRef::named_nn(TypeRef::STRING)))
@@ -92,7 +92,7 @@ fn msgs_schema() -> Schema {
 
 /// The examples' setup: `profiles` tracked, the `msgs` remote added, role `user` reading
 /// `name` of its own row.
-async fn setup() -> (TestServer, RemoteServer) {
+pub(super) async fn setup() -> (TestServer, RemoteServer) {
     let remote = RemoteServer::start(msgs_schema()).await;
     let db = fresh_database().await;
     run_sql(
@@ -116,19 +116,19 @@ async fn setup() -> (TestServer, RemoteServer) {
 }
 
 /// A request that must be refused with 400; returns the body.
-async fn fail(s: &TestServer, body: Value) -> Value {
+pub(super) async fn fail(s: &TestServer, body: Value) -> Value {
     let (status, response) = s.query(body.clone()).await;
     assert_eq!(status, 400, "request {body}: {response}");
     response
 }
 
-fn legacy() -> Value {
+pub(super) fn legacy() -> Value {
     json!({"type": "create_remote_relationship", "args": {"name": "message", "table": "profiles",
         "basalt_fields": ["msg_id"], "remote_schema": "msgs",
         "remote_field": {"message": {"arguments": {"id": "$msg_id"}}}}})
 }
 
-fn current() -> Value {
+pub(super) fn current() -> Value {
     json!({"type": "create_remote_relationship", "args": {"name": "sameName", "table": "profiles",
         "definition": {"to_remote_schema": {"remote_schema": "msgs", "lhs_fields": ["name"],
         "remote_field": {"messages": {"arguments": {"where": {"name": {"eq": "$name"}}}}}}}}})
@@ -387,7 +387,7 @@ async fn an_inconsistent_relationship_can_be_dropped() {
     );
 }
 
-fn sender() -> Value {
+pub(super) fn sender() -> Value {
     json!({"type": "create_remote_schema_remote_relationship", "args": {"remote_schema": "msgs",
         "type_name": "Message", "name": "sender", "definition": {"to_source": {"source": "default",
         "table": "profiles", "relationship_type": "array", "field_mapping": {"id": "msg_id"}}}}})
@@ -597,7 +597,7 @@ async fn subscriptions_refuse_remote_relationships() {
 }
 
 /// The POSTs the remote received after `since` of them, introspection left out.
-fn queries(remote: &RemoteServer, since: usize) -> Vec<String> {
+pub(super) fn queries(remote: &RemoteServer, since: usize) -> Vec<String> {
     remote.bodies()[since..]
         .iter()
         .filter_map(|b| b["query"].as_str().map(str::to_owned))
