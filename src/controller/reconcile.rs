@@ -505,11 +505,19 @@ async fn evaluate(ctx: &Context, written: &Written, declared: &[Object]) -> Resu
         outcome.ready = Reason::Conflict;
         outcome.message = conflicts.join("; ");
     } else if !written.waiting.is_empty() {
-        outcome.ready = Reason::DependencyNotReady;
+        // Only migrations awaited: the database is missing something; otherwise a resource.
+        outcome.ready = match written
+            .waiting
+            .iter()
+            .all(|(_, _, reason)| *reason == Reason::DatabaseObjectMissing)
+        {
+            true => Reason::DatabaseObjectMissing,
+            false => Reason::DependencyNotReady,
+        };
         outcome.message = written
             .waiting
             .iter()
-            .map(|(k, e)| format!("{k} waits: {}", e.message))
+            .map(|(_, waits, _)| waits.clone())
             .collect::<Vec<_>>()
             .join("; ");
     } else if let Some((_, fields)) = &outcome.drifted {

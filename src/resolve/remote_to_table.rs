@@ -6,7 +6,9 @@
 
 use super::remote::ResolvedRemote;
 use super::{Inconsistency, Resolution, Resolved};
-use crate::metadata::error::{already_exists, not_exists_in_metadata, Code, MetadataError};
+use crate::metadata::error::{
+    already_exists, not_exists_in_database, not_exists_in_metadata, Code, MetadataError,
+};
 use crate::metadata::ids::ObjectId;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::{
@@ -146,8 +148,8 @@ pub fn check(
             ));
         }
         if table.db.column(column).is_none() {
-            return Err(error(
-                Code::NotExists,
+            return Err(not_exists_in_database(
+                args.clone(),
                 format!("column \"{column}\" does not exist"),
             ));
         }

@@ -8,7 +8,7 @@
 mod availability;
 mod execution;
 mod operations;
-mod relationships;
+pub(crate) mod relationships;
 pub(crate) mod remote_server;
 mod to_tables;
 

@@ -21,7 +21,7 @@ fn messages() -> Vec<Value> {
 }
 
 /// The messages service: `message(id)`, `messages(where, limit)`, and an `errorMsg` that fails.
-pub(super) fn msgs_schema() -> Schema {
+pub(crate) fn msgs_schema() -> Schema {
     let message = Object::new("Message")
         .field(prop("id", TypeRef::named_nn(TypeRef::INT)))
         .field(prop("name", TypeRef::named_nn(TypeRef::STRING)))

@@ -274,3 +274,43 @@ async fn goldenfile_the_statement_of_an_answers_relationships() {
         query
     );
 }
+
+#[tokio::test]
+async fn a_remote_schema_is_updated_in_place_with_its_relationships() {
+    let (s, remote) = setup().await;
+    s.ok(legacy()).await;
+    s.ok(sender()).await;
+    // Removing it is refused while a table relates to it; updating it is not.
+    let update = json!({"type": "update_remote_schema", "args": {"name": "msgs",
+        "definition": {"url": remote.url, "timeout_seconds": 5}, "comment": "messages"}});
+    assert_eq!(s.ok(update.clone()).await, json!({"message": "success"}));
+    let export = s.export().await;
+    let entry = &export["remote_schemas"][0];
+    assert_eq!(entry["definition"]["timeout_seconds"], 5);
+    assert_eq!(entry["comment"], "messages");
+    assert_eq!(
+        entry["remote_relationships"][0]["relationships"][0]["name"],
+        "sender"
+    );
+    assert_eq!(
+        export["tables"][0]["remote_relationships"][0]["name"],
+        "message"
+    );
+    let answer = s
+        .gql("{ profiles(where: {id: {_eq: 2}}) { message { sender { name } } } }")
+        .await;
+    assert_eq!(
+        answer,
+        json!({"data": {"profiles": [{"message": {"sender": [{"name": "bob"}]}}]}})
+    );
+    let mut missing = update;
+    missing["args"]["name"] = json!("nope");
+    let err = super::relationships::fail(&s, missing).await;
+    assert_eq!(
+        (err["code"].as_str(), err["error"].as_str()),
+        (
+            Some("not-exists"),
+            Some("remote schema with name \"nope\" does not exist")
+        )
+    );
+}
