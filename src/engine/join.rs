@@ -60,11 +60,19 @@ pub(super) async fn complete(run: &Run<'_>, bytes: Bytes) -> Result<Bytes, Graph
             Ok(data) => {
                 answered.insert(part.occurrence, data);
             }
-            Err(failure) => errors.extend(client_errors(part, failure, &slots, &aliases)),
+            Err(failure) => {
+                let internal = json!({"remote_schema": part.remote,
+                    "request": {"query": document(part, &calls[part.occurrence])}});
+                errors.extend(
+                    client_errors(part, failure, &slots, &aliases)
+                        .into_iter()
+                        .map(|error| (error, internal.clone())),
+                );
+            }
         }
     }
     if !errors.is_empty() {
-        return Err(GraphqlError::Remote(ForwardError::Errors(errors)));
+        return Err(GraphqlError::RemoteJoin(errors));
     }
     for part in parts {
         let Some(data) = answered.get_mut(&part.occurrence) else {
@@ -182,6 +190,20 @@ fn merge(template: ConstValue, client: ConstValue) -> ConstValue {
     }
 }
 
+/// One occurrence's document: its calls as aliased fields.
+fn document(part: &RemoteJoinPart, calls: &IndexMap<String, usize>) -> String {
+    let mut document = String::from("query");
+    if !part.declarations.is_empty() {
+        document.push_str(&format!(" ({})", part.declarations.join(", ")));
+    }
+    document.push_str(" {");
+    for (text, alias) in calls {
+        document.push_str(&format!(" f{alias}: {text}"));
+    }
+    document.push_str(" }");
+    document
+}
+
 /// One occurrence's request: its calls as aliased fields; the answer's `data`.
 async fn send(
     run: &Run<'_>,
@@ -201,15 +223,7 @@ async fn send(
             format!("remote schema \"{}\" is not served", part.remote),
         )));
     };
-    let mut document = String::from("query");
-    if !part.declarations.is_empty() {
-        document.push_str(&format!(" ({})", part.declarations.join(", ")));
-    }
-    document.push_str(" {");
-    for (text, alias) in calls {
-        document.push_str(&format!(" f{alias}: {text}"));
-    }
-    document.push_str(" }");
+    let document = document(part, calls);
     let call = forward::Call {
         remote,
         document: &document,

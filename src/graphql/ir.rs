@@ -345,7 +345,20 @@ pub enum Field {
     /// (`null` when one is null), answered after the statement.
     RemoteJoin {
         occurrence: usize,
-        columns: Vec<String>,
+        /// Each join field with where its value comes from.
+        values: Vec<(String, JoinValue)>,
+    },
+}
+
+/// Where a row's join value comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum JoinValue {
+    /// A column, as stored.
+    Column(String),
+    /// A scalar computed field that takes nothing from the client.
+    Computed {
+        function: QualifiedTable,
+        args: Vec<FunctionArg>,
     },
 }
 
@@ -596,8 +609,18 @@ impl Footprint {
                 Field::Relationship { select, .. } => self.select(select),
                 Field::Aggregate(a) => self.aggregate(a),
                 Field::Computed { .. } => self.calls_functions = true,
-                Field::Column { .. } | Field::Constant(_) | Field::RemoteJoin { .. } => {}
+                Field::RemoteJoin { values, .. } => self.join_values(values),
+                Field::Column { .. } | Field::Constant(_) => {}
             }
+        }
+    }
+
+    fn join_values(&mut self, values: &[(String, JoinValue)]) {
+        if values
+            .iter()
+            .any(|(_, v)| matches!(v, JoinValue::Computed { .. }))
+        {
+            self.calls_functions = true;
         }
     }
 
@@ -622,7 +645,8 @@ impl Footprint {
                         Field::Relationship { select, .. } => self.select(select),
                         Field::Aggregate(inner) => self.aggregate(inner),
                         Field::Computed { .. } => self.calls_functions = true,
-                        Field::Column { .. } | Field::Constant(_) | Field::RemoteJoin { .. } => {}
+                        Field::RemoteJoin { values, .. } => self.join_values(values),
+                        Field::Column { .. } | Field::Constant(_) => {}
                     }
                 }
             }

@@ -4,8 +4,11 @@
 
 use super::remote::Draft;
 use super::{PlanError, Planner, Problem, Result};
-use crate::graphql::ir::{Field, JoinOwner, RemoteJoinPart};
+use crate::graphql::ir::{
+    Field, FunctionArg, FunctionArgValue, JoinOwner, JoinValue, Param, RemoteJoinPart, ValueExpr,
+};
 use crate::graphql::types::FieldDef;
+use crate::metadata::types::QualifiedTable;
 use crate::resolve::remote_join::ResolvedRemoteJoin;
 use async_graphql_parser::types::Field as AstField;
 use async_graphql_value::ConstValue;
@@ -13,6 +16,7 @@ use async_graphql_value::ConstValue;
 impl Planner<'_> {
     pub(super) fn remote_join(
         &mut self,
+        table: &QualifiedTable,
         join: &ResolvedRemoteJoin,
         field: &AstField,
         def: &FieldDef,
@@ -74,9 +78,53 @@ impl Planner<'_> {
             declarations: self.declarations(&draft.variables)?,
             variables: draft.variables.into_iter().collect(),
         });
-        Ok(Field::RemoteJoin {
-            occurrence,
-            columns: join.lhs.iter().map(|(name, _)| name.clone()).collect(),
-        })
+        let values = join
+            .lhs
+            .iter()
+            .map(|(name, _)| (name.clone(), self.join_value(table, name)))
+            .collect();
+        Ok(Field::RemoteJoin { occurrence, values })
+    }
+
+    /// Where the join field `name` of `table` is read from: its column, or else its computed
+    /// field (called with the row, and the session where the function takes it).
+    fn join_value(&self, table: &QualifiedTable, name: &str) -> JoinValue {
+        let resolved = self.resolved.tables.get(table);
+        let computed = resolved
+            .filter(|t| t.db.column(name).is_none())
+            .and_then(|t| t.computed_fields.get(name));
+        let Some(computed) = computed else {
+            return JoinValue::Column(name.to_owned());
+        };
+        let named = computed.arguments.iter().all(|a| !a.name.is_empty());
+        let args = computed
+            .arguments
+            .iter()
+            .enumerate()
+            .filter_map(|(i, arg)| {
+                let value = if i == computed.table_argument {
+                    FunctionArgValue::Row
+                } else if Some(i) == computed.session_argument {
+                    FunctionArgValue::Value(ValueExpr {
+                        param: Param::SessionObject,
+                        cast: arg.cast.clone(),
+                    })
+                } else {
+                    return None;
+                };
+                Some(FunctionArg {
+                    name: if named {
+                        arg.name.clone()
+                    } else {
+                        String::new()
+                    },
+                    value,
+                })
+            })
+            .collect();
+        JoinValue::Computed {
+            function: computed.function.clone(),
+            args,
+        }
     }
 }

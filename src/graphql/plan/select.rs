@@ -195,7 +195,7 @@ impl<'a> Planner<'a> {
                 }
                 TableField::Computed(cf) => self.computed(cf, fields, &args, &fpath, depth)?,
                 TableField::RemoteJoin(join) => {
-                    self.remote_join(join, field, &def, &fpath, depth)?
+                    self.remote_join(&table.name, join, field, &def, &fpath, depth)?
                 }
             };
             out.push((key.clone(), planned));

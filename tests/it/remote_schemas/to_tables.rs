@@ -4,7 +4,7 @@
 //! mutation roots, and nested under table → remote relationships; the join fields asked of
 //! the remote never show; a key the column cannot hold fails the operation.
 
-use super::relationships::{legacy, queries, sender, setup};
+use super::relationships::{legacy, queries, sender, setup, without_internal};
 use super::{Geo, Mode};
 use crate::harness::TestServer;
 use serde_json::json;
@@ -151,6 +151,11 @@ async fn geo_visits() -> (TestServer, Geo) {
     .await;
     s.ok(json!({"type": "track_table", "args": {"table": "visits"}}))
         .await;
+    s.ok(
+        json!({"type": "create_select_permission", "args": {"table": "visits",
+        "role": "visitor", "permission": {"columns": ["id"], "filter": {}}}}),
+    )
+    .await;
     s.ok(json!({"type": "add_remote_schema", "args": {"name": "geo",
         "definition": {"url": geo.url, "timeout_seconds": 1}}}))
         .await;
@@ -222,9 +227,19 @@ async fn a_hundred_rows_make_one_call_and_abstract_positions_join() {
 async fn a_remote_that_times_out_fails_at_the_rows_field() {
     let (s, geo) = geo_visits().await;
     geo.set(Mode::Slow(Duration::from_secs(3)));
-    let answer = s
-        .gql("{ visits(where: {id: {_lt: 3}}) { id country { name } } }")
-        .await;
+    let query = "{ visits(where: {id: {_lt: 3}}) { id country { name } } }";
+    let (answer, internals) = without_internal(s.gql(query).await);
+    assert_eq!(
+        internals,
+        [json!({"remote_schema": "geo",
+            "request": {"query": "query { f0: country(code: \"FR\") { name } }"}})]
+    );
+    // Other roles do not see what was sent.
+    let visitor = s.gql_role(query, "visitor", &[]).await;
+    assert!(
+        visitor["errors"][0]["extensions"].get("internal").is_none(),
+        "{visitor}"
+    );
     assert_eq!(
         answer,
         json!({"errors": [{"message": format!("HTTP exception occurred while sending the request to {}", geo.url),
@@ -313,4 +328,69 @@ async fn a_remote_schema_is_updated_in_place_with_its_relationships() {
             Some("remote schema with name \"nope\" does not exist")
         )
     );
+}
+
+#[tokio::test]
+async fn a_computed_field_can_carry_the_join_value() {
+    let (s, remote) = setup().await;
+    s.sql(
+        "CREATE FUNCTION profiles_next_msg(p profiles) RETURNS int
+         LANGUAGE sql STABLE AS $$ SELECT p.msg_id + 1 $$",
+    )
+    .await;
+    s.ok(
+        json!({"type": "add_computed_field", "args": {"table": "profiles", "name": "next_msg",
+        "definition": {"function": "profiles_next_msg"}}}),
+    )
+    .await;
+    s.ok(
+        json!({"type": "create_remote_relationship", "args": {"name": "next", "table": "profiles",
+        "definition": {"to_remote_schema": {"remote_schema": "msgs", "lhs_fields": ["next_msg"],
+        "remote_field": {"message": {"arguments": {"id": "$next_msg"}}}}}}}),
+    )
+    .await;
+    let before = remote.bodies().len();
+    let answer = s
+        .gql("{ profiles(order_by: {id: asc}) { id next { msg } } }")
+        .await;
+    assert_eq!(
+        answer,
+        json!({"data": {"profiles": [
+            {"id": 1, "next": {"msg": "You lose!"}}, {"id": 2, "next": {"msg": "Another alice"}},
+            {"id": 3, "next": null}, {"id": 4, "next": null}]}})
+    );
+    let sent = queries(&remote, before);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert!(sent[0].contains("message(id: 4)"), "{}", sent[0]);
+}
+
+#[tokio::test]
+async fn a_reload_that_breaks_a_relationship_is_refused() {
+    let (s, geo) = geo_visits().await;
+    let before = s.export().await;
+    // The service drops the field the relationship calls, and the type the other relates.
+    *geo.schema.lock().unwrap() = super::relationships::msgs_schema();
+    let (status, err) = s
+        .query(json!({"type": "reload_remote_schema", "args": {"name": "geo"}}))
+        .await;
+    assert_eq!(status, 400, "{err}");
+    assert_eq!(
+        (err["code"].as_str(), err["error"].as_str()),
+        (
+            Some("unexpected"),
+            Some("cannot continue due to new inconsistent metadata")
+        )
+    );
+    assert_eq!(s.export().await, before);
+    // The schema served is still the one last introspected.
+    let answer = s
+        .gql(r#"{ __type(name: "visits") { fields { name } } }"#)
+        .await;
+    let fields: Vec<&str> = answer["data"]["__type"]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["name"].as_str())
+        .collect();
+    assert!(fields.contains(&"country"), "{answer}");
 }
