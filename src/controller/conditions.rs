@@ -162,6 +162,15 @@ pub fn waits(key: &str, request: &serde_json::Value, err: &MetadataError) -> Opt
     }
 }
 
+/// The reason of a resource whose parts wait for `reasons`: a migration when that is all they
+/// wait for, otherwise another resource.
+pub fn awaited(mut reasons: impl Iterator<Item = Reason>) -> Reason {
+    match reasons.all(|r| r == Reason::DatabaseObjectMissing) {
+        true => Reason::DatabaseObjectMissing,
+        false => Reason::DependencyNotReady,
+    }
+}
+
 /// The inherited roles a refused change would leave inconsistent, when they are all it would:
 /// an `unexpected` error ("cannot continue due to new inconsistent metadata") whose `internal`
 /// lists only `inherited_role` items. In byte order, each once.

@@ -505,15 +505,7 @@ async fn evaluate(ctx: &Context, written: &Written, declared: &[Object]) -> Resu
         outcome.ready = Reason::Conflict;
         outcome.message = conflicts.join("; ");
     } else if !written.waiting.is_empty() {
-        // Only migrations awaited: the database is missing something; otherwise a resource.
-        outcome.ready = match written
-            .waiting
-            .iter()
-            .all(|(_, _, reason)| *reason == Reason::DatabaseObjectMissing)
-        {
-            true => Reason::DatabaseObjectMissing,
-            false => Reason::DependencyNotReady,
-        };
+        outcome.ready = conditions::awaited(written.waiting.iter().map(|(_, _, r)| *r));
         outcome.message = written
             .waiting
             .iter()

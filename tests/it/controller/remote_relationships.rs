@@ -171,3 +171,95 @@ async fn remote_relationships_wait_land_drift_and_hold_their_targets() {
     assert_eq!(s.condition(&slower, "Ready").1, "DeletionBlocked");
     assert_eq!(s.condition(&profiles(), "Ready").1, "DeletionBlocked");
 }
+
+/// The variable `examples/messages/remote-schema-msgs.yaml` reads the service's URL from.
+const MSGS_URL_ENV: &str = "MSGS_GRAPHQL_URL";
+
+/// `examples/messages/`: the files of its kustomization, applied through the controller in
+/// their order to its schema, against the messages service it names.
+#[tokio::test]
+async fn messages_example_applies_and_joins_both_ways() {
+    static URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let url = crate::remote_schemas::remote_server::serve_for_process(&URL, "msgs", msgs_schema);
+    std::env::set_var(MSGS_URL_ENV, url);
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/messages");
+    let read = |file: &str| std::fs::read_to_string(dir.join(file)).unwrap();
+    let db = crate::harness::fresh_database().await;
+    crate::harness::run_sql(&db, &read("schema.sql")).await;
+    let fake = Arc::new(FakeApi::default());
+    let s = Setup {
+        server: TestServer::on(&db, |_| {}).await,
+        ctx: crate::controller::kube_fake::context(fake.clone(), &db, false),
+        fake,
+    };
+    let kustomization: Value = serde_yaml::from_str(&read("kustomization.yaml")).unwrap();
+    let files: Vec<&str> = kustomization["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(files.len(), 3);
+    let manifest = |file: &str| {
+        let mut manifest: Value = serde_yaml::from_str(&read(file)).unwrap();
+        manifest["metadata"]["namespace"] = json!(NS);
+        manifest["metadata"]["uid"] = json!(format!("uid-{file}"));
+        manifest["metadata"]["generation"] = json!(1);
+        manifest
+    };
+    let remote: RemoteSchema = serde_json::from_value(manifest(files[0])).unwrap();
+    let table: TrackedTable = serde_json::from_value(manifest(files[1])).unwrap();
+    let permission: Permission = serde_json::from_value(manifest(files[2])).unwrap();
+    s.apply(&remote).await;
+    let (_, reason, message) = s.condition(&remote, "Ready");
+    assert_eq!(
+        (reason.as_str(), message.as_str()),
+        (
+            "DependencyNotReady",
+            "remote schema relationship Message.senders waits for table public.profiles"
+        )
+    );
+    s.apply(&table).await;
+    s.apply(&permission).await;
+    s.reconcile(&remote).await.unwrap();
+    for ready in [
+        s.condition(&remote, "Ready"),
+        s.condition(&table, "Ready"),
+        s.condition(&permission, "Ready"),
+    ] {
+        assert_eq!(ready.1, "Applied", "{ready:?}");
+    }
+    s.server.running.state.reload(false).await.unwrap();
+    let answer = s
+        .server
+        .gql("{ profiles(order_by: {id: asc}) { name message { msg senders { name } } } }")
+        .await;
+    assert_eq!(
+        answer,
+        json!({"data": {"profiles": [
+            {"name": "alice", "message": {"msg": "You win!", "senders": [{"name": "alice"}]}},
+            {"name": "bob", "message": {"msg": "You lose!", "senders": [{"name": "bob"}]}},
+            {"name": "alice", "message": {"msg": "Another alice", "senders": [{"name": "alice"}]}},
+            {"name": "dave", "message": null}]}})
+    );
+    let answer = s
+        .server
+        .gql("{ profiles(order_by: {id: asc}, limit: 1) { sameName(limit: 5) { id } } }")
+        .await;
+    assert_eq!(
+        answer,
+        json!({"data": {"profiles": [{"sameName": [{"id": 1}, {"id": 3}]}]}})
+    );
+    let answer = s
+        .server
+        .gql_role(
+            "{ profiles { name message { msg } } }",
+            "user",
+            &[("X-Svc-User-Id", "2")],
+        )
+        .await;
+    assert_eq!(
+        answer,
+        json!({"data": {"profiles": [{"name": "bob", "message": {"msg": "You lose!"}}]}})
+    );
+}

@@ -209,23 +209,35 @@ pub const NEWSLETTER_TOKEN_ENV: &str = "NEWSLETTER_API_TOKEN";
 /// The token [`blog_newsletter`] puts there.
 pub const NEWSLETTER_TOKEN: &str = "Bearer newsletter-test-token";
 
-/// The blog example's newsletter service, shared by the whole test process: started once on
-/// a thread and runtime of its own (so it outlives every test's runtime), with
-/// [`NEWSLETTER_URL_ENV`] and [`NEWSLETTER_TOKEN_ENV`] set for the engine, the controller and
-/// `basalt` child processes alike. Returns its URL.
+/// The blog example's newsletter service, shared by the whole test process (see
+/// [`serve_for_process`]), with [`NEWSLETTER_URL_ENV`] and [`NEWSLETTER_TOKEN_ENV`] set for the
+/// engine, the controller and `basalt` child processes alike. Returns its URL.
 pub fn blog_newsletter() -> &'static str {
     static URL: OnceLock<String> = OnceLock::new();
-    URL.get_or_init(|| {
+    let url = serve_for_process(&URL, "blog-newsletter", newsletter_schema);
+    std::env::set_var(NEWSLETTER_TOKEN_ENV, NEWSLETTER_TOKEN);
+    std::env::set_var(NEWSLETTER_URL_ENV, url);
+    url
+}
+
+/// `schema` served once per test process, on a thread and runtime of its own (so it outlives
+/// every test's runtime), its URL kept in `cell`.
+pub fn serve_for_process(
+    cell: &'static OnceLock<String>,
+    name: &str,
+    schema: fn() -> Schema,
+) -> &'static str {
+    cell.get_or_init(|| {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::Builder::new()
-            .name("blog-newsletter".into())
+            .name(name.to_owned())
             .spawn(move || {
                 let runtime = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()
                     .unwrap();
                 runtime.block_on(async move {
-                    let server = RemoteServer::start(newsletter_schema()).await;
+                    let server = RemoteServer::start(schema()).await;
                     tx.send(server.url.clone()).unwrap();
                     // Serves until the process ends.
                     std::future::pending::<()>().await;
@@ -233,10 +245,7 @@ pub fn blog_newsletter() -> &'static str {
                 });
             })
             .unwrap();
-        let url = rx.recv().expect("the newsletter server starts");
-        std::env::set_var(NEWSLETTER_URL_ENV, &url);
-        std::env::set_var(NEWSLETTER_TOKEN_ENV, NEWSLETTER_TOKEN);
-        url
+        rx.recv().expect("the server starts")
     })
 }
 
