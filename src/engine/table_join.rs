@@ -42,6 +42,20 @@ fn objects<'v>(value: &'v mut Value, at: &[String], found: &mut Vec<&'v mut Map<
     }
 }
 
+/// The objects `part` reads, in the answers of its remote.
+fn objects_of<'v>(
+    roots: &'v mut [Root<'_>],
+    part: &TableJoinPart,
+) -> Vec<&'v mut Map<String, Value>> {
+    let mut found = Vec::new();
+    for (remote, root) in roots.iter_mut() {
+        if *remote == part.remote {
+            objects(root, &part.at, &mut found);
+        }
+    }
+    found
+}
+
 /// The join values of an object that holds the relationship `part`, in `part.fields`'
 /// order; `None` for an object of another type.
 fn key_of(object: &Map<String, Value>, part: &TableJoinPart) -> Option<Vec<Value>> {
@@ -73,14 +87,8 @@ pub(super) async fn complete(
     // Each part's distinct keys, in the order first met.
     let mut keys: Vec<IndexSet<Vec<Value>>> = vec![IndexSet::new(); parts.len()];
     for (part, distinct) in parts.iter().zip(&mut keys) {
-        for (remote, root) in &mut roots {
-            if *remote != part.remote {
-                continue;
-            }
-            let mut found = Vec::new();
-            objects(root, &part.at, &mut found);
-            distinct.extend(found.iter().filter_map(|object| key_of(object, part)));
-        }
+        let found = objects_of(&mut roots, part);
+        distinct.extend(found.iter().filter_map(|object| key_of(object, part)));
     }
     if keys.iter().all(IndexSet::is_empty) {
         return Ok(());
@@ -109,37 +117,23 @@ pub(super) async fn complete(
     let lists = answer.as_array().map(Vec::as_slice).unwrap_or_default();
     for ((i, part), distinct) in parts.iter().enumerate().zip(&keys) {
         let rows = lists.get(i).and_then(Value::as_array);
-        for (remote, root) in &mut roots {
-            if *remote != part.remote {
+        for object in objects_of(&mut roots, part) {
+            let Some(index) = key_of(object, part).and_then(|k| distinct.get_index_of(&k)) else {
                 continue;
-            }
-            let mut found = Vec::new();
-            objects(root, &part.at, &mut found);
-            for object in found {
-                let Some(index) = key_of(object, part).and_then(|k| distinct.get_index_of(&k))
-                else {
-                    continue;
-                };
-                let value = rows
-                    .and_then(|rows| rows.get(index))
-                    .and_then(|row| row.get("v"))
-                    .cloned()
-                    .unwrap_or(Value::Null);
-                object.insert(part.key.clone(), value);
-            }
+            };
+            let value = rows
+                .and_then(|rows| rows.get(index))
+                .and_then(|row| row.get("v"))
+                .cloned()
+                .unwrap_or(Value::Null);
+            object.insert(part.key.clone(), value);
         }
     }
+    // Last, as occurrences at one position share the join fields.
     for part in &parts {
-        for (remote, root) in &mut roots {
-            if *remote != part.remote {
-                continue;
-            }
-            let mut found = Vec::new();
-            objects(root, &part.at, &mut found);
-            for object in found {
-                for field in &part.fields {
-                    object.shift_remove(&join_field_key(field));
-                }
+        for object in objects_of(&mut roots, part) {
+            for field in &part.fields {
+                object.shift_remove(&join_field_key(field));
             }
         }
     }

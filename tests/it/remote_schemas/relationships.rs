@@ -122,6 +122,25 @@ pub(super) async fn fail(s: &TestServer, body: Value) -> Value {
     response
 }
 
+/// A request refused with 400, `code` and the message `error`; returns the body.
+pub(super) async fn refused(s: &TestServer, body: Value, code: &str, error: &str) -> Value {
+    let err = fail(s, body.clone()).await;
+    assert_eq!(
+        (err["code"].as_str(), err["error"].as_str()),
+        (Some(code), Some(error)),
+        "{body}"
+    );
+    err
+}
+
+/// A request refused with `dependency-error` because of `dependent`.
+async fn refused_for(s: &TestServer, body: Value, dependent: &str) {
+    let err = fail(s, body).await;
+    assert_eq!(err["code"], "dependency-error");
+    let message = err["error"].as_str().unwrap_or_default();
+    assert!(message.contains(dependent), "{err}");
+}
+
 pub(super) fn legacy() -> Value {
     json!({"type": "create_remote_relationship", "args": {"name": "message", "table": "profiles",
         "basalt_fields": ["msg_id"], "remote_schema": "msgs",
@@ -258,14 +277,13 @@ async fn every_validation_error_has_its_message_and_code() {
     }
     let to_source = json!({"type": "create_remote_relationship", "args": {"name": "x", "table": "profiles",
         "definition": {"to_source": {"table": "profiles", "relationship_type": "object", "field_mapping": {}}}}});
-    let err = fail(&s, to_source).await;
-    assert_eq!(
-        (err["code"].as_str(), err["error"].as_str()),
-        (
-            Some("not-supported"),
-            Some("remote relationships to database sources are not supported")
-        )
-    );
+    refused(
+        &s,
+        to_source,
+        "not-supported",
+        "remote relationships to database sources are not supported",
+    )
+    .await;
     let strict = json!({"type": "create_remote_relationship", "args": {"name": "x", "table": "profiles",
         "definition": {"remote_schema": "msgs"}}});
     let err = fail(&s, strict).await;
@@ -350,19 +368,12 @@ async fn run_sql_renames_and_drops_of_join_columns_carry_over() {
         json!({"remote_schema": "msgs", "basalt_fields": ["message_id"],
             "remote_field": {"message": {"arguments": {"id": "$message_id"}}}})
     );
-    let err = fail(
+    refused_for(
         &s,
         json!({"type": "run_sql", "args": {"sql": "ALTER TABLE profiles DROP COLUMN message_id"}}),
+        "remote relationship profiles.message",
     )
     .await;
-    assert_eq!(err["code"], "dependency-error");
-    assert!(
-        err["error"]
-            .as_str()
-            .unwrap()
-            .contains("remote relationship profiles.message"),
-        "{err}"
-    );
     s.ok(json!({"type": "run_sql", "args": {"sql": "ALTER TABLE profiles DROP COLUMN message_id", "cascade": true}}))
         .await;
     assert!(s.export().await["tables"][0]
@@ -424,14 +435,13 @@ async fn a_remote_type_relates_to_a_table() {
     assert!(s.export().await["remote_schemas"][0]
         .get("remote_relationships")
         .is_none());
-    let err = fail(&s, delete).await;
-    assert_eq!(
-        (err["code"].as_str(), err["error"].as_str()),
-        (
-            Some("not-exists"),
-            Some("no relationship defined on remote schema \"msgs\" with name \"sender\"")
-        )
-    );
+    refused(
+        &s,
+        delete,
+        "not-exists",
+        "no relationship defined on remote schema \"msgs\" with name \"sender\"",
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -515,19 +525,12 @@ async fn a_remote_types_relationship_is_checked() {
 async fn untracking_a_table_a_remote_type_relates_to_needs_cascade() {
     let (s, _remote) = setup().await;
     s.ok(sender()).await;
-    let err = fail(
+    refused_for(
         &s,
         json!({"type": "untrack_table", "args": {"table": "profiles"}}),
+        "remote schema relationship msgs.Message.sender",
     )
     .await;
-    assert_eq!(err["code"], "dependency-error");
-    assert!(
-        err["error"]
-            .as_str()
-            .unwrap()
-            .contains("remote schema relationship msgs.Message.sender"),
-        "{err}"
-    );
     s.ok(json!({"type": "untrack_table", "args": {"table": "profiles", "cascade": true}}))
         .await;
     let exported = s.export().await;

@@ -4,7 +4,7 @@
 //! mutation roots, and nested under table → remote relationships; the join fields asked of
 //! the remote never show; a key the column cannot hold fails the operation.
 
-use super::relationships::{legacy, queries, sender, setup, without_internal};
+use super::relationships::{legacy, queries, refused, sender, setup, without_internal};
 use super::{Geo, Mode};
 use crate::harness::TestServer;
 use serde_json::json;
@@ -320,14 +320,13 @@ async fn a_remote_schema_is_updated_in_place_with_its_relationships() {
     );
     let mut missing = update;
     missing["args"]["name"] = json!("nope");
-    let err = super::relationships::fail(&s, missing).await;
-    assert_eq!(
-        (err["code"].as_str(), err["error"].as_str()),
-        (
-            Some("not-exists"),
-            Some("remote schema with name \"nope\" does not exist")
-        )
-    );
+    refused(
+        &s,
+        missing,
+        "not-exists",
+        "remote schema with name \"nope\" does not exist",
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -370,17 +369,13 @@ async fn a_reload_that_breaks_a_relationship_is_refused() {
     let before = s.export().await;
     // The service drops the field the relationship calls, and the type the other relates.
     *geo.schema.lock().unwrap() = super::relationships::msgs_schema();
-    let (status, err) = s
-        .query(json!({"type": "reload_remote_schema", "args": {"name": "geo"}}))
-        .await;
-    assert_eq!(status, 400, "{err}");
-    assert_eq!(
-        (err["code"].as_str(), err["error"].as_str()),
-        (
-            Some("unexpected"),
-            Some("cannot continue due to new inconsistent metadata")
-        )
-    );
+    refused(
+        &s,
+        json!({"type": "reload_remote_schema", "args": {"name": "geo"}}),
+        "unexpected",
+        "cannot continue due to new inconsistent metadata",
+    )
+    .await;
     assert_eq!(s.export().await, before);
     // The schema served is still the one last introspected.
     let answer = s
