@@ -482,6 +482,8 @@ def main():
                              "off instead of the queries (see bench/README.md)")
     parser.add_argument("--load-seconds", type=float,
                         help="with --subscription-load: seconds the writer runs (default 60, 20 with --quick)")
+    parser.add_argument("--remote-joins", action="store_true",
+                        help="measure a remote relationship (bench/remote_joins.py) instead of the queries")
     parser.add_argument("--events", action="store_true",
                         help="measure event-trigger delivery instead of the queries (see bench/README.md)")
     parser.add_argument("--event-backlog", type=int, default=50000,
@@ -489,7 +491,8 @@ def main():
     args = parser.parse_args()
     if args.rounds < 1 or (args.rounds > 1 and not args.compare_binary):
         parser.error("--rounds takes a positive number, and more than 1 only with --compare-binary")
-    if args.compare_binary and (args.events or args.subscriptions or args.subscription_load):
+    if args.compare_binary and (args.events or args.subscriptions or args.subscription_load
+                                or args.remote_joins):
         parser.error("--compare-binary compares the queries only, not --events or --subscriptions")
     # A terminated run still stops its servers and removes its cluster (the finally below).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("bench: terminated"))
@@ -571,6 +574,21 @@ def main():
                                   log=log, backlog=args.event_backlog,
                                   latency_seconds=5 if args.quick else 15)
             report(results_path, "events", rows, events.table(rows))
+            return
+
+        if args.remote_joins:
+            import remote_joins
+            server = remote_joins.install_server(work, run)
+            remote_port = free_port()
+            remote_process = subprocess.Popen(["node", str(server), str(remote_port)],
+                                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            processes.append(remote_process)
+            remote_process.stdout.readline()
+            remote = f"http://127.0.0.1:{remote_port}"
+            remote_joins.setup(base, ADMIN_SECRET, post, remote, log)
+            rows = remote_joins.measure(base=base, secret=ADMIN_SECRET, remote=remote,
+                                        requests=300 if args.quick else 2000, warmup=50, log=log)
+            report(results_path, "remote_joins", rows, remote_joins.table(rows))
             return
 
         if args.subscriptions:

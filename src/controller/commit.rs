@@ -178,8 +178,9 @@ pub(super) struct Written {
     /// committed). It still describes the catalog this reconcile found, so its consistency is
     /// read from it rather than from a view fetched again.
     pub(super) planned_on: Option<Arc<View>>,
-    /// Relationships left out because their target is not there yet, with the reason.
-    pub(super) waiting: Vec<(String, MetadataError)>,
+    /// Relationships left out because their target is not there yet: key, what it waits
+    /// for, and whether for a resource or a migration.
+    pub(super) waiting: Vec<(String, String, Reason)>,
 }
 
 impl Written {
@@ -203,7 +204,7 @@ pub(super) async fn write(
     policy: Policy,
     cleanup: Option<diff::Removal>,
 ) -> Result<Result<Written, MetadataError>, Error> {
-    let mut waiting: Vec<(String, MetadataError)> = Vec::new();
+    let mut waiting: Vec<(String, String, Reason)> = Vec::new();
     let mut conflicts = 0;
     // Set when a group this write was part of failed as a whole: from then on it commits on
     // its own, so an error is attributed to it alone.
@@ -219,7 +220,7 @@ pub(super) async fn write(
             }
             None => diff::plan_against(resource, metadata, objects, rows, policy),
         };
-        for (key, _) in &waiting {
+        for (key, _, _) in &waiting {
             plan.without(key);
         }
         // The owners the plan was made against, checked again under the catalog lock.
@@ -300,28 +301,24 @@ pub(super) async fn write(
                 }
             }
             Err(TransactionError::Metadata(e)) => {
-                let key = e
-                    .path
-                    .bulk_index()
-                    .and_then(|i| plan.ops.get(i))
-                    .map(|o| o.key.clone());
+                let failed = e.path.bulk_index().and_then(|i| plan.ops.get(i));
                 let reason = conditions::classify(&e, cleanup.is_some());
-                match key {
-                    Some(key)
-                        if cleanup.is_none()
-                            && matches!(
-                                key.parse(),
-                                Ok(crate::metadata::ObjectId::Relationship(..))
-                            )
-                            && matches!(
-                                reason,
-                                Reason::DependencyNotReady | Reason::DatabaseObjectMissing
-                            )
-                            && !waiting.iter().any(|(k, _)| *k == key) =>
-                    {
-                        waiting.push((key, e));
-                    }
-                    _ => return Ok(Err(e)),
+                let wait = failed
+                    .filter(|_| cleanup.is_none())
+                    .filter(|_| {
+                        matches!(
+                            reason,
+                            Reason::DependencyNotReady | Reason::DatabaseObjectMissing
+                        )
+                    })
+                    .filter(|o| !waiting.iter().any(|(k, _, _)| *k == o.key))
+                    .and_then(|o| {
+                        conditions::waits(&o.key, &o.request, &e)
+                            .map(|w| (o.key.clone(), w, reason))
+                    });
+                match wait {
+                    Some(wait) => waiting.push(wait),
+                    None => return Ok(Err(e)),
                 }
             }
             Err(other) => return Err(other.into()),

@@ -3,7 +3,8 @@
 //! into conditions, a requeue delay and whether an Event is due. Errors are classified by
 //! their code and [`Missing`], never by their message text.
 
-use crate::metadata::{Code, MetadataError, Missing};
+use crate::metadata::types::QualifiedTable;
+use crate::metadata::{Code, MetadataError, Missing, ObjectId};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use std::time::Duration;
 
@@ -123,6 +124,50 @@ pub fn classify(err: &MetadataError, cleanup: bool) -> Reason {
         | Code::NotSupported => Reason::InvalidSpec,
         Code::AlreadyExists | Code::AlreadyTracked => Reason::Conflict,
         _ => Reason::ApplyFailed,
+    }
+}
+
+/// What a part of a resource that may wait for another resource (or a migration) waits for,
+/// once its operation (`request`) failed with `err`; `None` for the parts that may not wait,
+/// whose failure is the resource's. A waiting part never holds up its parent or the other
+/// parts.
+pub fn waits(key: &str, request: &serde_json::Value, err: &MetadataError) -> Option<String> {
+    let args = &request["args"];
+    match key.parse().ok()? {
+        ObjectId::Relationship(..) => Some(format!("{key} waits: {}", err.message)),
+        // A missing remote schema is waited for; a missing column is a migration's.
+        ObjectId::RemoteRelationship(_, name) if err.missing == Some(Missing::Metadata) => {
+            let remote = args["definition"]["to_remote_schema"]["remote_schema"]
+                .as_str()
+                .or(args["remote_schema"].as_str())?;
+            Some(format!(
+                "remote relationship {name} waits for remote schema {remote}"
+            ))
+        }
+        ObjectId::RemoteSchemaRelationship(_, type_name, name) => {
+            let table: QualifiedTable =
+                serde_json::from_value(args["definition"]["to_source"]["table"].clone()).ok()?;
+            let table = format!("{}.{}", table.schema, table.name);
+            Some(match err.missing {
+                Some(Missing::DatabaseObject) => format!(
+                    "remote schema relationship {type_name}.{name} waits for a column of table {table}: {}",
+                    err.message
+                ),
+                _ => format!(
+                    "remote schema relationship {type_name}.{name} waits for table {table}"
+                ),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The reason of a resource whose parts wait for `reasons`: a migration when that is all they
+/// wait for, otherwise another resource.
+pub fn awaited(mut reasons: impl Iterator<Item = Reason>) -> Reason {
+    match reasons.all(|r| r == Reason::DatabaseObjectMissing) {
+        true => Reason::DatabaseObjectMissing,
+        false => Reason::DependencyNotReady,
     }
 }
 

@@ -487,6 +487,20 @@ fn op(plan: &mut Plan, key: &str, request: Value) {
     });
 }
 
+/// `create_…` or `update_…` (`verb`) of a remote relationship, with the arguments that create
+/// it (in the form it was written).
+fn remote_relationship_request(verb: &str, object: &Object) -> Option<Value> {
+    Some(match object {
+        Object::RemoteRelationship(t, r) => json!({
+            "type": format!("{verb}_remote_relationship"),
+            "args": crate::metadata::ids::remote_relationship_definition(t, r)}),
+        Object::RemoteSchemaRelationship(..) => json!({
+            "type": format!("{verb}_remote_schema_remote_relationship"),
+            "args": object.canonical()}),
+        _ => return None,
+    })
+}
+
 /// The request creating `object`.
 fn create_request(object: &Object) -> Option<Value> {
     Some(match object {
@@ -503,6 +517,9 @@ fn create_request(object: &Object) -> Option<Value> {
             "table": t, "name": c.name, "definition": c.definition, "comment": c.comment}}),
         Object::EventTrigger(t, e) => event_trigger_request(t, e),
         Object::RemoteSchema(r) => json!({"type": "add_remote_schema", "args": r}),
+        Object::RemoteRelationship(..) | Object::RemoteSchemaRelationship(..) => {
+            remote_relationship_request("create", object)?
+        }
         // The entry holds no permissions: each is an object and a request of its own.
         Object::Action(a) => json!({"type": "create_action", "args": a}),
         Object::ActionPermission(action, p) => json!({"type": "create_action_permission",
@@ -536,6 +553,11 @@ fn drop_request(object: &Object, cascade: bool) -> Option<Value> {
         Object::RemoteSchema(r) => {
             json!({"type": "remove_remote_schema", "args": {"name": r.name}})
         }
+        Object::RemoteRelationship(t, r) => json!({"type": "delete_remote_relationship",
+            "args": {"table": t, "name": r.name}}),
+        Object::RemoteSchemaRelationship(remote, type_name, r) => json!({
+            "type": "delete_remote_schema_remote_relationship",
+            "args": {"remote_schema": remote, "type_name": type_name, "name": r.name}}),
         // `clear_data` keeps its default: an asynchronous action's logged calls go with it.
         Object::Action(a) => json!({"type": "drop_action", "args": {"name": a.name}}),
         Object::ActionPermission(action, p) => json!({"type": "drop_action_permission",
@@ -671,9 +693,21 @@ fn push_update(
             json!({"type": "update_action", "args": {
                 "name": d.name, "definition": d.definition, "comment": d.comment}}),
         ),
-        // A remote schema has no replace flag: it is removed and added again in the same
-        // bulk, so the new definition is introspected and a failure keeps the old one. So is
-        // an action permission whose comment changed (it has no comment setter).
+        // Changed in place: the new definition is introspected (a failure keeps the old
+        // one), and the relationships that use the remote schema stay.
+        (Object::RemoteSchema(_), Object::RemoteSchema(d)) => op(
+            plan,
+            &key,
+            json!({"type": "update_remote_schema", "args": d}),
+        ),
+        (Object::RemoteRelationship(..), Object::RemoteRelationship(..))
+        | (Object::RemoteSchemaRelationship(..), Object::RemoteSchemaRelationship(..)) => {
+            if let Some(request) = remote_relationship_request("update", desired) {
+                op(plan, &key, request);
+            }
+        }
+        // An action permission whose comment changed has no comment setter: dropped and
+        // created again.
         _ => recreate(plan, metadata, &key, current, desired),
     }
 }

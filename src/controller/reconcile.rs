@@ -505,11 +505,11 @@ async fn evaluate(ctx: &Context, written: &Written, declared: &[Object]) -> Resu
         outcome.ready = Reason::Conflict;
         outcome.message = conflicts.join("; ");
     } else if !written.waiting.is_empty() {
-        outcome.ready = Reason::DependencyNotReady;
+        outcome.ready = conditions::awaited(written.waiting.iter().map(|(_, _, r)| *r));
         outcome.message = written
             .waiting
             .iter()
-            .map(|(k, e)| format!("{k} waits: {}", e.message))
+            .map(|(_, waits, _)| waits.clone())
             .collect::<Vec<_>>()
             .join("; ");
     } else if let Some((_, fields)) = &outcome.drifted {

@@ -59,6 +59,32 @@ pub struct CaptureTrigger {
     pub hash: Option<String>,
 }
 
+/// The GraphQL scalar a Postgres type (`pg_type.typname`) is exposed as: the built-in scalars
+/// for the types they fit, the type's own name otherwise (`String` when that is not a GraphQL
+/// name).
+pub fn graphql_scalar(type_name: &str) -> String {
+    let mapped = match type_name {
+        "int4" => "Int",
+        "int2" => "smallint",
+        "int8" => "bigint",
+        "float4" => "Float",
+        "float8" => "float8",
+        "numeric" => "numeric",
+        "bool" => "Boolean",
+        "text" | "varchar" => "String",
+        other => other,
+    };
+    let mut chars = mapped.chars();
+    let is_name = chars
+        .next()
+        .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric());
+    match is_name {
+        true => mapped.to_owned(),
+        false => "String".to_owned(),
+    }
+}
+
 impl DbModel {
     /// A relation by schema and name.
     pub fn table(&self, schema: &str, name: &str) -> Option<&DbTable> {

@@ -66,6 +66,10 @@ pub enum GraphqlError {
     /// A remote schema's part of the operation failed.
     #[error(transparent)]
     Remote(#[from] crate::remote::forward::ForwardError),
+    /// Remote relationship calls failed: each client error (at its row's path) with what the
+    /// admin also sees, the remote schema and the document sent.
+    #[error("a remote relationship's remote schema failed")]
+    RemoteJoin(Vec<(serde_json::Value, serde_json::Value)>),
     /// An action's handler failed or answered something unusable (boxed: it carries the
     /// whole exchange).
     #[error(transparent)]
@@ -90,6 +94,9 @@ pub enum InternalError {
     /// A remembered (compressed) introspection answer could not be read back.
     #[error("a remembered introspection answer could not be read: {0}")]
     Remembered(String),
+    /// A statement's remote relationship slots could not be read.
+    #[error("remote relationship slots: {0}")]
+    RemoteJoin(String),
 }
 
 impl GraphqlError {

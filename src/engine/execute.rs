@@ -87,8 +87,19 @@ pub(super) async fn query(
     };
     let remote = deadline::bounded(run.deadline, remote::send_all(remotes));
     let (read, answered) = futures_util::future::join(database, remote).await;
-    let read = read?;
-    let answered = answered?;
+    let read = match read? {
+        Read::Whole(data) => Read::Whole(super::join::complete(&run, data).await?),
+        Read::Fields(values) => {
+            let mut done = Vec::with_capacity(values.len());
+            for value in values {
+                done.push(super::join::complete(&run, value).await?);
+            }
+            Read::Fields(done)
+        }
+        other => other,
+    };
+    let mut answered = answered?;
+    super::table_join::complete_roots(&run, &mut answered).await?;
     let introspected = match &operation.introspection {
         Some((_, document)) => Some(introspection::answer(
             &run.engine.counters,

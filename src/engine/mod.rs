@@ -23,6 +23,8 @@ mod error;
 mod execute;
 mod explain;
 mod introspection;
+mod join;
+pub mod join_slots;
 mod mutation;
 mod parse;
 mod plan;
@@ -30,6 +32,7 @@ mod plan_cache;
 mod remote;
 mod request;
 mod respond;
+mod table_join;
 mod validate;
 mod version;
 

@@ -147,7 +147,12 @@ impl Transaction<'_> {
         if let Some(client) = client {
             deadline::release(guard, client);
         }
-        let (mut fields, answered) = done?;
+        let (mut fields, mut answered) = done?;
+        super::table_join::complete_roots(&run, &mut answered).await?;
+        // Remote relationships in the answers are sent once the writes are committed.
+        for bytes in fields.json_mut() {
+            *bytes = super::join::complete(&run, std::mem::take(bytes)).await?;
+        }
         remote::merge(&mut fields, answered, operation, cookies);
         Ok(MutationOutput::Output(Output::Fields(fields)))
     }
@@ -189,6 +194,7 @@ async fn one_statement(
             answer?
         }
     };
+    let answer = super::join::complete(&run, answer).await?;
     Ok(respond::one_field(key, &answer))
 }
 

@@ -5,7 +5,7 @@
 //! per distinct request.
 
 use crate::execute::{self, SharedStatement};
-use crate::graphql::ir::{MutationPlan, QueryPlan, RootField};
+use crate::graphql::ir::{JoinOwner, MutationPlan, QueryPlan, RootField, TableJoinPart};
 use crate::graphql::measure::Measure;
 use crate::graphql::plan::{Document, OperationIr};
 use crate::resolve::Resolved;
@@ -36,6 +36,9 @@ pub struct ExecutionPlan {
     /// The operation's size as the depth and node limits count it, kept so that a request
     /// answered from the cache is checked without walking the document again.
     pub measure: Measure,
+    /// The statements that read remote schema → table relationships: one per answer that
+    /// holds them (the remote root fields', or one table → remote occurrence's).
+    pub table_joins: Vec<(JoinOwner, SqlText)>,
 }
 
 /// The statement that reads an operation's database fields.
@@ -110,6 +113,7 @@ pub(super) fn compile(
         (Some(mutation), Some(program)) => shared_writes(mutation, program),
         _ => shareable.then(|| Arc::new(SharedStatement::new(translate::shared_query(data)))),
     };
+    let table_joins = table_join_statements(&operation);
     ExecutionPlan {
         document,
         operation,
@@ -118,7 +122,30 @@ pub(super) fn compile(
         shared,
         allowlisted,
         measure,
+        table_joins,
     }
+}
+
+/// One statement per answer holding remote schema → table relationships, in the order their
+/// owners first appear.
+fn table_join_statements(operation: &OperationIr) -> Vec<(JoinOwner, SqlText)> {
+    let mut owners: Vec<JoinOwner> = Vec::new();
+    for part in &operation.table_joins {
+        if !owners.contains(&part.owner) {
+            owners.push(part.owner);
+        }
+    }
+    owners
+        .into_iter()
+        .map(|owner| {
+            let parts: Vec<&TableJoinPart> = operation
+                .table_joins
+                .iter()
+                .filter(|p| p.owner == owner)
+                .collect();
+            (owner, translate::table_joins(&parts, &operation.data.cells))
+        })
+        .collect()
 }
 
 /// Whether running `plan` can observe the `basalt.user` setting: it calls a function

@@ -65,6 +65,14 @@ impl Fields {
         }
     }
 
+    /// The fields whose values are a statement's bytes, to be completed in place.
+    pub(super) fn json_mut(&mut self) -> impl Iterator<Item = &mut Bytes> {
+        self.0.iter_mut().filter_map(|(_, value)| match value {
+            FieldValue::Json(bytes) => Some(bytes),
+            FieldValue::Value(_) => None,
+        })
+    }
+
     /// Adds the fields a remembered introspection answer holds (the keys it does not answer
     /// are left out).
     pub(super) fn introspection(&mut self, answer: &RememberedAnswer) -> Result<(), GraphqlError> {

@@ -7,7 +7,11 @@ use crate::resolve::{CompareOp, RelationshipKind};
 use serde_json::Value;
 
 mod mutation;
+mod remote_join;
+mod table_join;
 pub use mutation::*;
+pub use remote_join::*;
+pub use table_join::*;
 
 /// Where a bound value comes from at execution time.
 #[derive(Debug, Clone, PartialEq)]
@@ -337,6 +341,25 @@ pub enum Field {
         /// `null`.
         cell: Option<BoolExpr>,
     },
+    /// A remote relationship: the row's join values in a slot for occurrence `occurrence`
+    /// (`null` when one is null), answered after the statement.
+    RemoteJoin {
+        occurrence: usize,
+        /// Each join field with where its value comes from.
+        values: Vec<(String, JoinValue)>,
+    },
+}
+
+/// Where a row's join value comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum JoinValue {
+    /// A column, as stored.
+    Column(String),
+    /// A scalar computed field that takes nothing from the client.
+    Computed {
+        function: QualifiedTable,
+        args: Vec<FunctionArg>,
+    },
 }
 
 /// An aggregate selection (`<t>_aggregate`).
@@ -490,6 +513,8 @@ pub enum OutputField {
     /// Rows of a table related to the object: the select joins on the object's
     /// [`OutputObject::keys`] (parent column = output field).
     Relationship(Box<Select>),
+    /// An aggregate over such rows.
+    Aggregate(Box<AggregateSelect>),
 }
 
 /// An asynchronous action's result, read by id.
@@ -584,8 +609,18 @@ impl Footprint {
                 Field::Relationship { select, .. } => self.select(select),
                 Field::Aggregate(a) => self.aggregate(a),
                 Field::Computed { .. } => self.calls_functions = true,
+                Field::RemoteJoin { values, .. } => self.join_values(values),
                 Field::Column { .. } | Field::Constant(_) => {}
             }
+        }
+    }
+
+    fn join_values(&mut self, values: &[(String, JoinValue)]) {
+        if values
+            .iter()
+            .any(|(_, v)| matches!(v, JoinValue::Computed { .. }))
+        {
+            self.calls_functions = true;
         }
     }
 
@@ -594,6 +629,7 @@ impl Footprint {
             match field {
                 OutputField::Object { select, .. } => self.output(select),
                 OutputField::Relationship(select) => self.select(select),
+                OutputField::Aggregate(aggregate) => self.aggregate(aggregate),
                 OutputField::Constant(_) | OutputField::Value(_) => {}
             }
         }
@@ -609,6 +645,7 @@ impl Footprint {
                         Field::Relationship { select, .. } => self.select(select),
                         Field::Aggregate(inner) => self.aggregate(inner),
                         Field::Computed { .. } => self.calls_functions = true,
+                        Field::RemoteJoin { values, .. } => self.join_values(values),
                         Field::Column { .. } | Field::Constant(_) => {}
                     }
                 }

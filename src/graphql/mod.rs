@@ -14,6 +14,8 @@ pub mod measure;
 pub mod model;
 pub mod plan;
 pub mod remote;
+pub mod remote_join;
+pub mod remote_to_table;
 pub mod schemas;
 pub mod typegen;
 pub mod types;

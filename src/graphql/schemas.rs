@@ -58,6 +58,8 @@ impl SchemaBuilder {
         for remote in &self.remotes {
             super::remote::merge(&mut types, remote);
         }
+        super::remote_join::add_fields(&mut types, &model, &self.remotes);
+        super::remote_to_table::add_fields(&mut types, &model);
         types.share(&mut self.shared.write().unwrap_or_else(|p| p.into_inner()));
         RoleSchema { model, types }
     }

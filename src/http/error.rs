@@ -263,7 +263,7 @@ fn graphql_wire(err: &GraphqlError) -> GraphqlWire {
             ..GraphqlWire::at_root("remote-schema-error", message)
         },
         // Answered by `graphql_errors` with the remote's own errors.
-        GraphqlError::Remote(ForwardError::Errors(_)) => {
+        GraphqlError::Remote(ForwardError::Errors(_)) | GraphqlError::RemoteJoin(_) => {
             GraphqlWire::at_root("remote-schema-error", message)
         }
         // Answered by `graphql_errors` with the error's own extensions.
@@ -294,6 +294,23 @@ pub fn graphql_errors(err: &GraphqlError, expose: bool) -> serde_json::Value {
         // A remote schema's errors reach the client unchanged (`docs/remote-schemas.md`,
         // "Execution").
         return serde_json::Value::Array(errors.clone());
+    }
+    if let GraphqlError::RemoteJoin(errors) = err {
+        // At each row's path; the remote schema and the document sent for the admin.
+        let errors = errors
+            .iter()
+            .map(|(error, internal)| {
+                let mut error = error.clone();
+                if let (true, Some(extensions)) = (
+                    expose,
+                    error.get_mut("extensions").and_then(|e| e.as_object_mut()),
+                ) {
+                    extensions.insert("internal".to_owned(), internal.clone());
+                }
+                error
+            })
+            .collect();
+        return serde_json::Value::Array(errors);
     }
     if let GraphqlError::Action(e) = err {
         // A handler's extensions reach the client as it wrote them (`docs/actions.md`,

@@ -38,6 +38,10 @@ pub enum ObjectId {
     InheritedRole(String),
     /// The API limits (one object).
     ApiLimits,
+    /// A table's relationship to a remote schema: (table, name).
+    RemoteRelationship(QualifiedTable, String),
+    /// A remote object type's relationship to a table: (remote schema, type, name).
+    RemoteSchemaRelationship(String, String, String),
 }
 
 /// The table an event trigger is on, when it is known. Not part of the trigger's identity
@@ -82,7 +86,8 @@ impl ObjectId {
             ObjectId::Table(t)
             | ObjectId::Relationship(t, _)
             | ObjectId::ComputedField(t, _)
-            | ObjectId::Permission(t, _, _) => Some(t),
+            | ObjectId::Permission(t, _, _)
+            | ObjectId::RemoteRelationship(t, _) => Some(t),
             ObjectId::EventTrigger(on, _) => on.0.as_ref(),
             _ => None,
         }
@@ -109,6 +114,10 @@ impl ObjectId {
             ObjectId::Allowlist(n) => format!("allow-list entry {n}"),
             ObjectId::InheritedRole(n) => format!("inherited role {n}"),
             ObjectId::ApiLimits => "api limits".to_owned(),
+            ObjectId::RemoteRelationship(t, n) => format!("remote relationship {t}.{n}"),
+            ObjectId::RemoteSchemaRelationship(r, t, n) => {
+                format!("remote schema relationship {r}.{t}.{n}")
+            }
         }
     }
 
@@ -135,6 +144,14 @@ impl ObjectId {
             "action_permission" => ObjectId::ActionPermission(text("action")?, text("role")?),
             "inherited_role" => ObjectId::InheritedRole(text("role_name")?),
             "api_limits" => ObjectId::ApiLimits,
+            "remote_relationship" => {
+                ObjectId::RemoteRelationship(table(definition.get("table")?)?, text("name")?)
+            }
+            "remote_schema_remote_relationship" => ObjectId::RemoteSchemaRelationship(
+                text("remote_schema")?,
+                text("type_name")?,
+                text("name")?,
+            ),
             permission => {
                 let kind = PermissionKind::ALL
                     .into_iter()
@@ -168,6 +185,12 @@ impl ObjectId {
             ObjectId::Allowlist(n) => ("allowlist", vec![n]),
             ObjectId::InheritedRole(n) => ("inherited_role", vec![n]),
             ObjectId::ApiLimits => ("api_limits", Vec::new()),
+            ObjectId::RemoteRelationship(t, n) => {
+                ("remote_relationship", [&table(t)[..], &[n]].concat())
+            }
+            ObjectId::RemoteSchemaRelationship(r, t, n) => {
+                ("remote_schema_relationship", vec![r, t, n])
+            }
         }
     }
 }
@@ -225,6 +248,12 @@ impl std::str::FromStr for ObjectId {
             ("allowlist", [n]) => ObjectId::Allowlist(n.clone()),
             ("inherited_role", [n]) => ObjectId::InheritedRole(n.clone()),
             ("api_limits", []) => ObjectId::ApiLimits,
+            ("remote_relationship", [s, n, r]) => {
+                ObjectId::RemoteRelationship(table(s, n), r.clone())
+            }
+            ("remote_schema_relationship", [r, t, n]) => {
+                ObjectId::RemoteSchemaRelationship(r.clone(), t.clone(), n.clone())
+            }
             _ => return Err(bad()),
         };
         Ok(id)
@@ -322,6 +351,25 @@ pub fn relationship_definition<U: Serialize>(
     json!({"table": table, "name": rel.name, "using": rel.using, "comment": rel.comment})
 }
 
+/// The definition object of a remote relationship as reported in inconsistencies: the
+/// arguments that create it, in the form it was written.
+pub fn remote_relationship_definition(
+    table: &QualifiedTable,
+    relationship: &RemoteRelationshipEntry,
+) -> Value {
+    let mut args = serde_json::Map::new();
+    args.insert("name".into(), json!(relationship.name));
+    args.insert("table".into(), json!(table));
+    let definition = serde_json::to_value(&relationship.definition).unwrap_or_default();
+    match (&relationship.definition, definition) {
+        (RemoteRelationshipDefinition::Legacy(_), Value::Object(keys)) => args.extend(keys),
+        (_, definition) => {
+            args.insert("definition".into(), definition);
+        }
+    }
+    Value::Object(args)
+}
+
 /// The definition object of a permission as reported in inconsistencies.
 pub fn permission_definition<P: Serialize>(
     table: &QualifiedTable,
@@ -378,6 +426,13 @@ impl TableEntry {
                 ObjectId::ComputedField(table.clone(), cf.name.0.clone()),
                 "computed_field",
                 computed_field_definition(table, cf),
+            );
+        }
+        for rel in &self.remote_relationships {
+            push(
+                ObjectId::RemoteRelationship(table.clone(), rel.name.0.clone()),
+                "remote_relationship",
+                remote_relationship_definition(table, rel),
             );
         }
         let permissions = [

@@ -17,6 +17,9 @@ pub enum PlaceError {
     /// A permission of an action the document does not have.
     #[error("action {0} does not exist")]
     ActionMissing(GraphQLName),
+    /// A relationship of a remote schema the document does not have.
+    #[error("remote schema {0} does not exist")]
+    RemoteSchemaMissing(Name),
     /// Permission rules that do not fit their kind.
     #[error("invalid {kind} permission rules: {message}")]
     Rules {
@@ -126,7 +129,46 @@ pub fn put(metadata: &mut Metadata, object: Object) -> Result<(), PlaceError> {
                 }
             }
         }
-        Object::RemoteSchema(r) => upsert(&mut metadata.remote_schemas, r, |a, b| a.name == b.name),
+        Object::RemoteSchema(r) => {
+            // Its settings replace the remote schema's; its relationships to tables stay, as
+            // `update_remote_schema` keeps them.
+            match metadata
+                .remote_schemas
+                .iter_mut()
+                .find(|x| x.name == r.name)
+            {
+                Some(existing) => {
+                    existing.definition = r.definition;
+                    existing.comment = r.comment;
+                }
+                None => metadata.remote_schemas.push(r),
+            }
+        }
+        Object::RemoteRelationship(t, r) => {
+            upsert(&mut entry(metadata, &t)?.remote_relationships, r, |a, b| {
+                a.name == b.name
+            });
+        }
+        Object::RemoteSchemaRelationship(remote, type_name, r) => {
+            let Some(entry) = metadata
+                .remote_schemas
+                .iter_mut()
+                .find(|x| x.name == remote)
+            else {
+                return Err(PlaceError::RemoteSchemaMissing(remote));
+            };
+            match entry
+                .remote_relationships
+                .iter_mut()
+                .find(|g| g.type_name == type_name)
+            {
+                Some(group) => upsert(&mut group.relationships, r, |a, b| a.name == b.name),
+                None => entry.remote_relationships.push(RemoteTypeRelationships {
+                    type_name,
+                    relationships: vec![r],
+                }),
+            }
+        }
         Object::Action(a) => {
             // Its settings replace the action's; the permissions already on it stay, as
             // `update_action` keeps them.
@@ -198,7 +240,29 @@ pub fn remove(metadata: &mut Metadata, object: &Object) {
             PermissionKind::Update => e.update_permissions.retain(|x| x.role != p.role),
             PermissionKind::Delete => e.delete_permissions.retain(|x| x.role != p.role),
         }),
+        // With its relationships to tables, as `remove_remote_schema` does.
         Object::RemoteSchema(r) => metadata.remote_schemas.retain(|x| x.name != r.name),
+        Object::RemoteRelationship(t, r) => part_of(metadata, t, &|e| {
+            e.remote_relationships.retain(|x| x.name != r.name)
+        }),
+        Object::RemoteSchemaRelationship(remote, type_name, r) => {
+            for entry in metadata
+                .remote_schemas
+                .iter_mut()
+                .filter(|x| x.name == *remote)
+            {
+                for group in entry
+                    .remote_relationships
+                    .iter_mut()
+                    .filter(|g| g.type_name == *type_name)
+                {
+                    group.relationships.retain(|x| x.name != r.name);
+                }
+                entry
+                    .remote_relationships
+                    .retain(|g| !g.relationships.is_empty());
+            }
+        }
         // With its permissions, as `drop_action` does.
         Object::Action(a) => metadata.actions.retain(|x| x.name != a.name),
         Object::ActionPermission(action, p) => {

@@ -140,6 +140,21 @@ pub fn dependents(
                 }
             }
         }
+        for remote in &metadata.remote_schemas {
+            for group in &remote.remote_relationships {
+                for rel in &group.relationships {
+                    let id = ObjectId::RemoteSchemaRelationship(
+                        remote.name.0.clone(),
+                        group.type_name.0.clone(),
+                        rel.name.0.clone(),
+                    );
+                    let target = ObjectId::Table(rel.definition.to_source.table.clone());
+                    if !gone.contains(&id) && gone.contains(&target) {
+                        next.push(id);
+                    }
+                }
+            }
+        }
         if next.is_empty() {
             return found;
         }
@@ -203,6 +218,9 @@ pub fn remove(metadata: &mut Metadata, ids: &BTreeSet<ObjectId>) {
         entry
             .computed_fields
             .retain(|c| !ids.contains(&ObjectId::ComputedField(t.clone(), c.name.0.clone())));
+        entry
+            .remote_relationships
+            .retain(|r| !ids.contains(&ObjectId::RemoteRelationship(t.clone(), r.name.0.clone())));
         let keep = |role: &Name, kind| {
             !ids.contains(&ObjectId::Permission(t.clone(), role.0.clone(), kind))
         };
@@ -245,6 +263,22 @@ pub fn remove(metadata: &mut Metadata, ids: &BTreeSet<ObjectId>) {
                 r.name.0.clone(),
             ))
         });
+    }
+    for remote in &mut metadata.remote_schemas {
+        let remote_name = remote.name.0.clone();
+        for group in &mut remote.remote_relationships {
+            let type_name = group.type_name.0.clone();
+            group.relationships.retain(|r| {
+                !ids.contains(&ObjectId::RemoteSchemaRelationship(
+                    remote_name.clone(),
+                    type_name.clone(),
+                    r.name.0.clone(),
+                ))
+            });
+        }
+        remote
+            .remote_relationships
+            .retain(|g| !g.relationships.is_empty());
     }
 }
 

@@ -21,6 +21,7 @@ pub mod events;
 mod manage;
 mod permissions;
 mod relationships;
+pub mod remote_relationships;
 pub mod remote_schemas;
 mod roles;
 mod run_sql;
@@ -75,6 +76,8 @@ pub enum MetadataOp {
     Collection(collections::CollectionOp),
     EventTrigger(events::EventTriggerOp),
     RemoteSchema(remote_schemas::RemoteSchemaOp),
+    /// Tables' relationships to remote schemas.
+    RemoteRelationship(remote_relationships::RemoteRelationshipOp),
     /// Actions and their permissions.
     Action(actions::ActionOp),
     /// Inherited roles and API limits.
@@ -170,6 +173,9 @@ impl Op {
         }
         if let Some(op) = remote_schemas::RemoteSchemaOp::parse(op_type, args, &path)? {
             return Ok(Op::Metadata(Box::new(MetadataOp::RemoteSchema(op))));
+        }
+        if let Some(op) = remote_relationships::RemoteRelationshipOp::parse(op_type, args, &path)? {
+            return Ok(Op::Metadata(Box::new(MetadataOp::RemoteRelationship(op))));
         }
         if let Some(op) = actions::ActionOp::parse(op_type, args, &path)? {
             return Ok(Op::Metadata(Box::new(MetadataOp::Action(op))));
@@ -360,6 +366,7 @@ pub fn apply(metadata: &Metadata, op: &MetadataOp, ctx: Context<'_>) -> Result<O
         MetadataOp::Collection(c) => c.apply(metadata).map(done),
         MetadataOp::EventTrigger(e) => e.apply(metadata, &cache()).map(done),
         MetadataOp::RemoteSchema(r) => r.apply(metadata, ctx).map(done),
+        MetadataOp::RemoteRelationship(r) => r.apply(metadata, &cache()).map(done),
         MetadataOp::Action(a) => a.apply(metadata, &cache(), ctx).map(done),
         MetadataOp::Role(r) => r.apply(metadata).map(done),
         MetadataOp::Manage(m) => m.apply(metadata, &cache(), ctx),

@@ -186,6 +186,38 @@ fn column_dependents(
             }
         }
     }
+    // Remote schemas' relationships to the table mapping a field to the column.
+    for remote in &metadata.remote_schemas {
+        for group in &remote.remote_relationships {
+            for rel in &group.relationships {
+                let target = &rel.definition.to_source;
+                if &target.table == table && target.field_mapping.values().any(|c| c == column) {
+                    direct.push(ObjectId::RemoteSchemaRelationship(
+                        remote.name.0.clone(),
+                        group.type_name.0.clone(),
+                        rel.name.0.clone(),
+                    ));
+                }
+            }
+        }
+    }
+    // Remote relationships joining on the column.
+    if let Some(entry) = metadata.table(table) {
+        for rel in &entry.remote_relationships {
+            if rel
+                .definition
+                .target()
+                .lhs_fields
+                .iter()
+                .any(|f| f == column)
+            {
+                direct.push(ObjectId::RemoteRelationship(
+                    table.clone(),
+                    rel.name.0.clone(),
+                ));
+            }
+        }
+    }
     for (id, refs) in permission_references(metadata, &before.resolved) {
         if refs
             .iter()
@@ -538,6 +570,9 @@ fn rename_column(metadata: &mut Metadata, table: &QualifiedTable, old: &str, new
                     }
                 }
             }
+            for rel in &mut entry.remote_relationships {
+                rel.definition.rename_join_field(old, new);
+            }
         }
         for r in &mut entry.object_relationships {
             match &mut r.using {
@@ -567,6 +602,22 @@ fn rename_column(metadata: &mut Metadata, table: &QualifiedTable, old: &str, new
             }
         }
     }
+    for rel in remote_to_table(metadata).filter(|r| &r.table == table) {
+        for column in rel.field_mapping.values_mut().filter(|c| *c == old) {
+            *column = new.to_owned();
+        }
+    }
+}
+
+/// The targets of every remote schema's relationships to tables.
+fn remote_to_table(metadata: &mut Metadata) -> impl Iterator<Item = &mut ToSource> {
+    metadata.remote_schemas.iter_mut().flat_map(|r| {
+        r.remote_relationships.iter_mut().flat_map(|g| {
+            g.relationships
+                .iter_mut()
+                .map(|r| &mut r.definition.to_source)
+        })
+    })
 }
 
 fn rename_in_mapping(
@@ -615,5 +666,8 @@ fn rename_table(metadata: &mut Metadata, old: &QualifiedTable, new: &QualifiedTa
         {
             rel.remote_table = new.clone();
         }
+    }
+    for rel in remote_to_table(metadata).filter(|r| &r.table == old) {
+        rel.table = new.clone();
     }
 }

@@ -180,6 +180,7 @@ mod tests {
                     forward_client_headers: forward,
                 },
                 comment: None,
+                remote_relationships: Vec::new(),
             },
             url: "http://geo/graphql".to_owned(),
             timeout: Duration::from_secs(60),

@@ -229,6 +229,10 @@ impl<'a> Walker<'a> {
                 path.clone(),
                 format!("\"{key}\" is a computed field; boolean expressions accept columns and relationships only"),
             )),
+            Some(FieldRef::RemoteRelationship(_)) => Err(not_exists_in_database(
+                path.clone(),
+                format!("\"{key}\" is a remote relationship; boolean expressions accept columns and relationships only"),
+            )),
             None => Err(not_exists_in_database(
                 path.clone(),
                 format!("column \"{key}\" does not exist"),

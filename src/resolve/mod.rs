@@ -17,6 +17,8 @@ mod permissions;
 mod reads;
 mod relationships;
 pub mod remote;
+pub mod remote_join;
+pub mod remote_to_table;
 mod rules;
 
 pub use boolexp::{check_bool_exp, check_presets, is_session_variable, Reference, Segment, Target};
@@ -145,6 +147,8 @@ pub struct ResolvedTable {
     /// they were resolved (whether tracked or not): a change to one of them may change this
     /// table's resolution, so [`resolve_from`] resolves it again.
     pub reads: BTreeSet<QualifiedTable>,
+    /// Fields answered by a remote schema, by name.
+    pub remote_relationships: IndexMap<String, remote_join::ResolvedRemoteJoin>,
 }
 
 impl ResolvedTable {
@@ -156,16 +160,22 @@ impl ResolvedTable {
         if let Some(r) = self.relationships.get(name) {
             return Some(FieldRef::Relationship(r));
         }
-        self.computed_fields.get(name).map(FieldRef::ComputedField)
+        if let Some(c) = self.computed_fields.get(name) {
+            return Some(FieldRef::ComputedField(c));
+        }
+        self.remote_relationships
+            .get(name)
+            .map(FieldRef::RemoteRelationship)
     }
 }
 
-/// A field of a table: column, relationship or computed field.
+/// A field of a table: column, relationship, computed field or remote relationship.
 #[derive(Debug, Clone, Copy)]
 pub enum FieldRef<'a> {
     Column(&'a crate::db_model::DbColumn),
     Relationship(&'a ResolvedRelationship),
     ComputedField(&'a ResolvedComputedField),
+    RemoteRelationship(&'a remote_join::ResolvedRemoteJoin),
 }
 
 /// The consistent part of the metadata, ready for the GraphQL layer.
@@ -185,6 +195,8 @@ pub struct Resolved {
     pub actions: Vec<actions::ResolvedAction>,
     /// The custom types, with their relationships to tables resolved.
     pub custom_types: actions::ResolvedCustomTypes,
+    /// Served remote schemas' object types' relationships to tables.
+    pub remote_relationships: Vec<remote_to_table::ResolvedToTable>,
 }
 
 impl Resolved {
@@ -362,6 +374,8 @@ fn resolve_globals<T: std::fmt::Display>(
     actions::resolve_actions(metadata, db, root_fields, remotes.action_types, cache);
     inherited::derive_roles(metadata, cache);
     remote::resolve_remotes(&metadata.remote_schemas, remotes, cache);
+    remote_join::resolve_all(metadata, cache);
+    remote_to_table::resolve_all(metadata, cache);
 }
 
 /// Every root field name the resolved tables contribute, with its table.
@@ -497,6 +511,7 @@ fn resolve_table<'m>(
         computed_fields: IndexMap::new(),
         permissions: IndexMap::new(),
         reads: BTreeSet::new(),
+        remote_relationships: IndexMap::new(),
     })
 }
 

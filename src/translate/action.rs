@@ -4,7 +4,7 @@
 //! caller's select permissions; an asynchronous action's result read from the action log by
 //! id; an asynchronous call logged.
 
-use super::select::{json_object, select};
+use super::select::{aggregate, json_object, select};
 use super::{value, State};
 use crate::db_model::PgType;
 use crate::graphql::ir::*;
@@ -138,6 +138,7 @@ fn object(state: &mut State, alias: &Alias, object: &OutputObject) -> Expr {
                     output(state, field_of(this.clone(), field), select)
                 }
                 OutputField::Relationship(rows) => select(state, rows, Some(alias)),
+                OutputField::Aggregate(rows) => aggregate(state, rows, Some(alias)),
             };
             (key.as_str(), value)
         })

@@ -13,10 +13,12 @@ mod select;
 mod shared_insert;
 mod steps;
 mod stream;
+mod table_join;
 mod update;
 
 pub use mutation::mutation;
 pub use shared_insert::{shared_insert, shares_inserts};
+pub use table_join::table_joins;
 
 use crate::db_model::Encoding;
 use crate::db_model::PgType;

@@ -457,6 +457,40 @@ fn field(state: &mut State, field: &Field, alias: &Alias) -> Expr {
                 _ => value,
             }
         }
+        Field::RemoteJoin { occurrence, values } => {
+            let values: Vec<(&str, Expr)> = values
+                .iter()
+                .map(|(name, value)| {
+                    let value = match value {
+                        JoinValue::Column(c) => Expr::column(alias, c),
+                        JoinValue::Computed { function, args } => {
+                            Expr::Call(Box::new(call(state, function, args, Some(alias))))
+                        }
+                    };
+                    (name.as_str(), value)
+                })
+                .collect();
+            remote_join_slot(*occurrence, values)
+        }
+    }
+}
+
+/// A remote relationship's slot: `{"__basalt_join_<occurrence>": {<field>: <value>, …}}`, or
+/// `null` when a join value is null (the field is then `null`, and nothing is sent). The
+/// values are read as stored, whatever the role may select: they are sent, not returned.
+fn remote_join_slot(occurrence: usize, values: Vec<(&str, Expr)>) -> Expr {
+    let any_null = Expr::Or(
+        values
+            .iter()
+            .map(|(_, v)| Expr::IsNull(Box::new(v.clone()), false))
+            .collect(),
+    );
+    let key = format!("{}{occurrence}", crate::graphql::ir::JOIN_SLOT_KEY);
+    let slot = json_object(vec![(key.as_str(), json_object(values))]);
+    Expr::Case {
+        when: Box::new(any_null),
+        then: Box::new(Expr::null()),
+        otherwise: Box::new(slot),
     }
 }
 

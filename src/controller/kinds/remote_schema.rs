@@ -8,7 +8,10 @@ use serde::{Deserialize, Serialize};
 use super::{ExportedSpec, Kind};
 use crate::catalog::CatalogError;
 use crate::metadata::objects::Object;
-use crate::metadata::types::{Metadata, RemoteSchemaEntry};
+use crate::metadata::parse::parse;
+use crate::metadata::types::{
+    GraphQLName, Metadata, RemoteSchemaEntry, RemoteSchemaRelationshipEntry,
+};
 use crate::metadata::{Code, MetadataError};
 use crate::ops::remote_schemas::RemoteSchemaOp;
 use serde_json::{json, Map, Value};
@@ -43,6 +46,58 @@ pub struct RemoteSchemaSpec {
     /// Free text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
+    /// Relationships from the remote's object types to tables.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend(
+        "x-kubernetes-list-type" = "map",
+        "x-kubernetes-list-map-keys" = ["typeName", "name"]
+    ))]
+    pub remote_relationships: Vec<RemoteSchemaRelationshipSpec>,
+}
+
+/// A relationship from an object type of the remote schema to a table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RemoteSchemaRelationshipSpec {
+    /// The remote's object type that gets the field.
+    pub type_name: String,
+    /// Field name.
+    pub name: String,
+    /// Where it leads.
+    pub definition: ToSourceDefinitionSpec,
+}
+
+/// `definition` of a remote schema's relationship: the table it leads to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToSourceDefinitionSpec {
+    /// The table, the kind of relationship and the field mapping.
+    pub to_source: ToSourceSpec,
+}
+
+/// The target of a remote schema's relationship.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToSourceSpec {
+    /// The database (only `default`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["default"]))]
+    pub source: Option<String>,
+    /// The table (`schema` defaults to `public`).
+    pub table: QualifiedName,
+    /// One row (`object`) or a list (`array`).
+    pub relationship_type: RelationshipTypeSpec,
+    /// Remote field → column (verbatim).
+    #[schemars(schema_with = "preserved_object")]
+    pub field_mapping: Value,
+}
+
+/// `relationshipType` of a remote schema's relationship.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RelationshipTypeSpec {
+    Object,
+    Array,
 }
 
 /// `definition` of a remote schema: the server's URL and how requests to it are made.
@@ -164,9 +219,29 @@ impl RemoteSchemaSpec {
         }
     }
 
-    /// The catalog object a RemoteSchema declares.
+    /// The catalog objects a RemoteSchema declares: the remote schema, then each of its
+    /// relationships (checked by the metadata API's own parser).
     pub fn objects(&self) -> Result<Vec<Object>, MetadataError> {
-        Ok(vec![Object::RemoteSchema(self.entry()?)])
+        let entry = self.entry()?;
+        let mut out = vec![Object::RemoteSchema(entry.clone())];
+        for (i, r) in self.remote_relationships.iter().enumerate() {
+            let t = &r.definition.to_source;
+            let mut target = Map::new();
+            put(&mut target, "source", &t.source);
+            target.insert("table".into(), table_name(&t.table));
+            target.insert("relationship_type".into(), json!(t.relationship_type));
+            target.insert("field_mapping".into(), t.field_mapping.clone());
+            let relationship = json!({"name": r.name, "definition": {"to_source": target}});
+            let path = spec_path().key("remoteRelationships").index(i);
+            let relationship: RemoteSchemaRelationshipEntry = parse(&relationship, &path)?;
+            let type_name: GraphQLName = parse(&json!(r.type_name), &path.key("typeName"))?;
+            out.push(Object::RemoteSchemaRelationship(
+                entry.name.clone(),
+                type_name,
+                relationship,
+            ));
+        }
+        Ok(out)
     }
 }
 
@@ -190,6 +265,21 @@ fn spec_of(r: &RemoteSchemaEntry) -> Value {
     spec.insert("name".into(), json!(r.name.0));
     spec.insert("definition".into(), Value::Object(definition));
     put_value(&mut spec, "comment", text(&r.comment));
+    let relationships: Vec<Value> = r
+        .remote_relationships
+        .iter()
+        .flat_map(|group| {
+            group.relationships.iter().map(move |rel| {
+                let t = &rel.definition.to_source;
+                json!({"typeName": group.type_name, "name": rel.name, "definition": {"toSource": {
+                    "table": qualified(&t.table), "relationshipType": t.relationship_type,
+                    "fieldMapping": t.field_mapping}}})
+            })
+        })
+        .collect();
+    if !relationships.is_empty() {
+        spec.insert("remoteRelationships".into(), Value::Array(relationships));
+    }
     Value::Object(spec)
 }
 

@@ -50,6 +50,41 @@ pub struct TrackedTableSpec {
     /// Array relationships.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub array_relationships: Vec<ArrayRelationshipSpec>,
+    /// Relationships to remote schemas.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
+    pub remote_relationships: Vec<RemoteRelationshipSpec>,
+}
+
+/// A relationship to a remote schema: a field of the table's type answered by the remote.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RemoteRelationshipSpec {
+    /// Field name on the table's type.
+    pub name: String,
+    /// Where it leads.
+    pub definition: RemoteRelationshipDefinitionSpec,
+}
+
+/// `definition` of a remote relationship: the remote schema it leads to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RemoteRelationshipDefinitionSpec {
+    /// The remote schema, the join columns and the remote field.
+    pub to_remote_schema: ToRemoteSchemaSpec,
+}
+
+/// The target of a remote relationship.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToRemoteSchemaSpec {
+    /// Remote schema name.
+    pub remote_schema: String,
+    /// The columns whose values fill `$column` in the arguments.
+    #[schemars(length(min = 1))]
+    pub lhs_fields: Vec<String>,
+    /// The remote field with its argument templates, as the metadata API takes it (verbatim).
+    #[schemars(schema_with = "preserved_object")]
+    pub remote_field: Value,
 }
 
 /// `configuration` of a tracked table.
@@ -273,6 +308,19 @@ impl TrackedTableSpec {
         if !arrays.is_empty() {
             entry.insert("array_relationships".into(), Value::Array(arrays));
         }
+        let remotes: Vec<Value> = self
+            .remote_relationships
+            .iter()
+            .map(|r| {
+                let t = &r.definition.to_remote_schema;
+                json!({"name": r.name, "definition": {"to_remote_schema": {
+                    "remote_schema": t.remote_schema, "lhs_fields": t.lhs_fields,
+                    "remote_field": t.remote_field}}})
+            })
+            .collect();
+        if !remotes.is_empty() {
+            entry.insert("remote_relationships".into(), Value::Array(remotes));
+        }
         Value::Object(entry)
     }
 
@@ -290,6 +338,9 @@ impl TrackedTableSpec {
         }
         for r in &entry.array_relationships {
             out.push(Object::ArrayRelationship(entry.table.clone(), r.clone()));
+        }
+        for r in &entry.remote_relationships {
+            out.push(Object::RemoteRelationship(entry.table.clone(), r.clone()));
         }
         Ok(out)
     }
@@ -372,6 +423,20 @@ fn spec_of(e: &TableEntry) -> Value {
     }
     if !arrays.is_empty() {
         spec.insert("arrayRelationships".into(), Value::Array(arrays));
+    }
+    // Always the current form: a relationship written with the legacy keys is the same one.
+    let remotes: Vec<Value> = e
+        .remote_relationships
+        .iter()
+        .map(|r| {
+            let t = r.definition.target();
+            json!({"name": r.name, "definition": {"toRemoteSchema": {
+                "remoteSchema": t.remote_schema, "lhsFields": t.lhs_fields,
+                "remoteField": t.remote_field}}})
+        })
+        .collect();
+    if !remotes.is_empty() {
+        spec.insert("remoteRelationships".into(), Value::Array(remotes));
     }
     Value::Object(spec)
 }

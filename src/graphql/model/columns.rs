@@ -14,22 +14,7 @@ pub fn scalar_for(column: &DbColumn) -> String {
 
 /// The GraphQL scalar for a Postgres type name (`pg_type.typname`).
 pub fn scalar_for_type(name: &str) -> String {
-    let mapped = match name {
-        "int4" => "Int",
-        "int2" => "smallint",
-        "int8" => "bigint",
-        "float4" => "Float",
-        "float8" => "float8",
-        "numeric" => "numeric",
-        "bool" => "Boolean",
-        "text" | "varchar" => "String",
-        other => other,
-    };
-    if crate::metadata::types::GraphQLName::is_valid(mapped) {
-        mapped.to_owned()
-    } else {
-        "String".to_owned()
-    }
+    crate::db_model::graphql_scalar(name)
 }
 
 fn is_numeric_scalar(scalar: &str) -> bool {

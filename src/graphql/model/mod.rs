@@ -8,11 +8,13 @@ mod columns;
 mod nested;
 mod read;
 mod rules;
+mod to_tables;
 mod write;
 
 pub use columns::{scalar_for, scalar_for_type, EnumTables};
 pub use nested::{nested_target, NestedTarget};
 pub use rules::permission;
+pub use to_tables::RoleToTable;
 pub use write::{MutationKind, MutationRoot, RoleInsert, RoleUpdate, RoleWrite};
 
 use crate::db_model::PgType;
@@ -84,6 +86,8 @@ pub enum TableField {
     /// `<rel>_aggregate` of an array relationship.
     RelationshipAggregate(RoleRelationship),
     Computed(RoleComputed),
+    /// A field answered by a remote schema (`docs/metadata-api.md`, "Remote relationships").
+    RemoteJoin(crate::resolve::remote_join::ResolvedRemoteJoin),
 }
 
 /// A table the role can select.
@@ -173,6 +177,9 @@ pub struct RoleModel {
     pub custom_types: ResolvedCustomTypes,
     /// The cell rules of its tables, as its plans carry them.
     pub cells: crate::graphql::ir::CellRules,
+    /// The remote schema → table relationships it may follow, by remote object type and
+    /// field name.
+    pub to_tables: IndexMap<(String, String), RoleToTable>,
 }
 
 impl RoleModel {
@@ -242,6 +249,7 @@ pub fn build_for(resolved: &Resolved, role: &str, backend_flagged: bool) -> Role
         .collect();
     RoleModel {
         cells: rules::cell_rules(tables.values()),
+        to_tables: to_tables::build(resolved, &tables),
         role: role.to_owned(),
         tables,
         roots,

@@ -174,6 +174,11 @@ pub(super) fn add_fields(
                 }),
             );
         }
+        // Every role that can select the table sees its remote relationships, whatever
+        // columns it may read: the join values are read internally.
+        for (field, join) in &resolved_table.remote_relationships {
+            fields.insert(field.clone(), TableField::RemoteJoin(join.clone()));
+        }
         if let Some(t) = tables.get_mut(name) {
             t.fields = fields;
         }

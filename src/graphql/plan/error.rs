@@ -75,6 +75,8 @@ pub enum Problem {
     NoSubscriptions,
     #[error("subscription to remote server is not supported")]
     RemoteSubscription,
+    #[error("Remote relationships are not allowed in subscriptions")]
+    RemoteJoinInSubscription,
     #[error("one streaming column field is expected")]
     NoStreamColumn,
     #[error("multiple column cursors are not supported yet")]
@@ -206,6 +208,7 @@ impl Problem {
         match self {
             Problem::Syntax(_) | Problem::JsonPath(_) => PlanErrorKind::Parse,
             Problem::RemoteSubscription
+            | Problem::RemoteJoinInSubscription
             | Problem::StreamBesideLiveQuery
             | Problem::SeveralStreams => PlanErrorKind::NotSupported,
             _ => PlanErrorKind::Validation,

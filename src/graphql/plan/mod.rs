@@ -17,6 +17,8 @@ mod mutation;
 mod permission;
 mod query;
 mod remote;
+mod remote_join;
+mod remote_table;
 mod select;
 mod stream;
 mod update;
@@ -68,6 +70,10 @@ pub struct OperationIr {
     pub shape_dependent: bool,
     /// A subscription operation: `data` is a live query, re-run until the client stops it.
     pub subscription: bool,
+    /// Remote relationship occurrences, by occurrence number.
+    pub joins: Vec<crate::graphql::ir::RemoteJoinPart>,
+    /// Remote schema → table relationship occurrences, by occurrence number.
+    pub table_joins: Vec<crate::graphql::ir::TableJoinPart>,
 }
 
 /// Plans the chosen query operation for a role.
@@ -146,6 +152,12 @@ pub(super) struct Planner<'a> {
     pub(super) operation_name: Option<&'a str>,
     /// The operation planned (its variables' definitions and defaults).
     pub(super) operation: Option<&'a OperationDefinition>,
+    /// A subscription is being planned (some fields are refused in one).
+    pub(super) subscription: bool,
+    /// Remote relationship occurrences so far.
+    pub(super) joins: Vec<crate::graphql::ir::RemoteJoinPart>,
+    /// Remote schema → table relationship occurrences so far.
+    pub(super) table_joins: Vec<crate::graphql::ir::TableJoinPart>,
 }
 
 /// Fields grouped by response key, in document order.
@@ -172,6 +184,9 @@ impl<'a> Planner<'a> {
             remote_drafts: IndexMap::new(),
             operation_name: prepared.chosen_name(),
             operation: prepared.operation(),
+            subscription: false,
+            joins: Vec::new(),
+            table_joins: Vec::new(),
         }
     }
 

@@ -129,6 +129,8 @@ impl<'a> Planner<'a> {
             mutation: Some(plan),
             shape_dependent: self.shape_dependent,
             subscription: false,
+            joins: std::mem::take(&mut self.joins),
+            table_joins: std::mem::take(&mut self.table_joins),
         })
     }
 

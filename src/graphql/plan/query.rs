@@ -13,6 +13,7 @@ use serde_json::Value;
 impl<'a> Planner<'a> {
     /// The query root, or the subscription root (the same table fields, no introspection).
     pub(super) fn root(mut self, set: &SelectionSet, subscription: bool) -> Result<OperationIr> {
+        self.subscription = subscription;
         let root_type = if subscription {
             "subscription_root"
         } else {
@@ -99,6 +100,8 @@ impl<'a> Planner<'a> {
             mutation: None,
             shape_dependent: self.shape_dependent,
             subscription,
+            joins: std::mem::take(&mut self.joins),
+            table_joins: std::mem::take(&mut self.table_joins),
         })
     }
 

@@ -5,8 +5,10 @@
 //! (`docs/remote-schemas.md`, "Execution"). Nothing is sent from here: the engine forwards the
 //! documents.
 
+use super::remote_table::Level;
 use super::Problem;
 use super::{PlanError, Planner, Result};
+use crate::graphql::ir::{JoinOwner, TableJoinPart};
 use async_graphql_parser::types::{
     ExecutableDocument, Field as AstField, OperationType, Selection, SelectionSet,
 };
@@ -35,8 +37,15 @@ pub struct RemotePart {
 #[derive(Debug, Default)]
 pub(in crate::graphql) struct Draft {
     keys: Vec<String>,
-    body: String,
-    variables: BTreeSet<String>,
+    pub(super) body: String,
+    pub(super) variables: BTreeSet<String>,
+    /// Response keys from the part's root to the selection being printed.
+    pub(super) at: Vec<String>,
+    /// The object selections being printed, innermost last.
+    pub(super) levels: Vec<Level>,
+    /// Remote → table relationships planned so far (owner and occurrence set when the part
+    /// is done).
+    pub(super) tables: Vec<TableJoinPart>,
 }
 
 /// A GraphQL value printed as a literal, variable references kept (and recorded).
@@ -121,6 +130,9 @@ impl<'a> Planner<'a> {
             return Err(PlanError::at(path, Problem::TooDeep(self.limits.max_depth)));
         }
         let name = field.name.node.as_str();
+        if self.table_relationship(field, parent, draft) {
+            return Ok(());
+        }
         if let Some(alias) = &field.alias {
             draft.body.push_str(alias.node.as_str());
             draft.body.push_str(": ");
@@ -167,14 +179,16 @@ impl<'a> Planner<'a> {
                 ));
             }
             draft.body.push_str(" { ");
-            self.remote_selection(&field.selection_set.node, &base, path, draft, depth + 1)?;
+            draft.at.push(field.response_key().node.to_string());
+            self.remote_object(&field.selection_set.node, &base, path, draft, depth + 1)?;
+            draft.at.pop();
             draft.body.push('}');
         }
         draft.body.push(' ');
         Ok(())
     }
 
-    fn remote_selection(
+    pub(super) fn remote_selection(
         &mut self,
         set: &SelectionSet,
         parent: &str,
@@ -234,6 +248,24 @@ impl<'a> Planner<'a> {
         Ok(())
     }
 
+    /// The declarations (`$v: T = default`) of `variables`, as the operation declares them.
+    pub(super) fn declarations(&self, variables: &BTreeSet<String>) -> Result<Vec<String>> {
+        let mut declared = Vec::new();
+        for name in variables {
+            let (ty, _) = self
+                .var_types
+                .get(name)
+                .ok_or_else(|| PlanError::at("$", Problem::UnboundVariable(name.to_string())))?;
+            let mut declaration = format!("${name}: {ty}");
+            if let Some(default) = self.variable_default(name) {
+                declaration.push_str(" = ");
+                print_value(&default, &mut declaration, &mut BTreeSet::new())?;
+            }
+            declared.push(declaration);
+        }
+        Ok(declared)
+    }
+
     /// The remote parts of the operation: one document per remote, declaring only the
     /// variables it uses.
     pub(super) fn remote_parts(&mut self, ty: OperationType) -> Result<Vec<RemotePart>> {
@@ -244,19 +276,9 @@ impl<'a> Planner<'a> {
         let operation = self.operation_name.map(str::to_owned);
         let drafts = std::mem::take(&mut self.remote_drafts);
         let mut parts = Vec::with_capacity(drafts.len());
-        for (remote, draft) in drafts {
-            let mut declared = Vec::new();
-            for name in &draft.variables {
-                let (ty, _) = self.var_types.get(name).ok_or_else(|| {
-                    PlanError::at("$", Problem::UnboundVariable(name.to_string()))
-                })?;
-                let mut declaration = format!("${name}: {ty}");
-                if let Some(default) = self.variable_default(name) {
-                    declaration.push_str(" = ");
-                    print_value(&default, &mut declaration, &mut BTreeSet::new())?;
-                }
-                declared.push(declaration);
-            }
+        for (remote, mut draft) in drafts {
+            self.take_table_joins(&mut draft, JoinOwner::Root, &remote);
+            let declared = self.declarations(&draft.variables)?;
             let mut document = String::from(keyword);
             if let Some(name) = &operation {
                 document.push(' ');

@@ -194,6 +194,9 @@ impl<'a> Planner<'a> {
                     )?))
                 }
                 TableField::Computed(cf) => self.computed(cf, fields, &args, &fpath, depth)?,
+                TableField::RemoteJoin(join) => {
+                    self.remote_join(&table.name, join, field, &def, &fpath, depth)?
+                }
             };
             out.push((key.clone(), planned));
         }

@@ -150,7 +150,7 @@ pub(super) fn sort_members(def: &mut TypeDef) {
 const INT: Name = Name::new_static("Int");
 
 /// Arguments of list fields: `distinct_on`, `limit`, `offset`, `order_by`, `where`.
-fn list_args(t: &str) -> Vec<InputValueDef> {
+pub(super) fn list_args(t: &str) -> Vec<InputValueDef> {
     vec![
         InputValueDef::new(
             Name::new_static("distinct_on"),

@@ -70,6 +70,8 @@ impl TypeBuilder<'_> {
                     self.relationship_aggregate_field(field, r, &mut types)
                 }
                 TableField::Computed(cf) => self.computed_field(field, cf, &mut types),
+                // Its type comes from the remote schema, merged after the tables' types.
+                TableField::RemoteJoin(_) => {}
             }
         }
         self.add(TypeDef::Object {

@@ -18,7 +18,7 @@ pub use drift::{
 
 use super::ids::{
     computed_field_definition, event_trigger_definition, permission_definition,
-    relationship_definition, ObjectId, PermissionKind,
+    relationship_definition, remote_relationship_definition, ObjectId, PermissionKind,
 };
 use super::types::*;
 use serde_json::{json, Value};
@@ -107,7 +107,13 @@ pub enum Object {
     /// An event trigger on a table (its name is unique across tables).
     EventTrigger(QualifiedTable, EventTriggerEntry),
     /// A remote GraphQL server (its definition; the introspection result is not part of it).
+    /// Its relationships to tables are objects of their own, so the entry's list is empty here.
     RemoteSchema(RemoteSchemaEntry),
+    /// A table's relationship to a remote schema.
+    RemoteRelationship(QualifiedTable, RemoteRelationshipEntry),
+    /// A remote schema type's relationship to a table: the remote schema, the type, the
+    /// relationship.
+    RemoteSchemaRelationship(Name, GraphQLName, RemoteSchemaRelationshipEntry),
     /// An action's own settings (definition and comment); its permissions are separate
     /// objects, so the entry's permission list is always empty here.
     Action(Box<ActionEntry>),
@@ -123,6 +129,14 @@ pub enum Object {
     InheritedRole(InheritedRole),
     /// The API limits (one object; the empty one is no object).
     ApiLimits(Box<ApiLimits>),
+}
+
+/// The remote schema entry with only its own settings (what [`Object::RemoteSchema`] holds).
+pub fn remote_schema_settings(entry: &RemoteSchemaEntry) -> RemoteSchemaEntry {
+    RemoteSchemaEntry {
+        remote_relationships: Vec::new(),
+        ..entry.clone()
+    }
 }
 
 /// The action entry with only its own settings (what [`Object::Action`] holds).
@@ -146,6 +160,16 @@ impl Object {
             Object::ComputedField(t, c) => ObjectId::ComputedField(t.clone(), c.name.0.clone()),
             Object::EventTrigger(t, e) => ObjectId::event_trigger(t, e.name.0.clone()),
             Object::RemoteSchema(r) => ObjectId::RemoteSchema(r.name.0.clone()),
+            Object::RemoteRelationship(t, r) => {
+                ObjectId::RemoteRelationship(t.clone(), r.name.0.clone())
+            }
+            Object::RemoteSchemaRelationship(remote, type_name, r) => {
+                ObjectId::RemoteSchemaRelationship(
+                    remote.0.clone(),
+                    type_name.0.clone(),
+                    r.name.0.clone(),
+                )
+            }
             Object::Action(a) => ObjectId::Action(a.name.0.clone()),
             Object::ActionPermission(action, p) => {
                 ObjectId::ActionPermission(action.0.clone(), p.role.0.clone())
@@ -172,6 +196,7 @@ impl Object {
             | Object::ArrayRelationship(t, _)
             | Object::Permission(t, _, _)
             | Object::ComputedField(t, _)
+            | Object::RemoteRelationship(t, _)
             | Object::EventTrigger(t, _) => Some(t),
             _ => None,
         }
@@ -202,6 +227,19 @@ impl Object {
             Object::EventTrigger(t, e) => event_trigger_definition(t, e),
             // The entry as stored, the definition inconsistencies of remote schemas carry.
             Object::RemoteSchema(r) => serde_json::to_value(r).unwrap_or(Value::Null),
+            // The current form with the join fields sorted: the two forms of one
+            // relationship compare equal.
+            Object::RemoteRelationship(t, r) => {
+                let canonical = RemoteRelationshipEntry {
+                    name: r.name.clone(),
+                    definition: r.definition.canonical(),
+                };
+                remote_relationship_definition(t, &canonical)
+            }
+            // The `create_remote_schema_remote_relationship` arguments.
+            Object::RemoteSchemaRelationship(remote, type_name, r) => json!({
+                "remote_schema": remote, "type_name": type_name, "name": r.name,
+                "definition": r.definition}),
             // The `create_action` arguments, as the catalog stores the entry (without its
             // permissions, which are objects of their own).
             Object::Action(a) => serde_json::to_value(action_settings(a)).unwrap_or(Value::Null),
@@ -300,6 +338,9 @@ fn push_table_objects(entry: &TableEntry, out: &mut Vec<Object>) {
     for c in &entry.computed_fields {
         out.push(Object::ComputedField(t.clone(), c.clone()));
     }
+    for r in &entry.remote_relationships {
+        out.push(Object::RemoteRelationship(t.clone(), r.clone()));
+    }
     let perms = [
         (PermissionKind::Insert, rules(&entry.insert_permissions)),
         (PermissionKind::Select, rules(&entry.select_permissions)),
@@ -319,7 +360,16 @@ fn push_table_objects(entry: &TableEntry, out: &mut Vec<Object>) {
 /// Pushes the objects that sit on no table.
 fn push_global_objects(metadata: &Metadata, out: &mut Vec<Object>) {
     for r in &metadata.remote_schemas {
-        out.push(Object::RemoteSchema(r.clone()));
+        out.push(Object::RemoteSchema(remote_schema_settings(r)));
+        for group in &r.remote_relationships {
+            for relationship in &group.relationships {
+                out.push(Object::RemoteSchemaRelationship(
+                    r.name.clone(),
+                    group.type_name.clone(),
+                    relationship.clone(),
+                ));
+            }
+        }
     }
     for a in &metadata.actions {
         out.push(Object::Action(Box::new(action_settings(a))));
@@ -369,6 +419,8 @@ impl Object {
             Object::ComputedField(..) => "computed_field",
             Object::EventTrigger(..) => "event_trigger",
             Object::RemoteSchema(_) => "remote_schema",
+            Object::RemoteRelationship(..) => "remote_relationship",
+            Object::RemoteSchemaRelationship(..) => "remote_schema_remote_relationship",
             Object::Action(_) => "action",
             Object::ActionPermission(..) => "action_permission",
             Object::CustomType(_) => "custom_type",

@@ -100,6 +100,9 @@ pub struct RemoteSchemaEntry {
     pub definition: RemoteSchemaDefinition,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
+    /// Relationships from its object types to tables, by type.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub remote_relationships: Vec<RemoteTypeRelationships>,
 }
 
 /// How to reach a remote schema.

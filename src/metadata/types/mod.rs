@@ -16,6 +16,7 @@ mod events;
 mod names;
 mod permissions;
 mod relationships;
+mod remote_relationships;
 mod roles;
 mod tables;
 
@@ -28,6 +29,7 @@ pub use events::*;
 pub use names::*;
 pub use permissions::*;
 pub use relationships::*;
+pub use remote_relationships::*;
 pub use roles::*;
 pub use tables::*;
 

@@ -14,6 +14,7 @@ pub const TABLE_ENTRY_KEYS: &[&str] = &[
     "object_relationships",
     "array_relationships",
     "computed_fields",
+    "remote_relationships",
     "insert_permissions",
     "select_permissions",
     "update_permissions",
@@ -40,6 +41,9 @@ pub struct TableEntry {
     /// Fields computed by SQL functions.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub computed_fields: Vec<ComputedFieldEntry>,
+    /// Fields answered by a remote schema.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub remote_relationships: Vec<RemoteRelationshipEntry>,
     /// Insert permissions by role.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub insert_permissions: Vec<PermissionEntry<InsertPermission>>,
@@ -67,6 +71,7 @@ impl TableEntry {
             object_relationships: Vec::new(),
             array_relationships: Vec::new(),
             computed_fields: Vec::new(),
+            remote_relationships: Vec::new(),
             insert_permissions: Vec::new(),
             select_permissions: Vec::new(),
             update_permissions: Vec::new(),

@@ -15,6 +15,7 @@ mod invalid;
 pub(crate) mod kube_fake;
 mod lifecycle;
 mod ownership;
+mod remote_relationships;
 mod remote_schemas;
 mod roles_and_limits;
 mod root_fields;

@@ -126,8 +126,8 @@ async fn remote_schema_is_adopted_reports_its_server_and_is_orphaned() {
 }
 
 /// Needs `add_remote_schema` (the metadata half of remote schemas): a RemoteSchema is
-/// introspected with its headers (one from the environment), reported reachable, replaced by
-/// remove + add on a spec change, reported as drift when changed through `/v1/query`, put back
+/// introspected with its headers (one from the environment), reported reachable, updated in
+/// place on a spec change, reported as drift when changed through `/v1/query`, put back
 /// on a sync request, and removed with the resource.
 #[tokio::test]
 async fn remote_schema_is_applied_replaced_reported_and_removed() {
@@ -183,7 +183,7 @@ async fn remote_schema_is_applied_replaced_reported_and_removed() {
         json!({"apiVersion": "basalt.dev/v1alpha1", "kind": "RemoteSchema", "namespace": NS, "name": "newsletter"})
     );
 
-    // A spec edit: removed and added again in one write.
+    // A spec edit: updated in place (`update_remote_schema`).
     let mut edited = s.fake.get(&remote);
     edited.metadata.generation = Some(2);
     edited.spec.definition.timeout_seconds = Some(20);

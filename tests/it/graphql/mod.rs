@@ -15,7 +15,7 @@ mod queries;
 mod read_permissions;
 mod requests;
 mod shared_statements;
-mod sql_snapshots;
+pub(crate) mod sql_snapshots;
 pub(crate) mod subscriptions;
 
 use crate::harness::TestServer;

@@ -8,7 +8,9 @@
 mod availability;
 mod execution;
 mod operations;
+pub(crate) mod relationships;
 pub(crate) mod remote_server;
+mod to_tables;
 
 use crate::auth::serve;
 use crate::harness::TestServer;

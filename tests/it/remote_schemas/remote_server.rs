@@ -24,6 +24,8 @@ pub struct RemoteServer {
     pub url: String,
     /// Headers of every request received, in order.
     requests: Arc<Mutex<Vec<HeaderMap>>>,
+    /// Bodies of every request received, in order.
+    bodies: Arc<Mutex<Vec<serde_json::Value>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -31,14 +33,78 @@ pub struct RemoteServer {
 struct Shared {
     schema: Schema,
     requests: Arc<Mutex<Vec<HeaderMap>>>,
+    bodies: Arc<Mutex<Vec<serde_json::Value>>>,
 }
 
 /// Any body that is a GraphQL request, whatever its content type.
 async fn graphql(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
     shared.requests.lock().unwrap().push(headers);
+    if let Ok(value) = serde_json::from_slice(&body) {
+        shared.bodies.lock().unwrap().push(value);
+    }
     match serde_json::from_slice::<async_graphql::Request>(&body) {
-        Ok(request) => Json(shared.schema.execute(request).await).into_response(),
+        Ok(request) => {
+            let document = request.query.clone();
+            let response = shared.schema.execute(request).await;
+            let mut answer = serde_json::to_value(&response).unwrap_or_default();
+            add_error_paths(&document, &mut answer);
+            Json(answer).into_response()
+        }
         Err(e) => (StatusCode::BAD_REQUEST, e.to_string()).into_response(),
+    }
+}
+
+/// Gives each error of a resolver the `path` GraphQL servers such as graphql-js report (the
+/// dynamic schema leaves it out), for the documents these tests send: the field at the error's
+/// location, under the nearest alias before it.
+fn add_error_paths(document: &str, answer: &mut serde_json::Value) {
+    let Some(errors) = answer.get_mut("errors").and_then(|e| e.as_array_mut()) else {
+        return;
+    };
+    for error in errors {
+        if error.get("path").is_some() {
+            continue;
+        }
+        let (Some(line), Some(column)) = (
+            error["locations"][0]["line"].as_u64(),
+            error["locations"][0]["column"].as_u64(),
+        ) else {
+            continue;
+        };
+        let Some(text) = document.lines().nth(line as usize - 1) else {
+            continue;
+        };
+        let at = (column as usize - 1).min(text.len());
+        let field: String = text[at..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let before = &text[..at];
+        // The nearest `<alias>:` before it whose next token is a field, not an argument
+        // value: an alias is followed by a name and then `(` or `{`.
+        let alias = before
+            .match_indices(':')
+            .map(|(colon, _)| colon)
+            .rev()
+            .find_map(|colon| {
+                let start = before[..colon]
+                    .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .map_or(0, |i| i + 1);
+                let word = &before[start..colon];
+                let after = before[colon + 1..].trim_start();
+                let next_is_field = after
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .next()
+                    .is_some_and(|w| w.chars().next().is_some_and(char::is_alphabetic));
+                (!word.is_empty() && next_is_field && !after.starts_with(char::is_numeric))
+                    .then(|| word.to_owned())
+            });
+        let mut path = Vec::new();
+        if let Some(alias) = alias {
+            path.push(serde_json::Value::from(alias));
+        }
+        path.push(serde_json::Value::from(field));
+        error["path"] = serde_json::Value::from(path);
     }
 }
 
@@ -46,11 +112,13 @@ impl RemoteServer {
     /// Serves `schema` on a free loopback port.
     pub async fn start(schema: Schema) -> RemoteServer {
         let requests = Arc::new(Mutex::new(Vec::new()));
+        let bodies = Arc::new(Mutex::new(Vec::new()));
         let router = axum::Router::new()
             .route("/graphql", post(graphql))
             .with_state(Shared {
                 schema,
                 requests: requests.clone(),
+                bodies: bodies.clone(),
             });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/graphql", listener.local_addr().unwrap());
@@ -60,8 +128,14 @@ impl RemoteServer {
         RemoteServer {
             url,
             requests,
+            bodies,
             task,
         }
+    }
+
+    /// The bodies of every request received so far.
+    pub fn bodies(&self) -> Vec<serde_json::Value> {
+        self.bodies.lock().unwrap().clone()
     }
 
     /// The headers of every request received so far.
@@ -135,23 +209,35 @@ pub const NEWSLETTER_TOKEN_ENV: &str = "NEWSLETTER_API_TOKEN";
 /// The token [`blog_newsletter`] puts there.
 pub const NEWSLETTER_TOKEN: &str = "Bearer newsletter-test-token";
 
-/// The blog example's newsletter service, shared by the whole test process: started once on
-/// a thread and runtime of its own (so it outlives every test's runtime), with
-/// [`NEWSLETTER_URL_ENV`] and [`NEWSLETTER_TOKEN_ENV`] set for the engine, the controller and
-/// `basalt` child processes alike. Returns its URL.
+/// The blog example's newsletter service, shared by the whole test process (see
+/// [`serve_for_process`]), with [`NEWSLETTER_URL_ENV`] and [`NEWSLETTER_TOKEN_ENV`] set for the
+/// engine, the controller and `basalt` child processes alike. Returns its URL.
 pub fn blog_newsletter() -> &'static str {
     static URL: OnceLock<String> = OnceLock::new();
-    URL.get_or_init(|| {
+    let url = serve_for_process(&URL, "blog-newsletter", newsletter_schema);
+    std::env::set_var(NEWSLETTER_TOKEN_ENV, NEWSLETTER_TOKEN);
+    std::env::set_var(NEWSLETTER_URL_ENV, url);
+    url
+}
+
+/// `schema` served once per test process, on a thread and runtime of its own (so it outlives
+/// every test's runtime), its URL kept in `cell`.
+pub fn serve_for_process(
+    cell: &'static OnceLock<String>,
+    name: &str,
+    schema: fn() -> Schema,
+) -> &'static str {
+    cell.get_or_init(|| {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::Builder::new()
-            .name("blog-newsletter".into())
+            .name(name.to_owned())
             .spawn(move || {
                 let runtime = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()
                     .unwrap();
                 runtime.block_on(async move {
-                    let server = RemoteServer::start(newsletter_schema()).await;
+                    let server = RemoteServer::start(schema()).await;
                     tx.send(server.url.clone()).unwrap();
                     // Serves until the process ends.
                     std::future::pending::<()>().await;
@@ -159,10 +245,7 @@ pub fn blog_newsletter() -> &'static str {
                 });
             })
             .unwrap();
-        let url = rx.recv().expect("the newsletter server starts");
-        std::env::set_var(NEWSLETTER_URL_ENV, &url);
-        std::env::set_var(NEWSLETTER_TOKEN_ENV, NEWSLETTER_TOKEN);
-        url
+        rx.recv().expect("the server starts")
     })
 }
 

@@ -404,7 +404,7 @@ fn event_triggers_are_replaced_in_place_and_dropped_before_their_table() {
 }
 
 #[test]
-fn remote_schemas_are_added_replaced_by_remove_and_add_and_removed() {
+fn remote_schemas_are_added_updated_in_place_and_removed() {
     let with = |url: &str| {
         metadata(json!({"version": 2, "tables": [],
             "remote_schemas": [{"name": "newsletter", "comment": "subscribers",
@@ -436,7 +436,7 @@ fn remote_schemas_are_added_replaced_by_remove_and_add_and_removed() {
     );
     assert!(noop.is_noop());
 
-    // A spec change: no replace flag, so remove then add, in one bulk.
+    // A spec change: updated in place (the relationships that use it stay).
     let update = plan_for(
         std::slice::from_ref(&want),
         &with("http://a/graphql"),
@@ -447,13 +447,9 @@ fn remote_schemas_are_added_replaced_by_remove_and_add_and_removed() {
         update.steps,
         vec![(key.to_owned(), Step::Update(vec!["definition.url".into()]))]
     );
+    assert_eq!(types(&update), vec!["update_remote_schema"]);
     assert_eq!(
-        types(&update),
-        vec!["remove_remote_schema", "add_remote_schema"]
-    );
-    assert_eq!(update.ops[0].request["args"], json!({"name": "newsletter"}));
-    assert_eq!(
-        update.ops[1].request["args"]["definition"]["url"],
+        update.ops[0].request["args"]["definition"]["url"],
         "http://b/graphql"
     );
 
@@ -555,4 +551,97 @@ fn cleanup_orders_dependants_first_and_spares_other_owners() {
         },
     );
     assert_eq!(types(&first), vec!["drop_relationship"]);
+}
+
+/// Both directions of remote relationships: created, updated and deleted by their own
+/// operations; a relationship the catalog holds in the legacy form is the same as the current
+/// form with its join fields in another order (no drift).
+#[test]
+fn remote_relationships_are_created_updated_compared_across_forms_and_deleted() {
+    let with = |relationship: Value, mapping: Value| {
+        metadata(json!({"version": 2,
+            "tables": [{"table": {"schema": "public", "name": "profiles"},
+                "remote_relationships": [relationship]}],
+            "remote_schemas": [{"name": "msgs", "definition": {"url": "http://msgs/graphql"},
+                "remote_relationships": [{"type_name": "Message", "relationships": [
+                    {"name": "sender", "definition": {"to_source": {"table": "profiles",
+                        "relationship_type": "array", "field_mapping": mapping}}}]}]}]}))
+    };
+    let current = |lhs: Value| {
+        json!({"name": "message", "definition": {"to_remote_schema": {"remote_schema": "msgs",
+            "lhs_fields": lhs, "remote_field": {"message": {"arguments": {"id": "$msg_id"}}}}}})
+    };
+    let legacy = json!({"name": "message", "definition": {"remote_schema": "msgs",
+        "basalt_fields": ["name", "msg_id"],
+        "remote_field": {"message": {"arguments": {"id": "$msg_id"}}}}});
+    let table_key = "remote_relationship:public.profiles.message";
+    let remote_key = "remote_schema_relationship:msgs.Message.sender";
+    let want = with(current(json!(["msg_id", "name"])), json!({"id": "msg_id"}));
+    let desired = [object(&want, table_key), object(&want, remote_key)];
+    let bare = metadata(
+        json!({"version": 2, "tables": [{"table": {"schema": "public", "name": "profiles"}}],
+        "remote_schemas": [{"name": "msgs", "definition": {"url": "http://msgs/graphql"}}]}),
+    );
+
+    let created = plan_for(&desired, &bare, &[], Policy::default());
+    assert_eq!(
+        types(&created),
+        vec![
+            "create_remote_relationship",
+            "create_remote_schema_remote_relationship"
+        ]
+    );
+    assert_eq!(
+        created.ops[0].request["args"],
+        json!({"name": "message", "table": {"schema": "public", "name": "profiles"},
+            "definition": {"to_remote_schema": {"remote_schema": "msgs",
+                "lhs_fields": ["msg_id", "name"],
+                "remote_field": {"message": {"arguments": {"id": "$msg_id"}}}}}})
+    );
+    assert_eq!(
+        created.ops[1].request["args"],
+        json!({"remote_schema": "msgs", "type_name": "Message", "name": "sender",
+            "definition": {"to_source": {"source": "default",
+                "table": {"schema": "public", "name": "profiles"},
+                "relationship_type": "array", "field_mapping": {"id": "msg_id"}}}})
+    );
+
+    // The legacy form of the same relationship, join fields in another order: in sync.
+    let rows = [row(&desired[0], "me"), row(&desired[1], "me")];
+    let same = with(legacy, json!({"id": "msg_id"}));
+    assert!(plan_for(&desired, &same, &rows, Policy::default()).is_noop());
+
+    // Changed: updated in place, each by its own operation.
+    let old = with(current(json!(["msg_id"])), json!({"id": "name"}));
+    let old_rows = [
+        row(&object(&old, table_key), "me"),
+        row(&object(&old, remote_key), "me"),
+    ];
+    let update = plan_for(&desired, &old, &old_rows, Policy::default());
+    assert_eq!(
+        types(&update),
+        vec![
+            "update_remote_relationship",
+            "update_remote_schema_remote_relationship"
+        ]
+    );
+
+    // Gone from the spec: deleted.
+    let removal = Removal {
+        orphan: false,
+        cascade: false,
+        tables: true,
+    };
+    let gone = cleanup(&owner("me"), &want, &rows, removal);
+    assert_eq!(
+        types(&gone),
+        vec![
+            "delete_remote_relationship",
+            "delete_remote_schema_remote_relationship"
+        ]
+    );
+    assert_eq!(
+        gone.ops[1].request["args"],
+        json!({"remote_schema": "msgs", "type_name": "Message", "name": "sender"})
+    );
 }

@@ -126,7 +126,7 @@ pub(crate) async fn init(ws: &mut Ws, payload: Value) -> Value {
 }
 
 /// A `graphql-transport-ws` socket as admin, acknowledged.
-async fn open_transport(s: &TestServer) -> Ws {
+pub(crate) async fn open_transport(s: &TestServer) -> Ws {
     let (mut ws, _) = connect(s, Some(TRANSPORT), &[]).await;
     init(&mut ws, json!({})).await;
     ws
