@@ -16,6 +16,7 @@ pub mod plan;
 pub mod remote;
 pub mod remote_join;
 pub mod remote_to_table;
+pub mod rest;
 pub mod schemas;
 pub mod typegen;
 pub mod types;
