@@ -12,6 +12,7 @@ pub mod introspection;
 pub mod ir;
 pub mod measure;
 pub mod model;
+pub mod openapi;
 pub mod plan;
 pub mod remote;
 pub mod remote_join;

@@ -75,6 +75,9 @@ pub enum RestRefusal {
     /// 400 `bad-request`: a list variable given as text.
     #[error("List variables are not currently supported in URL or Query parameters. (Variable {name}, with value \"{text}\")")]
     ListVariable { name: String, text: String },
+    /// 400 `access-denied`: the OpenAPI document is the admin's.
+    #[error("You have to be an admin to access this endpoint")]
+    AdminOnly,
     /// The GraphQL answer's first error, with a status of its code; `expose`: every error
     /// under `internal`.
     #[error("the operation failed")]
@@ -86,6 +89,7 @@ impl RestRefusal {
     fn wire(&self) -> (StatusCode, String, String, &str, Option<Value>) {
         let plain = |status, code| (status, "$".to_owned(), self.to_string(), code, None);
         match self {
+            RestRefusal::AdminOnly => plain(StatusCode::BAD_REQUEST, "access-denied"),
             RestRefusal::Method(_)
             | RestRefusal::UnexpectedVariable(_)
             | RestRefusal::ListVariable { .. } => plain(StatusCode::BAD_REQUEST, "bad-request"),

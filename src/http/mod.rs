@@ -80,7 +80,8 @@ fn router(state: AppState, live: Arc<LiveQueries>) -> Router {
             .route("/console/assets/{name}", get(console::asset))
             .route("/api/rest", any(rest::handle))
             .route("/api/rest/", any(rest::handle))
-            .route("/api/rest/{*path}", any(rest::handle));
+            .route("/api/rest/{*path}", any(rest::handle))
+            .route("/api/swagger/json", get(rest::swagger));
     }
     router
         .fallback(|| async { ApiError::NotFound })

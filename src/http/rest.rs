@@ -82,6 +82,25 @@ async fn serve(state: &AppState, request: Request) -> Result<Response, ApiError>
     Ok(response)
 }
 
+/// `GET /api/swagger/json` (admin only): the OpenAPI document of the served endpoints.
+pub async fn swagger(
+    State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
+) -> Result<Response, ApiError> {
+    let session = state.auth.authenticate(&headers, None).await?;
+    if !session.is_admin() {
+        return Err(RestRefusal::AdminOnly.into());
+    }
+    let version = state.engine.current();
+    let admin = version.role(&session.role, false, state.engine.counters());
+    let document = crate::graphql::openapi::document(
+        &version.catalog.resolution.resolved.rest_endpoints,
+        &admin.schema.types,
+        env!("CARGO_PKG_VERSION"),
+    );
+    Ok((StatusCode::OK, axum::Json(document)).into_response())
+}
+
 /// The segments of the path below `/api/rest/`, each percent-decoded once; `None` when there
 /// is none, or one is empty (a trailing `/`).
 fn path_segments(path: &str) -> Option<Vec<String>> {

@@ -3,6 +3,7 @@
 //! statuses, roles and limits), and the OpenAPI document.
 
 mod endpoints;
+mod openapi;
 mod serving;
 
 use crate::harness::TestServer;
