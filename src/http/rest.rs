@@ -19,11 +19,47 @@ use serde_json::{Map, Value};
 /// Where every endpoint's path starts.
 const PREFIX: &str = "/api/rest/";
 
-/// Any method on `/api/rest` and below.
+/// Any method on `/api/rest` and below. A request from a browser page (one with `Origin`)
+/// is answered with the CORS headers that let the page read it; its preflight (`OPTIONS` with
+/// `Origin`) is answered before routing.
 pub async fn handle(State(state): State<AppState>, request: Request) -> Response {
-    serve(&state, request)
+    let origin = request.headers().get(header::ORIGIN).cloned();
+    if let (true, Some(origin)) = (request.method() == axum::http::Method::OPTIONS, &origin) {
+        let mut response = StatusCode::NO_CONTENT.into_response();
+        let headers = response.headers_mut();
+        cors(headers, origin);
+        headers.insert(
+            header::ACCESS_CONTROL_MAX_AGE,
+            HeaderValue::from_static("1728000"),
+        );
+        if let Some(asked) = request
+            .headers()
+            .get(header::ACCESS_CONTROL_REQUEST_HEADERS)
+        {
+            headers.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, asked.clone());
+        }
+        return response;
+    }
+    let mut response = serve(&state, request)
         .await
-        .unwrap_or_else(IntoResponse::into_response)
+        .unwrap_or_else(IntoResponse::into_response);
+    if let Some(origin) = &origin {
+        cors(response.headers_mut(), origin);
+    }
+    response
+}
+
+/// The CORS headers of an answer to a page of `origin`: any origin may call, with credentials.
+fn cors(headers: &mut axum::http::HeaderMap, origin: &HeaderValue) {
+    headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
+        HeaderValue::from_static("true"),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_METHODS,
+        HeaderValue::from_static("GET,POST,PUT,PATCH,DELETE,OPTIONS"),
+    );
 }
 
 async fn serve(state: &AppState, request: Request) -> Result<Response, ApiError> {

@@ -34,6 +34,7 @@ pub use run_sql::RunSql;
 pub use collections::check_collection;
 pub use manage::{parse_metadata, ManageOp};
 pub use permissions::check_select_root_fields;
+pub use rest::RestOp;
 
 use crate::db_model::DbModel;
 use crate::metadata::error::{parse_failed, Code, MetadataError, Result};

@@ -110,6 +110,38 @@ async fn the_document_describes_every_endpoint_and_validates() {
             "/api/rest/since"
         ]
     );
+    // A generator takes it: TypeScript types for the paths and their responses.
+    let dir = crate::harness::npm_workspace(
+        "openapi-typescript",
+        &["openapi-typescript@7.4.4", "typescript@5.6.3"],
+        "openapi-types.mjs",
+    );
+    let mut child = Command::new("node")
+        .arg(dir.join("openapi-types.mjs"))
+        .current_dir(&dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let generated = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        generated.contains("\"/api/rest/members/{id}\""),
+        "{generated}"
+    );
+    assert!(generated.contains("member_by_pk"), "{generated}");
     // Only the admin reads it.
     let (status, text) = swagger(&s, Some("reader")).await;
     assert_eq!(status, 400);

@@ -147,3 +147,60 @@ async fn paths_methods_and_variables_follow_the_rules() {
         "the table is still there"
     );
 }
+
+#[tokio::test]
+async fn browser_pages_get_cors_headers_and_preflights_an_answer() {
+    let s = members().await;
+    let preflight = s
+        .http
+        .request(
+            reqwest::Method::OPTIONS,
+            format!("{}/api/rest/members/1", s.base),
+        )
+        .header("Origin", "https://app.example")
+        .header("Access-Control-Request-Headers", "x-svc-role, content-type")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(preflight.status().as_u16(), 204);
+    let header = |name: &str| {
+        preflight
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    assert_eq!(
+        header("access-control-allow-origin").as_deref(),
+        Some("https://app.example")
+    );
+    assert_eq!(
+        header("access-control-allow-credentials").as_deref(),
+        Some("true")
+    );
+    assert_eq!(header("access-control-max-age").as_deref(), Some("1728000"));
+    assert_eq!(
+        header("access-control-allow-headers").as_deref(),
+        Some("x-svc-role, content-type")
+    );
+    let answer = s
+        .http
+        .get(format!("{}/api/rest/members/1", s.base))
+        .header("Origin", "https://app.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        answer.headers().get("access-control-allow-origin").unwrap(),
+        "https://app.example"
+    );
+    // Without Origin, OPTIONS is a method no endpoint answers.
+    let (status, _, body) = call(&s, "OPTIONS", "members/1", None, &[]).await;
+    assert_eq!(
+        (status, body),
+        (
+            400,
+            json!({"path": "$", "error": "Method OPTIONS not supported.", "code": "bad-request"})
+        )
+    );
+}
