@@ -194,6 +194,12 @@ fn type_schema(
     }
 }
 
+/// An enum's values as a string schema.
+fn enum_schema(values: &[super::types::EnumValueDef]) -> Value {
+    let values: Vec<&str> = values.iter().map(|v| v.name.as_str()).collect();
+    json!({"type": "string", "enum": values})
+}
+
 /// Describes input type or enum `name` under `components`, once.
 fn component(
     name: &str,
@@ -207,10 +213,7 @@ fn component(
     // Taken before its fields are described, so a type that refers to itself ends.
     components.insert(name.to_owned(), json!({}));
     let schema = match types.get(name) {
-        Some(TypeDef::Enum { values, .. }) => {
-            let values: Vec<&str> = values.iter().map(|v| v.name.as_str()).collect();
-            json!({"type": "string", "enum": values})
-        }
+        Some(TypeDef::Enum { values, .. }) => enum_schema(values),
         Some(TypeDef::Input { fields, .. }) => {
             let properties: Map<String, Value> = fields
                 .values()
@@ -341,10 +344,7 @@ fn output(
             json!({"type": "array", "items": output(document, inner, set, types, depth)})
         }
         TypeRef::Named(name) => match types.get(name) {
-            Some(TypeDef::Enum { values, .. }) => {
-                let values: Vec<&str> = values.iter().map(|v| v.name.as_str()).collect();
-                json!({"type": "string", "enum": values})
-            }
+            Some(TypeDef::Enum { values, .. }) => enum_schema(values),
             _ if !set.items.is_empty() => selection(document, set, name, types, depth),
             _ => scalar(name).unwrap_or_else(|| json!({})),
         },

@@ -2,6 +2,7 @@
 //! errors, serving `/api/rest/…` (matching, variables from the path, query string and body,
 //! statuses, roles and limits), and the OpenAPI document.
 
+mod auth;
 mod endpoints;
 mod openapi;
 mod serving;

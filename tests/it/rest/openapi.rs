@@ -16,29 +16,35 @@ async fn swagger(s: &TestServer, role: Option<&str>) -> (u16, String) {
     (response.status().as_u16(), response.text().await.unwrap())
 }
 
-/// What `openapi-spec-validator` says of `document` (`Ok` when valid).
-fn validate(document: &str) -> Result<(), String> {
-    let python = python_venv("openapi-validator", &["openapi-spec-validator==0.7.1"]);
-    let mut child = Command::new(python)
-        .args([
-            "-c",
-            "import json, sys\nfrom openapi_spec_validator import validate\nvalidate(json.load(sys.stdin))",
-        ])
+/// Runs `command` with `input` on its stdin: its stdout, or its stderr when it fails.
+fn piped(mut command: Command, input: &str) -> Result<String, String> {
+    let mut child = command
         .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(document.as_bytes())
-        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.as_bytes()).unwrap();
+    drop(stdin);
     let out = child.wait_with_output().unwrap();
     match out.status.success() {
-        true => Ok(()),
+        true => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
         false => Err(String::from_utf8_lossy(&out.stderr).into_owned()),
     }
+}
+
+/// What `openapi-spec-validator` says of `document` (`Ok` when valid).
+fn validate(document: &str) -> Result<String, String> {
+    let mut python = Command::new(python_venv(
+        "openapi-validator",
+        &["openapi-spec-validator==0.7.1"],
+    ));
+    python.args([
+        "-c",
+        "import json, sys\nfrom openapi_spec_validator import validate\nvalidate(json.load(sys.stdin))",
+    ]);
+    piped(python, document)
 }
 
 #[tokio::test]
@@ -116,27 +122,9 @@ async fn the_document_describes_every_endpoint_and_validates() {
         &["openapi-typescript@7.4.4", "typescript@5.6.3"],
         "openapi-types.mjs",
     );
-    let mut child = Command::new("node")
-        .arg(dir.join("openapi-types.mjs"))
-        .current_dir(&dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let generated = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let mut node = Command::new("node");
+    node.arg(dir.join("openapi-types.mjs")).current_dir(&dir);
+    let generated = piped(node, &text).unwrap();
     assert!(
         generated.contains("\"/api/rest/members/{id}\""),
         "{generated}"
