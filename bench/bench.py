@@ -210,14 +210,16 @@ def ensure_wrk():
 
 
 def wrk(url, query, conc, seconds, headers):
-    """Drives `url` with wrk for `seconds`; returns the figures of bench/wrk.lua."""
+    """Drives `url` with wrk for `seconds`; returns the figures of bench/wrk.lua. A query with a
+    `path` is a GET of that path (its variable's value in place of `__VALUE__`)."""
     var = query["var"]
     session = var.get("session")
     variables = {} if session else {var["name"]: "__VALUE__"}
     body = json.dumps({"query": query["text"], "variables": variables})
     body = body.replace('"__VALUE__"', "__VALUE__")
     env = dict(os.environ, BENCH_BODY=body, BENCH_MIN=str(var["min"]), BENCH_MAX=str(var["max"]),
-               BENCH_HEADER=session or "", BENCH_HEADERS="\n".join(f"{k}: {v}" for k, v in headers.items()))
+               BENCH_HEADER=session or "", BENCH_PATH=query.get("path", ""),
+               BENCH_HEADERS="\n".join(f"{k}: {v}" for k, v in headers.items()))
     threads = min(conc, 2)
     out = run(["wrk", "-t", str(threads), "-c", str(conc), "-d", f"{max(1, round(seconds))}s", "-s", str(HERE / "wrk.lua"), url],
               env=env, capture_output=True).stdout
@@ -482,6 +484,8 @@ def main():
                              "off instead of the queries (see bench/README.md)")
     parser.add_argument("--load-seconds", type=float,
                         help="with --subscription-load: seconds the writer runs (default 60, 20 with --quick)")
+    parser.add_argument("--rest", action="store_true",
+                        help="measure by_pk as a REST endpoint beside /v1/graphql (bench/rest.py) instead of the queries")
     parser.add_argument("--remote-joins", action="store_true",
                         help="measure a remote relationship (bench/remote_joins.py) instead of the queries")
     parser.add_argument("--events", action="store_true",
@@ -492,7 +496,7 @@ def main():
     if args.rounds < 1 or (args.rounds > 1 and not args.compare_binary):
         parser.error("--rounds takes a positive number, and more than 1 only with --compare-binary")
     if args.compare_binary and (args.events or args.subscriptions or args.subscription_load
-                                or args.remote_joins):
+                                or args.remote_joins or args.rest):
         parser.error("--compare-binary compares the queries only, not --events or --subscriptions")
     # A terminated run still stops its servers and removes its cluster (the finally below).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("bench: terminated"))
@@ -574,6 +578,14 @@ def main():
                                   log=log, backlog=args.event_backlog,
                                   latency_seconds=5 if args.quick else 15)
             report(results_path, "events", rows, events.table(rows))
+            return
+
+        if args.rest:
+            import rest
+            rest.setup(base, ADMIN_SECRET, post, log)
+            rows = rest.measure(base=base, wrk=wrk, levels=levels, warmup=warmup, duration=duration,
+                                headers={"X-Svc-Admin-Secret": ADMIN_SECRET}, log=log)
+            report(results_path, "rest", rows, rest.table(rows))
             return
 
         if args.remote_joins:

@@ -5,11 +5,13 @@
 --   BENCH_MIN/MAX the value range (inclusive)
 --   BENCH_HEADER  when set, the value goes into this header instead of the body
 --   BENCH_HEADERS extra headers, "Name: value" separated by "\n"
+--   BENCH_PATH    when set, a GET of this path (the value in place of __VALUE__) instead
 
 local body = os.getenv("BENCH_BODY")
 local lo = tonumber(os.getenv("BENCH_MIN"))
 local hi = tonumber(os.getenv("BENCH_MAX"))
 local value_header = os.getenv("BENCH_HEADER")
+local path = os.getenv("BENCH_PATH")
 local headers = { ["Content-Type"] = "application/json" }
 for line in (os.getenv("BENCH_HEADERS") or ""):gmatch("[^\n]+") do
   local name, value = line:match("^([^:]+):%s*(.*)$")
@@ -29,6 +31,9 @@ end
 
 function request()
   local value = tostring(math.random(lo, hi))
+  if path and path ~= "" then
+    return wrk.format("GET", (path:gsub("__VALUE__", value)), headers)
+  end
   if value_header and value_header ~= "" then
     headers[value_header] = value
     return wrk.format("POST", nil, headers, body)

@@ -103,6 +103,14 @@ pub fn classify(err: &MetadataError, cleanup: bool) -> Reason {
         // A drop that would leave inherited roles without a parent (the last permission of a
         // parent role, say): they must go or change first.
         Code::Unexpected if cleanup && stranded_roles(err).is_some() => Reason::DeletionBlocked,
+        // A drop of a query (a collection) that REST endpoints serve: they must go first.
+        Code::Unexpected if cleanup && stranded(err, "rest_endpoint", "name").is_some() => {
+            Reason::DeletionBlocked
+        }
+        // A REST endpoint's document does not fit the schema yet: the tables (or actions,
+        // remote schemas) it reads may still be on their way.
+        Code::ValidationFailed => Reason::DependencyNotReady,
+        Code::BadRequest if !cleanup => Reason::InvalidSpec,
         // A `not-found` that names no missing object is about the process, not the catalog
         // or the database: an environment variable an event trigger or remote schema reads
         // (webhook or remote URL, header value) is unset where the operation ran. No resource
@@ -175,28 +183,43 @@ pub fn awaited(mut reasons: impl Iterator<Item = Reason>) -> Reason {
 /// an `unexpected` error ("cannot continue due to new inconsistent metadata") whose `internal`
 /// lists only `inherited_role` items. In byte order, each once.
 pub fn stranded_roles(err: &MetadataError) -> Option<Vec<String>> {
+    stranded(err, "inherited_role", "role_name")
+}
+
+/// The objects of type `kind` a refused change would leave inconsistent, when they are all it
+/// would: an `unexpected` error whose `internal` lists only such items, each named by its
+/// definition's `name_key`. In byte order, each once.
+fn stranded(err: &MetadataError, kind: &str, name_key: &str) -> Option<Vec<String>> {
     if err.code != Code::Unexpected {
         return None;
     }
     let items = err.internal.as_deref()?.as_array()?;
-    let mut roles = Vec::with_capacity(items.len());
+    let mut names = Vec::with_capacity(items.len());
     for item in items {
-        if item["type"] != "inherited_role" {
+        if item["type"] != kind {
             return None;
         }
-        roles.push(item["definition"]["role_name"].as_str()?.to_owned());
+        names.push(item["definition"][name_key].as_str()?.to_owned());
     }
-    roles.sort();
-    roles.dedup();
-    (!roles.is_empty()).then_some(roles)
+    names.sort();
+    names.dedup();
+    (!names.is_empty()).then_some(names)
 }
 
 /// The message of a refused cleanup: which inherited roles block it, or the error as it came.
 pub fn blocked_message(err: &MetadataError) -> String {
-    match stranded_roles(err) {
-        Some(roles) => format!(
+    if let Some(roles) = stranded_roles(err) {
+        return format!(
             "the inherited role(s) {} would lose a parent role: delete or change them first ({}: {})",
             roles.join(", "),
+            err.code.as_str(),
+            err.message
+        );
+    }
+    match stranded(err, "rest_endpoint", "name") {
+        Some(endpoints) => format!(
+            "the REST endpoint(s) {} serve its queries: delete them first ({}: {})",
+            endpoints.join(", "),
             err.code.as_str(),
             err.message
         ),

@@ -528,6 +528,7 @@ fn create_request(object: &Object) -> Option<Value> {
         Object::Allowlist(a) => json!({"type": "add_collection_to_allowlist", "args": a}),
         Object::InheritedRole(r) => json!({"type": "add_inherited_role", "args": r}),
         Object::ApiLimits(l) => json!({"type": "set_api_limits", "args": l}),
+        Object::RestEndpoint(e) => json!({"type": "create_rest_endpoint", "args": e}),
         Object::CustomType(_) => return None,
     })
 }
@@ -568,6 +569,9 @@ fn drop_request(object: &Object, cascade: bool) -> Option<Value> {
         Object::InheritedRole(r) => json!({"type": "drop_inherited_role",
             "args": {"role_name": r.role_name}}),
         Object::ApiLimits(_) => json!({"type": "remove_api_limits", "args": {}}),
+        Object::RestEndpoint(e) => {
+            json!({"type": "drop_rest_endpoint", "args": {"name": e.name}})
+        }
         Object::CustomType(_) => return None,
     })
 }

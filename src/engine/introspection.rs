@@ -69,12 +69,8 @@ impl RememberedAnswer {
             AnswerBody::Gzip(gzip) => gzip,
         };
         let body = gunzip(gzip)?;
-        if body.len() < DATA_PREFIX.len() + DATA_SUFFIX.len()
-            || !(body.starts_with(DATA_PREFIX) && body.ends_with(DATA_SUFFIX))
-        {
-            return Err(InternalError::Remembered("not a response body".into()).into());
-        }
-        Ok(body.slice(DATA_PREFIX.len()..body.len() - DATA_SUFFIX.len()))
+        super::respond::data_of(&body)
+            .ok_or_else(|| InternalError::Remembered("not a response body".into()).into())
     }
 }
 

@@ -41,7 +41,7 @@ pub use explain::ExplainRequest;
 pub use introspection::MAX_PLAIN_INTROSPECTION;
 pub use plan::{observes_session, ExecutionPlan, Reads};
 pub use request::{Caller, GraphqlRequest, Transport};
-pub use respond::{data_body, Body};
+pub use respond::{data_body, data_of, Body};
 pub use version::{ApiVersion, RoleApi};
 
 use crate::catalog::CatalogVersion;

@@ -89,6 +89,15 @@ impl Fields {
     }
 }
 
+/// The `data` object's bytes of a `{"data": <data>}` body (a successful answer); `None` for
+/// any other body.
+pub fn data_of(body: &Bytes) -> Option<Bytes> {
+    let framed = body.len() >= DATA_PREFIX.len() + DATA_SUFFIX.len()
+        && body.starts_with(DATA_PREFIX)
+        && body.ends_with(DATA_SUFFIX);
+    framed.then(|| body.slice(DATA_PREFIX.len()..body.len() - DATA_SUFFIX.len()))
+}
+
 /// `{"data": <data>}` with the data's bytes as they are.
 pub fn data_body(data: &[u8]) -> Bytes {
     let mut body = Vec::with_capacity(data.len() + DATA_PREFIX.len() + DATA_SUFFIX.len());

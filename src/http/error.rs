@@ -39,6 +39,9 @@ pub enum ApiError {
     /// 404 `not-found`.
     #[error("resource does not exist")]
     NotFound,
+    /// A REST endpoint's refusal (see [`RestRefusal`]).
+    #[error(transparent)]
+    Rest(#[from] RestRefusal),
     /// 500 `unexpected`; the error is logged, and sent under `internal` only in dev mode.
     #[error("{error}")]
     Internal {
@@ -47,6 +50,103 @@ pub enum ApiError {
         expose: bool,
     },
 }
+
+/// Why `/api/rest/…` answers with an error (see `docs/rest.md`, "Responses").
+#[derive(Debug, thiserror::Error)]
+pub enum RestRefusal {
+    /// 400 `bad-request`: not one of the five methods.
+    #[error("Method {0} not supported.")]
+    Method(String),
+    /// 404 `not-found`: no endpoint's template matches the path.
+    #[error("Endpoint not found")]
+    NotFound,
+    /// 405 `method-not-allowed` (with `Allow`): templates match, none with this method.
+    #[error("Allowed methods: {}", .0.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(", "))]
+    MethodNotAllowed(Vec<crate::metadata::types::RestMethod>),
+    /// 500 `unexpected`: two endpoints answer (the metadata rules prevent it).
+    #[error("Multiple endpoints match request")]
+    Ambiguous,
+    /// 400 `parse-failed`.
+    #[error("request body must be a JSON object")]
+    Body,
+    /// 400 `bad-request`: a variable the operation does not declare.
+    #[error("Unexpected variable {0}")]
+    UnexpectedVariable(String),
+    /// 400 `bad-request`: a list variable given as text.
+    #[error("List variables are not currently supported in URL or Query parameters. (Variable {name}, with value \"{text}\")")]
+    ListVariable { name: String, text: String },
+    /// 400 `access-denied`: the OpenAPI document is the admin's.
+    #[error("You have to be an admin to access this endpoint")]
+    AdminOnly,
+    /// The GraphQL answer's first error, with a status of its code; `expose`: every error
+    /// under `internal`.
+    #[error("the operation failed")]
+    Graphql { body: Bytes, expose: bool },
+}
+
+impl RestRefusal {
+    /// The status, path, message, code and internal detail.
+    fn wire(&self) -> (StatusCode, String, String, &str, Option<Value>) {
+        let plain = |status, code| (status, "$".to_owned(), self.to_string(), code, None);
+        match self {
+            RestRefusal::AdminOnly => plain(StatusCode::BAD_REQUEST, "access-denied"),
+            RestRefusal::Method(_)
+            | RestRefusal::UnexpectedVariable(_)
+            | RestRefusal::ListVariable { .. } => plain(StatusCode::BAD_REQUEST, "bad-request"),
+            RestRefusal::NotFound => plain(StatusCode::NOT_FOUND, "not-found"),
+            RestRefusal::MethodNotAllowed(_) => {
+                plain(StatusCode::METHOD_NOT_ALLOWED, "method-not-allowed")
+            }
+            RestRefusal::Ambiguous => plain(StatusCode::INTERNAL_SERVER_ERROR, "unexpected"),
+            RestRefusal::Body => plain(StatusCode::BAD_REQUEST, "parse-failed"),
+            RestRefusal::Graphql { body, expose } => {
+                let answer: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+                let first = &answer["errors"][0];
+                let code = first["extensions"]["code"].as_str().unwrap_or("unexpected");
+                let status = match code {
+                    "access-denied" => StatusCode::UNAUTHORIZED,
+                    "unexpected" => StatusCode::INTERNAL_SERVER_ERROR,
+                    "rate-limit-exceeded" => StatusCode::TOO_MANY_REQUESTS,
+                    "payload-too-large" => StatusCode::PAYLOAD_TOO_LARGE,
+                    _ => StatusCode::BAD_REQUEST,
+                };
+                let code = WIRE_CODES
+                    .iter()
+                    .find(|c| **c == code)
+                    .copied()
+                    .unwrap_or("unexpected");
+                let path = first["extensions"]["path"].as_str().unwrap_or("$");
+                let message = first["message"].as_str().unwrap_or("unexpected error");
+                let internal = expose.then(|| json!({"errors": answer["errors"]}));
+                (status, path.to_owned(), message.to_owned(), code, internal)
+            }
+        }
+    }
+}
+
+/// The GraphQL wire codes a REST error may carry (a code outside them is `unexpected`).
+const WIRE_CODES: &[&str] = &[
+    "access-denied",
+    "bad-request",
+    "constraint-error",
+    "constraint-violation",
+    "data-exception",
+    "invalid-headers",
+    "invalid-jwt",
+    "invalid-params",
+    "jwt-invalid-claims",
+    "jwt-missing-role-claims",
+    "not-found",
+    "not-supported",
+    "parse-failed",
+    "payload-too-large",
+    "permission-error",
+    "rate-limit-exceeded",
+    "remote-schema-error",
+    "time-limit-exceeded",
+    "unexpected",
+    "validation-failed",
+];
 
 impl ApiError {
     /// An internal failure whose detail stays in the log.
@@ -132,6 +232,23 @@ impl IntoResponse for ApiError {
                 StatusCode::NOT_FOUND,
                 body("$", &self.to_string(), "not-found"),
             ),
+            ApiError::Rest(refusal) => {
+                let (status, path, message, code, internal) = refusal.wire();
+                let mut v = body(&path, &message, code);
+                if let Some(internal) = internal {
+                    v["internal"] = internal;
+                }
+                let mut response = (status, Json(v)).into_response();
+                if let RestRefusal::MethodNotAllowed(methods) = refusal {
+                    let allow: Vec<&str> = methods.iter().map(|m| m.as_str()).collect();
+                    if let Ok(value) = axum::http::HeaderValue::from_str(&allow.join(", ")) {
+                        response
+                            .headers_mut()
+                            .insert(axum::http::header::ALLOW, value);
+                    }
+                }
+                return response;
+            }
             ApiError::Internal { error, expose } => {
                 tracing::error!(%error, "internal error");
                 let mut v = body("$", "unexpected internal error", "unexpected");

@@ -28,7 +28,7 @@ const GRAPHQL_RESPONSE: &str = "application/graphql-response+json";
 pub async fn post(State(state): State<AppState>, request: Request) -> Result<Response, ApiError> {
     // The request's own headers (the `HeaderMap` extractor would clone them).
     let (parts, body) = request.into_parts();
-    let ip = client_ip(&state, &parts);
+    let ip = client_ip(&state, &parts.extensions, &parts.headers);
     let headers = parts.headers;
     let limit = state.config.max_body_bytes;
     let bytes = to_bytes(body, limit)
@@ -58,18 +58,21 @@ pub async fn post(State(state): State<AppState>, request: Request) -> Result<Res
 /// Where a request came from: its headers, and the client's address as the rate limit reads
 /// it.
 #[derive(Clone, Copy)]
-struct Origin<'a> {
-    headers: &'a HeaderMap,
-    ip: Option<IpAddr>,
+pub(super) struct Origin<'a> {
+    pub(super) headers: &'a HeaderMap,
+    pub(super) ip: Option<IpAddr>,
 }
 
 /// The client's address of a request (see [`limits::client_ip`]).
-fn client_ip(state: &AppState, parts: &axum::http::request::Parts) -> Option<IpAddr> {
-    let peer = parts
-        .extensions
+pub(super) fn client_ip(
+    state: &AppState,
+    extensions: &axum::http::Extensions,
+    headers: &HeaderMap,
+) -> Option<IpAddr> {
+    let peer = extensions
         .get::<ConnectInfo<SocketAddr>>()
         .map(|info| info.0.ip());
-    limits::client_ip(peer, &parts.headers, state.config.trusted_proxy_hops)
+    limits::client_ip(peer, headers, state.config.trusted_proxy_hops)
 }
 
 /// A single request's body read straight into its fields, when nothing needs it as a JSON
@@ -114,13 +117,13 @@ const UNKNOWN: &str = "unknown";
 /// What a request is answered: its status and body (gzip-encoded when `gzip`), its
 /// operation's kind for the metrics, the cookies remote schemas set, and the verdict of the
 /// rate limit that applied to it.
-struct Reply {
+pub(super) struct Reply {
     status: StatusCode,
-    body: Bytes,
+    pub(super) body: Bytes,
     gzip: bool,
-    kind: &'static str,
-    cookies: Vec<HeaderValue>,
-    rate: Option<Verdict>,
+    pub(super) kind: &'static str,
+    pub(super) cookies: Vec<HeaderValue>,
+    pub(super) rate: Option<Verdict>,
 }
 
 impl Reply {
@@ -162,7 +165,7 @@ pub async fn get(
     request: Request,
 ) -> Response {
     let (mut parts, _) = request.into_parts();
-    let ip = client_ip(&state, &parts);
+    let ip = client_ip(&state, &parts.extensions, &parts.headers);
     if super::websocket::is_upgrade(&parts.headers) {
         return super::websocket::upgrade(state, live, parts, ip).await;
     }
@@ -269,7 +272,7 @@ async fn one(
 
 /// One request that is not part of a batch, once authenticated: counted by the rate limit of
 /// its role, then run (see [`parsed`]).
-async fn counted(
+pub(super) async fn counted(
     state: &AppState,
     from: Origin<'_>,
     session: Result<Session, AuthError>,

@@ -9,12 +9,13 @@ mod limits;
 mod metrics;
 pub mod observe;
 mod query;
+mod rest;
 mod websocket;
 
 use crate::live::LiveQueries;
 use crate::state::AppState;
 use axum::extract::FromRef;
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use axum::Router;
 use error::ApiError;
 use std::sync::Arc;
@@ -76,7 +77,11 @@ fn router(state: AppState, live: Arc<LiveQueries>) -> Router {
             .route("/v1/graphql", post(graphql::post).get(graphql::get))
             .route("/v1/graphql/explain", post(graphql::explain))
             .route("/console", get(console::page))
-            .route("/console/assets/{name}", get(console::asset));
+            .route("/console/assets/{name}", get(console::asset))
+            .route("/api/rest", any(rest::handle))
+            .route("/api/rest/", any(rest::handle))
+            .route("/api/rest/{*path}", any(rest::handle))
+            .route("/api/swagger/json", get(rest::swagger));
     }
     router
         .fallback(|| async { ApiError::NotFound })

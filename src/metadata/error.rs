@@ -49,6 +49,8 @@ pub enum Code {
     RemoteSchemaConflicts,
     /// Inherited roles whose parents form a cycle.
     CyclicDependency,
+    /// A stored GraphQL document does not validate against the schema (a REST endpoint's).
+    ValidationFailed,
 }
 
 impl Code {
@@ -68,6 +70,7 @@ impl Code {
             Code::InvalidParams => "invalid-params",
             Code::NotFound => "not-found",
             Code::BadRequest => "bad-request",
+            Code::ValidationFailed => "validation-failed",
             Code::Unexpected => "unexpected",
             Code::InvalidCustomTypes => "invalid-custom-types",
             Code::PostgresError => "postgres-error",

@@ -42,6 +42,8 @@ pub enum ObjectId {
     RemoteRelationship(QualifiedTable, String),
     /// A remote object type's relationship to a table: (remote schema, type, name).
     RemoteSchemaRelationship(String, String, String),
+    /// A REST endpoint, by name.
+    RestEndpoint(String),
 }
 
 /// The table an event trigger is on, when it is known. Not part of the trigger's identity
@@ -118,6 +120,7 @@ impl ObjectId {
             ObjectId::RemoteSchemaRelationship(r, t, n) => {
                 format!("remote schema relationship {r}.{t}.{n}")
             }
+            ObjectId::RestEndpoint(n) => format!("rest endpoint {n}"),
         }
     }
 
@@ -152,6 +155,7 @@ impl ObjectId {
                 text("type_name")?,
                 text("name")?,
             ),
+            "rest_endpoint" => ObjectId::RestEndpoint(text("name")?),
             permission => {
                 let kind = PermissionKind::ALL
                     .into_iter()
@@ -191,6 +195,7 @@ impl ObjectId {
             ObjectId::RemoteSchemaRelationship(r, t, n) => {
                 ("remote_schema_relationship", vec![r, t, n])
             }
+            ObjectId::RestEndpoint(n) => ("rest_endpoint", vec![n]),
         }
     }
 }
@@ -254,6 +259,7 @@ impl std::str::FromStr for ObjectId {
             ("remote_schema_relationship", [r, t, n]) => {
                 ObjectId::RemoteSchemaRelationship(r.clone(), t.clone(), n.clone())
             }
+            ("rest_endpoint", [n]) => ObjectId::RestEndpoint(n.clone()),
             _ => return Err(bad()),
         };
         Ok(id)

@@ -200,6 +200,7 @@ pub fn put(metadata: &mut Metadata, object: Object) -> Result<(), PlaceError> {
             x.role_name == y.role_name
         }),
         Object::ApiLimits(l) => metadata.api_limits = *l,
+        Object::RestEndpoint(e) => upsert(&mut metadata.rest_endpoints, e, |a, b| a.name == b.name),
     }
     Ok(())
 }
@@ -277,6 +278,7 @@ pub fn remove(metadata: &mut Metadata, object: &Object) {
             .inherited_roles
             .retain(|x| x.role_name != r.role_name),
         Object::ApiLimits(_) => metadata.api_limits = ApiLimits::default(),
+        Object::RestEndpoint(e) => metadata.rest_endpoints.retain(|x| x.name != e.name),
     }
 }
 

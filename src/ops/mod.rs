@@ -23,6 +23,7 @@ mod permissions;
 mod relationships;
 pub mod remote_relationships;
 pub mod remote_schemas;
+mod rest;
 mod roles;
 mod run_sql;
 pub mod schema_changes;
@@ -33,6 +34,7 @@ pub use run_sql::RunSql;
 pub use collections::check_collection;
 pub use manage::{parse_metadata, ManageOp};
 pub use permissions::check_select_root_fields;
+pub use rest::RestOp;
 
 use crate::db_model::DbModel;
 use crate::metadata::error::{parse_failed, Code, MetadataError, Result};
@@ -78,6 +80,8 @@ pub enum MetadataOp {
     RemoteSchema(remote_schemas::RemoteSchemaOp),
     /// Tables' relationships to remote schemas.
     RemoteRelationship(remote_relationships::RemoteRelationshipOp),
+    /// REST endpoints.
+    Rest(rest::RestOp),
     /// Actions and their permissions.
     Action(actions::ActionOp),
     /// Inherited roles and API limits.
@@ -176,6 +180,9 @@ impl Op {
         }
         if let Some(op) = remote_relationships::RemoteRelationshipOp::parse(op_type, args, &path)? {
             return Ok(Op::Metadata(Box::new(MetadataOp::RemoteRelationship(op))));
+        }
+        if let Some(op) = rest::RestOp::parse(op_type, args, &path)? {
+            return Ok(Op::Metadata(Box::new(MetadataOp::Rest(op))));
         }
         if let Some(op) = actions::ActionOp::parse(op_type, args, &path)? {
             return Ok(Op::Metadata(Box::new(MetadataOp::Action(op))));
@@ -367,6 +374,7 @@ pub fn apply(metadata: &Metadata, op: &MetadataOp, ctx: Context<'_>) -> Result<O
         MetadataOp::EventTrigger(e) => e.apply(metadata, &cache()).map(done),
         MetadataOp::RemoteSchema(r) => r.apply(metadata, ctx).map(done),
         MetadataOp::RemoteRelationship(r) => r.apply(metadata, &cache()).map(done),
+        MetadataOp::Rest(r) => r.apply(metadata, &cache(), ctx).map(done),
         MetadataOp::Action(a) => a.apply(metadata, &cache(), ctx).map(done),
         MetadataOp::Role(r) => r.apply(metadata).map(done),
         MetadataOp::Manage(m) => m.apply(metadata, &cache(), ctx),

@@ -19,6 +19,7 @@ mod relationships;
 pub mod remote;
 pub mod remote_join;
 pub mod remote_to_table;
+pub mod rest;
 mod rules;
 
 pub use boolexp::{check_bool_exp, check_presets, is_session_variable, Reference, Segment, Target};
@@ -197,6 +198,8 @@ pub struct Resolved {
     pub custom_types: actions::ResolvedCustomTypes,
     /// Served remote schemas' object types' relationships to tables.
     pub remote_relationships: Vec<remote_to_table::ResolvedToTable>,
+    /// Served REST endpoints, in metadata order.
+    pub rest_endpoints: Vec<rest::ResolvedEndpoint>,
 }
 
 impl Resolved {
@@ -376,6 +379,7 @@ fn resolve_globals<T: std::fmt::Display>(
     remote::resolve_remotes(&metadata.remote_schemas, remotes, cache);
     remote_join::resolve_all(metadata, cache);
     remote_to_table::resolve_all(metadata, cache);
+    rest::resolve_all(metadata, remotes.documents, cache);
 }
 
 /// Every root field name the resolved tables contribute, with its table.

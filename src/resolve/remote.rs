@@ -37,6 +37,10 @@ pub type MergeCheck = fn(&Resolved, &[ResolvedRemote]) -> Vec<Option<String>>;
 /// answers, per action, why it cannot be served (`None`: it can).
 pub type ActionTypeCheck = fn(&Resolved, &[super::actions::ResolvedAction]) -> Vec<Option<String>>;
 
+/// Validates GraphQL documents against the admin schema (tables, actions and remote schemas
+/// as resolved); answers, per document, why it does not validate (`None`: it does).
+pub type DocumentCheck = fn(&Resolved, &[&str]) -> Vec<Option<String>>;
+
 /// Why introspecting a definition failed, as a request that needed it fails.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FetchFailure {
@@ -71,6 +75,9 @@ pub struct Remotes {
     /// The GraphQL layer's rule for actions' custom type names (they must not be names the
     /// tables' types already use); without it every action's types are taken as they are.
     pub action_types: Option<ActionTypeCheck>,
+    /// The GraphQL layer's validation of REST endpoints' documents; without it every
+    /// document that parses is taken as it is.
+    pub documents: Option<DocumentCheck>,
     /// What this request introspected, by (name, definition hash).
     pub fetched: BTreeMap<(String, String), Result<(), FetchFailure>>,
 }

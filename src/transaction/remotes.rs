@@ -28,6 +28,7 @@ pub(super) async fn world(
         stored,
         check: Some(crate::graphql::remote::check),
         action_types: Some(crate::graphql::typegen::action_type_clashes),
+        documents: Some(crate::graphql::rest::check_documents),
         fetched: BTreeMap::new(),
     })
 }

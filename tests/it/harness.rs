@@ -252,6 +252,31 @@ pub fn npm_workspace(name: &str, packages: &[&str], script: &str) -> std::path::
     dir
 }
 
+/// A Python virtual environment in the target directory with `packages` (`name==version`)
+/// installed from PyPI once per machine; answers its interpreter.
+pub fn python_venv(name: &str, packages: &[&str]) -> std::path::PathBuf {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let python = dir.join("bin/python");
+    let stamp = dir.join("installed.txt");
+    let wanted = packages.join("\n");
+    if std::fs::read_to_string(&stamp).ok().as_deref() != Some(wanted.as_str()) {
+        let made = std::process::Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&dir)
+            .status()
+            .expect("python3 (with venv) must be installed for the tests that use Python tools");
+        assert!(made.success(), "python3 -m venv {dir:?} failed");
+        let installed = std::process::Command::new(dir.join("bin/pip"))
+            .args(["install", "-q"])
+            .args(packages)
+            .status()
+            .expect("pip");
+        assert!(installed.success(), "pip install {packages:?} failed");
+        std::fs::write(&stamp, wanted).unwrap();
+    }
+    python
+}
+
 /// Runs `script` of the npm workspace `dir` with `args` (from `dir`, so its `node_modules`
 /// resolve) and returns the JSON it printed; a failing script fails the test with its stderr.
 pub async fn node_json(dir: &std::path::Path, script: &str, args: &[&std::ffi::OsStr]) -> Value {

@@ -17,4 +17,5 @@ mod http;
 mod metadata;
 mod properties;
 mod remote_schemas;
+mod rest;
 mod slow;

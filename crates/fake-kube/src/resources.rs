@@ -50,6 +50,7 @@ pub const RESOURCE_TYPES: &[ResourceType] = &[
     basalt("customtypesets", "CustomTypeSet"),
     basalt("querycollections", "QueryCollection"),
     basalt("allowlistentries", "AllowListEntry"),
+    basalt("restendpoints", "RestEndpoint"),
     basalt("inheritedroles", "InheritedRole"),
     basalt("apilimitpolicies", "ApiLimitPolicy"),
     events("events.k8s.io/v1"),

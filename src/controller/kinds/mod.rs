@@ -174,6 +174,7 @@ kinds! { $;
     action::Action,
     query_collection::QueryCollection,
     allowlist_entry::AllowListEntry,
+    rest_endpoint::RestEndpoint,
     inherited_role::InheritedRole,
     api_limit_policy::ApiLimitPolicy,
 }

@@ -106,6 +106,9 @@ pub(super) enum Keep {
     Values,
     /// Nothing: a cached plan only needs the request's values checked.
     Nothing,
+    /// Their types alone, no value required: a stored document checked before any request
+    /// gives values.
+    Types,
 }
 
 impl Planner<'_> {
@@ -135,6 +138,11 @@ impl Planner<'_> {
                         ty: ty.to_string(),
                     },
                 ));
+            }
+            if keep == Keep::Types {
+                self.var_types
+                    .insert(name.to_owned(), (ty, def.default_value.is_some()));
+                continue;
             }
             let value = match given.get(name) {
                 Some(v) => std::borrow::Cow::Borrowed(v),
@@ -209,6 +217,13 @@ impl Planner<'_> {
                 || matches!(self.types.get(base), Some(TypeDef::Scalar { .. }));
             if scalar && given.is_non_null() {
                 return Ok(Input::Value(Param::Variable(name)));
+            }
+            // Checked without values: the use fits, whatever value comes.
+            if self.without_values && !self.variables.contains_key(&name) {
+                return Ok(match given.is_non_null() {
+                    true => Input::Value(Param::Variable(name)),
+                    false => Input::Null,
+                });
             }
             self.shape_dependent = true;
             let value = self.variable(&name, path)?.clone();

@@ -113,6 +113,33 @@ pub fn plan(
     Ok(ir)
 }
 
+/// Checks a document's chosen operation against the role's types without variable values
+/// (a stored document, before any request): what planning it would refuse, whatever the values.
+pub fn validate(
+    model: &RoleModel,
+    types: &TypeSystem,
+    resolved: &Resolved,
+    prepared: &Document,
+    limits: Limits,
+) -> Result<()> {
+    let Some(operation) = prepared.operation() else {
+        return Err(PlanError::at("$", Problem::NoOperation));
+    };
+    let mut planner = Planner::new(model, types, resolved, prepared, limits);
+    planner.without_values = true;
+    planner.coerce_variables(operation, &Map::new(), Keep::Types)?;
+    match operation.ty {
+        OperationType::Mutation if types.mutation_root.is_none() => {
+            Err(PlanError::at("$", Problem::NoMutations))
+        }
+        OperationType::Mutation => planner
+            .mutation_root(&operation.selection_set.node)
+            .map(drop),
+        OperationType::Subscription => planner.root(&operation.selection_set.node, true).map(drop),
+        OperationType::Query => planner.root(&operation.selection_set.node, false).map(drop),
+    }
+}
+
 /// Checks request variables against the operation's definitions (for reused plans).
 pub fn check_variables(
     model: &RoleModel,
@@ -158,6 +185,8 @@ pub(super) struct Planner<'a> {
     pub(super) joins: Vec<crate::graphql::ir::RemoteJoinPart>,
     /// Remote schema → table relationship occurrences so far.
     pub(super) table_joins: Vec<crate::graphql::ir::TableJoinPart>,
+    /// A stored document is checked without variable values ([`validate`]).
+    pub(super) without_values: bool,
 }
 
 /// Fields grouped by response key, in document order.
@@ -187,6 +216,7 @@ impl<'a> Planner<'a> {
             subscription: false,
             joins: Vec::new(),
             table_joins: Vec::new(),
+            without_values: false,
         }
     }
 

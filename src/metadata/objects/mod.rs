@@ -129,6 +129,8 @@ pub enum Object {
     InheritedRole(InheritedRole),
     /// The API limits (one object; the empty one is no object).
     ApiLimits(Box<ApiLimits>),
+    /// A REST endpoint.
+    RestEndpoint(RestEndpoint),
 }
 
 /// The remote schema entry with only its own settings (what [`Object::RemoteSchema`] holds).
@@ -179,6 +181,7 @@ impl Object {
             Object::Allowlist(a) => ObjectId::Allowlist(a.collection.0.clone()),
             Object::InheritedRole(r) => ObjectId::InheritedRole(r.role_name.0.clone()),
             Object::ApiLimits(_) => ObjectId::ApiLimits,
+            Object::RestEndpoint(e) => ObjectId::RestEndpoint(e.name.clone()),
         }
     }
 
@@ -256,6 +259,8 @@ impl Object {
             Object::Allowlist(a) => serde_json::to_value(a).unwrap_or(Value::Null),
             Object::InheritedRole(r) => serde_json::to_value(r).unwrap_or(Value::Null),
             Object::ApiLimits(l) => api_limits_definition(l),
+            // The `create_rest_endpoint` arguments.
+            Object::RestEndpoint(e) => serde_json::to_value(e).unwrap_or(Value::Null),
         }
     }
 }
@@ -392,6 +397,9 @@ fn push_global_objects(metadata: &Metadata, out: &mut Vec<Object>) {
     for r in &metadata.inherited_roles {
         out.push(Object::InheritedRole(r.clone()));
     }
+    for e in &metadata.rest_endpoints {
+        out.push(Object::RestEndpoint(e.clone()));
+    }
 }
 
 /// The API limits as export writes them: `disabled` always, each set limit with its
@@ -428,6 +436,7 @@ impl Object {
             Object::Allowlist(_) => "allowlist",
             Object::InheritedRole(_) => "inherited_role",
             Object::ApiLimits(_) => "api_limits",
+            Object::RestEndpoint(_) => "rest_endpoint",
         }
     }
 

@@ -30,6 +30,9 @@ pub struct Metadata {
     /// Types used by actions.
     #[serde(default, skip_serializing_if = "CustomTypes::is_empty")]
     pub custom_types: CustomTypes,
+    /// Queries of collections served at URLs, in creation order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rest_endpoints: Vec<RestEndpoint>,
     /// Per-role guards of the GraphQL API.
     #[serde(default, skip_serializing_if = "ApiLimits::is_empty")]
     pub api_limits: ApiLimits,
@@ -52,6 +55,7 @@ impl Default for Metadata {
             allowlist: Vec::new(),
             actions: Vec::new(),
             custom_types: CustomTypes::default(),
+            rest_endpoints: Vec::new(),
             api_limits: ApiLimits::default(),
             inherited_roles: Vec::new(),
         }

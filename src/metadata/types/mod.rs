@@ -17,6 +17,7 @@ mod names;
 mod permissions;
 mod relationships;
 mod remote_relationships;
+mod rest;
 mod roles;
 mod tables;
 
@@ -30,6 +31,7 @@ pub use names::*;
 pub use permissions::*;
 pub use relationships::*;
 pub use remote_relationships::*;
+pub use rest::*;
 pub use roles::*;
 pub use tables::*;
 

@@ -59,6 +59,22 @@ async fn blog_example_applies_and_serves_the_user_role() {
         }
     };
     assert_eq!(comments("user").await, json!({"data": {"comment": []}}));
+    // The RestEndpoint serves the allow-listed query at a URL, as the caller's role.
+    let rest = s
+        .server
+        .http
+        .get(format!("{}/api/rest/articles/1", s.server.base))
+        .header("X-Svc-Role", "staff")
+        .header("X-Svc-User-Id", "1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rest.status().as_u16(), 200);
+    assert_eq!(
+        rest.json::<Value>().await.unwrap(),
+        json!({"article_by_pk": {"id": 1, "title": "Hello", "body": "...",
+            "comments": [{"id": 1, "body": "first!"}]}})
+    );
     assert_eq!(
         comments("staff").await,
         json!({"data": {"comment": [{"body": "first!"}]}})
@@ -80,7 +96,7 @@ async fn blog_example_applies_and_serves_the_user_role() {
             String::from_utf8_lossy(&out.stdout)
                 .matches("apiVersion: basalt.dev/v1alpha1")
                 .count(),
-            20
+            21
         );
     } else {
         eprintln!("kubectl not found: skipping `kubectl kustomize examples/blog`");

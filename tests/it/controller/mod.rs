@@ -17,6 +17,7 @@ mod lifecycle;
 mod ownership;
 mod remote_relationships;
 mod remote_schemas;
+mod rest_endpoints;
 mod roles_and_limits;
 mod root_fields;
 mod running;
@@ -287,7 +288,7 @@ pub(crate) async fn applied_blog_example() -> Setup {
     // The example's Action reads its handler's URL and a header from the environment.
     actions::blog_actions_env();
     let resources = blog_example();
-    assert_eq!(resources.len(), 20);
+    assert_eq!(resources.len(), 21);
     macro_rules! each {
         ($m:expr, $run:ident) => {
             match $m["kind"].as_str().unwrap() {
@@ -332,6 +333,11 @@ pub(crate) async fn applied_blog_example() -> Setup {
                 }
                 "ApiLimitPolicy" => {
                     let r: ApiLimitPolicy = serde_json::from_value($m.clone()).unwrap();
+                    r.validate_cel().unwrap();
+                    drop(s.$run(&r).await);
+                }
+                "RestEndpoint" => {
+                    let r: RestEndpoint = serde_json::from_value($m.clone()).unwrap();
                     r.validate_cel().unwrap();
                     drop(s.$run(&r).await);
                 }

@@ -645,3 +645,44 @@ fn remote_relationships_are_created_updated_compared_across_forms_and_deleted() 
         json!({"remote_schema": "msgs", "type_name": "Message", "name": "sender"})
     );
 }
+
+/// A REST endpoint: created, changed by a drop and a create in one bulk, deleted.
+#[test]
+fn rest_endpoints_are_created_replaced_and_dropped() {
+    let with = |url: &str| {
+        metadata(json!({"version": 2, "tables": [],
+            "query_collections": [{"name": "app", "definition": {"queries": [
+                {"name": "q", "query": "query q { __typename }"}]}}],
+            "rest_endpoints": [{"name": "e", "url": url, "methods": ["GET"],
+                "definition": {"query": {"collection_name": "app", "query_name": "q"}}}]}))
+    };
+    let key = "rest_endpoint:e";
+    let want = object(&with("b"), key);
+    let bare = metadata(json!({"version": 2, "tables": []}));
+    let created = plan_for(std::slice::from_ref(&want), &bare, &[], Policy::default());
+    assert_eq!(types(&created), vec!["create_rest_endpoint"]);
+    assert_eq!(created.ops[0].request["args"]["url"], "b");
+    let old = object(&with("a"), key);
+    let update = plan_for(
+        std::slice::from_ref(&want),
+        &with("a"),
+        &[row(&old, "me")],
+        Policy::default(),
+    );
+    assert_eq!(
+        update.steps,
+        vec![(key.to_owned(), Step::Update(vec!["url".into()]))]
+    );
+    assert_eq!(
+        types(&update),
+        vec!["drop_rest_endpoint", "create_rest_endpoint"]
+    );
+    let removal = Removal {
+        orphan: false,
+        cascade: false,
+        tables: true,
+    };
+    let gone = cleanup(&owner("me"), &with("b"), &[row(&want, "me")], removal);
+    assert_eq!(types(&gone), vec!["drop_rest_endpoint"]);
+    assert_eq!(gone.ops[0].request["args"], json!({"name": "e"}));
+}

@@ -142,6 +142,7 @@ fn kinds_names_and_printer_columns() {
         ("Action", "actions", "baction"),
         ("QueryCollection", "querycollections", "bqc"),
         ("AllowListEntry", "allowlistentries", "ballow"),
+        ("RestEndpoint", "restendpoints", "brest"),
         ("InheritedRole", "inheritedroles", "brole"),
         ("ApiLimitPolicy", "apilimitpolicies", "blimits"),
     ];

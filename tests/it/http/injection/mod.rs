@@ -9,6 +9,7 @@
 mod arguments;
 mod identifiers;
 mod names;
+mod rest;
 mod sessions;
 
 use crate::harness::{fresh_database, query_json, run_sql, TestServer};
