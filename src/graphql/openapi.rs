@@ -79,11 +79,16 @@ fn operation(
     let mut parameters = vec![json!({"name": "x-svc-admin-secret", "in": "header",
         "description": "The admin secret, for a call as the admin", "schema": {"type": "string"}})];
     for variable in &endpoint.variables {
-        let Some(schema) = scalar(&variable.base).filter(|_| !variable.list) else {
-            continue;
+        let path = in_path.contains(variable.name.as_str());
+        // A path variable is always a parameter (OpenAPI requires it); its text is taken as
+        // a string when its type has no mapping.
+        let schema = match scalar(&variable.base).filter(|_| !variable.list) {
+            Some(schema) => schema,
+            None if path => json!({"type": "string"}),
+            None => continue,
         };
         let mut parameter = json!({"name": variable.name,
-            "in": if in_path.contains(variable.name.as_str()) { "path" } else { "query" },
+            "in": if path { "path" } else { "query" },
             "schema": with_default(schema, variable)});
         if in_path.contains(variable.name.as_str()) {
             parameter["required"] = json!(true);

@@ -86,8 +86,16 @@ pub enum RestRefusal {
 
 impl RestRefusal {
     /// The status, path, message, code and internal detail.
-    fn wire(&self) -> (StatusCode, String, String, &str, Option<Value>) {
-        let plain = |status, code| (status, "$".to_owned(), self.to_string(), code, None);
+    fn wire(&self) -> (StatusCode, String, String, String, Option<Value>) {
+        let plain = |status, code: &str| {
+            (
+                status,
+                "$".to_owned(),
+                self.to_string(),
+                code.to_owned(),
+                None,
+            )
+        };
         match self {
             RestRefusal::AdminOnly => plain(StatusCode::BAD_REQUEST, "access-denied"),
             RestRefusal::Method(_)
@@ -102,51 +110,32 @@ impl RestRefusal {
             RestRefusal::Graphql { body, expose } => {
                 let answer: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
                 let first = &answer["errors"][0];
-                let code = first["extensions"]["code"].as_str().unwrap_or("unexpected");
-                let status = match code {
-                    "access-denied" => StatusCode::UNAUTHORIZED,
-                    "unexpected" => StatusCode::INTERNAL_SERVER_ERROR,
-                    "rate-limit-exceeded" => StatusCode::TOO_MANY_REQUESTS,
-                    "payload-too-large" => StatusCode::PAYLOAD_TOO_LARGE,
-                    _ => StatusCode::BAD_REQUEST,
+                // An error without a code comes from a remote schema or an action handler,
+                // as it wrote it: the client's request failed there, not in Basalt.
+                let (code, status) = match first["extensions"]["code"].as_str() {
+                    None => ("unexpected", StatusCode::BAD_REQUEST),
+                    Some(code) => (code, rest_status(code)),
                 };
-                let code = WIRE_CODES
-                    .iter()
-                    .find(|c| **c == code)
-                    .copied()
-                    .unwrap_or("unexpected");
                 let path = first["extensions"]["path"].as_str().unwrap_or("$");
                 let message = first["message"].as_str().unwrap_or("unexpected error");
                 let internal = expose.then(|| json!({"errors": answer["errors"]}));
+                let code = code.to_owned();
                 (status, path.to_owned(), message.to_owned(), code, internal)
             }
         }
     }
 }
 
-/// The GraphQL wire codes a REST error may carry (a code outside them is `unexpected`).
-const WIRE_CODES: &[&str] = &[
-    "access-denied",
-    "bad-request",
-    "constraint-error",
-    "constraint-violation",
-    "data-exception",
-    "invalid-headers",
-    "invalid-jwt",
-    "invalid-params",
-    "jwt-invalid-claims",
-    "jwt-missing-role-claims",
-    "not-found",
-    "not-supported",
-    "parse-failed",
-    "payload-too-large",
-    "permission-error",
-    "rate-limit-exceeded",
-    "remote-schema-error",
-    "time-limit-exceeded",
-    "unexpected",
-    "validation-failed",
-];
+/// The status of a REST answer whose operation failed with the wire code `code`.
+fn rest_status(code: &str) -> StatusCode {
+    match code {
+        "access-denied" => StatusCode::UNAUTHORIZED,
+        "unexpected" => StatusCode::INTERNAL_SERVER_ERROR,
+        "rate-limit-exceeded" => StatusCode::TOO_MANY_REQUESTS,
+        "payload-too-large" => StatusCode::PAYLOAD_TOO_LARGE,
+        _ => StatusCode::BAD_REQUEST,
+    }
+}
 
 impl ApiError {
     /// An internal failure whose detail stays in the log.
@@ -234,7 +223,7 @@ impl IntoResponse for ApiError {
             ),
             ApiError::Rest(refusal) => {
                 let (status, path, message, code, internal) = refusal.wire();
-                let mut v = body(&path, &message, code);
+                let mut v = body(&path, &message, &code);
                 if let Some(internal) = internal {
                     v["internal"] = internal;
                 }

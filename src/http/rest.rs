@@ -49,13 +49,12 @@ pub async fn handle(State(state): State<AppState>, request: Request) -> Response
     response
 }
 
-/// The CORS headers of an answer to a page of `origin`: any origin may call, with credentials.
+/// The CORS headers of an answer to a page of `origin`: any origin may call, with the
+/// credentials it sends in headers. Not with cookies: a page of another site must not read
+/// what a visitor's cookie (a JWT read from a cookie) would let it.
 fn cors(headers: &mut axum::http::HeaderMap, origin: &HeaderValue) {
     headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
-    headers.insert(
-        header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
-        HeaderValue::from_static("true"),
-    );
+    headers.insert(header::VARY, HeaderValue::from_static("origin"));
     headers.insert(
         header::ACCESS_CONTROL_ALLOW_METHODS,
         HeaderValue::from_static("GET,POST,PUT,PATCH,DELETE,OPTIONS"),
@@ -90,12 +89,18 @@ async fn serve(state: &AppState, request: Request) -> Result<Response, ApiError>
         ip: graphql::client_ip(state, &parts.extensions, &headers),
     };
     // An auth webhook in POST mode is sent no request: the stored one is not the caller's.
-    let session = state.auth.authenticate(&headers, None).await;
-    let expose = match &session {
-        Ok(s) => s.is_admin() || state.config.dev_mode,
-        Err(_) => state.config.dev_mode,
-    };
-    let reply = graphql::counted(state, from, session, Ok(request), Transport::Post, false).await;
+    // A failure answers as on the metadata API (401, or 400 for a role not allowed).
+    let session = state.auth.authenticate(&headers, None).await?;
+    let expose = session.is_admin() || state.config.dev_mode;
+    let reply = graphql::counted(
+        state,
+        from,
+        Ok(session),
+        Ok(request),
+        Transport::Post,
+        false,
+    )
+    .await;
     let mut response = match engine::data_of(&reply.body) {
         Some(data) => (StatusCode::OK, data).into_response(),
         None => ApiError::from(RestRefusal::Graphql {

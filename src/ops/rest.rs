@@ -64,10 +64,13 @@ impl RestOp {
                         format!("Endpoint with name: {} already exists", endpoint.name),
                     ));
                 }
+                let validate = |text: &str| {
+                    let check = ctx.remotes.documents?;
+                    check(&cache.resolved, &[text]).pop().flatten()
+                };
                 rest::check(
                     metadata,
-                    &cache.resolved,
-                    ctx.remotes.documents,
+                    &validate,
                     endpoint,
                     &cache.resolved.rest_endpoints,
                 )?;

@@ -6,7 +6,7 @@
 //! rebuild. Pure.
 
 use super::remote::DocumentCheck;
-use super::{Inconsistency, Resolution, Resolved};
+use super::{Inconsistency, Resolution};
 use crate::metadata::error::{Code, MetadataError, Missing};
 use crate::metadata::ids::ObjectId;
 use crate::metadata::path::JsonPath;
@@ -33,39 +33,58 @@ pub struct Template {
 const LITERAL_PUNCTUATION: &str = "-._~!$&'()*+,;=@";
 
 impl Template {
-    /// Reads a URL template; the error is the `bad-request` message.
+    /// Reads a URL template; the error is the `bad-request` message. The rules are checked
+    /// in order over the whole template: empty segments, then repeated variables, then
+    /// characters.
     pub fn parse(url: &str) -> Result<Template, String> {
-        let mut segments = Vec::new();
-        for segment in url.split('/') {
-            if segment.is_empty() || segment == ":" {
-                return Err(format!(
-                    "Empty segments or unnamed variables are not allowed: {url}"
-                ));
+        let raw: Vec<&str> = url.split('/').collect();
+        if raw.iter().any(|s| s.is_empty() || *s == ":") {
+            return Err(format!(
+                "Empty segments or unnamed variables are not allowed: {url}"
+            ));
+        }
+        let names: Vec<&str> = raw.iter().filter_map(|s| s.strip_prefix(':')).collect();
+        if names
+            .iter()
+            .enumerate()
+            .any(|(i, n)| names[..i].contains(n))
+        {
+            return Err(format!(
+                "Duplicate variables found in endpoint paths: {url}"
+            ));
+        }
+        let mut segments = Vec::with_capacity(raw.len());
+        for segment in raw {
+            let valid = match segment.strip_prefix(':') {
+                Some(name) => GraphQLName::is_valid(name),
+                None => segment
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || LITERAL_PUNCTUATION.contains(c)),
+            };
+            if !valid {
+                return Err(invalid_segment(segment, url));
             }
-            match segment.strip_prefix(':') {
-                Some(name) => {
-                    if !GraphQLName::is_valid(name) {
-                        return Err(invalid_segment(segment, url));
-                    }
-                    if segments.contains(&Segment::Variable(name.to_owned())) {
-                        return Err(format!(
-                            "Duplicate variables found in endpoint paths: {url}"
-                        ));
-                    }
-                    segments.push(Segment::Variable(name.to_owned()));
-                }
-                None => {
-                    let valid = segment
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || LITERAL_PUNCTUATION.contains(c));
-                    if !valid {
-                        return Err(invalid_segment(segment, url));
-                    }
-                    segments.push(Segment::Literal(segment.to_owned()));
-                }
-            }
+            segments.push(match segment.strip_prefix(':') {
+                Some(name) => Segment::Variable(name.to_owned()),
+                None => Segment::Literal(segment.to_owned()),
+            });
         }
         Ok(Template { segments })
+    }
+
+    /// Whether the two templates have the same literals at the same places, and variables at
+    /// the others (whatever their names): OpenAPI holds such paths to be one.
+    pub fn same_shape(&self, other: &Template) -> bool {
+        self.segments.len() == other.segments.len()
+            && self
+                .segments
+                .iter()
+                .zip(&other.segments)
+                .all(|pair| match pair {
+                    (Segment::Literal(a), Segment::Literal(b)) => a == b,
+                    (Segment::Variable(_), Segment::Variable(_)) => true,
+                    _ => false,
+                })
     }
 
     /// Whether some request path matches both templates.
@@ -153,8 +172,7 @@ pub fn definition(endpoint: &RestEndpoint) -> Value {
 /// admin schema's rule when given. Errors carry the API's code and message at `$.args`.
 pub fn check(
     metadata: &Metadata,
-    resolved: &Resolved,
-    documents: Option<DocumentCheck>,
+    validate: &dyn Fn(&str) -> Option<String>,
     endpoint: &RestEndpoint,
     others: &[ResolvedEndpoint],
 ) -> Result<ResolvedEndpoint, MetadataError> {
@@ -269,16 +287,16 @@ pub fn check(
             ));
         }
     }
-    if let Some(check) = documents {
-        if let Some(Some(problem)) = check(resolved, &[stored.query.as_str()]).into_iter().next() {
-            return Err(error(Code::ValidationFailed, problem).with_missing(Missing::Metadata));
-        }
+    if let Some(problem) = validate(&stored.query) {
+        return Err(error(Code::ValidationFailed, problem).with_missing(Missing::Metadata));
     }
     let conflicts: Vec<&ResolvedEndpoint> = others
         .iter()
-        .filter(|o| o.entry.name != *name)
-        .filter(|o| o.entry.methods.iter().any(|m| endpoint.methods.contains(m)))
-        .filter(|o| o.template.overlaps(&template))
+        .filter(|o| {
+            let shared = o.entry.methods.iter().any(|m| endpoint.methods.contains(m));
+            let renamed = o.template.same_shape(&template) && o.template != template;
+            (shared && o.template.overlaps(&template)) || renamed
+        })
         .collect();
     if !conflicts.is_empty() {
         let mut urls: Vec<&str> = conflicts.iter().map(|c| c.entry.url.as_str()).collect();
@@ -303,12 +321,42 @@ pub fn check(
 }
 
 /// Resolves every endpoint in document order: each one that passes is served; one that fails
-/// (or overlaps one before it) is an inconsistency.
+/// (or overlaps one before it, or repeats its name) is an inconsistency. The documents are
+/// validated against the admin schema in one pass.
 pub fn resolve_all(metadata: &Metadata, documents: Option<DocumentCheck>, cache: &mut Resolution) {
+    if metadata.rest_endpoints.is_empty() {
+        cache.resolved.rest_endpoints = Vec::new();
+        return;
+    }
+    let texts: Vec<&str> = metadata
+        .query_collections
+        .iter()
+        .flat_map(|c| c.definition.queries.iter().map(|q| q.query.as_str()))
+        .collect();
+    let problems: std::collections::HashMap<&str, Option<String>> = match documents {
+        Some(check) => texts
+            .iter()
+            .copied()
+            .zip(check(&cache.resolved, &texts))
+            .collect(),
+        None => std::collections::HashMap::new(),
+    };
+    let validate = |text: &str| problems.get(text).cloned().flatten();
     let mut served: Vec<ResolvedEndpoint> = Vec::with_capacity(metadata.rest_endpoints.len());
     let mut failed = Vec::new();
-    for endpoint in &metadata.rest_endpoints {
-        match check(metadata, &cache.resolved, documents, endpoint, &served) {
+    for (i, endpoint) in metadata.rest_endpoints.iter().enumerate() {
+        let repeated = metadata.rest_endpoints[..i]
+            .iter()
+            .any(|e| e.name == endpoint.name);
+        let checked = match repeated {
+            true => Err(MetadataError::new(
+                Code::AlreadyExists,
+                JsonPath::args(),
+                format!("Endpoint with name: {} already exists", endpoint.name),
+            )),
+            false => check(metadata, &validate, endpoint, &served),
+        };
+        match checked {
             Ok(resolved) => served.push(resolved),
             Err(err) => failed.push(Inconsistency {
                 object: ObjectId::RestEndpoint(endpoint.name.clone()),

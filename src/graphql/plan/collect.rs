@@ -35,6 +35,14 @@ impl<'a> Planner<'a> {
                 .ok_or_else(|| PlanError::at(path, Problem::DirectiveNeedsIf(name.to_string())))?;
             let flag = match &value.node {
                 GqlValue::Boolean(b) => *b,
+                // Checked without values: the field is planned as if included.
+                GqlValue::Variable(v) if self.without_values => {
+                    let declared = self.var_types.get(v.as_str()).map(|(ty, _)| ty.base());
+                    if declared != Some("Boolean") {
+                        return Err(PlanError::at(path, Problem::IfNotBoolean));
+                    }
+                    name == "include"
+                }
                 GqlValue::Variable(v) => {
                     self.shape_dependent = true;
                     self.variable(v.as_str(), path)?

@@ -220,7 +220,7 @@ impl Planner<'_> {
             }
             // Checked without values: the use fits, whatever value comes.
             if self.without_values && !self.variables.contains_key(&name) {
-                return Ok(match given.is_non_null() {
+                return Ok(match given.is_non_null() || has_default {
                     true => Input::Value(Param::Variable(name)),
                     false => Input::Null,
                 });

@@ -135,6 +135,8 @@ impl<'a> Planner<'a> {
                             param: Param::Literal(json_path(p, &format!("{fpath}.args.path"))?),
                             cast: PgType::Jsonb,
                         }),
+                        // Checked without values: any path fits.
+                        Some(Input::Value(Param::Variable(_))) if self.without_values => None,
                         Some(Input::Value(Param::Variable(name))) => {
                             self.shape_dependent = true;
                             let text = self

@@ -91,6 +91,14 @@ async fn jwts_and_the_unauthorized_role() {
         (400, Some("invalid-jwt")),
         "{body}"
     );
+    // A role the token does not allow: 400, as on the metadata API.
+    let asked = [("Authorization", token.as_str()), ("X-Svc-Role", "editor")];
+    let (status, body, _) = get(&s, &asked).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (400, Some("access-denied")),
+        "{body}"
+    );
     // No credentials: the unauthorized role, with its own rows (the published articles).
     let (status, guest, _) = get(&s, &[]).await;
     assert_eq!(status, 200, "{guest}");

@@ -198,3 +198,75 @@ async fn endpoints_are_exported_replaced_dropped_and_hold_their_queries() {
     s.ok(json!({"type": "clear_metadata", "args": {}})).await;
     assert!(s.export().await.get("rest_endpoints").is_none());
 }
+
+#[tokio::test]
+async fn documents_are_checked_whatever_their_variables_hold() {
+    let s = members().await;
+    s.ok(json!({"type": "add_query_to_collection", "args": {"collection_name": "app", "query_name": "flagged",
+        "query": "query flagged($show: Boolean!, $id: Int = 1) { member_by_pk(id: $id) { id name @include(if: $show) } }"}}))
+    .await;
+    s.ok(endpoint("flagged", "flagged", json!(["GET"]), "flagged"))
+        .await;
+    assert_eq!(
+        call(&s, "GET", "flagged?show=false", None, &[]).await.2,
+        json!({"member_by_pk": {"id": 1}})
+    );
+    assert_eq!(
+        call(&s, "GET", "flagged?show&id=2", None, &[]).await.2,
+        json!({"member_by_pk": {"id": 2, "name": "Bob"}})
+    );
+    // The URL rules apply in order over the whole template.
+    for (url, message) in [
+        (
+            "a b/",
+            "Empty segments or unnamed variables are not allowed: a b/",
+        ),
+        (
+            ":x/:x/",
+            "Empty segments or unnamed variables are not allowed: :x/:x/",
+        ),
+        (
+            "a b/:x/:x",
+            "Duplicate variables found in endpoint paths: a b/:x/:x",
+        ),
+    ] {
+        let err = refused(&s, endpoint("x", url, json!(["GET"]), "member_by_id")).await;
+        assert_eq!(err["error"], message, "{url}");
+    }
+    // One template with other variable names is one OpenAPI path: refused, whatever the method.
+    s.ok(json!({"type": "add_query_to_collection", "args": {"collection_name": "app", "query_name": "by_key",
+        "query": "query by_key($key: Int!) { member_by_pk(id: $key) { id } }"}}))
+    .await;
+    let err = refused(&s, endpoint("x", "members/:key", json!(["PUT"]), "by_key")).await;
+    assert_eq!(
+        err["error"],
+        "Ambiguous URL paths: members/:id, members/:key"
+    );
+}
+
+#[tokio::test]
+async fn a_name_repeated_by_a_replace_is_inconsistent() {
+    let s = members().await;
+    let mut document = s.export().await;
+    let mut twin = document["rest_endpoints"][0].clone();
+    twin["url"] = json!("twin/:id");
+    document["rest_endpoints"]
+        .as_array_mut()
+        .unwrap()
+        .push(twin);
+    let answer = s
+        .ok(
+            json!({"type": "replace_metadata", "args": {"metadata": document,
+            "allow_inconsistent_metadata": true}}),
+        )
+        .await;
+    assert_eq!(answer["is_consistent"], false, "{answer}");
+    let items = &answer["inconsistent_objects"];
+    assert_eq!(items.as_array().unwrap().len(), 1, "{items}");
+    assert_eq!(
+        items[0]["reason"],
+        "in endpoint member_by_id: Endpoint with name: member_by_id already exists"
+    );
+    assert_eq!(call(&s, "GET", "members/1", None, &[]).await.0, 200);
+    assert_eq!(call(&s, "GET", "twin/1", None, &[]).await.0, 404);
+}
