@@ -152,7 +152,7 @@ pub fn waits(key: &str, request: &serde_json::Value, err: &MetadataError) -> Opt
                 "remote relationship {name} waits for remote schema {remote}"
             ))
         }
-        ObjectId::RemoteSchemaRelationship(_, type_name, name) => {
+        ObjectId::RemoteSchemaRelationship(_, type_name, name) if err.missing.is_some() => {
             let table: QualifiedTable =
                 serde_json::from_value(args["definition"]["to_source"]["table"].clone()).ok()?;
             let table = format!("{}.{}", table.schema, table.name);

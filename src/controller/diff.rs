@@ -423,11 +423,12 @@ pub fn cleanup_against(
 
 fn drop_rank(key: &str) -> u8 {
     match key.split(':').next() {
-        Some("allowlist") => 0,
+        Some("allowlist" | "rest_endpoint") => 0,
         Some("permission") => 1,
         Some("action_permission") => 2,
         Some("event_trigger") => 3,
-        Some("relationship") => 4,
+        // Before what they join: a remote schema's removal takes its relationships with it.
+        Some("relationship" | "remote_relationship" | "remote_schema_relationship") => 4,
         Some("computed_field") => 5,
         Some("query_collection") => 6,
         Some("action") => 7,

@@ -34,6 +34,15 @@ pub(super) async fn complete(run: &Run<'_>, bytes: Bytes) -> Result<Bytes, Graph
         let part = parts
             .get(slot.occurrence)
             .ok_or_else(|| InternalError::RemoteJoin("unknown occurrence".to_owned()))?;
+        if let Some(key) = slot.values.values().find_map(unprintable) {
+            return Err(GraphqlError::RemoteJoin(vec![(
+                json!({"message": format!(
+                    "a join value holds the object key \"{key}\", which is not a GraphQL name"),
+                    "path": client_path(slot),
+                    "extensions": {"path": "$", "code": "bad-request"}}),
+                json!({"remote_schema": part.remote}),
+            )]));
+        }
         let text = call_text(part, &slot.values);
         let known = &mut calls[slot.occurrence];
         let next = known.len();
@@ -110,6 +119,34 @@ fn leaf<'v>(mut value: &'v mut Value, part: &RemoteJoinPart) -> Option<&'v mut V
         value = value.get_mut(field)?;
     }
     Some(value)
+}
+
+/// An object key in a join value that GraphQL cannot print as an input field name (a `jsonb`
+/// value's), if any: a value is printed into the document sent, so its keys must be names.
+fn unprintable(value: &Value) -> Option<&str> {
+    match value {
+        Value::Object(map) => {
+            map.iter().find_map(
+                |(key, inner)| match crate::metadata::types::GraphQLName::is_valid(key) {
+                    true => unprintable(inner),
+                    false => Some(key.as_str()),
+                },
+            )
+        }
+        Value::Array(items) => items.iter().find_map(unprintable),
+        _ => None,
+    }
+}
+
+/// The client path of a slot's field (response keys and list indices).
+fn client_path(slot: &Slot) -> Vec<Value> {
+    slot.path
+        .iter()
+        .map(|step| match step {
+            Step::Key(k) => json!(k),
+            Step::Index(i) => json!(i),
+        })
+        .collect()
 }
 
 /// The chain of one slot's call as GraphQL text: templates filled with its join values, the
@@ -254,15 +291,7 @@ fn client_errors(
         .zip(aliases.iter().copied())
         .filter(|(slot, _)| slot.occurrence == part.occurrence)
         .collect();
-    let path_of = |slot: &Slot| -> Vec<Value> {
-        slot.path
-            .iter()
-            .map(|step| match step {
-                Step::Key(k) => json!(k),
-                Step::Index(i) => json!(i),
-            })
-            .collect()
-    };
+    let path_of = client_path;
     let first = rows
         .first()
         .map(|(slot, _)| path_of(slot))

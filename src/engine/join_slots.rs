@@ -1,6 +1,6 @@
 //! Where a response's remote relationship values go (`docs/metadata-api.md`, "Remote
 //! relationships"): the statement writes, in place of each relationship field, a slot object
-//! `{"__basalt_join_<occurrence>" : {<join field> : <value>, …}}` (or `null` when a join value
+//! `{"__basalt_join_<random>_<occurrence>" : {<join field> : <value>, …}}` (or `null` when a join value
 //! is null). [`find`] walks the response bytes once, without building values, and reports each
 //! slot with its byte range, its join values and the client path of its field; [`splice`] copies
 //! the bytes with each slot replaced by the remote's answer. Everything else Postgres wrote is
@@ -10,7 +10,7 @@ use bytes::Bytes;
 use serde_json::{Map, Value};
 use std::ops::Range;
 
-use crate::graphql::ir::JOIN_SLOT_KEY as SLOT_KEY;
+use crate::graphql::ir::join_slot_key;
 
 /// One step of a client path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,7 +60,7 @@ pub fn find(bytes: &[u8]) -> Result<Vec<Slot>, ScanError> {
                     let key: String =
                         serde_json::from_slice(&bytes[at..end]).map_err(|_| ScanError(at))?;
                     if let Some(occurrence) = key
-                        .strip_prefix(SLOT_KEY)
+                        .strip_prefix(join_slot_key())
                         .and_then(|n| n.parse::<usize>().ok())
                     {
                         let (slot, next) = slot(bytes, start, end, occurrence, &stack)?;
@@ -189,8 +189,10 @@ mod tests {
 
     #[test]
     fn slots_are_found_with_their_paths_and_replaced() {
-        // Postgres's spacing, a key that looks like a slot inside a string, escapes, nesting.
-        let text = r#"{"profiles" : [{"id" : 1, "note" : "{\"__basalt_join_0\" : 1}", "message" : {"__basalt_join_0" : {"msg_id" : 1}}}, {"id" : 4, "message" : null}, {"id" : 2, "message" : {"__basalt_join_0" : {"msg_id" : 2}}, "deep" : {"x" : [null, {"__basalt_join_1" : {"name" : "b\"o"}}]}}]}"#;
+        // Postgres's spacing, a key that looks like a slot inside a string and in stored JSON
+        // (without the process's key), escapes, nesting.
+        let text = r#"{"profiles" : [{"id" : 1, "note" : "{\"__basalt_join_0\" : 1}", "meta" : {"__basalt_join_0" : {"msg_id" : 9}}, "message" : {"SLOT0" : {"msg_id" : 1}}}, {"id" : 4, "message" : null}, {"id" : 2, "message" : {"SLOT0" : {"msg_id" : 2}}, "deep" : {"x" : [null, {"SLOT1" : {"name" : "b\"o"}}]}}]}"#
+            .replace("SLOT", join_slot_key());
         let slots = find(text.as_bytes()).unwrap();
         assert_eq!(slots.len(), 3);
         let key = |k: &str| Step::Key(k.to_owned());
@@ -230,6 +232,10 @@ mod tests {
         let value: Value = serde_json::from_slice(&spliced).unwrap();
         assert_eq!(value["profiles"][0]["message"], json!({"msg": "You win!"}));
         assert_eq!(value["profiles"][0]["note"], "{\"__basalt_join_0\" : 1}");
+        assert_eq!(
+            value["profiles"][0]["meta"],
+            json!({"__basalt_join_0": {"msg_id": 9}})
+        );
         assert_eq!(value["profiles"][1]["message"], Value::Null);
         assert_eq!(value["profiles"][2]["message"], json!({"msg": "You lose!"}));
         assert_eq!(value["profiles"][2]["deep"]["x"], json!([null, []]));

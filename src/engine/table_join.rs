@@ -64,7 +64,7 @@ fn key_of(object: &Map<String, Value>, part: &TableJoinPart) -> Option<Vec<Value
     }
     part.fields
         .iter()
-        .map(|field| object.get(&join_field_key(field)).cloned())
+        .map(|field| object.get(&join_field_key(&part.type_name, field)).cloned())
         .collect()
 }
 
@@ -133,7 +133,7 @@ pub(super) async fn complete(
     for part in &parts {
         for object in objects_of(&mut roots, part) {
             for field in &part.fields {
-                object.shift_remove(&join_field_key(field));
+                object.shift_remove(&join_field_key(&part.type_name, field));
             }
         }
     }

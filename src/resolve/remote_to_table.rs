@@ -104,13 +104,22 @@ pub fn check(
             .find(|f| f.get("name").and_then(Value::as_str) == Some(name))
     };
     let name = &relationship.name.0;
-    if field(name).is_some() {
+    let target = &relationship.definition.to_source;
+    // An array relationship also brings `<name>_aggregate`.
+    let aggregate = format!("{name}_aggregate");
+    let taken = [name.as_str(), aggregate.as_str()]
+        .into_iter()
+        .take(match target.relationship_type {
+            RemoteRelationshipType::Array => 2,
+            RemoteRelationshipType::Object => 1,
+        })
+        .find(|n| field(n).is_some());
+    if let Some(taken) = taken {
         return Err(already_exists(
             args,
-            format!("field \"{name}\" already exists in type \"{type_name}\""),
+            format!("field \"{taken}\" already exists in type \"{type_name}\""),
         ));
     }
-    let target = &relationship.definition.to_source;
     if target.field_mapping.is_empty() {
         return Err(error(
             Code::ParseFailed,

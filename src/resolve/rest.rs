@@ -75,29 +75,25 @@ impl Template {
     /// Whether the two templates have the same literals at the same places, and variables at
     /// the others (whatever their names): OpenAPI holds such paths to be one.
     pub fn same_shape(&self, other: &Template) -> bool {
-        self.segments.len() == other.segments.len()
-            && self
-                .segments
-                .iter()
-                .zip(&other.segments)
-                .all(|pair| match pair {
-                    (Segment::Literal(a), Segment::Literal(b)) => a == b,
-                    (Segment::Variable(_), Segment::Variable(_)) => true,
-                    _ => false,
-                })
+        self.aligned(other, |pair| match pair {
+            (Segment::Literal(a), Segment::Literal(b)) => a == b,
+            (Segment::Variable(_), Segment::Variable(_)) => true,
+            _ => false,
+        })
     }
 
     /// Whether some request path matches both templates.
     pub fn overlaps(&self, other: &Template) -> bool {
+        self.aligned(other, |pair| match pair {
+            (Segment::Literal(a), Segment::Literal(b)) => a == b,
+            _ => true,
+        })
+    }
+
+    /// As many segments, and `pair` holds for each position.
+    fn aligned(&self, other: &Template, pair: impl Fn((&Segment, &Segment)) -> bool) -> bool {
         self.segments.len() == other.segments.len()
-            && self
-                .segments
-                .iter()
-                .zip(&other.segments)
-                .all(|pair| match pair {
-                    (Segment::Literal(a), Segment::Literal(b)) => a == b,
-                    _ => true,
-                })
+            && self.segments.iter().zip(&other.segments).all(pair)
     }
 
     /// The variables' values when `path` (decoded segments) matches.

@@ -485,7 +485,7 @@ fn remote_join_slot(occurrence: usize, values: Vec<(&str, Expr)>) -> Expr {
             .map(|(_, v)| Expr::IsNull(Box::new(v.clone()), false))
             .collect(),
     );
-    let key = format!("{}{occurrence}", crate::graphql::ir::JOIN_SLOT_KEY);
+    let key = format!("{}{occurrence}", crate::graphql::ir::join_slot_key());
     let slot = json_object(vec![(key.as_str(), json_object(values))]);
     Expr::Case {
         when: Box::new(any_null),

@@ -6,8 +6,19 @@
 use async_graphql_value::ConstValue;
 use serde_json::{Map, Value};
 
-/// The key a join slot object starts with, before its occurrence number.
-pub const JOIN_SLOT_KEY: &str = "__basalt_join_";
+/// The key a join slot object starts with, before its occurrence number:
+/// `__basalt_join_<random>_`, drawn once per process, so that no stored JSON value (a `jsonb`
+/// column's) can pose as a slot.
+pub fn join_slot_key() -> &'static str {
+    use std::hash::{BuildHasher, Hasher};
+    static KEY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    KEY.get_or_init(|| {
+        // A `RandomState` is seeded from the operating system's randomness.
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u64(std::process::id().into());
+        format!("__basalt_join_{:016x}_", hasher.finish())
+    })
+}
 
 /// A relationship field at one position of the selection.
 #[derive(Debug, Clone, PartialEq)]

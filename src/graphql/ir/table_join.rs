@@ -6,7 +6,7 @@
 
 use super::OutputSelect;
 
-/// The prefix of the keys the join fields are asked for under (`__basalt_join_<field>`).
+/// The prefix of the keys the join fields are asked for under (`__basalt_join_<type>_<field>`).
 pub const TABLE_JOIN_FIELD: &str = "__basalt_join_";
 
 /// Whose answer holds an occurrence's objects.
@@ -29,6 +29,8 @@ pub struct TableJoinPart {
     pub remote: String,
     /// Response keys from the answer's root to the objects (lists on the way are crossed).
     pub at: Vec<String>,
+    /// The remote object type the relationship is on.
+    pub type_name: String,
     /// The client's response key of the relationship field.
     pub key: String,
     /// The objects' join fields.
@@ -45,7 +47,9 @@ impl TableJoinPart {
     }
 }
 
-/// The key the join field `field` is asked for under.
-pub fn join_field_key(field: &str) -> String {
-    format!("{TABLE_JOIN_FIELD}{field}")
+/// The key the join field `field` of objects of `type_name` is asked for under
+/// (`__basalt_join_<type>_<field>`): only objects of that type carry it, and two types' fields
+/// of one name never share a key.
+pub fn join_field_key(type_name: &str, field: &str) -> String {
+    format!("{TABLE_JOIN_FIELD}{type_name}_{field}")
 }

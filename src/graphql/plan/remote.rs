@@ -5,10 +5,10 @@
 //! (`docs/remote-schemas.md`, "Execution"). Nothing is sent from here: the engine forwards the
 //! documents.
 
-use super::remote_table::Level;
+use super::remote_table::{Level, Pending};
 use super::Problem;
 use super::{PlanError, Planner, Result};
-use crate::graphql::ir::{JoinOwner, TableJoinPart};
+use crate::graphql::ir::JoinOwner;
 use async_graphql_parser::types::{
     ExecutableDocument, Field as AstField, OperationType, Selection, SelectionSet,
 };
@@ -43,9 +43,9 @@ pub(in crate::graphql) struct Draft {
     pub(super) at: Vec<String>,
     /// The object selections being printed, innermost last.
     pub(super) levels: Vec<Level>,
-    /// Remote → table relationships planned so far (owner and occurrence set when the part
-    /// is done).
-    pub(super) tables: Vec<TableJoinPart>,
+    /// Remote → table relationships selected so far, by position, planned when the part is
+    /// done.
+    pub(super) pending: indexmap::IndexMap<(Vec<String>, String, String), Pending>,
 }
 
 /// A GraphQL value printed as a literal, variable references kept (and recorded).
@@ -277,7 +277,7 @@ impl<'a> Planner<'a> {
         let drafts = std::mem::take(&mut self.remote_drafts);
         let mut parts = Vec::with_capacity(drafts.len());
         for (remote, mut draft) in drafts {
-            self.take_table_joins(&mut draft, JoinOwner::Root, &remote);
+            self.take_table_joins(&mut draft, JoinOwner::Root, &remote)?;
             let declared = self.declarations(&draft.variables)?;
             let mut document = String::from(keyword);
             if let Some(name) = &operation {

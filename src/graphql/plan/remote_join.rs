@@ -62,7 +62,7 @@ impl Planner<'_> {
             format!("{{ {}}}", draft.body)
         };
         let occurrence = self.joins.len();
-        self.take_table_joins(&mut draft, JoinOwner::Join(occurrence), &join.remote);
+        self.take_table_joins(&mut draft, JoinOwner::Join(occurrence), &join.remote)?;
         self.joins.push(RemoteJoinPart {
             occurrence,
             remote: join.remote.clone(),

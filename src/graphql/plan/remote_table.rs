@@ -1,10 +1,11 @@
 //! Remote schema → table relationship fields inside remote selections
 //! (`docs/remote-schemas.md`, "Relationships to tables"). Printing a remote selection, a
 //! relationship field is sent as `<key>: __typename`, which keeps its place among the object's
-//! keys; when the object selection is done, each relationship (its fields gathered across
-//! fragments by response key) is planned as rows of the target table joined on the object's
-//! join fields, and the selection asks for those fields as `__basalt_join_<field>` in a
-//! fragment on the object type, so that only objects of that type carry them.
+//! keys, and the object selection asks for the relationship's join fields as
+//! `__basalt_join_<type>_<field>` in a fragment on the object type, so that only objects of that
+//! type carry them. When the part is done, each position's relationship (its fields gathered
+//! across fragments and repeated parent fields) is planned once, as rows of the target table
+//! joined on the object's join fields.
 
 use super::remote::Draft;
 use super::{Planner, Result};
@@ -22,6 +23,15 @@ use std::fmt::Write as _;
 #[derive(Debug, Default)]
 pub(in crate::graphql) struct Level {
     fields: IndexMap<(String, String), Vec<AstField>>,
+}
+
+/// A relationship to a table at one position of a part (response keys, object type, client
+/// key), planned when the part is done: every field selected there, and where the first was.
+#[derive(Debug)]
+pub(in crate::graphql) struct Pending {
+    fields: Vec<AstField>,
+    path: String,
+    depth: usize,
 }
 
 impl<'a> Planner<'a> {
@@ -70,7 +80,7 @@ impl<'a> Planner<'a> {
         printed?;
         let model: &'a RoleModel = self.model;
         let mut asked: IndexMap<&str, IndexSet<&str>> = IndexMap::new();
-        for ((type_name, key), fields) in &level.fields {
+        for ((type_name, key), fields) in level.fields {
             let Some(first) = fields.first() else {
                 continue;
             };
@@ -80,30 +90,27 @@ impl<'a> Planner<'a> {
             else {
                 continue;
             };
-            let at = format!("{path}.{key}");
-            let output = self.related_rows(relationship, type_name, fields, &at, depth)?;
-            draft.tables.push(TableJoinPart {
-                occurrence: 0,
-                owner: JoinOwner::Root,
-                remote: String::new(),
-                at: draft.at.clone(),
-                key: key.clone(),
-                fields: relationship
-                    .keys
-                    .iter()
-                    .map(|(f, _, _)| f.clone())
-                    .collect(),
-                output,
-            });
+            let type_name: &'a str = &relationship.relationship.type_name;
             asked
-                .entry(type_name.as_str())
+                .entry(type_name)
                 .or_default()
                 .extend(relationship.keys.iter().map(|(f, _, _)| f.as_str()));
+            // A position reached twice (a repeated parent field) is one occurrence: its
+            // fields are planned together when the part is done.
+            let pending = draft
+                .pending
+                .entry((draft.at.clone(), type_name.to_owned(), key.clone()))
+                .or_insert_with(|| Pending {
+                    fields: Vec::new(),
+                    path: format!("{path}.{key}"),
+                    depth,
+                });
+            pending.fields.extend(fields);
         }
         for (type_name, fields) in asked {
             let _ = write!(draft.body, "... on {type_name} {{ ");
             for field in fields {
-                let _ = write!(draft.body, "{}: {field} ", join_field_key(field));
+                let _ = write!(draft.body, "{}: {field} ", join_field_key(type_name, field));
             }
             draft.body.push_str("} ");
         }
@@ -155,13 +162,42 @@ impl<'a> Planner<'a> {
         })
     }
 
-    /// Moves a finished part's relationships to tables into the operation, numbered.
-    pub(super) fn take_table_joins(&mut self, draft: &mut Draft, owner: JoinOwner, remote: &str) {
-        for mut part in std::mem::take(&mut draft.tables) {
-            part.occurrence = self.table_joins.len();
-            part.owner = owner;
-            remote.clone_into(&mut part.remote);
-            self.table_joins.push(part);
+    /// Plans a finished part's relationships to tables, each position once, and moves them
+    /// into the operation, numbered.
+    pub(super) fn take_table_joins(
+        &mut self,
+        draft: &mut Draft,
+        owner: JoinOwner,
+        remote: &str,
+    ) -> Result<()> {
+        let model: &'a RoleModel = self.model;
+        for ((at, type_name, key), pending) in std::mem::take(&mut draft.pending) {
+            let name = pending.fields[0].name.node.to_string();
+            let Some(relationship) = model.to_tables.get(&(type_name.clone(), name)) else {
+                continue;
+            };
+            let output = self.related_rows(
+                relationship,
+                &type_name,
+                &pending.fields,
+                &pending.path,
+                pending.depth,
+            )?;
+            self.table_joins.push(TableJoinPart {
+                occurrence: self.table_joins.len(),
+                owner,
+                remote: remote.to_owned(),
+                at,
+                type_name,
+                key,
+                fields: relationship
+                    .keys
+                    .iter()
+                    .map(|(f, _, _)| f.clone())
+                    .collect(),
+                output,
+            });
         }
+        Ok(())
     }
 }

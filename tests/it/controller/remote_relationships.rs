@@ -262,4 +262,17 @@ async fn messages_example_applies_and_joins_both_ways() {
         answer,
         json!({"data": {"profiles": [{"name": "bob", "message": {"msg": "You lose!"}}]}})
     );
+    // Taken down: the table's relationships to the service first, then the service with its
+    // own relationships.
+    let mut plain = s.fake.get(&table);
+    plain.metadata.generation = Some(2);
+    plain.spec.remote_relationships.clear();
+    s.fake.put(&plain);
+    s.reconcile(&plain).await.unwrap();
+    assert_eq!(s.condition(&plain, "Ready").1, "Applied");
+    let remote = s.fake.get(&remote);
+    s.delete(&remote);
+    s.reconcile(&remote).await.unwrap();
+    let export = s.server.export().await;
+    assert!(export.get("remote_schemas").is_none(), "{export}");
 }

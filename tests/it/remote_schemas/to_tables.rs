@@ -28,7 +28,11 @@ async fn remote_objects_reach_their_rows_in_one_statement() {
     );
     let sent = queries(&remote, before.0);
     assert_eq!(sent.len(), 1, "{sent:?}");
-    assert!(sent[0].contains("__basalt_join_id: id"), "{}", sent[0]);
+    assert!(
+        sent[0].contains("... on Message { __basalt_join_Message_id: id }"),
+        "{}",
+        sent[0]
+    );
     assert_eq!(statements(&s) - before.1, 1);
 
     // Lists of objects, two occurrences (rows and an aggregate), fragments: one statement.
@@ -388,4 +392,35 @@ async fn a_reload_that_breaks_a_relationship_is_refused() {
         .filter_map(|f| f["name"].as_str())
         .collect();
     assert!(fields.contains(&"country"), "{answer}");
+}
+
+#[tokio::test]
+async fn positions_reached_twice_and_types_sharing_a_field_name() {
+    let (s, remote) = setup().await;
+    s.ok(sender()).await;
+    // The same position twice (a repeated parent field): one occurrence, selections merged.
+    let answer = s
+        .gql("{ m: message(id: 2) { sender { name } } m: message(id: 2) { sender { id } } }")
+        .await;
+    assert_eq!(
+        answer,
+        json!({"data": {"m": {"sender": [{"name": "bob", "id": 2}]}}})
+    );
+    drop(remote);
+    // Behind a union, two types' relationships on fields of one name stay apart.
+    let (s, _geo) = geo_visits().await;
+    s.ok(
+        json!({"type": "create_remote_schema_remote_relationship", "args": {
+        "remote_schema": "geo", "type_name": "City", "name": "stays", "definition": {
+        "to_source": {"table": "visits", "relationship_type": "array",
+        "field_mapping": {"code": "country_code"}}}}}),
+    )
+    .await;
+    let answer = s
+        .gql("{ search { ... on Country { code v: visits(limit: 1, order_by: {id: asc}) { id } } ... on City { code v: stays { id } } } }")
+        .await;
+    assert_eq!(
+        answer,
+        json!({"data": {"search": [{"code": "FR", "v": [{"id": 1}]}, {"code": "OSA", "v": []}]}})
+    );
 }
