@@ -309,26 +309,14 @@ fn collect(
                     .type_condition
                     .as_ref()
                     .map_or(parent.to_owned(), |c| c.node.on.node.to_string());
-                collect(
-                    document,
-                    &fragment.node.selection_set.node,
-                    &on,
-                    types,
-                    depth + 1,
-                    properties,
-                );
+                let set = &fragment.node.selection_set.node;
+                collect(document, set, &on, types, depth + 1, properties);
             }
-            Selection::FragmentSpread(spread) => {
-                if let Some(fragment) = document.fragments.get(&spread.node.fragment_name.node) {
+            Selection::FragmentSpread(named) => {
+                if let Some(fragment) = document.fragments.get(&named.node.fragment_name.node) {
                     let on = fragment.node.type_condition.node.on.node.to_string();
-                    collect(
-                        document,
-                        &fragment.node.selection_set.node,
-                        &on,
-                        types,
-                        depth + 1,
-                        properties,
-                    );
+                    let set = &fragment.node.selection_set.node;
+                    collect(document, set, &on, types, depth + 1, properties);
                 }
             }
         }

@@ -140,6 +140,7 @@ impl Planner<'_> {
                 ));
             }
             if keep == Keep::Types {
+                self.without_values = true;
                 self.var_types
                     .insert(name.to_owned(), (ty, def.default_value.is_some()));
                 continue;

@@ -126,7 +126,6 @@ pub fn validate(
         return Err(PlanError::at("$", Problem::NoOperation));
     };
     let mut planner = Planner::new(model, types, resolved, prepared, limits);
-    planner.without_values = true;
     planner.coerce_variables(operation, &Map::new(), Keep::Types)?;
     match operation.ty {
         OperationType::Mutation if types.mutation_root.is_none() => {
@@ -185,7 +184,8 @@ pub(super) struct Planner<'a> {
     pub(super) joins: Vec<crate::graphql::ir::RemoteJoinPart>,
     /// Remote schema → table relationship occurrences so far.
     pub(super) table_joins: Vec<crate::graphql::ir::TableJoinPart>,
-    /// A stored document is checked without variable values ([`validate`]).
+    /// A stored document is checked without variable values ([`validate`]; set by
+    /// [`Keep::Types`]).
     pub(super) without_values: bool,
 }
 
