@@ -423,7 +423,9 @@ pub fn cleanup_against(
 
 fn drop_rank(key: &str) -> u8 {
     match key.split(':').next() {
-        Some("allowlist" | "rest_endpoint") => 0,
+        Some("allowlist" | "rest_endpoint" | "function_permission") => 0,
+        // Before the table whose rows it returns.
+        Some("function") => 1,
         Some("permission") => 1,
         Some("action_permission") => 2,
         Some("event_trigger") => 3,
@@ -530,6 +532,11 @@ fn create_request(object: &Object) -> Option<Value> {
         Object::InheritedRole(r) => json!({"type": "add_inherited_role", "args": r}),
         Object::ApiLimits(l) => json!({"type": "set_api_limits", "args": l}),
         Object::RestEndpoint(e) => json!({"type": "create_rest_endpoint", "args": e}),
+        // The entry holds no grants: each is an object and a request of its own.
+        Object::Function(_) => json!({"type": "track_function", "version": 2,
+            "args": object.canonical()}),
+        Object::FunctionPermission(..) => json!({"type": "create_function_permission",
+            "args": object.canonical()}),
         Object::CustomType(_) => return None,
     })
 }
@@ -573,6 +580,10 @@ fn drop_request(object: &Object, cascade: bool) -> Option<Value> {
         Object::RestEndpoint(e) => {
             json!({"type": "drop_rest_endpoint", "args": {"name": e.name}})
         }
+        Object::Function(f) => json!({"type": "untrack_function",
+            "args": {"function": f.function}}),
+        Object::FunctionPermission(f, p) => json!({"type": "drop_function_permission",
+            "args": {"function": f, "role": p.role}}),
         Object::CustomType(_) => return None,
     })
 }
@@ -709,6 +720,37 @@ fn push_update(
         | (Object::RemoteSchemaRelationship(..), Object::RemoteSchemaRelationship(..)) => {
             if let Some(request) = remote_relationship_request("update", desired) {
                 op(plan, &key, request);
+            }
+        }
+        // The configuration is replaced whole; a comment has no setter, so the function is
+        // tracked again with the grants it holds.
+        (Object::Function(c), Object::Function(d)) if c.comment == d.comment => op(
+            plan,
+            &key,
+            json!({"type": "set_function_customization", "args": {
+                "function": d.function, "configuration": d.configuration}}),
+        ),
+        (Object::Function(_), Object::Function(d)) => {
+            op(
+                plan,
+                &key,
+                json!({"type": "untrack_function",
+                "args": {"function": d.function}}),
+            );
+            if let Some(request) = create_request(desired) {
+                op(plan, &key, request);
+            }
+            for p in metadata
+                .function(&d.function)
+                .into_iter()
+                .flat_map(|f| &f.permissions)
+            {
+                op(
+                    plan,
+                    &key,
+                    json!({"type": "create_function_permission",
+                    "args": {"function": d.function, "role": p.role}}),
+                );
             }
         }
         // An action permission whose comment changed has no comment setter: dropped and

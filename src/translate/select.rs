@@ -502,7 +502,7 @@ pub(super) fn aggregate(state: &mut State, a: &AggregateSelect, parent: Option<&
     if !reads_rows(a) {
         return constant_aggregate(a);
     }
-    let alias = state.table_alias(&a.table);
+    let alias = state.table_alias(a.source.table());
     let outer = state.alias();
     let mut projected: Vec<&String> = Vec::new();
     for (_, f) in &a.fields {
@@ -556,7 +556,7 @@ pub(super) fn aggregate(state: &mut State, a: &AggregateSelect, parent: Option<&
     list.extend(order_keys(state, &a.args, &alias));
     let (from, where_) = from_where(
         state,
-        &Source::Table(a.table.clone()),
+        &a.source,
         &a.join,
         &a.args,
         parent,

@@ -188,6 +188,7 @@ impl<'a> Planner<'a> {
                     )?;
                     Field::Aggregate(Box::new(self.aggregate(
                         target,
+                        Source::Table(target.name.clone()),
                         r.mapping.clone(),
                         &args,
                         &sub,
@@ -298,9 +299,11 @@ impl<'a> Planner<'a> {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn aggregate(
         &mut self,
         table: &'a RoleTable,
+        source: Source,
         join: Vec<(String, String)>,
         args: &IndexMap<String, Input>,
         sub: &Collected<'_>,
@@ -394,7 +397,7 @@ impl<'a> Planner<'a> {
             }
         }
         Ok(AggregateSelect {
-            table: table.name.clone(),
+            source,
             join,
             args: row_args,
             fields,

@@ -1,0 +1,1 @@
+//! Tracked functions through `run_sql` and other metadata operations.

@@ -1,0 +1,1 @@
+//! The reference engine's own function test cases, ported as HTTP tests.
