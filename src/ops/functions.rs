@@ -233,7 +233,8 @@ impl FunctionOp {
                         Code::NotSupported,
                         args,
                         format!("function permission can only be added when the function's return table \"{table}\" has select permission configured for role: \"{role}\""),
-                    ));
+                    )
+                    .with_missing(crate::metadata::error::Missing::Metadata));
                 }
                 if let Some(e) = next.function_mut(f) {
                     e.permissions

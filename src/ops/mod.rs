@@ -33,6 +33,7 @@ mod tables;
 pub use run_sql::RunSql;
 
 pub use collections::check_collection;
+pub use functions::FunctionOp;
 pub use manage::{parse_metadata, ManageOp};
 pub use permissions::check_select_root_fields;
 pub use rest::RestOp;

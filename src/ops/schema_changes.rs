@@ -36,6 +36,9 @@ pub struct SchemaChanges {
     pub overloaded_functions: Vec<QualifiedFunction>,
     /// Functions of computed fields renamed or moved to another schema: (old, new).
     pub renamed_functions: Vec<(QualifiedFunction, QualifiedFunction)>,
+    /// Functions dropped whose name another function took in the same change (dropped and
+    /// created again): a tracked one stays tracked and is judged by its rules.
+    pub recreated_functions: Vec<QualifiedFunction>,
     /// Tracked functions that were `STABLE` or `IMMUTABLE` and are now `VOLATILE`.
     pub now_volatile: Vec<QualifiedFunction>,
     /// Tracked tables (named as after the change) whose definition changed in any way; event
@@ -160,7 +163,12 @@ pub fn diff(metadata: &Metadata, before: &DbModel, after: &DbModel) -> SchemaCha
                 }
                 changes.renamed_functions.push((function.clone(), name));
             }
-            None => changes.dropped_functions.push(function.clone()),
+            None => {
+                if after.functions.contains_key(function) {
+                    changes.recreated_functions.push(function.clone());
+                }
+                changes.dropped_functions.push(function.clone())
+            }
         }
     }
     changes
@@ -455,7 +463,8 @@ pub fn reconcile(
             .collect();
         dropped.extend(with_transitive(metadata, before, fields));
         // A tracked function goes with its grants, even without cascade.
-        if metadata.function(function).is_some() {
+        if metadata.function(function).is_some() && !changes.recreated_functions.contains(function)
+        {
             dropped.insert(ObjectId::Function(function.clone()));
         }
     }

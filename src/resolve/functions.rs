@@ -108,7 +108,8 @@ pub fn check_function(
         [] => {
             return Err(error(format!(
                 "in function \"{f}\": no such function exists: \"{f}\""
-            )))
+            ))
+            .with_missing(crate::metadata::error::Missing::DatabaseObject))
         }
         [one] => one,
         _ => {
@@ -138,7 +139,8 @@ pub fn check_function(
         )));
     };
     if resolved.table(&returns).is_none() {
-        return Err(error(format!("table \"{returns}\" is not tracked")));
+        return Err(error(format!("table \"{returns}\" is not tracked"))
+            .with_missing(crate::metadata::error::Missing::Metadata));
     }
     let volatile = function.volatility == "v";
     let exposed_as = entry.configuration.exposed_as.unwrap_or(match volatile {
