@@ -284,6 +284,8 @@ pub fn plan_against(
         plan.steps.push((key.to_owned(), Step::Delete));
     }
 
+    // Functions tracked again (a changed comment): their grants went with them.
+    let mut retracked = Vec::new();
     for object in resource.desired {
         let key = object.key();
         let desired = object.canonical();
@@ -339,10 +341,24 @@ pub fn plan_against(
             match current {
                 None => push_create(&mut plan, &mut types, object),
                 Some(current) if !in_sync => {
+                    if let (Object::Function(c), Object::Function(d)) = (current, object) {
+                        if c.comment != d.comment {
+                            retracked.push(d.function.clone());
+                        }
+                    }
                     push_update(&mut plan, &mut types, metadata, current, object)
                 }
                 Some(_) => {}
             }
+        }
+        // A grant in sync whose function is tracked again is created again, under its own key
+        // (so it may wait for its select permission like any grant).
+        if let (Object::FunctionPermission(f, _), Some(_), true) = (object, current, in_sync) {
+            if retracked.contains(f) {
+                push_create(&mut plan, &mut types, object);
+            }
+        }
+        if step.applies() {
             plan.ownership
                 .upsert
                 .push(row_for(object, desired, desired_hash));
@@ -621,27 +637,15 @@ fn push_update(
             json!({"type": "set_function_customization", "args": {
                 "function": d.function, "configuration": d.configuration}}),
         ),
+        // Its grants go with it: the plan creates the declared ones again (see `plan_against`).
         (Object::Function(_), Object::Function(d)) => {
             op(
                 plan,
                 &key,
-                json!({"type": "untrack_function",
-                "args": {"function": d.function}}),
+                json!({"type": "untrack_function", "args": {"function": d.function}}),
             );
             if let Some(request) = create_request(desired) {
                 op(plan, &key, request);
-            }
-            for p in metadata
-                .function(&d.function)
-                .into_iter()
-                .flat_map(|f| &f.permissions)
-            {
-                op(
-                    plan,
-                    &key,
-                    json!({"type": "create_function_permission",
-                    "args": {"function": d.function, "role": p.role}}),
-                );
             }
         }
         // An action permission whose comment changed has no comment setter: dropped and

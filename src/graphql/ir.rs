@@ -270,6 +270,9 @@ pub enum Source {
         args: Vec<FunctionArg>,
         /// The tracked table whose rows it returns.
         returns: QualifiedTable,
+        /// `RETURNS SETOF`; otherwise its one row, which is all nulls when it returned `NULL`
+        /// (and then stands for no row).
+        set: bool,
     },
 }
 

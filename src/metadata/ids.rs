@@ -162,7 +162,13 @@ impl ObjectId {
                 text("name")?,
             ),
             "rest_endpoint" => ObjectId::RestEndpoint(text("name")?),
-            "function" => ObjectId::Function(table(definition)?),
+            // An inconsistency names the function alone; a dry run's item, its arguments.
+            "function" => {
+                ObjectId::Function(table(definition.get("function").unwrap_or(definition))?)
+            }
+            "function_permission" => {
+                ObjectId::FunctionPermission(table(definition.get("function")?)?, text("role")?)
+            }
             permission => {
                 let kind = PermissionKind::ALL
                     .into_iter()
@@ -556,6 +562,29 @@ mod tests {
         ] {
             assert!(bad.parse::<ObjectId>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn function_items_name_their_objects_in_both_shapes() {
+        let f = QualifiedTable::new("public", "search");
+        assert_eq!(
+            ObjectId::of_item("function", &json!({"schema": "public", "name": "search"})),
+            Some(ObjectId::Function(f.clone()))
+        );
+        assert_eq!(
+            ObjectId::of_item(
+                "function",
+                &json!({"function": {"schema": "public", "name": "search"}, "configuration": {}})
+            ),
+            Some(ObjectId::Function(f.clone()))
+        );
+        assert_eq!(
+            ObjectId::of_item(
+                "function_permission",
+                &json!({"function": {"schema": "public", "name": "search"}, "role": "user"})
+            ),
+            Some(ObjectId::FunctionPermission(f, "user".into()))
+        );
     }
 
     #[test]

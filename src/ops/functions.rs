@@ -9,7 +9,7 @@ use super::Context;
 use crate::metadata::error::{
     already_exists, not_exists_in_metadata, parse_failed, Code, MetadataError, Result,
 };
-use crate::metadata::ids::function_definition;
+use crate::metadata::ids::{function_definition, ObjectId};
 use crate::metadata::parse::parse;
 use crate::metadata::path::JsonPath;
 use crate::metadata::types::*;
@@ -124,6 +124,24 @@ pub fn check_configuration(configuration: &FunctionConfiguration, path: &JsonPat
 impl FunctionOp {
     /// Parses the function operations; `None` for other types.
     pub fn parse(op_type: &str, args: &Value, path: &JsonPath) -> Result<Option<Self>> {
+        const OPS: [&str; 5] = [
+            "track_function",
+            "untrack_function",
+            "set_function_customization",
+            "create_function_permission",
+            "drop_function_permission",
+        ];
+        if !OPS.contains(&op_type) {
+            return Ok(None);
+        }
+        // The source is checked before anything else about the arguments.
+        if let Some(source) = args.get("source").filter(|s| !s.is_null()) {
+            let source = source
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| source.to_string());
+            check_source(&Some(source), path)?;
+        }
         Ok(Some(match op_type {
             "track_function" => {
                 let a: Track = parse(args, path)?;
@@ -213,22 +231,25 @@ impl FunctionOp {
                         format!("permission of role \"{role}\" already exists for function \"{f}\" in source: \"default\""),
                     ));
                 }
-                let returns = ctx
-                    .db
-                    .functions
-                    .get(f)
-                    .and_then(|fs| fs.first())
-                    .and_then(|db| db.return_type.relation());
-                let selects = returns
-                    .as_ref()
-                    .and_then(|t| cache.resolved.tables.get(t))
-                    .is_some_and(|t| {
-                        t.permissions
-                            .get(&role.0)
-                            .is_some_and(|p| p.select.is_some())
-                    });
+                let Some(resolved) = cache.resolved.functions.iter().find(|r| &r.function == f)
+                else {
+                    // Inconsistent: its own reason says why nothing can be granted on it.
+                    let reason = cache
+                        .inconsistencies
+                        .iter()
+                        .find(|i| i.object == ObjectId::Function(f.clone()))
+                        .map(|i| i.reason.clone())
+                        .unwrap_or_else(|| format!("function \"{f}\" is inconsistent"));
+                    return Err(MetadataError::new(Code::ConstraintViolation, args, reason));
+                };
+                let returns = &resolved.returns;
+                let selects = cache.resolved.tables.get(returns).is_some_and(|t| {
+                    t.permissions
+                        .get(&role.0)
+                        .is_some_and(|p| p.select.is_some())
+                });
                 if !selects {
-                    let table = returns.map(|t| t.to_string()).unwrap_or_default();
+                    let table = returns.to_string();
                     return Err(MetadataError::new(
                         Code::NotSupported,
                         args,
@@ -258,6 +279,38 @@ impl FunctionOp {
     }
 }
 
+/// Each grant of a document's consistent functions is one `create_function_permission` would
+/// make: its role may select the returned table. Paths under `document`.
+pub fn check_grants(
+    metadata: &Metadata,
+    resolution: &Resolution,
+    document: &JsonPath,
+) -> Result<()> {
+    for (i, entry) in metadata.functions.iter().enumerate() {
+        let Some(resolved) =
+            (resolution.resolved.functions.iter()).find(|r| r.function == entry.function)
+        else {
+            continue;
+        };
+        let table = resolution.resolved.tables.get(&resolved.returns);
+        for (j, p) in entry.permissions.iter().enumerate() {
+            let selects = table.is_some_and(|t| {
+                t.permissions
+                    .get(&p.role.0)
+                    .is_some_and(|rules| rules.select.is_some())
+            });
+            if !selects {
+                return Err(MetadataError::new(
+                    Code::NotSupported,
+                    document.key("functions").index(i).key("permissions").index(j),
+                    format!("function permission can only be added when the function's return table \"{}\" has select permission configured for role: \"{}\"", resolved.returns, p.role),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The entry of a tracked function, or `not-exists`.
 fn tracked<'m>(metadata: &'m Metadata, f: &QualifiedFunction) -> Result<&'m FunctionEntry> {
     metadata.function(f).ok_or_else(|| {
@@ -279,10 +332,11 @@ fn check(
     let mut taken = taken_names(&cache.resolved);
     if let Some(f) = replacing {
         for own in cache.resolved.functions.iter().filter(|r| &r.function == f) {
-            taken.remove(&own.field);
+            taken.fields.remove(&own.field);
             if let Some(aggregate) = &own.aggregate_field {
-                taken.remove(aggregate);
+                taken.fields.remove(aggregate);
             }
+            taken.types.remove(&own.args_type);
         }
     }
     check_function(entry, ctx.db, &cache.resolved, &taken).map_err(|e| {

@@ -92,6 +92,14 @@ fn check_document(map: &serde_json::Map<String, Value>, path: &JsonPath) -> Resu
             ))
         }
     }
+    if let Some(Value::Array(functions)) = map.get("functions") {
+        for (i, f) in functions.iter().enumerate() {
+            if let Some(configuration) = f.get("configuration").filter(|c| c.is_object()) {
+                let at = path.key("functions").index(i).key("configuration");
+                super::functions::parse_configuration(configuration, &at)?;
+            }
+        }
+    }
     if let Some(Value::Array(tables)) = map.get("tables") {
         for (i, table) in tables.iter().enumerate() {
             if let Value::Object(entry) = table {
@@ -204,7 +212,13 @@ fn check_functions(metadata: &Metadata, path: &JsonPath) -> Result<()> {
                 format!("function already tracked: \"{}\"", entry.function),
             ));
         }
-        super::functions::check_configuration(&entry.configuration, &at.key("configuration"))?;
+        if metadata.table(&entry.function).is_some() {
+            return Err(MetadataError::new(
+                Code::NotSupported,
+                at.key("function"),
+                format!("table with name \"{}\" already exists", entry.function),
+            ));
+        }
         let mut roles = BTreeSet::new();
         for (j, p) in entry.permissions.iter().enumerate() {
             let role_at = at.key("permissions").index(j).key("role");
@@ -435,6 +449,7 @@ impl ManageOp {
                 let roles = document.key("inherited_roles");
                 super::roles::check_document(&replacement.inherited_roles, &roles)?;
                 let after = ctx.resolve(replacement);
+                super::functions::check_grants(replacement, &after, &document)?;
                 let blocking: Vec<Value> = after
                     .inconsistencies
                     .iter()

@@ -94,14 +94,24 @@ fn error(reason: String) -> MetadataError {
     MetadataError::new(Code::ConstraintViolation, JsonPath::root(), reason)
 }
 
+/// The names a function's fields and arguments type may not take.
+#[derive(Debug, Clone, Default)]
+pub struct Taken {
+    /// Root fields of tables, actions and functions.
+    pub fields: HashSet<String>,
+    /// Types: tables' object types, custom types, the arguments types of computed fields and
+    /// functions.
+    pub types: HashSet<String>,
+}
+
 /// Checks a tracked function against the database and the tables tracked so far, and works
 /// out how it is exposed. The error's message is the inconsistency's reason; `taken` holds
-/// the root fields of tables, actions and the functions before it.
+/// what the tables, actions and the functions before it named.
 pub fn check_function(
     entry: &FunctionEntry,
     db: &DbModel,
     resolved: &Resolved,
-    taken: &HashSet<String>,
+    taken: &Taken,
 ) -> Result<ResolvedFunction, MetadataError> {
     let f = &entry.function;
     let function = match db.functions.get(f).map(Vec::as_slice).unwrap_or(&[]) {
@@ -148,12 +158,22 @@ pub fn check_function(
         false => ExposedAs::Query,
     });
     let (field, aggregate_field) = field_names(entry, exposed_as);
+    let args_type = format!("{}_args", base_name(entry));
+    let conflict = |name: &str| {
+        error(format!(
+            "function \"{f}\" conflicts with existing field or type \"{name}\""
+        ))
+    };
     for name in std::iter::once(&field).chain(aggregate_field.as_ref()) {
-        if taken.contains(name) {
-            return Err(error(format!(
-                "function \"{f}\" conflicts with existing field or type \"{name}\""
-            )));
+        if taken.fields.contains(name) {
+            return Err(conflict(name));
         }
+    }
+    if aggregate_field.as_ref() == Some(&field) {
+        return Err(conflict(&field));
+    }
+    if taken.types.contains(&args_type) {
+        return Err(conflict(&args_type));
     }
     let names = function.input_names();
     let mut unnamed = 0;
@@ -194,7 +214,7 @@ pub fn check_function(
         exposed_as,
         volatile,
         aggregate_field,
-        args_type: format!("{}_args", base_name(entry)),
+        args_type,
         field,
         comment: entry.comment.clone(),
         roles: entry.permissions.iter().map(|p| p.role.0.clone()).collect(),
@@ -240,6 +260,28 @@ fn rule_reasons(entry: &FunctionEntry, function: &DbFunction, db: &DbModel) -> V
             bad_names.join(",")
         ));
     }
+    // An unnamed argument is `arg_<n>`: a named one may already be called so.
+    let mut unnamed = 0;
+    let mut seen = HashSet::new();
+    let mut twice = Vec::new();
+    for name in &names {
+        let graphql = match name.is_empty() {
+            true => {
+                unnamed += 1;
+                format!("arg_{unnamed}")
+            }
+            false => name.clone(),
+        };
+        if !seen.insert(graphql.clone()) {
+            twice.push(graphql);
+        }
+    }
+    if !twice.is_empty() {
+        reasons.push(format!(
+            "the function arguments {} are named twice (unnamed arguments are arg_1, arg_2, …)",
+            twice.join(",")
+        ));
+    }
     let bad_types: Vec<&str> = function
         .input_types
         .iter()
@@ -273,12 +315,30 @@ fn rule_reasons(entry: &FunctionEntry, function: &DbFunction, db: &DbModel) -> V
 
 /// The root field names a function may not take: those of the tables, the actions and the
 /// functions resolved so far.
-pub fn taken_names(resolved: &Resolved) -> HashSet<String> {
-    let mut taken: HashSet<String> = table_root_fields(resolved).into_keys().collect();
-    taken.extend(resolved.actions.iter().map(|a| a.name().to_owned()));
+pub fn taken_names(resolved: &Resolved) -> Taken {
+    let mut taken = Taken {
+        fields: table_root_fields(resolved).into_keys().collect(),
+        types: HashSet::new(),
+    };
+    taken
+        .fields
+        .extend(resolved.actions.iter().map(|a| a.name().to_owned()));
+    for t in resolved.tables.values() {
+        taken.types.insert(t.name.graphql_base_name());
+        for cf in t.computed_fields.values() {
+            taken
+                .types
+                .insert(format!("{}_args", cf.function.graphql_base_name()));
+        }
+    }
+    let custom = &resolved.custom_types.types;
+    for t in crate::metadata::objects::CustomType::all(custom) {
+        taken.types.insert(t.name().to_owned());
+    }
     for f in &resolved.functions {
-        taken.insert(f.field.clone());
-        taken.extend(f.aggregate_field.clone());
+        taken.fields.insert(f.field.clone());
+        taken.fields.extend(f.aggregate_field.clone());
+        taken.types.insert(f.args_type.clone());
     }
     taken
 }
@@ -293,8 +353,9 @@ pub(super) fn resolve_all(metadata: &Metadata, db: &DbModel, cache: &mut Resolut
     for entry in &metadata.functions {
         match check_function(entry, db, &cache.resolved, &taken) {
             Ok(f) => {
-                taken.insert(f.field.clone());
-                taken.extend(f.aggregate_field.clone());
+                taken.fields.insert(f.field.clone());
+                taken.fields.extend(f.aggregate_field.clone());
+                taken.types.insert(f.args_type.clone());
                 cache.resolved.functions.push(f);
             }
             Err(err) => cache.inconsistencies.push(Inconsistency {

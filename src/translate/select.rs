@@ -292,6 +292,13 @@ pub(super) fn from_where(
         Some(parent) => join(join_columns, parent, alias),
         None => Vec::new(),
     };
+    // A function returning one row answers `NULL` as a row of nulls: no row.
+    if let (Source::Function { set: false, .. }, Written::Planned) = (source, written) {
+        where_.push(Expr::Not(Box::new(Expr::IsNull(
+            Box::new(Expr::Row(alias.clone())),
+            false,
+        ))));
+    }
     for f in args.filter.iter().filter_map(simplified) {
         where_.push(bool_expr(state, &f, alias, alias));
     }

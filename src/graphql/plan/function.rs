@@ -26,6 +26,7 @@ impl<'a> Planner<'a> {
             function: f.function.clone(),
             args: call_arguments(f, args, path)?,
             returns: f.returns.clone(),
+            set: f.set,
         };
         if aggregate {
             let sub: Collected<'_> =
@@ -73,11 +74,22 @@ fn call_arguments(
             match given.and_then(|g| g.get(&arg.graphql)) {
                 Some(Input::Value(p)) => p.clone(),
                 Some(Input::Null) => Param::Literal(Value::Null),
-                Some(_) | None if arg.sql.has_default => {
+                // An enum table's value, as its argument's GraphQL enum carries it.
+                Some(Input::Enum(value)) => Param::Literal(Value::String(value.clone())),
+                Some(Input::List(_) | Input::Object(_)) => {
+                    return Err(PlanError::at(
+                        &format!("{at}.{}", arg.graphql),
+                        Problem::WrongValue {
+                            ty: arg.sql.type_name.clone(),
+                            found: "a list or an object".to_owned(),
+                        },
+                    ))
+                }
+                None if arg.sql.has_default => {
                     named = true;
                     continue;
                 }
-                Some(_) | None => return Err(PlanError::at(&at, Problem::NonDefaultOmitted)),
+                None => return Err(PlanError::at(&at, Problem::NonDefaultOmitted)),
             }
         };
         if named && arg.sql.name.is_empty() {

@@ -274,6 +274,7 @@ impl<'a> Planner<'a> {
                     function: cf.function.clone(),
                     args: fn_args,
                     returns: table.clone(),
+                    set: *set,
                 };
                 let row_args = if *set { args.clone() } else { IndexMap::new() };
                 let select = self.select(

@@ -148,3 +148,138 @@ async fn without_inferred_permissions_a_query_function_needs_a_grant() {
         json!({"data": {"search_articles": []}})
     );
 }
+
+#[tokio::test]
+async fn names_sources_and_grants_are_checked_as_the_contract_says() {
+    let s = server().await;
+    s.sql("CREATE FUNCTION articles_again(search text) RETURNS SETOF article AS $$ SELECT * FROM article $$ LANGUAGE sql STABLE;
+           CREATE FUNCTION twice(arg_1 int, int) RETURNS SETOF article AS $$ SELECT * FROM article $$ LANGUAGE sql STABLE;")
+        .await;
+    s.ok(json!({"type": "reload_metadata", "args": {}})).await;
+    // A source other than default is refused before anything else is looked at.
+    let body = s
+        .fails(
+            json!({"type": "track_function", "args": {"function": "search_articles", "source": "other",
+                "configuration": {"response": {}}}}),
+            400,
+            "not-exists",
+            "$.args",
+        )
+        .await;
+    assert_eq!(body["error"], "source with name \"other\" does not exist");
+    s.fails(
+        json!({"type": "track_function", "args": {"function": "search_articles",
+            "configuration": {"response": {}}}}),
+        400,
+        "not-supported",
+        "$.args.configuration.response",
+    )
+    .await;
+    s.fails(
+        json!({"type": "track_function", "args": {"function": "search_articles",
+            "configuration": {"custom_root_fields": {"function": "a", "function_aggregate": "a"}}}}),
+        400,
+        "parse-failed",
+        "$.args.configuration.custom_root_fields",
+    )
+    .await;
+    // Two functions may not share their arguments type, nor a field name with a table.
+    s.ok(json!({"type": "track_function", "args": {"function": "search_articles"}}))
+        .await;
+    let body = s
+        .fails(
+            json!({"type": "track_function", "version": 2, "args": {"function": "articles_again",
+                "configuration": {"custom_name": "search_articles"}}}),
+            400,
+            "constraint-violation",
+            "$.args",
+        )
+        .await;
+    assert_eq!(
+        body["error"],
+        "function \"articles_again\" conflicts with existing field or type \"search_articles\""
+    );
+    let body = s
+        .fails(
+            json!({"type": "track_function", "version": 2, "args": {"function": "articles_again",
+                "configuration": {"custom_root_fields": {"function": "article_aggregate"}}}}),
+            400,
+            "constraint-violation",
+            "$.args",
+        )
+        .await;
+    assert!(body["error"]
+        .as_str()
+        .unwrap()
+        .contains("\"article_aggregate\""));
+    let body = s
+        .fails(
+            json!({"type": "track_function", "args": {"function": "twice"}}),
+            400,
+            "constraint-violation",
+            "$.args",
+        )
+        .await;
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("the function arguments arg_1 are named twice"),
+        "{body}"
+    );
+    // A grant on a function that is inconsistent says why.
+    s.ok(json!({"type": "run_sql", "args": {"sql": "DROP FUNCTION search_articles", "check_metadata_consistency": false}}))
+        .await;
+    s.ok(json!({"type": "reload_metadata", "args": {}})).await;
+    let body = s
+        .fails(
+            json!({"type": "create_function_permission", "args": {"function": "search_articles", "role": "reader"}}),
+            400,
+            "constraint-violation",
+            "$.args",
+        )
+        .await;
+    assert_eq!(
+        body["error"],
+        "in function \"search_articles\": no such function exists: \"search_articles\""
+    );
+}
+
+#[tokio::test]
+async fn a_single_row_function_returning_null_answers_null() {
+    let s = server().await;
+    s.ok(
+        json!({"type": "track_function", "version": 2, "args": {"function": "count_view",
+        "configuration": {"session_argument": "basalt_session"}}}),
+    )
+    .await;
+    let answer = s
+        .gql("mutation { count_view(args: {article_id: 99}) { id title } }")
+        .await;
+    assert_eq!(answer, json!({"data": {"count_view": null}}));
+}
+
+#[tokio::test]
+async fn replace_metadata_checks_grants_as_create_function_permission_does() {
+    let s = server().await;
+    let mut document = s.export().await;
+    document["functions"] = json!([{"function": "count_view",
+        "configuration": {"session_argument": "basalt_session"}, "permissions": [{"role": "guest"}]}]);
+    let body = s
+        .fails(
+            json!({"type": "replace_metadata", "args": document.clone()}),
+            400,
+            "not-supported",
+            "$.args.functions[0].permissions[0]",
+        )
+        .await;
+    assert!(body["error"].as_str().unwrap().contains("role: \"guest\""));
+    document["functions"][0]["configuration"] = json!({"response": {}});
+    s.fails(
+        json!({"type": "replace_metadata", "args": document}),
+        400,
+        "not-supported",
+        "$.args.functions[0].configuration.response",
+    )
+    .await;
+}

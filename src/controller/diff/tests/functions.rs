@@ -68,6 +68,26 @@ fn functions_are_tracked_customized_retracked_and_untracked_with_their_grants() 
         ]
     );
     assert_eq!(retrack.ops[1].request["args"]["comment"], "search");
+    assert_eq!(
+        retrack.ops[2].key, "function_permission:public.search_articles.user",
+        "the grant is created again under its own key, so it may wait"
+    );
+
+    // The comment changed and a grant was removed: only the declared grants come back.
+    let two = with_function(json!({}), None, &["user", "editor"]);
+    let two_rows: Vec<Managed> = declared(&two).iter().map(|o| row(o, "me")).collect();
+    let fewer = plan_for(&commented, &two, &two_rows, Policy::default());
+    assert_eq!(
+        types(&fewer),
+        vec![
+            "drop_function_permission",
+            "untrack_function",
+            "track_function",
+            "create_function_permission"
+        ]
+    );
+    assert_eq!(fewer.ops[0].request["args"]["role"], "editor");
+    assert_eq!(fewer.ops[3].request["args"]["role"], "user");
 
     // Removed: the grant first, then the function.
     let cleanup = cleanup(&owner("me"), &old, &rows, removal());
