@@ -327,6 +327,13 @@ pub struct ServeConfig {
     /// collections on the allow-list (`docs/auth.md#allow-list`).
     #[arg(long, env = "BASALT_ENABLE_ALLOWLIST", default_value_t = false, action = clap::ArgAction::Set)]
     pub enable_allowlist: bool,
+    /// Let roles call query-exposed tracked functions without a function permission.
+    ///
+    /// A role that may select the table a query-exposed function returns sees the function;
+    /// with `false` it also needs `create_function_permission`. Mutation-exposed functions
+    /// always need one (`docs/functions.md#who-sees-a-function`).
+    #[arg(long, env = "BASALT_INFER_FUNCTION_PERMISSIONS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub infer_function_permissions: bool,
     /// Log format.
     #[arg(long, env = "BASALT_LOG_FORMAT", value_enum, default_value_t = LogFormat::Json)]
     pub log_format: LogFormat,
@@ -717,6 +724,7 @@ impl ServeConfig {
             auth_hook_timeout_seconds: 10,
             unauthorized_role: None,
             enable_allowlist: false,
+            infer_function_permissions: true,
             log_format: LogFormat::Json,
             enabled_apis: vec!["metadata".to_owned(), "graphql".to_owned()],
             dev_mode: false,

@@ -88,6 +88,9 @@ impl AppState {
                 max_root_fields: config.max_root_fields,
             },
             enforce_allowlist: config.enable_allowlist,
+            model: crate::graphql::model::ModelSettings {
+                infer_function_permissions: config.infer_function_permissions,
+            },
         };
         let engine = Engine::new(pool.clone(), counters.clone(), sharing, settings);
         let live = &config.live;

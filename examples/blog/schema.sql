@@ -26,3 +26,8 @@ CREATE INDEX comment_article_id ON comment (article_id);
 -- Backs the `fullName` computed field of author.
 CREATE FUNCTION author_full_name(a author) RETURNS text LANGUAGE sql STABLE
   AS $$ SELECT a.name || coalesce(' (' || a.bio || ')', '') $$;
+
+-- Backs the `search_articles` root field (a TrackedFunction): articles whose title or body
+-- mention the term, read under each role's select permission on article.
+CREATE FUNCTION search_articles(term text) RETURNS SETOF article LANGUAGE sql STABLE
+  AS $$ SELECT * FROM article WHERE title ILIKE '%' || term || '%' OR body ILIKE '%' || term || '%' $$;

@@ -121,7 +121,11 @@ pub fn classify(err: &MetadataError, cleanup: bool) -> Reason {
         // The wire code of some missing references (a computed field named by a select
         // permission, a custom type an action's argument names): still something another
         // resource or a migration brings.
-        Code::ConstraintViolation | Code::InvalidParams if err.missing.is_some() => {
+        // So are a tracked function's returned table and the select permission a function
+        // permission needs (`not-supported` on the wire).
+        Code::ConstraintViolation | Code::InvalidParams | Code::NotSupported
+            if err.missing.is_some() =>
+        {
             waiting(err.missing)
         }
         Code::ParseFailed
@@ -152,6 +156,11 @@ pub fn waits(key: &str, request: &serde_json::Value, err: &MetadataError) -> Opt
                 "remote relationship {name} waits for remote schema {remote}"
             ))
         }
+        // A grant waits for the select permission of its role on the returned table.
+        ObjectId::FunctionPermission(function, role) if err.missing.is_some() => Some(format!(
+            "function permission {function}.{role} waits: {}",
+            err.message
+        )),
         ObjectId::RemoteSchemaRelationship(_, type_name, name) if err.missing.is_some() => {
             let table: QualifiedTable =
                 serde_json::from_value(args["definition"]["to_source"]["table"].clone()).ok()?;

@@ -8,9 +8,8 @@ use crate::catalog::OwnershipChanges;
 use crate::metadata::objects::{
     canonical_text, differing_fields, hash, CustomType, DriftKind, Managed, Object, Owner,
 };
-use crate::metadata::types::{
-    CollectionEntry, CustomTypes, EventTriggerEntry, Metadata, QualifiedTable,
-};
+use crate::metadata::types::{CollectionEntry, CustomTypes, Metadata};
+use requests::{create_request, drop_request, event_trigger_request, remote_relationship_request};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 
@@ -285,6 +284,8 @@ pub fn plan_against(
         plan.steps.push((key.to_owned(), Step::Delete));
     }
 
+    // Functions tracked again (a changed comment): their grants went with them.
+    let mut retracked = Vec::new();
     for object in resource.desired {
         let key = object.key();
         let desired = object.canonical();
@@ -340,10 +341,24 @@ pub fn plan_against(
             match current {
                 None => push_create(&mut plan, &mut types, object),
                 Some(current) if !in_sync => {
+                    if let (Object::Function(c), Object::Function(d)) = (current, object) {
+                        if c.comment != d.comment {
+                            retracked.push(d.function.clone());
+                        }
+                    }
                     push_update(&mut plan, &mut types, metadata, current, object)
                 }
                 Some(_) => {}
             }
+        }
+        // A grant in sync whose function is tracked again is created again, under its own key
+        // (so it may wait for its select permission like any grant).
+        if let (Object::FunctionPermission(f, _), Some(_), true) = (object, current, in_sync) {
+            if retracked.contains(f) {
+                push_create(&mut plan, &mut types, object);
+            }
+        }
+        if step.applies() {
             plan.ownership
                 .upsert
                 .push(row_for(object, desired, desired_hash));
@@ -423,7 +438,9 @@ pub fn cleanup_against(
 
 fn drop_rank(key: &str) -> u8 {
     match key.split(':').next() {
-        Some("allowlist" | "rest_endpoint") => 0,
+        Some("allowlist" | "rest_endpoint" | "function_permission") => 0,
+        // Before the table whose rows it returns.
+        Some("function") => 1,
         Some("permission") => 1,
         Some("action_permission") => 2,
         Some("event_trigger") => 3,
@@ -471,110 +488,11 @@ impl TypeEdits {
     }
 }
 
-/// `create_event_trigger` with `replace`: creates the trigger, or replaces the one of that name
-/// on the same table in place, so its undelivered events are kept.
-fn event_trigger_request(table: &QualifiedTable, e: &EventTriggerEntry) -> Value {
-    let d = &e.definition;
-    json!({"type": "create_event_trigger", "args": {
-        "name": e.name, "table": table, "webhook": e.webhook, "webhook_from_env": e.webhook_from_env,
-        "insert": d.insert, "update": d.update, "delete": d.delete, "enable_manual": d.enable_manual,
-        "retry_conf": e.retry_conf, "headers": e.headers, "replace": true}})
-}
-
 fn op(plan: &mut Plan, key: &str, request: Value) {
     plan.ops.push(PlannedOp {
         key: key.to_owned(),
         request,
     });
-}
-
-/// `create_…` or `update_…` (`verb`) of a remote relationship, with the arguments that create
-/// it (in the form it was written).
-fn remote_relationship_request(verb: &str, object: &Object) -> Option<Value> {
-    Some(match object {
-        Object::RemoteRelationship(t, r) => json!({
-            "type": format!("{verb}_remote_relationship"),
-            "args": crate::metadata::ids::remote_relationship_definition(t, r)}),
-        Object::RemoteSchemaRelationship(..) => json!({
-            "type": format!("{verb}_remote_schema_remote_relationship"),
-            "args": object.canonical()}),
-        _ => return None,
-    })
-}
-
-/// The request creating `object`.
-fn create_request(object: &Object) -> Option<Value> {
-    Some(match object {
-        Object::Table(e) => json!({"type": "track_table", "version": 2, "args": {
-            "table": e.table, "is_enum": e.is_enum, "configuration": e.configuration}}),
-        Object::ObjectRelationship(t, r) => json!({"type": "create_object_relationship",
-            "args": {"table": t, "name": r.name, "using": r.using, "comment": r.comment}}),
-        Object::ArrayRelationship(t, r) => json!({"type": "create_array_relationship",
-            "args": {"table": t, "name": r.name, "using": r.using, "comment": r.comment}}),
-        Object::Permission(t, kind, p) => json!({
-            "type": format!("create_{}_permission", kind.as_str()),
-            "args": {"table": t, "role": p.role, "permission": p.permission, "comment": p.comment}}),
-        Object::ComputedField(t, c) => json!({"type": "add_computed_field", "args": {
-            "table": t, "name": c.name, "definition": c.definition, "comment": c.comment}}),
-        Object::EventTrigger(t, e) => event_trigger_request(t, e),
-        Object::RemoteSchema(r) => json!({"type": "add_remote_schema", "args": r}),
-        Object::RemoteRelationship(..) | Object::RemoteSchemaRelationship(..) => {
-            remote_relationship_request("create", object)?
-        }
-        // The entry holds no permissions: each is an object and a request of its own.
-        Object::Action(a) => json!({"type": "create_action", "args": a}),
-        Object::ActionPermission(action, p) => json!({"type": "create_action_permission",
-            "args": {"action": action, "role": p.role, "comment": p.comment}}),
-        Object::Collection(c) => json!({"type": "create_query_collection", "args": c}),
-        Object::Allowlist(a) => json!({"type": "add_collection_to_allowlist", "args": a}),
-        Object::InheritedRole(r) => json!({"type": "add_inherited_role", "args": r}),
-        Object::ApiLimits(l) => json!({"type": "set_api_limits", "args": l}),
-        Object::RestEndpoint(e) => json!({"type": "create_rest_endpoint", "args": e}),
-        Object::CustomType(_) => return None,
-    })
-}
-
-/// The request dropping `object`.
-fn drop_request(object: &Object, cascade: bool) -> Option<Value> {
-    Some(match object {
-        Object::Table(e) => {
-            json!({"type": "untrack_table", "args": {"table": e.table, "cascade": cascade}})
-        }
-        Object::ObjectRelationship(t, r) => json!({"type": "drop_relationship",
-            "args": {"table": t, "relationship": r.name, "cascade": cascade}}),
-        Object::ArrayRelationship(t, r) => json!({"type": "drop_relationship",
-            "args": {"table": t, "relationship": r.name, "cascade": cascade}}),
-        Object::Permission(t, kind, p) => json!({
-            "type": format!("drop_{}_permission", kind.as_str()),
-            "args": {"table": t, "role": p.role}}),
-        Object::ComputedField(t, c) => json!({"type": "drop_computed_field",
-            "args": {"table": t, "name": c.name, "cascade": cascade}}),
-        Object::EventTrigger(_, e) => {
-            json!({"type": "delete_event_trigger", "args": {"name": e.name}})
-        }
-        Object::RemoteSchema(r) => {
-            json!({"type": "remove_remote_schema", "args": {"name": r.name}})
-        }
-        Object::RemoteRelationship(t, r) => json!({"type": "delete_remote_relationship",
-            "args": {"table": t, "name": r.name}}),
-        Object::RemoteSchemaRelationship(remote, type_name, r) => json!({
-            "type": "delete_remote_schema_remote_relationship",
-            "args": {"remote_schema": remote, "type_name": type_name, "name": r.name}}),
-        // `clear_data` keeps its default: an asynchronous action's logged calls go with it.
-        Object::Action(a) => json!({"type": "drop_action", "args": {"name": a.name}}),
-        Object::ActionPermission(action, p) => json!({"type": "drop_action_permission",
-            "args": {"action": action, "role": p.role}}),
-        Object::Collection(c) => json!({"type": "drop_query_collection",
-            "args": {"collection": c.name, "cascade": cascade}}),
-        Object::Allowlist(a) => json!({"type": "drop_collection_from_allowlist", "args": a}),
-        Object::InheritedRole(r) => json!({"type": "drop_inherited_role",
-            "args": {"role_name": r.role_name}}),
-        Object::ApiLimits(_) => json!({"type": "remove_api_limits", "args": {}}),
-        Object::RestEndpoint(e) => {
-            json!({"type": "drop_rest_endpoint", "args": {"name": e.name}})
-        }
-        Object::CustomType(_) => return None,
-    })
 }
 
 fn push_create(plan: &mut Plan, types: &mut TypeEdits, object: &Object) {
@@ -711,6 +629,25 @@ fn push_update(
                 op(plan, &key, request);
             }
         }
+        // The configuration is replaced whole; a comment has no setter, so the function is
+        // tracked again with the grants it holds.
+        (Object::Function(c), Object::Function(d)) if c.comment == d.comment => op(
+            plan,
+            &key,
+            json!({"type": "set_function_customization", "args": {
+                "function": d.function, "configuration": d.configuration}}),
+        ),
+        // Its grants go with it: the plan creates the declared ones again (see `plan_against`).
+        (Object::Function(_), Object::Function(d)) => {
+            op(
+                plan,
+                &key,
+                json!({"type": "untrack_function", "args": {"function": d.function}}),
+            );
+            if let Some(request) = create_request(desired) {
+                op(plan, &key, request);
+            }
+        }
         // An action permission whose comment changed has no comment setter: dropped and
         // created again.
         _ => recreate(plan, metadata, &key, current, desired),
@@ -783,5 +720,6 @@ fn recreate(plan: &mut Plan, metadata: &Metadata, key: &str, current: &Object, d
     }
 }
 
+mod requests;
 #[cfg(test)]
 mod tests;

@@ -62,6 +62,8 @@ pub struct Settings {
     pub limits: Limits,
     /// Whether non-admin roles may run only the allow-listed documents.
     pub enforce_allowlist: bool,
+    /// What shapes each role's model.
+    pub model: crate::graphql::model::ModelSettings,
 }
 
 /// The engine of one server: where it runs statements, what it serves now, and how.
@@ -140,7 +142,7 @@ impl Engine {
             counters,
             sharing,
             settings,
-            current: RwLock::new(Arc::new(ApiVersion::new(nothing))),
+            current: RwLock::new(Arc::new(ApiVersion::new(nothing, settings.model))),
         }
     }
 
@@ -170,7 +172,7 @@ impl Engine {
         }
         // Built outside the lock; requests keep using the old version meanwhile. Role
         // schemas are built by the requests that need them.
-        let next = Arc::new(ApiVersion::new(catalog));
+        let next = Arc::new(ApiVersion::new(catalog, self.settings.model));
         Counters::bump(&self.counters.schema_builds);
         let mut guard = match self.current.write() {
             Ok(g) => g,

@@ -46,13 +46,16 @@ pub struct ApiVersion {
 
 impl ApiVersion {
     /// The API of `catalog`, no role's schema built yet.
-    pub fn new(catalog: Arc<CatalogVersion>) -> Self {
+    pub fn new(
+        catalog: Arc<CatalogVersion>,
+        settings: crate::graphql::model::ModelSettings,
+    ) -> Self {
         let resolved = &catalog.resolution.resolved;
         let roles = schemas::roles(resolved)
             .map(|role| (role.to_owned(), OnceLock::new()))
             .collect();
         ApiVersion {
-            builder: SchemaBuilder::new(resolved),
+            builder: SchemaBuilder::new(resolved, settings),
             roles,
             fallback: OnceLock::new(),
             flagged: Mutex::new(HashMap::new()),

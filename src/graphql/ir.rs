@@ -263,13 +263,26 @@ pub struct OrderBy {
 pub enum Source {
     /// A table or view.
     Table(QualifiedTable),
-    /// A set-returning function of the parent row (computed field).
+    /// A set-returning function: of the parent row (computed field), or of the client's
+    /// arguments alone (a tracked function's root field).
     Function {
         function: QualifiedTable,
         args: Vec<FunctionArg>,
         /// The tracked table whose rows it returns.
         returns: QualifiedTable,
+        /// `RETURNS SETOF`; otherwise its one row, which is all nulls when it returned `NULL`
+        /// (and then stands for no row).
+        set: bool,
     },
+}
+
+impl Source {
+    /// The tracked table whose rows it yields.
+    pub fn table(&self) -> &QualifiedTable {
+        match self {
+            Source::Table(t) | Source::Function { returns: t, .. } => t,
+        }
+    }
 }
 
 /// An argument of a function call.
@@ -365,7 +378,8 @@ pub enum JoinValue {
 /// An aggregate selection (`<t>_aggregate`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AggregateSelect {
-    pub table: QualifiedTable,
+    /// The rows aggregated: a table's, or a tracked function's.
+    pub source: Source,
     /// Join to the parent row (relationship aggregates).
     pub join: Vec<(String, String)>,
     pub args: RowArgs,
@@ -636,7 +650,12 @@ impl Footprint {
     }
 
     fn aggregate(&mut self, a: &AggregateSelect) {
-        self.relations.insert(a.table.clone());
+        match &a.source {
+            Source::Table(t) => {
+                self.relations.insert(t.clone());
+            }
+            Source::Function { .. } => self.calls_functions = true,
+        }
         self.row_args(&a.args);
         for (_, field) in &a.fields {
             if let AggregateField::Nodes(fields) = field {

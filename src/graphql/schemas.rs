@@ -35,14 +35,17 @@ pub struct SchemaBuilder {
     remotes: Vec<RemoteTypes>,
     /// Every type definition of the role schemas built so far, by name.
     shared: RwLock<HashMap<Name, Arc<TypeDef>>>,
+    /// The server settings the roles' models follow.
+    settings: model::ModelSettings,
 }
 
 impl SchemaBuilder {
-    /// A builder for the schemas of `resolved`.
-    pub fn new(resolved: &Resolved) -> Self {
+    /// A builder for the schemas of `resolved`, under `settings`.
+    pub fn new(resolved: &Resolved, settings: model::ModelSettings) -> Self {
         SchemaBuilder {
             remotes: super::remote::parse_all(resolved),
             shared: RwLock::new(HashMap::new()),
+            settings,
         }
     }
 
@@ -50,7 +53,7 @@ impl SchemaBuilder {
     /// without permissions get an empty schema; with `backend_flagged`, a non-admin role sees
     /// only its backend-only insert permissions.
     pub fn build(&self, resolved: &Resolved, role: &str, backend_flagged: bool) -> RoleSchema {
-        let model = model::build_for(resolved, role, backend_flagged);
+        let model = model::build_for(resolved, role, backend_flagged, &self.settings);
         let mut types = {
             let known = self.shared.read().unwrap_or_else(|p| p.into_inner());
             super::typegen::build_sharing(&model, &known)

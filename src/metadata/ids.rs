@@ -44,6 +44,10 @@ pub enum ObjectId {
     RemoteSchemaRelationship(String, String, String),
     /// A REST endpoint, by name.
     RestEndpoint(String),
+    /// A tracked function (its permissions included when reported inconsistent).
+    Function(QualifiedFunction),
+    /// One role's grant of a tracked function: (function, role).
+    FunctionPermission(QualifiedFunction, String),
 }
 
 /// The table an event trigger is on, when it is known. Not part of the trigger's identity
@@ -121,6 +125,8 @@ impl ObjectId {
                 format!("remote schema relationship {r}.{t}.{n}")
             }
             ObjectId::RestEndpoint(n) => format!("rest endpoint {n}"),
+            ObjectId::Function(f) => format!("function {f}"),
+            ObjectId::FunctionPermission(f, r) => format!("function permission {f}.{r}"),
         }
     }
 
@@ -156,6 +162,13 @@ impl ObjectId {
                 text("name")?,
             ),
             "rest_endpoint" => ObjectId::RestEndpoint(text("name")?),
+            // An inconsistency names the function alone; a dry run's item, its arguments.
+            "function" => {
+                ObjectId::Function(table(definition.get("function").unwrap_or(definition))?)
+            }
+            "function_permission" => {
+                ObjectId::FunctionPermission(table(definition.get("function")?)?, text("role")?)
+            }
             permission => {
                 let kind = PermissionKind::ALL
                     .into_iter()
@@ -196,6 +209,10 @@ impl ObjectId {
                 ("remote_schema_relationship", vec![r, t, n])
             }
             ObjectId::RestEndpoint(n) => ("rest_endpoint", vec![n]),
+            ObjectId::Function(f) => ("function", table(f).to_vec()),
+            ObjectId::FunctionPermission(f, r) => {
+                ("function_permission", [&table(f)[..], &[r]].concat())
+            }
         }
     }
 }
@@ -260,6 +277,10 @@ impl std::str::FromStr for ObjectId {
                 ObjectId::RemoteSchemaRelationship(r.clone(), t.clone(), n.clone())
             }
             ("rest_endpoint", [n]) => ObjectId::RestEndpoint(n.clone()),
+            ("function", [s, n]) => ObjectId::Function(table(s, n)),
+            ("function_permission", [s, n, r]) => {
+                ObjectId::FunctionPermission(table(s, n), r.clone())
+            }
             _ => return Err(bad()),
         };
         Ok(id)
@@ -389,6 +410,11 @@ pub fn computed_field_definition(table: &QualifiedTable, cf: &ComputedFieldEntry
     json!({"table": table, "name": cf.name, "definition": cf.definition, "comment": cf.comment})
 }
 
+/// The definition object of a tracked function as reported in inconsistencies.
+pub fn function_definition(entry: &FunctionEntry) -> Value {
+    json!({"schema": entry.function.schema, "name": entry.function.name})
+}
+
 /// An object defined on a table, as inconsistency reports name it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OwnedObject {
@@ -506,6 +532,8 @@ mod tests {
             ObjectId::CustomTypeRelationship("Result".into(), "author".into()),
             ObjectId::QueryCollection("allowed".into()),
             ObjectId::Allowlist("allowed".into()),
+            ObjectId::Function(QualifiedTable::new("public", "search")),
+            ObjectId::FunctionPermission(QualifiedTable::new("a.b", "f"), "user".into()),
         ];
         for id in ids {
             let key = id.to_string();
@@ -534,6 +562,29 @@ mod tests {
         ] {
             assert!(bad.parse::<ObjectId>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn function_items_name_their_objects_in_both_shapes() {
+        let f = QualifiedTable::new("public", "search");
+        assert_eq!(
+            ObjectId::of_item("function", &json!({"schema": "public", "name": "search"})),
+            Some(ObjectId::Function(f.clone()))
+        );
+        assert_eq!(
+            ObjectId::of_item(
+                "function",
+                &json!({"function": {"schema": "public", "name": "search"}, "configuration": {}})
+            ),
+            Some(ObjectId::Function(f.clone()))
+        );
+        assert_eq!(
+            ObjectId::of_item(
+                "function_permission",
+                &json!({"function": {"schema": "public", "name": "search"}, "role": "user"})
+            ),
+            Some(ObjectId::FunctionPermission(f, "user".into()))
+        );
     }
 
     #[test]

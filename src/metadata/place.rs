@@ -17,6 +17,9 @@ pub enum PlaceError {
     /// A permission of an action the document does not have.
     #[error("action {0} does not exist")]
     ActionMissing(GraphQLName),
+    /// A grant of a function the document does not track.
+    #[error("function {0} is not tracked")]
+    FunctionMissing(QualifiedFunction),
     /// A relationship of a remote schema the document does not have.
     #[error("remote schema {0} does not exist")]
     RemoteSchemaMissing(Name),
@@ -201,6 +204,22 @@ pub fn put(metadata: &mut Metadata, object: Object) -> Result<(), PlaceError> {
         }),
         Object::ApiLimits(l) => metadata.api_limits = *l,
         Object::RestEndpoint(e) => upsert(&mut metadata.rest_endpoints, e, |a, b| a.name == b.name),
+        Object::Function(f) => {
+            // Its settings replace the function's; the grants already on it stay.
+            match metadata.function_mut(&f.function) {
+                Some(existing) => {
+                    existing.configuration = f.configuration;
+                    existing.comment = f.comment;
+                }
+                None => metadata.functions.push(*f),
+            }
+        }
+        Object::FunctionPermission(function, p) => {
+            let Some(entry) = metadata.function_mut(&function) else {
+                return Err(PlaceError::FunctionMissing(function));
+            };
+            upsert(&mut entry.permissions, p, |a, b| a.role == b.role);
+        }
     }
     Ok(())
 }
@@ -279,6 +298,13 @@ pub fn remove(metadata: &mut Metadata, object: &Object) {
             .retain(|x| x.role_name != r.role_name),
         Object::ApiLimits(_) => metadata.api_limits = ApiLimits::default(),
         Object::RestEndpoint(e) => metadata.rest_endpoints.retain(|x| x.name != e.name),
+        // With its grants, as `untrack_function` does.
+        Object::Function(f) => metadata.functions.retain(|x| x.function != f.function),
+        Object::FunctionPermission(function, p) => {
+            if let Some(entry) = metadata.function_mut(function) {
+                entry.permissions.retain(|x| x.role != p.role);
+            }
+        }
     }
 }
 

@@ -140,6 +140,12 @@ pub fn dependents(
                 }
             }
         }
+        for f in &resolved.functions {
+            let id = ObjectId::Function(f.function.clone());
+            if !gone.contains(&id) && gone.contains(&ObjectId::Table(f.returns.clone())) {
+                next.push(id);
+            }
+        }
         for remote in &metadata.remote_schemas {
             for group in &remote.remote_relationships {
                 for rel in &group.relationships {
@@ -246,6 +252,18 @@ pub fn remove(metadata: &mut Metadata, ids: &BTreeSet<ObjectId>) {
     metadata
         .actions
         .retain(|a| !ids.contains(&ObjectId::Action(a.name.0.clone())));
+    metadata
+        .functions
+        .retain(|f| !ids.contains(&ObjectId::Function(f.function.clone())));
+    for f in &mut metadata.functions {
+        let function = f.function.clone();
+        f.permissions.retain(|p| {
+            !ids.contains(&ObjectId::FunctionPermission(
+                function.clone(),
+                p.role.0.clone(),
+            ))
+        });
+    }
     if ids.contains(&ObjectId::CustomTypes) {
         metadata.custom_types = CustomTypes::default();
     }

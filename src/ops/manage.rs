@@ -75,11 +75,12 @@ pub fn parse_metadata(value: &Value, path: &JsonPath) -> Result<Metadata> {
     check_tables(&metadata, path)?;
     check_later_features(&metadata, path)?;
     check_collections(&metadata, path)?;
+    check_functions(&metadata, path)?;
     Ok(metadata)
 }
 
-/// What the document's JSON must look like before it is read: a known version, no tracked
-/// functions, only known keys in table entries.
+/// What the document's JSON must look like before it is read: a known version, only known
+/// keys in table entries.
 fn check_document(map: &serde_json::Map<String, Value>, path: &JsonPath) -> Result<()> {
     match map.get("version") {
         None | Some(Value::Null) => {}
@@ -91,15 +92,12 @@ fn check_document(map: &serde_json::Map<String, Value>, path: &JsonPath) -> Resu
             ))
         }
     }
-    match map.get("functions") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(items)) if items.is_empty() => {}
-        Some(_) => {
-            return Err(MetadataError::new(
-                Code::NotSupported,
-                path.key("functions"),
-                "tracked functions are not supported: \"functions\" must be absent or empty",
-            ))
+    if let Some(Value::Array(functions)) = map.get("functions") {
+        for (i, f) in functions.iter().enumerate() {
+            if let Some(configuration) = f.get("configuration").filter(|c| c.is_object()) {
+                let at = path.key("functions").index(i).key("configuration");
+                super::functions::parse_configuration(configuration, &at)?;
+            }
         }
     }
     if let Some(Value::Array(tables)) = map.get("tables") {
@@ -194,6 +192,46 @@ fn check_later_features(metadata: &Metadata, path: &JsonPath) -> Result<()> {
             if !roles.insert(&p.role.0) {
                 return Err(parse_failed(
                     at.key("permissions").index(j).key("role"),
+                    format!("duplicate permission for role \"{}\"", p.role),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Functions tracked once, each configuration valid, each role granted once and never admin.
+fn check_functions(metadata: &Metadata, path: &JsonPath) -> Result<()> {
+    let mut functions = BTreeSet::new();
+    for (i, entry) in metadata.functions.iter().enumerate() {
+        let at = path.key("functions").index(i);
+        if !functions.insert(&entry.function) {
+            return Err(MetadataError::new(
+                Code::AlreadyTracked,
+                at.key("function"),
+                format!("function already tracked: \"{}\"", entry.function),
+            ));
+        }
+        if metadata.table(&entry.function).is_some() {
+            return Err(MetadataError::new(
+                Code::NotSupported,
+                at.key("function"),
+                format!("table with name \"{}\" already exists", entry.function),
+            ));
+        }
+        let mut roles = BTreeSet::new();
+        for (j, p) in entry.permissions.iter().enumerate() {
+            let role_at = at.key("permissions").index(j).key("role");
+            if p.role.0 == crate::session::ADMIN_ROLE {
+                return Err(MetadataError::new(
+                    Code::ConstraintViolation,
+                    role_at,
+                    "cannot define permission for admin role",
+                ));
+            }
+            if !roles.insert(&p.role.0) {
+                return Err(parse_failed(
+                    role_at,
                     format!("duplicate permission for role \"{}\"", p.role),
                 ));
             }
@@ -411,6 +449,7 @@ impl ManageOp {
                 let roles = document.key("inherited_roles");
                 super::roles::check_document(&replacement.inherited_roles, &roles)?;
                 let after = ctx.resolve(replacement);
+                super::functions::check_grants(replacement, &after, &document)?;
                 let blocking: Vec<Value> = after
                     .inconsistencies
                     .iter()

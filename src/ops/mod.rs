@@ -18,6 +18,7 @@ mod computed_fields;
 mod custom_types;
 pub mod dependencies;
 pub mod events;
+mod functions;
 mod manage;
 mod permissions;
 mod relationships;
@@ -32,6 +33,7 @@ mod tables;
 pub use run_sql::RunSql;
 
 pub use collections::check_collection;
+pub use functions::FunctionOp;
 pub use manage::{parse_metadata, ManageOp};
 pub use permissions::check_select_root_fields;
 pub use rest::RestOp;
@@ -82,6 +84,8 @@ pub enum MetadataOp {
     RemoteRelationship(remote_relationships::RemoteRelationshipOp),
     /// REST endpoints.
     Rest(rest::RestOp),
+    /// Tracked functions and their permissions.
+    Function(functions::FunctionOp),
     /// Actions and their permissions.
     Action(actions::ActionOp),
     /// Inherited roles and API limits.
@@ -138,7 +142,7 @@ impl Op {
             .ok_or_else(|| parse_failed(root.clone(), "the key 'args' was not present"))?;
         let versioned = matches!(
             op_type,
-            "track_table" | "set_table_custom_fields" | "replace_metadata"
+            "track_table" | "set_table_custom_fields" | "replace_metadata" | "track_function"
         );
         if version == 2 && !versioned {
             return Err(parse_failed(
@@ -183,6 +187,9 @@ impl Op {
         }
         if let Some(op) = rest::RestOp::parse(op_type, args, &path)? {
             return Ok(Op::Metadata(Box::new(MetadataOp::Rest(op))));
+        }
+        if let Some(op) = functions::FunctionOp::parse(op_type, args, &path)? {
+            return Ok(Op::Metadata(Box::new(MetadataOp::Function(op))));
         }
         if let Some(op) = actions::ActionOp::parse(op_type, args, &path)? {
             return Ok(Op::Metadata(Box::new(MetadataOp::Action(op))));
@@ -375,6 +382,7 @@ pub fn apply(metadata: &Metadata, op: &MetadataOp, ctx: Context<'_>) -> Result<O
         MetadataOp::RemoteSchema(r) => r.apply(metadata, ctx).map(done),
         MetadataOp::RemoteRelationship(r) => r.apply(metadata, &cache()).map(done),
         MetadataOp::Rest(r) => r.apply(metadata, &cache(), ctx).map(done),
+        MetadataOp::Function(f) => f.apply(metadata, &cache(), ctx).map(done),
         MetadataOp::Action(a) => a.apply(metadata, &cache(), ctx).map(done),
         MetadataOp::Role(r) => r.apply(metadata).map(done),
         MetadataOp::Manage(m) => m.apply(metadata, &cache(), ctx),

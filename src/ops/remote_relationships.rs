@@ -118,7 +118,7 @@ struct Delete {
 }
 
 /// Basalt has one database source, `default`.
-fn check_source(source: &Option<String>, path: &JsonPath) -> Result<()> {
+pub(super) fn check_source(source: &Option<String>, path: &JsonPath) -> Result<()> {
     match source.as_deref() {
         None | Some("default") => Ok(()),
         Some(other) => Err(not_exists_in_metadata(

@@ -36,6 +36,11 @@ pub struct SchemaChanges {
     pub overloaded_functions: Vec<QualifiedFunction>,
     /// Functions of computed fields renamed or moved to another schema: (old, new).
     pub renamed_functions: Vec<(QualifiedFunction, QualifiedFunction)>,
+    /// Functions dropped whose name another function took in the same change (dropped and
+    /// created again): a tracked one stays tracked and is judged by its rules.
+    pub recreated_functions: Vec<QualifiedFunction>,
+    /// Tracked functions that were `STABLE` or `IMMUTABLE` and are now `VOLATILE`.
+    pub now_volatile: Vec<QualifiedFunction>,
     /// Tracked tables (named as after the change) whose definition changed in any way; event
     /// triggers regenerate their capture triggers for these.
     pub altered_tables: Vec<QualifiedTable>,
@@ -114,7 +119,17 @@ pub fn diff(metadata: &Metadata, before: &DbModel, after: &DbModel) -> SchemaCha
         .tables
         .iter()
         .flat_map(|t| t.computed_fields.iter().map(|c| &c.definition.function))
+        .chain(metadata.functions.iter().map(|f| &f.function))
         .collect();
+    for f in &metadata.functions {
+        let volatility = |db: &DbModel| match db.functions.get(&f.function).map(Vec::as_slice) {
+            Some([one]) => Some(one.volatility == "v"),
+            _ => None,
+        };
+        if volatility(before) == Some(false) && volatility(after) == Some(true) {
+            changes.now_volatile.push(f.function.clone());
+        }
+    }
     for function in functions {
         let old: BTreeSet<u32> = before
             .functions
@@ -148,7 +163,12 @@ pub fn diff(metadata: &Metadata, before: &DbModel, after: &DbModel) -> SchemaCha
                 }
                 changes.renamed_functions.push((function.clone(), name));
             }
-            None => changes.dropped_functions.push(function.clone()),
+            None => {
+                if after.functions.contains_key(function) {
+                    changes.recreated_functions.push(function.clone());
+                }
+                changes.dropped_functions.push(function.clone())
+            }
         }
     }
     changes
@@ -364,6 +384,31 @@ pub fn reconcile(
     cascade: bool,
 ) -> Result<Metadata> {
     let args = JsonPath::args();
+    let tracked: Vec<String> = changes
+        .overloaded_functions
+        .iter()
+        .filter(|f| metadata.function(f).is_some())
+        .map(ToString::to_string)
+        .collect();
+    if !tracked.is_empty() {
+        return Err(MetadataError::new(
+            Code::NotSupported,
+            JsonPath::root(),
+            format!(
+                "the following tracked function(s) cannot be overloaded: {}",
+                tracked.join(", ")
+            ),
+        ));
+    }
+    if let Some(f) = changes.now_volatile.first() {
+        return Err(MetadataError::new(
+            Code::NotSupported,
+            JsonPath::root(),
+            format!(
+                "type of function \"{f}\" is altered to \"VOLATILE\" which is not supported now"
+            ),
+        ));
+    }
     if let Some(f) = changes.overloaded_functions.first() {
         return Err(MetadataError::new(
             Code::NotSupported,
@@ -417,6 +462,11 @@ pub fn reconcile(
             })
             .collect();
         dropped.extend(with_transitive(metadata, before, fields));
+        // A tracked function goes with its grants, even without cascade.
+        if metadata.function(function).is_some() && !changes.recreated_functions.contains(function)
+        {
+            dropped.insert(ObjectId::Function(function.clone()));
+        }
     }
     let mut next = metadata.clone();
     dependencies::remove(&mut next, &dropped);
@@ -435,6 +485,9 @@ pub fn reconcile(
 /// Points the computed fields of a renamed function at its new name. The computed field keeps
 /// its own name, so the GraphQL API does not change.
 fn rename_function(metadata: &mut Metadata, old: &QualifiedFunction, new: &QualifiedFunction) {
+    for f in metadata.functions.iter_mut().filter(|f| &f.function == old) {
+        f.function = new.clone();
+    }
     for entry in metadata.tables.iter_mut().map(std::sync::Arc::make_mut) {
         for cf in &mut entry.computed_fields {
             if &cf.definition.function == old {

@@ -291,6 +291,11 @@ pub(super) fn derive_roles(metadata: &Metadata, cache: &mut Resolution) {
                 action.derived_roles.push(name.to_owned());
             }
         }
+        for function in &mut cache.resolved.functions {
+            if parents.iter().any(|p| function.granted(p)) && !function.granted(name) {
+                function.roles.push(name.to_owned());
+            }
+        }
         cache.resolved.roles.insert(name.to_owned());
     }
 }

@@ -9,6 +9,7 @@ pub mod actions;
 mod boolexp;
 mod checks;
 pub mod events;
+pub mod functions;
 mod incremental;
 pub mod inherited;
 pub mod live_change;
@@ -200,6 +201,8 @@ pub struct Resolved {
     pub remote_relationships: Vec<remote_to_table::ResolvedToTable>,
     /// Served REST endpoints, in metadata order.
     pub rest_endpoints: Vec<rest::ResolvedEndpoint>,
+    /// Served tracked functions, in metadata order.
+    pub functions: Vec<functions::ResolvedFunction>,
 }
 
 impl Resolved {
@@ -375,6 +378,7 @@ fn resolve_globals<T: std::fmt::Display>(
         .flat_map(|t| t.permissions.keys().cloned())
         .collect();
     actions::resolve_actions(metadata, db, root_fields, remotes.action_types, cache);
+    functions::resolve_all(metadata, db, cache);
     inherited::derive_roles(metadata, cache);
     remote::resolve_remotes(&metadata.remote_schemas, remotes, cache);
     remote_join::resolve_all(metadata, cache);

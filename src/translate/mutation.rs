@@ -33,6 +33,9 @@ pub fn mutation(plan: &MutationPlan) -> MutationProgram {
                 MutationField::AsyncAction(call) => {
                     FieldProgram::Write(answer_only(print(&super::action::log_call(key, call))))
                 }
+                MutationField::Function(select) => {
+                    FieldProgram::Write(answer_only(print(&function_rows(select, &plan.cells))))
+                }
             };
             (key.clone(), program)
         })
@@ -161,6 +164,14 @@ fn answer_only(sql: crate::sql::SqlText) -> Program {
         }],
         ..Program::default()
     }
+}
+
+/// `SELECT <rows>` of a mutation-exposed function: the call sits in the `FROM` clause, so
+/// Postgres runs it to completion before the filter, ordering and paging read its rows.
+fn function_rows(select: &Select, cells: &CellRules) -> Statement {
+    let mut state = State::new(cells);
+    let rows = super::select::select(&mut state, select, None);
+    Statement::Select(Box::new(SqlSelect::expr(rows)))
 }
 
 /// The program of one root field.

@@ -292,6 +292,13 @@ pub(super) fn from_where(
         Some(parent) => join(join_columns, parent, alias),
         None => Vec::new(),
     };
+    // A function returning one row answers `NULL` as a row of nulls: no row.
+    if let (Source::Function { set: false, .. }, Written::Planned) = (source, written) {
+        where_.push(Expr::Not(Box::new(Expr::IsNull(
+            Box::new(Expr::Row(alias.clone())),
+            false,
+        ))));
+    }
     for f in args.filter.iter().filter_map(simplified) {
         where_.push(bool_expr(state, &f, alias, alias));
     }
@@ -502,7 +509,7 @@ pub(super) fn aggregate(state: &mut State, a: &AggregateSelect, parent: Option<&
     if !reads_rows(a) {
         return constant_aggregate(a);
     }
-    let alias = state.table_alias(&a.table);
+    let alias = state.table_alias(a.source.table());
     let outer = state.alias();
     let mut projected: Vec<&String> = Vec::new();
     for (_, f) in &a.fields {
@@ -556,7 +563,7 @@ pub(super) fn aggregate(state: &mut State, a: &AggregateSelect, parent: Option<&
     list.extend(order_keys(state, &a.args, &alias));
     let (from, where_) = from_where(
         state,
-        &Source::Table(a.table.clone()),
+        &a.source,
         &a.join,
         &a.args,
         parent,

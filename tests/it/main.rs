@@ -12,6 +12,7 @@ mod auth;
 mod controller;
 mod docs;
 mod events;
+mod functions;
 mod graphql;
 mod http;
 mod metadata;

@@ -43,6 +43,7 @@ const fn events(api_version: &'static str) -> ResourceType {
 pub const RESOURCE_TYPES: &[ResourceType] = &[
     basalt("trackedtables", "TrackedTable"),
     basalt("permissions", "Permission"),
+    basalt("trackedfunctions", "TrackedFunction"),
     basalt("computedfields", "ComputedField"),
     basalt("eventtriggers", "EventTrigger"),
     basalt("remoteschemas", "RemoteSchema"),

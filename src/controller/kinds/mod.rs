@@ -170,6 +170,7 @@ kinds! { $;
     tracked_table::TrackedTable,
     computed_field::ComputedField,
     permission::Permission,
+    tracked_function::TrackedFunction,
     event_trigger::EventTrigger,
     action::Action,
     query_collection::QueryCollection,

@@ -212,6 +212,9 @@ pub enum MutationField {
     Action(ActionField),
     /// An asynchronous mutation action: the call is logged, its id answered.
     AsyncAction(ActionCall),
+    /// A mutation-exposed tracked function: called at this field's turn, its rows read under
+    /// the select permission (the source is the call).
+    Function(Select),
 }
 
 /// A mutation operation: root fields run in order in one transaction.

@@ -5,6 +5,7 @@
 //! `docs/architecture.md`.
 
 mod columns;
+mod functions;
 mod nested;
 mod read;
 mod rules;
@@ -140,6 +141,10 @@ pub enum RootKind {
     Aggregate,
     /// New rows in cursor order (`<t>_stream`, subscriptions only).
     Stream,
+    /// The rows of a tracked function ([`RoleModel::functions`] at this position).
+    Function(usize),
+    /// An aggregate over a tracked function's rows.
+    FunctionAggregate(usize),
 }
 
 /// A query root field.
@@ -180,6 +185,25 @@ pub struct RoleModel {
     /// The remote schema → table relationships it may follow, by remote object type and
     /// field name.
     pub to_tables: IndexMap<(String, String), RoleToTable>,
+    /// The tracked functions it may call, in metadata order.
+    pub functions: Vec<crate::resolve::functions::ResolvedFunction>,
+    /// Mutation root fields of tracked functions: name → position in [`RoleModel::functions`].
+    pub function_mutations: IndexMap<String, usize>,
+}
+
+/// Server settings that shape what a role may do.
+#[derive(Debug, Clone, Copy)]
+pub struct ModelSettings {
+    /// A role that may select a query-exposed function's table may call it without a grant.
+    pub infer_function_permissions: bool,
+}
+
+impl Default for ModelSettings {
+    fn default() -> Self {
+        ModelSettings {
+            infer_function_permissions: true,
+        }
+    }
 }
 
 impl RoleModel {
@@ -190,9 +214,9 @@ impl RoleModel {
     }
 }
 
-/// Builds one role's model for ordinary requests.
+/// Builds one role's model for ordinary requests, with the default settings.
 pub fn build(resolved: &Resolved, role: &str) -> RoleModel {
-    build_for(resolved, role, false)
+    build_for(resolved, role, false, &ModelSettings::default())
 }
 
 /// Whether any insert permission of the role is backend-only (it then has a second schema for
@@ -207,7 +231,12 @@ pub fn has_backend_only(resolved: &Resolved, role: &str) -> bool {
 }
 
 /// Builds one role's model; `backend_flagged` selects which insert permissions are active.
-pub fn build_for(resolved: &Resolved, role: &str, backend_flagged: bool) -> RoleModel {
+pub fn build_for(
+    resolved: &Resolved,
+    role: &str,
+    backend_flagged: bool,
+    settings: &ModelSettings,
+) -> RoleModel {
     let enums = columns::enum_tables(resolved);
     let mut tables = read::selectable_tables(resolved, role, &enums);
     read::add_fields(resolved, role, &mut tables);
@@ -218,7 +247,10 @@ pub fn build_for(resolved: &Resolved, role: &str, backend_flagged: bool) -> Role
         tables.retain(|_, t| !t.fields.is_empty());
         read::add_fields(resolved, role, &mut tables);
     }
-    let (roots, subscription_roots) = read::root_fields(resolved, &tables);
+    let (mut roots, mut subscription_roots) = read::root_fields(resolved, &tables);
+    let functions = functions::visible(resolved, role, &tables, settings);
+    let function_mutations =
+        functions::add_roots(&functions, &tables, &mut roots, &mut subscription_roots);
     let (writes, mutations) = write::build(resolved, role, &tables, &enums, backend_flagged);
     let nested_updates = nested::nested_updates(resolved, &tables, &writes);
     let write_views = writes
@@ -265,5 +297,7 @@ pub fn build_for(resolved: &Resolved, role: &str, backend_flagged: bool) -> Role
             resolved.custom_types.clone()
         },
         actions,
+        functions,
+        function_mutations,
     }
 }

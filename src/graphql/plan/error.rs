@@ -200,6 +200,12 @@ pub enum Problem {
     NestedThroughView(String),
     #[error("nested inserts into the view \"{0}\" are not supported")]
     NestedIntoView(String),
+
+    // Tracked functions.
+    #[error("Non default arguments cannot be omitted")]
+    NonDefaultOmitted,
+    #[error("Only last set of positional arguments can be omitted")]
+    PositionalOmitted,
 }
 
 impl Problem {
@@ -210,7 +216,9 @@ impl Problem {
             Problem::RemoteSubscription
             | Problem::RemoteJoinInSubscription
             | Problem::StreamBesideLiveQuery
-            | Problem::SeveralStreams => PlanErrorKind::NotSupported,
+            | Problem::SeveralStreams
+            | Problem::NonDefaultOmitted
+            | Problem::PositionalOmitted => PlanErrorKind::NotSupported,
             _ => PlanErrorKind::Validation,
         }
     }

@@ -10,6 +10,7 @@ mod collect;
 mod document;
 mod error;
 mod filter;
+mod function;
 mod input;
 mod insert;
 mod introspection;

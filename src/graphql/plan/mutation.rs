@@ -52,6 +52,23 @@ impl<'a> Planner<'a> {
                 plan.fields.push((key.clone(), planned));
                 continue;
             }
+            let model: &'a RoleModel = self.model;
+            if let Some(f) = model
+                .function_mutations
+                .get(name)
+                .and_then(|&i| model.functions.get(i))
+            {
+                let def = self.field_def("mutation_root", name, &path)?;
+                let args = self.field_args(&def, field, &path)?;
+                let RootField::Select(select) =
+                    self.function_root(f, fields, &args, &path, false)?
+                else {
+                    return Err(PlanError::unknown_field(&path, name, "mutation_root"));
+                };
+                plan.fields
+                    .push((key.clone(), MutationField::Function(select)));
+                continue;
+            }
             let root = self
                 .model
                 .mutations

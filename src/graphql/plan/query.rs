@@ -179,11 +179,28 @@ impl<'a> Planner<'a> {
             RootKind::Aggregate => {
                 let sub =
                     self.sub_fields(fields, &format!("{}_aggregate", table.type_name), path, 1)?;
-                RootField::Aggregate(self.aggregate(table, Vec::new(), &args, &sub, path, 1)?)
+                RootField::Aggregate(self.aggregate(
+                    table,
+                    Source::Table(root.table.clone()),
+                    Vec::new(),
+                    &args,
+                    &sub,
+                    path,
+                    1,
+                )?)
             }
             RootKind::Stream => {
                 let sub = self.sub_fields(fields, &table.type_name, path, 1)?;
                 RootField::Stream(self.stream(table, &args, &sub, path)?)
+            }
+            RootKind::Function(i) | RootKind::FunctionAggregate(i) => {
+                let model: &'a crate::graphql::model::RoleModel = self.model;
+                let f = model
+                    .functions
+                    .get(i)
+                    .ok_or_else(|| PlanError::unknown_field(path, name, root_type))?;
+                let aggregate = matches!(root.kind, RootKind::FunctionAggregate(_));
+                self.function_root(f, fields, &args, path, aggregate)?
             }
         })
     }

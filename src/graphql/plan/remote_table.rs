@@ -140,7 +140,8 @@ impl<'a> Planner<'a> {
         let value = if relationship.aggregate {
             let type_name = format!("{}_aggregate", table.type_name);
             let sub = self.sub_fields(&refs, &type_name, path, depth + 1)?;
-            let aggregate = self.aggregate(table, join, &args, &sub, path, depth + 1)?;
+            let source = Source::Table(table.name.clone());
+            let aggregate = self.aggregate(table, source, join, &args, &sub, path, depth + 1)?;
             OutputField::Aggregate(Box::new(aggregate))
         } else {
             let sub = self.sub_fields(&refs, &table.type_name, path, depth + 1)?;

@@ -188,6 +188,7 @@ impl<'a> Planner<'a> {
                     )?;
                     Field::Aggregate(Box::new(self.aggregate(
                         target,
+                        Source::Table(target.name.clone()),
                         r.mapping.clone(),
                         &args,
                         &sub,
@@ -273,6 +274,7 @@ impl<'a> Planner<'a> {
                     function: cf.function.clone(),
                     args: fn_args,
                     returns: table.clone(),
+                    set: *set,
                 };
                 let row_args = if *set { args.clone() } else { IndexMap::new() };
                 let select = self.select(
@@ -298,9 +300,11 @@ impl<'a> Planner<'a> {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn aggregate(
         &mut self,
         table: &'a RoleTable,
+        source: Source,
         join: Vec<(String, String)>,
         args: &IndexMap<String, Input>,
         sub: &Collected<'_>,
@@ -394,7 +398,7 @@ impl<'a> Planner<'a> {
             }
         }
         Ok(AggregateSelect {
-            table: table.name.clone(),
+            source,
             join,
             args: row_args,
             fields,

@@ -6,6 +6,7 @@
 mod actions;
 mod aggregates;
 mod compare;
+mod functions;
 mod mutations;
 mod nested;
 mod stream;
@@ -21,6 +22,8 @@ use std::sync::Arc;
 /// Generates the GraphQL types of one role.
 struct TypeBuilder<'a> {
     tables: &'a IndexMap<QualifiedTable, RoleTable>,
+    /// The tracked functions the role may call ([`RootKind::Function`] positions).
+    functions: &'a [crate::resolve::functions::ResolvedFunction],
     enums: &'a EnumTables,
     types: TypeSystem,
     /// Finished definitions of the roles built before, by name.
@@ -42,6 +45,7 @@ pub fn build(model: &RoleModel) -> TypeSystem {
 pub fn build_sharing(model: &RoleModel, known: &HashMap<Name, Arc<TypeDef>>) -> TypeSystem {
     let mut builder = TypeBuilder {
         tables: &model.tables,
+        functions: &model.functions,
         enums: &model.enums,
         types: TypeSystem::default(),
         known,
@@ -68,6 +72,8 @@ pub fn build_sharing(model: &RoleModel, known: &HashMap<Name, Arc<TypeDef>>) -> 
         builder.types.subscription_root = Some("subscription_root".to_owned());
     }
     root_fields.extend(actions.query);
+    let mut mutation_fields = actions.mutation;
+    mutation_fields.extend(builder.function_mutation_fields(model));
     if root_fields.is_empty() {
         let name = Name::new_static("no_queries_available");
         root_fields.insert(
@@ -81,7 +87,7 @@ pub fn build_sharing(model: &RoleModel, known: &HashMap<Name, Arc<TypeDef>>) -> 
         fields: root_fields,
         interfaces: Vec::new(),
     });
-    if !actions.mutation.is_empty() {
+    if !mutation_fields.is_empty() {
         builder.add(TypeDef::Object {
             name: Name::new_static("mutation_root"),
             description: None,
@@ -90,7 +96,7 @@ pub fn build_sharing(model: &RoleModel, known: &HashMap<Name, Arc<TypeDef>>) -> 
         });
         if let Some(root) = builder.types.get_mut("mutation_root") {
             if let TypeDef::Object { fields, .. } = root {
-                fields.extend(actions.mutation);
+                fields.extend(mutation_fields);
             }
             // The only type changed after it was added: its members in order again.
             sort_members(root);
@@ -221,6 +227,13 @@ impl TypeBuilder<'_> {
                     root.table
                 )),
                 RootKind::Stream => self.stream_field(field.clone(), t),
+                RootKind::Function(i) | RootKind::FunctionAggregate(i) => {
+                    let Some(f) = self.functions.get(i) else {
+                        continue;
+                    };
+                    let aggregate = matches!(root.kind, RootKind::FunctionAggregate(_));
+                    self.function_field(field.clone(), f, t, aggregate)
+                }
                 RootKind::SelectByPk => {
                     let mut def = FieldDef::new(field.clone(), TypeRef::named(tn.as_str()))
                         .describe(format!(

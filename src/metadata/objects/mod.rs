@@ -131,12 +131,25 @@ pub enum Object {
     ApiLimits(Box<ApiLimits>),
     /// A REST endpoint.
     RestEndpoint(RestEndpoint),
+    /// A tracked function's own settings (configuration and comment); its grants are separate
+    /// objects, so the entry's permission list is always empty here.
+    Function(Box<FunctionEntry>),
+    /// One role's grant of a tracked function.
+    FunctionPermission(QualifiedFunction, FunctionPermission),
 }
 
 /// The remote schema entry with only its own settings (what [`Object::RemoteSchema`] holds).
 pub fn remote_schema_settings(entry: &RemoteSchemaEntry) -> RemoteSchemaEntry {
     RemoteSchemaEntry {
         remote_relationships: Vec::new(),
+        ..entry.clone()
+    }
+}
+
+/// The function entry with only its own settings (what [`Object::Function`] holds).
+pub fn function_settings(entry: &FunctionEntry) -> FunctionEntry {
+    FunctionEntry {
+        permissions: Vec::new(),
         ..entry.clone()
     }
 }
@@ -182,6 +195,10 @@ impl Object {
             Object::InheritedRole(r) => ObjectId::InheritedRole(r.role_name.0.clone()),
             Object::ApiLimits(_) => ObjectId::ApiLimits,
             Object::RestEndpoint(e) => ObjectId::RestEndpoint(e.name.clone()),
+            Object::Function(f) => ObjectId::Function(f.function.clone()),
+            Object::FunctionPermission(f, p) => {
+                ObjectId::FunctionPermission(f.clone(), p.role.0.clone())
+            }
         }
     }
 
@@ -261,6 +278,16 @@ impl Object {
             Object::ApiLimits(l) => api_limits_definition(l),
             // The `create_rest_endpoint` arguments.
             Object::RestEndpoint(e) => serde_json::to_value(e).unwrap_or(Value::Null),
+            // The `track_function` arguments (version 2), configuration always written.
+            Object::Function(f) => {
+                let mut v = json!({"function": f.function, "configuration": f.configuration});
+                if let Some(comment) = &f.comment {
+                    v["comment"] = json!(comment);
+                }
+                v
+            }
+            // The `create_function_permission` arguments.
+            Object::FunctionPermission(f, p) => json!({"function": f, "role": p.role}),
         }
     }
 }
@@ -400,6 +427,12 @@ fn push_global_objects(metadata: &Metadata, out: &mut Vec<Object>) {
     for e in &metadata.rest_endpoints {
         out.push(Object::RestEndpoint(e.clone()));
     }
+    for f in &metadata.functions {
+        out.push(Object::Function(Box::new(function_settings(f))));
+        for p in &f.permissions {
+            out.push(Object::FunctionPermission(f.function.clone(), p.clone()));
+        }
+    }
 }
 
 /// The API limits as export writes them: `disabled` always, each set limit with its
@@ -437,6 +470,8 @@ impl Object {
             Object::InheritedRole(_) => "inherited_role",
             Object::ApiLimits(_) => "api_limits",
             Object::RestEndpoint(_) => "rest_endpoint",
+            Object::Function(_) => "function",
+            Object::FunctionPermission(..) => "function_permission",
         }
     }
 

@@ -15,6 +15,9 @@ pub struct Metadata {
     /// state this process's last write left), so a change copies only the entries it edits: reach one mutably with
     /// [`Metadata::table_mut`] (or `Arc::make_mut`), and touch only entries that change.
     pub tables: Vec<std::sync::Arc<TableEntry>>,
+    /// Tracked functions, in tracking order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub functions: Vec<FunctionEntry>,
     /// Stitched remote GraphQL servers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub remote_schemas: Vec<RemoteSchemaEntry>,
@@ -50,6 +53,7 @@ impl Default for Metadata {
         Metadata {
             version: 2,
             tables: Vec::new(),
+            functions: Vec::new(),
             remote_schemas: Vec::new(),
             query_collections: Vec::new(),
             allowlist: Vec::new(),
@@ -75,6 +79,16 @@ impl Metadata {
             .iter_mut()
             .find(|t| &t.table == table)
             .map(std::sync::Arc::make_mut)
+    }
+
+    /// The entry of a tracked function.
+    pub fn function(&self, function: &QualifiedFunction) -> Option<&FunctionEntry> {
+        self.functions.iter().find(|f| &f.function == function)
+    }
+
+    /// The entry of a tracked function, mutably.
+    pub fn function_mut(&mut self, function: &QualifiedFunction) -> Option<&mut FunctionEntry> {
+        self.functions.iter_mut().find(|f| &f.function == function)
     }
 
     /// Tables flagged as enum tables.

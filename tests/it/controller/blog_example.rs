@@ -45,6 +45,19 @@ async fn blog_example_applies_and_serves_the_user_role() {
         authors["data"]["authors"][0]["articles"][0]["title"], "Hello",
         "{authors}"
     );
+    // The tracked search function, as `user`: the article's title mentions the term.
+    let found = s
+        .server
+        .gql_role(
+            r#"{ search_articles(args: {term: "hel"}) { title } }"#,
+            "user",
+            &[("X-Svc-User-Id", "1")],
+        )
+        .await;
+    assert_eq!(
+        found,
+        json!({"data": {"search_articles": [{"title": "Hello"}]}})
+    );
     // `staff` inherits from `user` and `moderator`: it reads the comments of an unpublished
     // article, which `user` may not.
     s.server
@@ -96,7 +109,7 @@ async fn blog_example_applies_and_serves_the_user_role() {
             String::from_utf8_lossy(&out.stdout)
                 .matches("apiVersion: basalt.dev/v1alpha1")
                 .count(),
-            21
+            22
         );
     } else {
         eprintln!("kubectl not found: skipping `kubectl kustomize examples/blog`");

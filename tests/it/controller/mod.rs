@@ -24,6 +24,7 @@ mod running;
 mod scope;
 mod shared_view;
 mod table_configuration;
+mod tracked_functions;
 
 use crate::controller::kube_fake::{context, Call, FakeApi};
 use crate::harness::{query_json, TestServer, BLOG};
@@ -288,7 +289,7 @@ pub(crate) async fn applied_blog_example() -> Setup {
     // The example's Action reads its handler's URL and a header from the environment.
     actions::blog_actions_env();
     let resources = blog_example();
-    assert_eq!(resources.len(), 21);
+    assert_eq!(resources.len(), 22);
     macro_rules! each {
         ($m:expr, $run:ident) => {
             match $m["kind"].as_str().unwrap() {
@@ -333,6 +334,12 @@ pub(crate) async fn applied_blog_example() -> Setup {
                 }
                 "ApiLimitPolicy" => {
                     let r: ApiLimitPolicy = serde_json::from_value($m.clone()).unwrap();
+                    r.validate_cel().unwrap();
+                    drop(s.$run(&r).await);
+                }
+                "TrackedFunction" => {
+                    let r: basalt::controller::kinds::TrackedFunction =
+                        serde_json::from_value($m.clone()).unwrap();
                     r.validate_cel().unwrap();
                     drop(s.$run(&r).await);
                 }

@@ -136,7 +136,7 @@ fn compile(case: &Case) -> Compiled {
         .session
         .get("x-svc-use-backend-only-permissions")
         .is_some_and(|v| v == "true");
-    let model = model::build_for(&cache.resolved, case.role(), backend);
+    let model = model::build_for(&cache.resolved, case.role(), backend, &Default::default());
     let types = typegen::build(&model);
     let prepared = plan::prepare(&case.query, None).unwrap();
     let limits = plan::Limits {

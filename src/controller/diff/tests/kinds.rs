@@ -421,14 +421,6 @@ fn inherited_roles_and_api_limits_are_replaced_in_place() {
     assert_eq!(gone.ops[1].request["args"], json!({"role_name": "member"}));
 }
 
-fn removal() -> Removal {
-    Removal {
-        orphan: false,
-        cascade: false,
-        tables: true,
-    }
-}
-
 /// A policy declaring no limits is in sync with a catalog that stores none (it holds no
 /// `api_limits` object then), so it neither drifts nor re-applies.
 #[test]

@@ -1,6 +1,7 @@
 //! The pure plan: what each resource change becomes, in order. Actions, collections and the
-//! ownership index are in `kinds.rs`.
+//! ownership index are in `kinds.rs`, tracked functions in `functions.rs`.
 
+mod functions;
 mod kinds;
 
 use super::*;
@@ -44,6 +45,15 @@ fn row(o: &Object, uid: &str) -> Managed {
         desired_hash: hash(&o.canonical()),
         applied_version: 1,
         orphaned: false,
+    }
+}
+
+/// A removal that drops everything the owner has, tables included, without cascade.
+fn removal() -> Removal {
+    Removal {
+        orphan: false,
+        cascade: false,
+        tables: true,
     }
 }
 

@@ -138,6 +138,7 @@ fn kinds_names_and_printer_columns() {
         ("TrackedTable", "trackedtables", "btable"),
         ("ComputedField", "computedfields", "bcf"),
         ("Permission", "permissions", "bperm"),
+        ("TrackedFunction", "trackedfunctions", "bfn"),
         ("EventTrigger", "eventtriggers", "btrigger"),
         ("Action", "actions", "baction"),
         ("QueryCollection", "querycollections", "bqc"),

@@ -316,3 +316,33 @@ async fn one_bad_cohort_does_not_break_its_group() {
         json!({"type": "next", "id": "good", "payload": {"data": {"author": [{"name": "Ann B"}]}}})
     );
 }
+
+/// A tracked function's field is a live query too: run again at every poll, its answer pushed
+/// when the rows it returns change, each subscriber's session passed to the function.
+#[tokio::test]
+async fn tracked_function_fields_are_live() {
+    let s = server(|_| {}).await;
+    s.ok(json!({"type": "track_function", "args": {"name": "search_articles"}}))
+        .await;
+    let mut ws = open_transport(&s).await;
+    send(
+        &mut ws,
+        json!({"type": "subscribe", "id": "1", "payload": {
+        "query": "subscription($t: String) { search_articles(args: {term: $t}, order_by: {id: asc}) { id } }",
+        "variables": {"t": "rust"}}}),
+    )
+    .await;
+    assert_eq!(
+        message(&mut ws).await,
+        json!({"type": "next", "id": "1", "payload": {"data": {"search_articles": [{"id": 1}]}}})
+    );
+    gql(
+        &s,
+        r#"mutation { update_article(where: {id: {_eq: 2}}, _set: {title: "Rust poems"}) { affected_rows } }"#,
+    )
+    .await;
+    assert_eq!(
+        message(&mut ws).await["payload"]["data"],
+        json!({"search_articles": [{"id": 1}, {"id": 2}]})
+    );
+}

@@ -7,6 +7,7 @@
 //! corpus, the canary and the request helpers are here; one file per kind of position.
 
 mod arguments;
+mod functions;
 mod identifiers;
 mod names;
 mod rest;

@@ -119,12 +119,15 @@ pub struct Fixture {
 /// What the engine serves for a document resolved as `cache`: every role's schema, built as
 /// the server builds them.
 fn api_version(cache: &Resolution, metadata: &Metadata) -> ApiVersion {
-    ApiVersion::new(Arc::new(CatalogVersion {
-        version: 1,
-        metadata: metadata.clone(),
-        resolution: cache.clone(),
-        ..Default::default()
-    }))
+    ApiVersion::new(
+        Arc::new(CatalogVersion {
+            version: 1,
+            metadata: metadata.clone(),
+            resolution: cache.clone(),
+            ..Default::default()
+        }),
+        Default::default(),
+    )
 }
 
 impl Fixture {
