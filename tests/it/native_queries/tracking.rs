@@ -1,0 +1,101 @@
+//! The contract's acceptance examples of the operations.
+
+use super::{excerpt_model, excerpt_query, server};
+use serde_json::json;
+
+#[tokio::test]
+async fn models_and_queries_are_tracked_and_checked_by_postgres() {
+    let s = server().await;
+    assert_eq!(s.ok(excerpt_model()).await, json!({"message": "success"}));
+    assert_eq!(s.ok(excerpt_query()).await, json!({"message": "success"}));
+    let (status, body) = s
+        .query(json!({"type": "track_native_query", "args": {"root_field_name": "recent",
+            "returns": "article_excerpt",
+            "code": "SELECT id, title, content AS excerpt, published FROM article WHERE id > {{min_id}}"}}))
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        body,
+        json!({"path": "$.args", "error": "The following columns are used in the query, but are not declared as arguments: \"min_id\"",
+            "code": "validation-failed"})
+    );
+    s.ok(
+        json!({"type": "track_logical_model", "args": {"name": "article_count",
+        "fields": [{"name": "n", "type": {"scalar": "integer"}}]}}),
+    )
+    .await;
+    let (status, body) = s
+        .query(
+            json!({"type": "track_native_query", "args": {"root_field_name": "count_articles",
+            "returns": "article_count", "code": "SELECT count(*) AS n FROM article"}}),
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        body,
+        json!({"path": "$.args", "error": "Failed to validate query", "code": "validation-failed",
+            "internal": {"error": {"message": "Return column 'n' has a type mismatch. The expected type is 'integer', but the actual type is 'bigint'."}}})
+    );
+    let (status, body) = s
+        .query(json!({"type": "track_native_query", "args": {"root_field_name": "like_q",
+            "returns": "article_excerpt", "arguments": {"q": {"type": "text"}},
+            "code": "SELECT id, title, content AS excerpt, published FROM article WHERE title LIKE '%{{q}}%'"}}))
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        body,
+        json!({"path": "$.args", "error": "argument placeholder {{q}} is inside a quoted string or comment",
+            "code": "validation-failed"})
+    );
+    s.ok(json!({"type": "track_native_query", "args": {"root_field_name": "article_search",
+        "returns": "article_excerpt", "arguments": {"q": {"type": "text"}},
+        "code": "SELECT id, title, content AS excerpt, published FROM article WHERE title ILIKE '%' || {{q}} || '%'"}}))
+        .await;
+    let (status, body) = s
+        .query(json!({"type": "untrack_logical_model", "args": {"name": "article_excerpt"}}))
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        body,
+        json!({"path": "$.args", "error": "cannot drop due to the following dependent objects : native query article_search, native query article_with_excerpt",
+            "code": "dependency-error"})
+    );
+    let (status, body) = s
+        .query(json!({"type": "run_sql", "args": {"sql": "ALTER TABLE article RENAME COLUMN content TO body"}}))
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["code"], "unexpected");
+    assert_eq!(
+        body["error"],
+        "cannot continue due to new inconsistent metadata"
+    );
+    let reasons: Vec<(&str, &str)> = body["internal"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["definition"]["root_field_name"].as_str().unwrap(),
+                i["reason"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        reasons,
+        vec![
+            (
+                "article_with_excerpt",
+                "Failed to validate query: column \"content\" does not exist"
+            ),
+            (
+                "article_search",
+                "Failed to validate query: column \"content\" does not exist"
+            ),
+        ]
+    );
+    // Nothing renamed.
+    let columns = s
+        .ok(json!({"type": "run_sql", "args": {"sql": "SELECT count(*) FROM information_schema.columns WHERE table_name = 'article' AND column_name = 'content'"}}))
+        .await;
+    assert_eq!(columns["result"][1][0], "1");
+}
