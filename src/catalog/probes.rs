@@ -16,8 +16,10 @@ const RELEASE: &str = "RELEASE SAVEPOINT basalt_probe";
 const ROLLBACK: &str = "ROLLBACK TO SAVEPOINT basalt_probe";
 const FORMAT: &str =
     "SELECT format_type(o, NULL) FROM unnest($1::oid[]) WITH ORDINALITY AS a(o, i) ORDER BY i";
-const TYPE: &str = "SELECT t.oid, n.nspname, t.typname, format_type(t.oid, NULL) \
-     FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace \
+const TYPE: &str = "SELECT t.oid, n.nspname, t.typname, format_type(t.oid, NULL), \
+     t.typtype::text, e.typname FROM pg_catalog.pg_type t \
+     JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace \
+     LEFT JOIN pg_catalog.pg_type e ON e.oid = t.typelem AND t.typcategory = 'A' \
      WHERE t.oid = to_regtype($1)";
 
 /// The type names `metadata`'s models and native queries name.
@@ -111,6 +113,8 @@ async fn probe_type(
         schema: row.try_get(1)?,
         name: row.try_get(2)?,
         formatted: row.try_get(3)?,
+        kind: row.try_get(4)?,
+        element: row.try_get(5)?,
     }))
 }
 

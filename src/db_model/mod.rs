@@ -53,6 +53,30 @@ pub struct ProbedType {
     pub name: String,
     /// As `format_type` spells it, for casts.
     pub formatted: String,
+    /// `pg_type.typtype`.
+    pub kind: String,
+    /// The element type's name, for arrays.
+    pub element: Option<String>,
+}
+
+impl ProbedType {
+    /// A column `name` of this type, as a relation would have it.
+    pub fn column(&self, name: &str, attnum: i16, nullable: bool) -> DbColumn {
+        DbColumn {
+            name: name.to_owned(),
+            attnum,
+            data_type: self.formatted.clone(),
+            type_name: self.name.clone(),
+            type_schema: self.schema.clone(),
+            type_kind: self.kind.clone(),
+            element_type: self.element.clone(),
+            nullable,
+            default: None,
+            generated: false,
+            identity: false,
+            comment: None,
+        }
+    }
 }
 
 /// A result column of a described statement.

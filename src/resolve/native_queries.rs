@@ -24,14 +24,21 @@ pub struct ModelScalar {
 }
 
 /// A logical model whose types exist.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct ResolvedModel {
     pub name: String,
     pub description: Option<String>,
     /// Scalar fields in declaration order.
     pub scalars: Vec<ModelScalar>,
-    /// Select permissions by role, as stored.
-    pub permissions: Vec<LogicalModelPermission>,
+    /// The model as a relation whose columns are its scalar fields, with each role's select
+    /// permission resolved as a table's: what the GraphQL layer reads native queries' rows by.
+    pub table: std::sync::Arc<ResolvedTable>,
+}
+
+/// The name the relation of logical model `name` goes by: no schema, so no tracked table can
+/// have it.
+pub fn model_relation(name: &str) -> QualifiedTable {
+    QualifiedTable::new("", name)
 }
 
 /// An argument of a native query, in the order its parameters are numbered.
@@ -96,8 +103,12 @@ pub(super) fn resolve_all(metadata: &Metadata, db: &DbModel, cache: &mut Resolut
         return;
     }
     for model in &metadata.logical_models {
-        match check_model(model, metadata, &db.probes) {
-            Ok(resolved) => cache.resolved.logical_models.push(resolved),
+        match check_model(model, metadata, &db.probes, &cache.resolved) {
+            Ok(resolved) => {
+                // A role named only by a model's permission has a schema of its own too.
+                (cache.resolved.roles).extend(resolved.table.permissions.keys().cloned());
+                cache.resolved.logical_models.push(resolved)
+            }
             Err(err) => report(
                 cache,
                 ObjectId::LogicalModel(model.name.0.clone()),
@@ -173,8 +184,10 @@ fn check_model(
     model: &LogicalModelEntry,
     metadata: &Metadata,
     probes: &Probes,
+    resolved: &Resolved,
 ) -> Result<ResolvedModel, MetadataError> {
     let mut scalars = Vec::new();
+    let mut columns = Vec::new();
     for field in &model.fields {
         match &field.field_type {
             LogicalModelType::Scalar { scalar, nullable } => {
@@ -183,6 +196,8 @@ fn check_model(
                     .get(scalar)
                     .and_then(Option::as_ref)
                     .ok_or_else(|| type_missing(scalar))?;
+                let attnum = i16::try_from(columns.len() + 1).unwrap_or(i16::MAX);
+                columns.push(probed.column(&field.name.0, attnum, *nullable));
                 scalars.push(ModelScalar {
                     name: field.name.0.clone(),
                     type_name: probed.name.clone(),
@@ -207,11 +222,66 @@ fn check_model(
             }
         }
     }
+    let relation = model_relation(&model.name.0);
+    let db_table = crate::db_model::DbTable {
+        oid: 0,
+        schema: String::new(),
+        name: model.name.0.clone(),
+        // Neither a table nor a view: the rows come from SQL that may read the session.
+        kind: "q".to_owned(),
+        comment: model.description.clone(),
+        columns,
+        constraints: Vec::new(),
+        updatable_bits: 0,
+        row_security: false,
+        parents: Vec::new(),
+        reads: None,
+    };
+    let mut table = ResolvedTable {
+        name: relation.clone(),
+        db: std::sync::Arc::new(db_table),
+        enum_values: None,
+        configuration: TableConfig::default(),
+        relationships: IndexMap::new(),
+        computed_fields: IndexMap::new(),
+        permissions: IndexMap::new(),
+        reads: BTreeSet::new(),
+        remote_relationships: IndexMap::new(),
+    };
+    // Filters are checked as a table's, `_exists` reaching the tracked tables.
+    let mut view = Resolved {
+        tables: resolved.tables.clone(),
+        ..Resolved::default()
+    };
+    view.tables
+        .insert(relation.clone(), std::sync::Arc::new(table.clone()));
+    for p in &model.select_permissions {
+        let rules = json!({"columns": p.permission.columns, "filter": p.permission.filter});
+        let checked = check_permission(&view, &relation, &p.role.0, PermissionKind::Select, &rules)
+            .map_err(|e| e.under(&JsonPath::args()))?;
+        let select = SelectRule {
+            columns: p.permission.columns.clone(),
+            computed_fields: Vec::new(),
+            filter: checked.filter.unwrap_or(BoolExp::And(Vec::new())),
+            limit: p.permission.limit,
+            allow_aggregations: false,
+            query_root_fields: None,
+            subscription_root_fields: None,
+            cells: IndexMap::new(),
+        };
+        table.permissions.insert(
+            p.role.0.clone(),
+            RolePermissions {
+                select: Some(select),
+                ..RolePermissions::default()
+            },
+        );
+    }
     Ok(ResolvedModel {
         name: model.name.0.clone(),
         description: model.description.clone(),
         scalars,
-        permissions: model.select_permissions.clone(),
+        table: std::sync::Arc::new(table),
     })
 }
 

@@ -265,6 +265,18 @@ impl Printer {
                 self.push(")");
                 self.alias(alias);
             }
+            From::Code { pieces, alias } => {
+                self.push("(");
+                for piece in pieces {
+                    match piece {
+                        CodePiece::Text(text) => self.push(text),
+                        CodePiece::Value(e) => self.expr(e),
+                    }
+                }
+                // A trailing `--` comment of the code ends here.
+                self.push("\n)");
+                self.alias(alias);
+            }
             From::JsonElements { json, alias } => {
                 self.push("jsonb_array_elements(");
                 self.expr(json);

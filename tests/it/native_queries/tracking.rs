@@ -99,3 +99,61 @@ async fn models_and_queries_are_tracked_and_checked_by_postgres() {
         .await;
     assert_eq!(columns["result"][1][0], "1");
 }
+
+#[tokio::test]
+async fn native_queries_answer_with_bound_arguments_under_the_models_permission() {
+    let s = server().await;
+    s.ok(excerpt_model()).await;
+    s.ok(excerpt_query()).await;
+    let answer = s
+        .gql(r#"{ article_with_excerpt(args: {max_length: 5}, where: {published: {_gte: "2023-03-01"}}) { id excerpt } }"#)
+        .await;
+    assert_eq!(
+        answer,
+        json!({"data": {"article_with_excerpt": [{"id": 2, "excerpt": "Sed u"}]}})
+    );
+    s.ok(json!({"type": "track_native_query", "args": {"root_field_name": "article_search",
+        "returns": "article_excerpt", "arguments": {"q": {"type": "text"}},
+        "code": "SELECT id, title, content AS excerpt, published FROM article WHERE title ILIKE '%' || {{q}} || '%'"}}))
+        .await;
+    let answer = s
+        .gql(r#"{ article_search(args: {q: "x'; DROP TABLE article; --"}) { id } }"#)
+        .await;
+    assert_eq!(answer, json!({"data": {"article_search": []}}));
+    let rows = s
+        .ok(json!({"type": "run_sql", "args": {"sql": "SELECT count(*) FROM article"}}))
+        .await;
+    assert_eq!(rows["result"][1][0], "3");
+    s.ok(
+        json!({"type": "create_logical_model_select_permission", "args": {"name": "article_excerpt",
+        "role": "reader", "permission": {"columns": ["id", "title", "excerpt"],
+            "filter": {"published": {"_is_null": false}}, "limit": 20}}}),
+    )
+    .await;
+    let answer = s
+        .gql_role(
+            "{ article_with_excerpt(args: {max_length: 3}, order_by: {id: asc}) { id title } }",
+            "reader",
+            &[],
+        )
+        .await;
+    assert_eq!(
+        answer,
+        json!({"data": {"article_with_excerpt": [{"id": 1, "title": "Hello"}, {"id": 2, "title": "Later"}]}})
+    );
+    let answer = s
+        .gql_role(
+            "{ article_with_excerpt(args: {max_length: 3}) { published } }",
+            "reader",
+            &[],
+        )
+        .await;
+    assert_eq!(
+        answer["errors"][0]["extensions"]["code"],
+        "validation-failed"
+    );
+    assert_eq!(
+        answer["errors"][0]["message"],
+        "field \"published\" not found in type: 'article_excerpt'"
+    );
+}
