@@ -153,6 +153,20 @@ pub(super) fn constants(plan: &ExecutionPlan, fields: &mut Fields) {
 }
 
 /// Runs the operation's statement, if it has one.
+/// `sql` in a read-only transaction: a native query's code cannot write, whatever it calls.
+async fn read_only(
+    client: &mut deadpool_postgres::Client,
+    counters: &crate::stats::Counters,
+    sql: &crate::sql::SqlText,
+    binding: &Binding<'_>,
+) -> Result<Bytes, GraphqlError> {
+    let postgres = |e: tokio_postgres::Error| GraphqlError::from(ExecuteError::from(e));
+    let tx = (client.build_transaction().read_only(true).start().await).map_err(postgres)?;
+    let data = execute::run(Connection::of_transaction(&tx, counters), sql, binding).await?;
+    tx.commit().await.map_err(postgres)?;
+    Ok(data)
+}
+
 async fn read(run: Run<'_>, calls: &Calls) -> Result<Read, GraphqlError> {
     let engine = run.engine;
     let provided = actions::provided(calls);
@@ -184,6 +198,14 @@ async fn read(run: Run<'_>, calls: &Calls) -> Result<Read, GraphqlError> {
                 .run(&engine.sharing, sql, values)
                 .instrument(span())
                 .await?
+        }
+        _ if run.plan.read_only => {
+            let mut client = connection(run).await?;
+            let guard = deadline::guard(run.deadline, &client);
+            let data = read_only(&mut client, &engine.counters, sql, &binding).instrument(span());
+            let data = deadline::on_connection(guard.as_ref(), data).await;
+            deadline::release(guard, client);
+            data?
         }
         _ => {
             let client = connection(run).await?;

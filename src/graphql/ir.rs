@@ -593,6 +593,8 @@ pub struct Footprint {
     pub relations: std::collections::BTreeSet<QualifiedTable>,
     /// A SQL function of the metadata is called.
     pub calls_functions: bool,
+    /// A native query's code runs (in a read-only transaction).
+    pub runs_code: bool,
 }
 
 impl QueryPlan {
@@ -625,8 +627,12 @@ impl Footprint {
             Source::Table(t) => {
                 self.relations.insert(t.clone());
             }
+            Source::Function { .. } => self.calls_functions = true,
             // A native query's SQL may read anything, and call anything.
-            Source::Function { .. } | Source::NativeQuery { .. } => self.calls_functions = true,
+            Source::NativeQuery { .. } => {
+                self.calls_functions = true;
+                self.runs_code = true;
+            }
         }
         self.row_args(&s.args);
         for (_, field) in &s.fields {

@@ -245,7 +245,8 @@ fn query_entry(args: &Value, path: &JsonPath) -> Result<NativeQueryEntry> {
             format!("expected \"query\", encountered \"{kind}\""),
         ));
     }
-    let returns = match a.returns {
+    let mut a = a;
+    let returns = match std::mem::take(&mut a.returns) {
         Value::String(name) if GraphQLName::is_valid(&name) => GraphQLName(name),
         Value::Object(_) => {
             return Err(not_supported(
@@ -260,6 +261,9 @@ fn query_entry(args: &Value, path: &JsonPath) -> Result<NativeQueryEntry> {
             ))
         }
     };
+    // Exported sorted by name.
+    a.object_relationships.sort_by(|x, y| x.name.cmp(&y.name));
+    a.array_relationships.sort_by(|x, y| x.name.cmp(&y.name));
     let entry = NativeQueryEntry {
         root_field_name: a.root_field_name,
         code: a.code,
@@ -425,6 +429,8 @@ impl NativeOp {
                     }
                 }
                 entry.select_permissions.push(permission.clone());
+                // Exported sorted by role.
+                entry.select_permissions.sort_by(|a, b| a.role.cmp(&b.role));
             }
             NativeOp::DropPermission { model, role } => {
                 let i = model_at(&mut next, model)?;

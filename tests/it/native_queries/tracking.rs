@@ -157,3 +157,30 @@ async fn native_queries_answer_with_bound_arguments_under_the_models_permission(
         "field \"published\" not found in type: 'article_excerpt'"
     );
 }
+
+#[tokio::test]
+async fn native_queries_run_read_only() {
+    let s = server().await;
+    s.sql("CREATE FUNCTION touch() RETURNS int LANGUAGE sql VOLATILE AS $$ UPDATE article SET title = title || '!' RETURNING 1 $$")
+        .await;
+    s.ok(excerpt_model()).await;
+    s.ok(
+        json!({"type": "track_native_query", "args": {"root_field_name": "touching",
+        "returns": "article_excerpt",
+        "code": "SELECT id, title, content AS excerpt, published FROM article WHERE touch() = 1"}}),
+    )
+    .await;
+    let answer = s.gql("{ touching { id } }").await;
+    assert_eq!(
+        answer["errors"][0]["extensions"]["code"], "unexpected",
+        "{answer}"
+    );
+    assert_eq!(
+        answer["errors"][0]["message"], "database query error",
+        "{answer}"
+    );
+    let titles = s
+        .ok(json!({"type": "run_sql", "args": {"sql": "SELECT count(*) FROM article WHERE title LIKE '%!'"}}))
+        .await;
+    assert_eq!(titles["result"][1][0], "0", "nothing was written");
+}
