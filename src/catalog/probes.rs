@@ -65,9 +65,11 @@ pub async fn probe(
         let Some(statement) = statement_of(q, metadata, &model.probes) else {
             continue;
         };
-        if !model.probes.statements.contains_key(&statement) {
-            let described = describe(client, &statement).await?;
-            model.probes.statements.insert(statement, described);
+        if let std::collections::hash_map::Entry::Vacant(slot) =
+            model.probes.statements.entry(statement)
+        {
+            let described = describe(client, slot.key()).await?;
+            slot.insert(described);
         }
     }
     Ok(())
