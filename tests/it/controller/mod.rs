@@ -14,6 +14,7 @@ mod group_commit;
 mod invalid;
 pub(crate) mod kube_fake;
 mod lifecycle;
+mod native_queries;
 mod ownership;
 mod remote_relationships;
 mod remote_schemas;
