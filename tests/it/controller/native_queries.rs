@@ -125,3 +125,65 @@ async fn a_query_reading_what_the_database_lacks_waits_for_its_migration() {
     s.apply(&quoted).await;
     assert_eq!(s.condition(&quoted, "Ready").1, "InvalidSpec");
 }
+
+/// `examples/reports/`: its two files applied through the controller to its schema, and the
+/// query of its README run as `analyst`.
+#[tokio::test]
+async fn reports_example_applies_and_ranks() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/reports");
+    let read = |file: &str| std::fs::read_to_string(dir.join(file)).unwrap();
+    let db = crate::harness::fresh_database().await;
+    crate::harness::run_sql(&db, &read("schema.sql")).await;
+    crate::harness::run_sql(
+        &db,
+        "INSERT INTO sale (region, seller, amount, sold_on) VALUES
+           ('north', 'ann', 10, '2026-02-01'), ('north', 'bo', 30, '2026-02-02'),
+           ('north', 'ann', 5, '2025-12-31'), ('south', 'cy', 7, '2026-03-01'),
+           ('south', 'di', 6.5, '2026-03-02')",
+    )
+    .await;
+    let fake = Arc::new(FakeApi::default());
+    let s = Setup {
+        server: TestServer::on(&db, |_| {}).await,
+        ctx: crate::controller::kube_fake::context(fake.clone(), &db, false),
+        fake,
+    };
+    let kustomization: Value = serde_yaml::from_str(&read("kustomization.yaml")).unwrap();
+    let files: Vec<&str> = kustomization["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(files.len(), 2);
+    let manifest = |file: &str| {
+        let mut manifest: Value = serde_yaml::from_str(&read(file)).unwrap();
+        manifest["metadata"]["namespace"] = json!(NS);
+        manifest["metadata"]["uid"] = json!(format!("uid-{file}"));
+        manifest["metadata"]["generation"] = json!(1);
+        manifest
+    };
+    let model: LogicalModel = serde_json::from_value(manifest(files[0])).unwrap();
+    let query: NativeQuery = serde_json::from_value(manifest(files[1])).unwrap();
+    model.validate_cel().unwrap();
+    query.validate_cel().unwrap();
+    s.apply(&model).await;
+    s.apply(&query).await;
+    assert_eq!(s.condition(&model, "Ready").1, "Applied");
+    assert_eq!(s.condition(&query, "Ready").1, "Applied");
+    s.server.running.state.reload(false).await.unwrap();
+    let answer = s
+        .server
+        .gql_role(
+            r#"query { seller_ranking(args: {since: "2026-01-01"}, where: {rank: {_eq: 1}}, order_by: {region: asc}) { region seller total } }"#,
+            "analyst",
+            &[],
+        )
+        .await;
+    assert_eq!(
+        answer,
+        json!({"data": {"seller_ranking": [
+            {"region": "north", "seller": "bo", "total": 30.00},
+            {"region": "south", "seller": "cy", "total": 7.00}]}})
+    );
+}
