@@ -184,3 +184,35 @@ async fn native_queries_run_read_only() {
         .await;
     assert_eq!(titles["result"][1][0], "0", "nothing was written");
 }
+
+/// The statement of a native query read as a role: its code a subquery of the one statement,
+/// the argument a parameter cast to its type, the model's permission and the client's `where`
+/// over its rows.
+#[tokio::test]
+async fn the_code_is_a_subquery_of_the_one_statement() {
+    let s = server().await;
+    s.ok(excerpt_model()).await;
+    s.ok(excerpt_query()).await;
+    s.ok(json!({"type": "create_logical_model_select_permission", "args": {"name": "article_excerpt",
+        "role": "reader", "permission": {"columns": "*", "filter": {"id": {"_eq": "X-Svc-User-Id"}}}}}))
+        .await;
+    let body = json!({"query": {"query": "{ article_with_excerpt(args: {max_length: 3}, where: {title: {_like: \"H%\"}}) { id } }"},
+        "user": {"X-Svc-Role": "reader", "X-Svc-User-Id": "1"}});
+    let explained: serde_json::Value = s
+        .http
+        .post(format!("{}/v1/graphql/explain", s.base))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let sql = explained[0]["sql"].as_str().unwrap();
+    let expected = "SELECT json_build_object('article_with_excerpt', (SELECT coalesce(json_agg(_t2.\"__j\"), '[]'::json) \
+        FROM (SELECT json_build_object('id', _t1.\"id\") AS \"__j\" \
+        FROM (SELECT id, title, substring(content, 1, $2::integer) AS excerpt, published FROM article\n) AS _t1 \
+        WHERE (_t1.\"id\" = $3::integer) AND (_t1.\"title\" LIKE $4::text)) AS _t2)) AS data \
+        FROM (SELECT set_config('basalt.user', $1, true)) AS _session";
+    assert_eq!(sql, expected);
+}
