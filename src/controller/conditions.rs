@@ -162,7 +162,7 @@ fn native_code(err: &MetadataError) -> bool {
         "argument placeholder ",
         "The following columns are ",
         "positional parameters are not allowed",
-        "native query code must be",
+        "native query code ",
         "Found '{{' without",
     ];
     NATIVE.iter().any(|m| err.message.starts_with(m))

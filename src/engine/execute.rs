@@ -167,6 +167,27 @@ async fn read_only(
     Ok(data)
 }
 
+/// The columns of a read's statement with one column per field, in a read-only transaction
+/// when it runs a native query's code.
+async fn fields(
+    client: &mut deadpool_postgres::Client,
+    counters: &crate::stats::Counters,
+    sql: &crate::sql::SqlText,
+    binding: &Binding<'_>,
+    read_only: bool,
+) -> Result<Vec<Bytes>, GraphqlError> {
+    if !read_only {
+        let conn = Connection::of(client, counters);
+        return Ok(execute::run_fields(conn, sql, binding).await?);
+    }
+    let postgres = |e: tokio_postgres::Error| GraphqlError::from(ExecuteError::from(e));
+    let tx = (client.build_transaction().read_only(true).start().await).map_err(postgres)?;
+    let values =
+        execute::run_fields(Connection::of_transaction(&tx, counters), sql, binding).await?;
+    tx.commit().await.map_err(postgres)?;
+    Ok(values)
+}
+
 async fn read(run: Run<'_>, calls: &Calls) -> Result<Read, GraphqlError> {
     let engine = run.engine;
     let provided = actions::provided(calls);
@@ -179,10 +200,16 @@ async fn read(run: Run<'_>, calls: &Calls) -> Result<Read, GraphqlError> {
     let (sql, shared) = match &run.plan.reads {
         None => return Ok(Read::Nothing),
         Some(Reads::Fields { sql, .. }) => {
-            let client = connection(run).await?;
+            let mut client = connection(run).await?;
             let guard = deadline::guard(run.deadline, &client);
-            let conn = Connection::of(&client, &engine.counters);
-            let values = execute::run_fields(conn, sql, &binding).instrument(span());
+            let values = fields(
+                &mut client,
+                &engine.counters,
+                sql,
+                &binding,
+                run.plan.read_only,
+            )
+            .instrument(span());
             let values = deadline::on_connection(guard.as_ref(), values).await;
             deadline::release(guard, client);
             return Ok(Read::Fields(values?));
@@ -192,7 +219,9 @@ async fn read(run: Run<'_>, calls: &Calls) -> Result<Read, GraphqlError> {
     let data = match shared {
         // A statement shared with other requests cannot be cancelled for one of them, so an
         // operation under a time limit runs its own.
-        Some(shared) if engine.sharing.in_flight > 0 && run.deadline.is_none() => {
+        Some(shared)
+            if engine.sharing.in_flight > 0 && run.deadline.is_none() && !run.plan.read_only =>
+        {
             let values = execute::bind(&sql.params, &binding, None)?;
             shared
                 .run(&engine.sharing, sql, values)

@@ -153,6 +153,7 @@ impl NativeOp {
         }
         Ok(Some(match op_type {
             "track_logical_model" => {
+                refuse_arrays_of_non_models(args, path)?;
                 let a: TrackModel = parse(args, path)?;
                 NativeOp::TrackModel(model_entry(a.name, a.fields, a.description, path)?)
             }
@@ -196,6 +197,27 @@ impl NativeOp {
             _ => NativeOp::UntrackQuery(parse::<ByRootField>(args, path)?.root_field_name),
         }))
     }
+}
+
+/// Arrays hold rows of a model: an array of a scalar or of an array is `not-supported`.
+fn refuse_arrays_of_non_models(args: &Value, path: &JsonPath) -> Result<()> {
+    let fields = args.get("fields").and_then(Value::as_array);
+    for (i, f) in fields.into_iter().flatten().enumerate() {
+        let Some(array) = f.get("type").and_then(|t| t.get("array")) else {
+            continue;
+        };
+        let at = path.key("fields").index(i).key("type").key("array");
+        if array.get("scalar").is_some() {
+            return Err(not_supported(
+                &at,
+                "arrays of scalar types are not supported",
+            ));
+        }
+        if array.get("array").is_some() {
+            return Err(not_supported(&at, "nested arrays are not supported"));
+        }
+    }
+    Ok(())
 }
 
 /// A logical model with its own rules checked: at least one field, each named once.
@@ -558,7 +580,14 @@ pub fn check_deferred(
                     .collect();
                 dependency_error(dependents).map_err(under)
             }
-            NativeOp::CreatePermission { .. } | NativeOp::DropPermission { .. } => Ok(()),
+            // A permission whose filter does not fit makes its model inconsistent.
+            NativeOp::CreatePermission { model, .. } => {
+                match deferred(ObjectId::LogicalModel(model.clone())) {
+                    Some(err) => Err(err),
+                    None => Ok(()),
+                }
+            }
+            NativeOp::DropPermission { .. } => Ok(()),
         }
     })
 }

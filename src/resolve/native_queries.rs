@@ -102,8 +102,13 @@ pub(super) fn resolve_all(metadata: &Metadata, db: &DbModel, cache: &mut Resolut
     if metadata.logical_models.is_empty() && metadata.native_queries.is_empty() {
         return;
     }
+    let types = super::functions::taken_names(&cache.resolved).types;
     for model in &metadata.logical_models {
-        match check_model(model, metadata, &db.probes, &cache.resolved) {
+        let result = match types.contains(&model.name.0) {
+            true => Err(conflict("logical model", &model.name.0, &model.name.0)),
+            false => check_model(model, metadata, &db.probes, &cache.resolved),
+        };
+        match result {
             Ok(resolved) => {
                 // A role named only by a model's permission has a schema of its own too.
                 (cache.resolved.roles).extend(resolved.table.permissions.keys().cloned());
@@ -120,7 +125,16 @@ pub(super) fn resolve_all(metadata: &Metadata, db: &DbModel, cache: &mut Resolut
     }
     let mut taken = super::functions::taken_names(&cache.resolved).fields;
     for query in &metadata.native_queries {
-        match check_query(query, metadata, db, cache, &taken) {
+        let arguments = format!("{}_arguments", query.root_field_name);
+        let result = match types.contains(&arguments) {
+            true => Err(conflict(
+                "native query",
+                &query.root_field_name.0,
+                &arguments,
+            )),
+            false => check_query(query, metadata, db, cache, &taken),
+        };
+        match result {
             Ok(resolved) => {
                 taken.insert(resolved.root_field.clone());
                 cache.resolved.native_queries.push(resolved);
@@ -146,6 +160,12 @@ fn report(
     err: MetadataError,
 ) {
     let reason = match err.code {
+        // The operation's text names the model as the request did; the report, as a build
+        // finds it gone.
+        Code::NotFound if kind == "native_query" => {
+            let model = definition["returns"].as_str().unwrap_or_default();
+            format!("The logical model {model} could not be found")
+        }
         Code::ValidationFailed => {
             let detail = err
                 .internal
@@ -166,9 +186,22 @@ fn report(
     cache.deferred.push((object, err));
 }
 
-fn model_missing(name: &str, message: String) -> MetadataError {
-    let _ = name;
-    MetadataError::new(Code::NotFound, JsonPath::args(), message).with_missing(Missing::Metadata)
+fn model_missing(name: &str) -> MetadataError {
+    MetadataError::new(
+        Code::NotFound,
+        JsonPath::args(),
+        format!("Logical model \"{name}\" not found."),
+    )
+    .with_missing(Missing::Metadata)
+}
+
+/// `<what> "<name>" conflicts with existing field or type "<taken>"`.
+fn conflict(what: &str, name: &str, taken: &str) -> MetadataError {
+    MetadataError::new(
+        Code::ConstraintViolation,
+        JsonPath::args(),
+        format!("{what} \"{name}\" conflicts with existing field or type \"{taken}\""),
+    )
 }
 
 fn type_missing(name: &str) -> MetadataError {
@@ -214,10 +247,7 @@ fn check_model(
             nested => {
                 let target = nested.model().unwrap_or_default();
                 if !metadata.logical_models.iter().any(|m| m.name.0 == target) {
-                    return Err(model_missing(
-                        target,
-                        format!("Logical model \"{target}\" not found."),
-                    ));
+                    return Err(model_missing(target));
                 }
             }
         }
@@ -258,7 +288,7 @@ fn check_model(
     for p in &model.select_permissions {
         let rules = json!({"columns": p.permission.columns, "filter": p.permission.filter});
         let checked = check_permission(&view, &relation, &p.role.0, PermissionKind::Select, &rules)
-            .map_err(|e| e.under(&JsonPath::args()))?;
+            .map_err(|e| e.under(&JsonPath::args().key("permission")))?;
         let select = SelectRule {
             columns: p.permission.columns.clone(),
             computed_fields: Vec::new(),
@@ -300,10 +330,7 @@ fn check_query(
         .iter()
         .find(|m| &m.name == model)
     else {
-        return Err(model_missing(
-            model,
-            format!("The logical model {model} could not be found"),
-        ));
+        return Err(model_missing(model));
     };
     let template = Template::parse(&query.code)
         .map_err(|e| MetadataError::new(Code::ValidationFailed, JsonPath::args(), e.to_string()))?;
@@ -369,11 +396,7 @@ fn check_query(
         }
     }
     if taken.contains(name) {
-        return Err(MetadataError::new(
-            Code::ConstraintViolation,
-            JsonPath::args(),
-            format!("native query \"{name}\" conflicts with existing field or type \"{name}\""),
-        ));
+        return Err(conflict("native query", name, name));
     }
     Ok(ResolvedNativeQuery {
         root_field: name.clone(),

@@ -31,6 +31,8 @@ pub enum TemplateError {
     Positional,
     #[error("native query code must be a single read-only query")]
     NotRead,
+    #[error("native query code has an unterminated quoted string, quoted identifier or comment")]
+    Unterminated,
 }
 
 impl Template {
@@ -55,7 +57,9 @@ impl Template {
                 continue;
             }
             let previous = text.chars().next_back().or_else(|| last_text_char(&pieces));
-            let after_identifier = previous.is_some_and(|p| p.is_alphanumeric() || p == '_');
+            // `$` continues an identifier (`a$1`, `a$$`): no parameter, no dollar quote.
+            let after_identifier =
+                previous.is_some_and(|p| p.is_alphanumeric() || p == '_' || p == '$');
             let skipped = match c {
                 '\'' => Some(quoted(rest, '\'', escapes_backslash(&text))?),
                 '"' => Some(quoted(rest, '"', false)?),
@@ -171,12 +175,11 @@ fn quoted(rest: &str, quote: char, backslash: bool) -> Result<usize, TemplateErr
             return Ok(i + c.len_utf8());
         }
     }
-    // Unterminated: Postgres reports it when the code is validated.
-    Ok(rest.len())
+    Err(TemplateError::Unterminated)
 }
 
 fn line_comment(rest: &str) -> Result<usize, TemplateError> {
-    let end = rest.find('\n').unwrap_or(rest.len());
+    let end = rest.find(['\n', '\r']).unwrap_or(rest.len());
     refuse_placeholder(&rest[..end])?;
     Ok(end)
 }
@@ -203,7 +206,7 @@ fn block_comment(rest: &str) -> Result<usize, TemplateError> {
             i += here.chars().next().map_or(1, char::len_utf8);
         }
     }
-    Ok(rest.len())
+    Err(TemplateError::Unterminated)
 }
 
 /// The tag of a dollar quote starting `rest` (`$$`, `$tag$`), with both dollars.
@@ -219,9 +222,9 @@ fn dollar_tag(rest: &str) -> Option<&str> {
 
 fn dollar_quoted(rest: &str, tag: &str) -> Result<usize, TemplateError> {
     let body = &rest[tag.len()..];
-    let end = body.find(tag).unwrap_or(body.len());
+    let end = body.find(tag).ok_or(TemplateError::Unterminated)?;
     refuse_placeholder(&body[..end])?;
-    Ok((tag.len() + end + tag.len()).min(rest.len()))
+    Ok(tag.len() + end + tag.len())
 }
 
 fn refuse_placeholder(text: &str) -> Result<(), TemplateError> {

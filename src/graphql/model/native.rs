@@ -25,6 +25,7 @@ pub(super) fn visible(
                 continue;
             };
             view.type_name = model.name.clone();
+            view.aggregations = false;
             view.fields = view
                 .columns
                 .iter()

@@ -15,6 +15,17 @@ impl TypeBuilder<'_> {
         let models = self.models;
         for t in models.values() {
             self.table_types(t);
+            let object = Name::from(t.type_name.as_str());
+            if let Some(def) = self.types.types.shift_remove(&object) {
+                if let TypeDef::Object { fields, .. } = &*def {
+                    self.add(TypeDef::Object {
+                        name: object,
+                        description: Some(format!("logical model \"{}\"", t.type_name).into()),
+                        fields: fields.clone(),
+                        interfaces: Vec::new(),
+                    });
+                }
+            }
             let column = Name::from(format!("{}_select_column", t.type_name));
             if let Some(def) = self.types.types.shift_remove(&column) {
                 if let TypeDef::Enum { values, .. } = &*def {

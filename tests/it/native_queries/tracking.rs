@@ -216,3 +216,81 @@ async fn the_code_is_a_subquery_of_the_one_statement() {
         FROM (SELECT set_config('basalt.user', $1, true)) AS _session";
     assert_eq!(sql, expected);
 }
+
+#[tokio::test]
+async fn names_arrays_and_filters_are_refused_with_their_own_errors() {
+    let s = server().await;
+    // The table author's type is taken.
+    let body = s
+        .fails(
+            json!({"type": "track_logical_model", "args": {"name": "author",
+                "fields": [{"name": "id", "type": {"scalar": "integer"}}]}}),
+            400,
+            "constraint-violation",
+            "$.args",
+        )
+        .await;
+    assert_eq!(
+        body["error"],
+        "logical model \"author\" conflicts with existing field or type \"author\""
+    );
+    s.fails(
+        json!({"type": "track_logical_model", "args": {"name": "m",
+            "fields": [{"name": "tags", "type": {"array": {"scalar": "text"}}}]}}),
+        400,
+        "not-supported",
+        "$.args.fields[0].type.array",
+    )
+    .await;
+    s.fails(
+        json!({"type": "track_logical_model", "args": {"name": "m",
+            "fields": [{"name": "a", "type": {"scalar": "text"}}, {"name": "a", "type": {"scalar": "text"}}]}}),
+        400,
+        "parse-failed",
+        "$.args.fields[1].name",
+    )
+    .await;
+    let body = s
+        .fails(
+            json!({"type": "track_logical_model", "args": {"name": "m",
+                "fields": [{"name": "a", "type": {"scalar": "no_such_type"}}]}}),
+            400,
+            "not-exists",
+            "$.args",
+        )
+        .await;
+    assert_eq!(body["error"], "type \"no_such_type\" does not exist");
+    s.ok(excerpt_model()).await;
+    let body = s
+        .fails(
+            json!({"type": "create_logical_model_select_permission", "args": {"name": "article_excerpt",
+                "role": "reader", "permission": {"columns": "*", "filter": {"nope": {"_eq": 1}}}}}),
+            400,
+            "not-exists",
+            "$.args.permission.filter.nope",
+        )
+        .await;
+    assert!(body["error"].as_str().unwrap().contains("nope"), "{body}");
+    // A missing model, in a bulk: the error of the operation that named it, at its path.
+    let body = s
+        .fails(
+            json!({"type": "bulk", "args": [
+                {"type": "track_native_query", "args": {"root_field_name": "q1", "returns": "article_excerpt",
+                    "code": "SELECT id, title, content AS excerpt, published FROM article"}},
+                {"type": "track_native_query", "args": {"root_field_name": "q2", "returns": "nothing",
+                    "code": "SELECT 1"}}]}),
+            400,
+            "not-found",
+            "$.args[1].args",
+        )
+        .await;
+    assert_eq!(body["error"], "Logical model \"nothing\" not found.");
+    // Untracked and tracked again in one bulk: a replacement its query survives.
+    s.ok(json!({"type": "track_native_query", "args": {"root_field_name": "q1", "returns": "article_excerpt",
+        "code": "SELECT id, title, content AS excerpt, published FROM article"}}))
+        .await;
+    s.ok(json!({"type": "bulk", "args": [
+        {"type": "untrack_logical_model", "args": {"name": "article_excerpt"}},
+        excerpt_model()]}))
+        .await;
+}
