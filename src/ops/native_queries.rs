@@ -5,7 +5,7 @@
 //! database is the resolver's, at the end of the request, so a `bulk` may name objects in any
 //! order. Must not do IO, read the clock, or edit anything but the `Metadata` it returns.
 
-use super::remote_relationships::check_source;
+use super::remote_relationships::check_source_of;
 use crate::metadata::error::{parse_failed, Code, MetadataError, Result};
 use crate::metadata::ids::ObjectId;
 use crate::metadata::parse::parse;
@@ -144,13 +144,7 @@ impl NativeOp {
             return Ok(None);
         }
         // The source is checked before anything else about the arguments.
-        if let Some(source) = args.get("source").filter(|s| !s.is_null()) {
-            let source = source
-                .as_str()
-                .map(str::to_owned)
-                .unwrap_or_else(|| source.to_string());
-            check_source(&Some(source), path)?;
-        }
+        check_source_of(args, path)?;
         Ok(Some(match op_type {
             "track_logical_model" => {
                 refuse_arrays_of_non_models(args, path)?;

@@ -130,10 +130,10 @@ async fn a_query_reading_what_the_database_lacks_waits_for_its_migration() {
 /// query of its README run as `analyst`.
 #[tokio::test]
 async fn reports_example_applies_and_ranks() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/reports");
-    let read = |file: &str| std::fs::read_to_string(dir.join(file)).unwrap();
+    let (dir, manifests) = example_manifests("reports");
     let db = crate::harness::fresh_database().await;
-    crate::harness::run_sql(&db, &read("schema.sql")).await;
+    let schema = std::fs::read_to_string(dir.join("schema.sql")).unwrap();
+    crate::harness::run_sql(&db, &schema).await;
     crate::harness::run_sql(
         &db,
         "INSERT INTO sale (region, seller, amount, sold_on) VALUES
@@ -148,23 +148,9 @@ async fn reports_example_applies_and_ranks() {
         ctx: crate::controller::kube_fake::context(fake.clone(), &db, false),
         fake,
     };
-    let kustomization: Value = serde_yaml::from_str(&read("kustomization.yaml")).unwrap();
-    let files: Vec<&str> = kustomization["resources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
-    assert_eq!(files.len(), 2);
-    let manifest = |file: &str| {
-        let mut manifest: Value = serde_yaml::from_str(&read(file)).unwrap();
-        manifest["metadata"]["namespace"] = json!(NS);
-        manifest["metadata"]["uid"] = json!(format!("uid-{file}"));
-        manifest["metadata"]["generation"] = json!(1);
-        manifest
-    };
-    let model: LogicalModel = serde_json::from_value(manifest(files[0])).unwrap();
-    let query: NativeQuery = serde_json::from_value(manifest(files[1])).unwrap();
+    assert_eq!(manifests.len(), 2);
+    let model: LogicalModel = serde_json::from_value(manifests[0].clone()).unwrap();
+    let query: NativeQuery = serde_json::from_value(manifests[1].clone()).unwrap();
     model.validate_cel().unwrap();
     query.validate_cel().unwrap();
     s.apply(&model).await;
