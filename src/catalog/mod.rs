@@ -17,6 +17,7 @@ pub mod database;
 pub mod events;
 pub mod live_change;
 pub mod managed;
+pub mod probes;
 pub mod remote;
 pub mod versions;
 

@@ -107,6 +107,11 @@ pub fn classify(err: &MetadataError, cleanup: bool) -> Reason {
         Code::Unexpected if cleanup && stranded(err, "rest_endpoint", "name").is_some() => {
             Reason::DeletionBlocked
         }
+        // A native query Postgres refuses because something its SQL reads is missing: a
+        // migration brings it.
+        Code::ValidationFailed if missing_in_database(err) => Reason::DatabaseObjectMissing,
+        // Any other refusal of a native query's code is the spec's to fix.
+        Code::ValidationFailed if native_code(err) => Reason::InvalidSpec,
         // A REST endpoint's document does not fit the schema yet: the tables (or actions,
         // remote schemas) it reads may still be on their way.
         Code::ValidationFailed => Reason::DependencyNotReady,
@@ -137,6 +142,30 @@ pub fn classify(err: &MetadataError, cleanup: bool) -> Reason {
         Code::AlreadyExists | Code::AlreadyTracked => Reason::Conflict,
         _ => Reason::ApplyFailed,
     }
+}
+
+/// Whether Postgres refused a native query for a relation, column, function, type or schema
+/// it does not have (`internal.error.status_code`).
+fn missing_in_database(err: &MetadataError) -> bool {
+    let code = err
+        .internal
+        .as_ref()
+        .and_then(|i| i["error"]["status_code"].as_str());
+    matches!(code, Some("42P01" | "42703" | "42883" | "42704" | "3F000"))
+}
+
+/// Whether a `validation-failed` is about a native query's code (its text, its arguments,
+/// or Postgres's refusal), not a document that does not fit the schema yet.
+fn native_code(err: &MetadataError) -> bool {
+    const NATIVE: [&str; 6] = [
+        "Failed to validate query",
+        "argument placeholder ",
+        "The following columns are ",
+        "positional parameters are not allowed",
+        "native query code ",
+        "Found '{{' without",
+    ];
+    NATIVE.iter().any(|m| err.message.starts_with(m))
 }
 
 /// What a part of a resource that may wait for another resource (or a migration) waits for,

@@ -284,7 +284,8 @@ pub fn plan_against(
         plan.steps.push((key.to_owned(), Step::Delete));
     }
 
-    // Functions tracked again (a changed comment): their grants went with them.
+    // Functions (a changed comment) and logical models (any change) tracked again: their
+    // grants and permissions went with them.
     let mut retracked = Vec::new();
     for object in resource.desired {
         let key = object.key();
@@ -341,10 +342,15 @@ pub fn plan_against(
             match current {
                 None => push_create(&mut plan, &mut types, object),
                 Some(current) if !in_sync => {
-                    if let (Object::Function(c), Object::Function(d)) = (current, object) {
-                        if c.comment != d.comment {
-                            retracked.push(d.function.clone());
+                    match (current, object) {
+                        (Object::Function(c), Object::Function(d)) if c.comment != d.comment => {
+                            retracked.push(format!("function:{}", d.function));
                         }
+                        // A changed model is tracked again (no operation changes one).
+                        (Object::LogicalModel(_), Object::LogicalModel(d)) => {
+                            retracked.push(format!("model:{}", d.name));
+                        }
+                        _ => {}
                     }
                     push_update(&mut plan, &mut types, metadata, current, object)
                 }
@@ -353,8 +359,13 @@ pub fn plan_against(
         }
         // A grant in sync whose function is tracked again is created again, under its own key
         // (so it may wait for its select permission like any grant).
-        if let (Object::FunctionPermission(f, _), Some(_), true) = (object, current, in_sync) {
-            if retracked.contains(f) {
+        let parent = match object {
+            Object::FunctionPermission(f, _) => Some(format!("function:{f}")),
+            Object::LogicalModelPermission(m, _) => Some(format!("model:{m}")),
+            _ => None,
+        };
+        if let (Some(parent), Some(_), true) = (parent, current, in_sync) {
+            if retracked.contains(&parent) {
                 push_create(&mut plan, &mut types, object);
             }
         }
@@ -438,7 +449,11 @@ pub fn cleanup_against(
 
 fn drop_rank(key: &str) -> u8 {
     match key.split(':').next() {
-        Some("allowlist" | "rest_endpoint" | "function_permission") => 0,
+        Some(
+            "allowlist" | "rest_endpoint" | "function_permission" | "logical_model_permission",
+        ) => 0,
+        // Before the model whose rows they return.
+        Some("native_query") => 1,
         // Before the table whose rows it returns.
         Some("function") => 1,
         Some("permission") => 1,
@@ -450,7 +465,7 @@ fn drop_rank(key: &str) -> u8 {
         Some("query_collection") => 6,
         Some("action") => 7,
         Some("remote_schema") => 8,
-        Some("custom_type") => 9,
+        Some("custom_type" | "logical_model") => 9,
         _ => 10,
     }
 }

@@ -29,6 +29,72 @@ pub struct DbModel {
     pub capture_functions: BTreeSet<String>,
     /// What change detection of live queries has installed outside user tables.
     pub live: LiveCatalog,
+    /// What Postgres said of the type names and native queries the metadata names.
+    pub probes: Probes,
+}
+
+/// Type names and statements described by Postgres for the metadata's native queries and
+/// logical models (`docs/native-queries.md`, "Validation by Postgres"): read in the same
+/// transaction as the rest of the model, never by executing anything.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Probes {
+    /// By the name as written: the type it names, or `None` when Postgres knows none.
+    pub types: HashMap<String, Option<ProbedType>>,
+    /// By statement text: its result columns, or Postgres's refusal.
+    pub statements: HashMap<String, Result<Vec<ProbedColumn>, Refusal>>,
+}
+
+/// A type a name resolved to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbedType {
+    pub oid: u32,
+    pub schema: String,
+    /// `pg_type.typname`.
+    pub name: String,
+    /// As `format_type` spells it, for casts.
+    pub formatted: String,
+    /// `pg_type.typtype`.
+    pub kind: String,
+    /// The element type's name, for arrays.
+    pub element: Option<String>,
+}
+
+impl ProbedType {
+    /// A column `name` of this type, as a relation would have it.
+    pub fn column(&self, name: &str, attnum: i16, nullable: bool) -> DbColumn {
+        DbColumn {
+            name: name.to_owned(),
+            attnum,
+            data_type: self.formatted.clone(),
+            type_name: self.name.clone(),
+            type_schema: self.schema.clone(),
+            type_kind: self.kind.clone(),
+            element_type: self.element.clone(),
+            nullable,
+            default: None,
+            generated: false,
+            identity: false,
+            comment: None,
+        }
+    }
+}
+
+/// A result column of a described statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbedColumn {
+    pub name: String,
+    /// Its type's OID.
+    pub oid: u32,
+    /// Its type's name, for messages.
+    pub type_name: String,
+}
+
+/// Why Postgres refused to prepare a statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub message: String,
+    /// The SQLSTATE, when Postgres gave one.
+    pub code: Option<String>,
 }
 
 /// What change detection of live queries (`docs/graphql.md`, "When subscriptions run") has
@@ -392,6 +458,7 @@ impl DbModel {
             capture_triggers: document.capture_triggers,
             capture_functions: document.capture_functions,
             live: document.live,
+            probes: Probes::default(),
         };
         for f in document.functions {
             model

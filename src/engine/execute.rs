@@ -153,6 +153,41 @@ pub(super) fn constants(plan: &ExecutionPlan, fields: &mut Fields) {
 }
 
 /// Runs the operation's statement, if it has one.
+/// `sql` in a read-only transaction: a native query's code cannot write, whatever it calls.
+async fn read_only(
+    client: &mut deadpool_postgres::Client,
+    counters: &crate::stats::Counters,
+    sql: &crate::sql::SqlText,
+    binding: &Binding<'_>,
+) -> Result<Bytes, GraphqlError> {
+    let postgres = |e: tokio_postgres::Error| GraphqlError::from(ExecuteError::from(e));
+    let tx = (client.build_transaction().read_only(true).start().await).map_err(postgres)?;
+    let data = execute::run(Connection::of_transaction(&tx, counters), sql, binding).await?;
+    tx.commit().await.map_err(postgres)?;
+    Ok(data)
+}
+
+/// The columns of a read's statement with one column per field, in a read-only transaction
+/// when it runs a native query's code.
+async fn fields(
+    client: &mut deadpool_postgres::Client,
+    counters: &crate::stats::Counters,
+    sql: &crate::sql::SqlText,
+    binding: &Binding<'_>,
+    read_only: bool,
+) -> Result<Vec<Bytes>, GraphqlError> {
+    if !read_only {
+        let conn = Connection::of(client, counters);
+        return Ok(execute::run_fields(conn, sql, binding).await?);
+    }
+    let postgres = |e: tokio_postgres::Error| GraphqlError::from(ExecuteError::from(e));
+    let tx = (client.build_transaction().read_only(true).start().await).map_err(postgres)?;
+    let values =
+        execute::run_fields(Connection::of_transaction(&tx, counters), sql, binding).await?;
+    tx.commit().await.map_err(postgres)?;
+    Ok(values)
+}
+
 async fn read(run: Run<'_>, calls: &Calls) -> Result<Read, GraphqlError> {
     let engine = run.engine;
     let provided = actions::provided(calls);
@@ -165,10 +200,16 @@ async fn read(run: Run<'_>, calls: &Calls) -> Result<Read, GraphqlError> {
     let (sql, shared) = match &run.plan.reads {
         None => return Ok(Read::Nothing),
         Some(Reads::Fields { sql, .. }) => {
-            let client = connection(run).await?;
+            let mut client = connection(run).await?;
             let guard = deadline::guard(run.deadline, &client);
-            let conn = Connection::of(&client, &engine.counters);
-            let values = execute::run_fields(conn, sql, &binding).instrument(span());
+            let values = fields(
+                &mut client,
+                &engine.counters,
+                sql,
+                &binding,
+                run.plan.read_only,
+            )
+            .instrument(span());
             let values = deadline::on_connection(guard.as_ref(), values).await;
             deadline::release(guard, client);
             return Ok(Read::Fields(values?));
@@ -178,12 +219,22 @@ async fn read(run: Run<'_>, calls: &Calls) -> Result<Read, GraphqlError> {
     let data = match shared {
         // A statement shared with other requests cannot be cancelled for one of them, so an
         // operation under a time limit runs its own.
-        Some(shared) if engine.sharing.in_flight > 0 && run.deadline.is_none() => {
+        Some(shared)
+            if engine.sharing.in_flight > 0 && run.deadline.is_none() && !run.plan.read_only =>
+        {
             let values = execute::bind(&sql.params, &binding, None)?;
             shared
                 .run(&engine.sharing, sql, values)
                 .instrument(span())
                 .await?
+        }
+        _ if run.plan.read_only => {
+            let mut client = connection(run).await?;
+            let guard = deadline::guard(run.deadline, &client);
+            let data = read_only(&mut client, &engine.counters, sql, &binding).instrument(span());
+            let data = deadline::on_connection(guard.as_ref(), data).await;
+            deadline::release(guard, client);
+            data?
         }
         _ => {
             let client = connection(run).await?;

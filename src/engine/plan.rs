@@ -39,6 +39,8 @@ pub struct ExecutionPlan {
     /// The statements that read remote schema → table relationships: one per answer that
     /// holds them (the remote root fields', or one table → remote occurrence's).
     pub table_joins: Vec<(JoinOwner, SqlText)>,
+    /// Its read runs in a read-only transaction: it runs a native query's code.
+    pub read_only: bool,
 }
 
 /// The statement that reads an operation's database fields.
@@ -114,7 +116,9 @@ pub(super) fn compile(
         _ => shareable.then(|| Arc::new(SharedStatement::new(translate::shared_query(data)))),
     };
     let table_joins = table_join_statements(&operation);
+    let read_only = operation.mutation.is_none() && data.footprint().runs_code;
     ExecutionPlan {
+        read_only,
         document,
         operation,
         reads,

@@ -319,8 +319,8 @@ fn cohort(row: &tokio_postgres::Row) -> Result<usize, ExecuteError> {
 
 /// Runs a live query for many cohorts in one statement. `cohorts[i]` are cohort `i`'s bound
 /// parameter values (see [`bind`]); the answer pairs each cohort's index with its `data` bytes.
-pub async fn run_multiplexed(
-    conn: Connection<'_, deadpool_postgres::Client>,
+pub async fn run_multiplexed<C: deadpool_postgres::GenericClient>(
+    conn: Connection<'_, C>,
     sql: &MultiplexedSql,
     cohorts: &[&[Option<String>]],
 ) -> Result<Vec<(usize, Bytes)>, ExecuteError> {
@@ -368,8 +368,8 @@ pub async fn run_multiplexed_stream(
 /// statement answering many requests lets the first ones go while Postgres computes the rest.
 /// On an error, the rows handed on before it stay valid answers (a read's row is complete
 /// when Postgres sends it); the cohorts not handed on got none.
-async fn stream_multiplexed(
-    conn: Connection<'_, deadpool_postgres::Client>,
+async fn stream_multiplexed<C: deadpool_postgres::GenericClient>(
+    conn: Connection<'_, C>,
     sql: &MultiplexedSql,
     cohorts: &[&[Option<String>]],
     mut each: impl FnMut(usize, Bytes),
@@ -390,8 +390,8 @@ async fn stream_multiplexed(
 }
 
 /// Runs one multiplexed statement, handing each row to `each` as it arrives.
-async fn stream_rows(
-    conn: Connection<'_, deadpool_postgres::Client>,
+async fn stream_rows<C: deadpool_postgres::GenericClient>(
+    conn: Connection<'_, C>,
     sql: &MultiplexedSql,
     cohorts: &[&[Option<String>]],
     mut each: impl FnMut(&tokio_postgres::Row),

@@ -274,13 +274,23 @@ pub enum Source {
         /// (and then stands for no row).
         set: bool,
     },
+    /// A native query's rows: its code (as the metadata holds it) with its arguments, in the
+    /// order its parameters are numbered.
+    NativeQuery {
+        code: crate::sql::template::Template,
+        args: Vec<ValueExpr>,
+        /// The relation of its logical model.
+        returns: QualifiedTable,
+    },
 }
 
 impl Source {
     /// The tracked table whose rows it yields.
     pub fn table(&self) -> &QualifiedTable {
         match self {
-            Source::Table(t) | Source::Function { returns: t, .. } => t,
+            Source::Table(t)
+            | Source::Function { returns: t, .. }
+            | Source::NativeQuery { returns: t, .. } => t,
         }
     }
 }
@@ -583,6 +593,8 @@ pub struct Footprint {
     pub relations: std::collections::BTreeSet<QualifiedTable>,
     /// A SQL function of the metadata is called.
     pub calls_functions: bool,
+    /// A native query's code runs (in a read-only transaction).
+    pub runs_code: bool,
 }
 
 impl QueryPlan {
@@ -616,6 +628,11 @@ impl Footprint {
                 self.relations.insert(t.clone());
             }
             Source::Function { .. } => self.calls_functions = true,
+            // A native query's SQL may read anything, and call anything.
+            Source::NativeQuery { .. } => {
+                self.calls_functions = true;
+                self.runs_code = true;
+            }
         }
         self.row_args(&s.args);
         for (_, field) in &s.fields {
@@ -654,7 +671,7 @@ impl Footprint {
             Source::Table(t) => {
                 self.relations.insert(t.clone());
             }
-            Source::Function { .. } => self.calls_functions = true,
+            Source::Function { .. } | Source::NativeQuery { .. } => self.calls_functions = true,
         }
         self.row_args(&a.args);
         for (_, field) in &a.fields {

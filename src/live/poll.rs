@@ -318,9 +318,17 @@ async fn run_chunk(
     cohorts: &[&[Option<String>]],
 ) -> Result<Vec<(usize, Bytes)>, ExecuteError> {
     let engine = &live.engine;
-    let client = engine.pool().get().await?;
-    let conn = Connection::of(&client, engine.counters());
-    execute::run_multiplexed(conn, sql, cohorts).await
+    let mut client = engine.pool().get().await?;
+    if !sql.read_only {
+        let conn = Connection::of(&client, engine.counters());
+        return execute::run_multiplexed(conn, sql, cohorts).await;
+    }
+    // A native query's code: read-only, whatever it calls.
+    let tx = client.build_transaction().read_only(true).start().await?;
+    let conn = Connection::of_transaction(&tx, engine.counters());
+    let rows = execute::run_multiplexed(conn, sql, cohorts).await?;
+    tx.commit().await?;
+    Ok(rows)
 }
 
 fn hash(bytes: &[u8]) -> u64 {

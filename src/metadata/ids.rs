@@ -48,6 +48,14 @@ pub enum ObjectId {
     Function(QualifiedFunction),
     /// One role's grant of a tracked function: (function, role).
     FunctionPermission(QualifiedFunction, String),
+    /// A logical model, by name (its permissions included when reported inconsistent).
+    LogicalModel(String),
+    /// One role's select permission on a logical model: (model, role).
+    LogicalModelPermission(String, String),
+    /// A native query, by root field name.
+    NativeQuery(String),
+    /// A native query's relationship: (root field name, relationship).
+    NativeQueryRelationship(String, String),
 }
 
 /// The table an event trigger is on, when it is known. Not part of the trigger's identity
@@ -127,6 +135,12 @@ impl ObjectId {
             ObjectId::RestEndpoint(n) => format!("rest endpoint {n}"),
             ObjectId::Function(f) => format!("function {f}"),
             ObjectId::FunctionPermission(f, r) => format!("function permission {f}.{r}"),
+            ObjectId::LogicalModel(m) => format!("logical model {m}"),
+            ObjectId::LogicalModelPermission(m, r) => format!("logical model permission {m}.{r}"),
+            ObjectId::NativeQuery(q) => format!("native query {q}"),
+            ObjectId::NativeQueryRelationship(q, r) => {
+                format!("native query relationship {q}.{r}")
+            }
         }
     }
 
@@ -169,6 +183,11 @@ impl ObjectId {
             "function_permission" => {
                 ObjectId::FunctionPermission(table(definition.get("function")?)?, text("role")?)
             }
+            "logical_model" => ObjectId::LogicalModel(text("name")?),
+            "logical_model_permission" => {
+                ObjectId::LogicalModelPermission(text("name")?, text("role")?)
+            }
+            "native_query" => ObjectId::NativeQuery(text("root_field_name")?),
             permission => {
                 let kind = PermissionKind::ALL
                     .into_iter()
@@ -213,6 +232,10 @@ impl ObjectId {
             ObjectId::FunctionPermission(f, r) => {
                 ("function_permission", [&table(f)[..], &[r]].concat())
             }
+            ObjectId::LogicalModel(m) => ("logical_model", vec![m]),
+            ObjectId::LogicalModelPermission(m, r) => ("logical_model_permission", vec![m, r]),
+            ObjectId::NativeQuery(q) => ("native_query", vec![q]),
+            ObjectId::NativeQueryRelationship(q, r) => ("native_query_relationship", vec![q, r]),
         }
     }
 }
@@ -280,6 +303,14 @@ impl std::str::FromStr for ObjectId {
             ("function", [s, n]) => ObjectId::Function(table(s, n)),
             ("function_permission", [s, n, r]) => {
                 ObjectId::FunctionPermission(table(s, n), r.clone())
+            }
+            ("logical_model", [m]) => ObjectId::LogicalModel(m.clone()),
+            ("logical_model_permission", [m, r]) => {
+                ObjectId::LogicalModelPermission(m.clone(), r.clone())
+            }
+            ("native_query", [q]) => ObjectId::NativeQuery(q.clone()),
+            ("native_query_relationship", [q, r]) => {
+                ObjectId::NativeQueryRelationship(q.clone(), r.clone())
             }
             _ => return Err(bad()),
         };

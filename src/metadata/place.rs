@@ -17,6 +17,9 @@ pub enum PlaceError {
     /// A permission of an action the document does not have.
     #[error("action {0} does not exist")]
     ActionMissing(GraphQLName),
+    /// A permission of a logical model the document does not have.
+    #[error("logical model {0} is not tracked")]
+    ModelMissing(GraphQLName),
     /// A grant of a function the document does not track.
     #[error("function {0} is not tracked")]
     FunctionMissing(QualifiedFunction),
@@ -220,6 +223,29 @@ pub fn put(metadata: &mut Metadata, object: Object) -> Result<(), PlaceError> {
             };
             upsert(&mut entry.permissions, p, |a, b| a.role == b.role);
         }
+        Object::LogicalModel(m) => {
+            // Its settings replace the model's; the permissions already on it stay.
+            match metadata
+                .logical_models
+                .iter_mut()
+                .find(|x| x.name == m.name)
+            {
+                Some(existing) => {
+                    existing.description = m.description;
+                    existing.fields = m.fields;
+                }
+                None => metadata.logical_models.push(*m),
+            }
+        }
+        Object::LogicalModelPermission(model, p) => {
+            let Some(entry) = metadata.logical_models.iter_mut().find(|x| x.name == model) else {
+                return Err(PlaceError::ModelMissing(model));
+            };
+            upsert(&mut entry.select_permissions, p, |a, b| a.role == b.role);
+        }
+        Object::NativeQuery(q) => upsert(&mut metadata.native_queries, *q, |a, b| {
+            a.root_field_name == b.root_field_name
+        }),
     }
     Ok(())
 }
@@ -305,6 +331,20 @@ pub fn remove(metadata: &mut Metadata, object: &Object) {
                 entry.permissions.retain(|x| x.role != p.role);
             }
         }
+        // With its permissions, as `untrack_logical_model` does.
+        Object::LogicalModel(m) => metadata.logical_models.retain(|x| x.name != m.name),
+        Object::LogicalModelPermission(model, p) => {
+            for entry in metadata
+                .logical_models
+                .iter_mut()
+                .filter(|x| x.name == *model)
+            {
+                entry.select_permissions.retain(|x| x.role != p.role);
+            }
+        }
+        Object::NativeQuery(q) => metadata
+            .native_queries
+            .retain(|x| x.root_field_name != q.root_field_name),
     }
 }
 

@@ -255,6 +255,12 @@ pub fn remove(metadata: &mut Metadata, ids: &BTreeSet<ObjectId>) {
     metadata
         .functions
         .retain(|f| !ids.contains(&ObjectId::Function(f.function.clone())));
+    metadata
+        .logical_models
+        .retain(|m| !ids.contains(&ObjectId::LogicalModel(m.name.0.clone())));
+    metadata
+        .native_queries
+        .retain(|q| !ids.contains(&ObjectId::NativeQuery(q.root_field_name.0.clone())));
     for f in &mut metadata.functions {
         let function = f.function.clone();
         f.permissions.retain(|p| {

@@ -4,7 +4,7 @@
 //! ([`crate::resolve::functions::check_function`]), so an operation and a rebuild agree. Must
 //! not do IO, read the clock, or edit anything but the `Metadata` it returns.
 
-use super::remote_relationships::check_source;
+use super::remote_relationships::check_source_of;
 use super::Context;
 use crate::metadata::error::{
     already_exists, not_exists_in_metadata, parse_failed, Code, MetadataError, Result,
@@ -42,13 +42,13 @@ struct Named {
     schema: Option<String>,
     #[serde(default)]
     name: Option<String>,
-    #[serde(default)]
-    source: Option<String>,
+    /// Checked before parsing (see [`FunctionOp::parse`]).
+    #[serde(default, rename = "source")]
+    _source: Option<Value>,
 }
 
 impl Named {
     fn function(self, path: &JsonPath) -> Result<QualifiedFunction> {
-        check_source(&self.source, path)?;
         match (self.function, self.name) {
             (Some(f), _) => Ok(f),
             (None, Some(name)) => Ok(QualifiedFunction::new(
@@ -78,8 +78,9 @@ struct Track {
 struct Customize {
     function: QualifiedFunction,
     configuration: Value,
-    #[serde(default)]
-    source: Option<String>,
+    /// Checked before parsing (see [`FunctionOp::parse`]).
+    #[serde(default, rename = "source")]
+    _source: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -87,8 +88,9 @@ struct Customize {
 struct Grant {
     function: QualifiedFunction,
     role: Name,
-    #[serde(default)]
-    source: Option<String>,
+    /// Checked before parsing (see [`FunctionOp::parse`]).
+    #[serde(default, rename = "source")]
+    _source: Option<Value>,
 }
 
 /// A configuration as given, with its own rules: no `response`, distinct root field names.
@@ -135,13 +137,7 @@ impl FunctionOp {
             return Ok(None);
         }
         // The source is checked before anything else about the arguments.
-        if let Some(source) = args.get("source").filter(|s| !s.is_null()) {
-            let source = source
-                .as_str()
-                .map(str::to_owned)
-                .unwrap_or_else(|| source.to_string());
-            check_source(&Some(source), path)?;
-        }
+        check_source_of(args, path)?;
         Ok(Some(match op_type {
             "track_function" => {
                 let a: Track = parse(args, path)?;
@@ -159,14 +155,12 @@ impl FunctionOp {
             "untrack_function" => FunctionOp::Untrack(parse::<Named>(args, path)?.function(path)?),
             "set_function_customization" => {
                 let a: Customize = parse(args, path)?;
-                check_source(&a.source, path)?;
                 let configuration =
                     parse_configuration(&a.configuration, &path.key("configuration"))?;
                 FunctionOp::Customize(a.function, configuration)
             }
             "create_function_permission" | "drop_function_permission" => {
                 let a: Grant = parse(args, path)?;
-                check_source(&a.source, path)?;
                 match op_type {
                     "create_function_permission" => FunctionOp::Grant(a.function, a.role),
                     _ => FunctionOp::Revoke(a.function, a.role),

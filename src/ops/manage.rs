@@ -76,6 +76,7 @@ pub fn parse_metadata(value: &Value, path: &JsonPath) -> Result<Metadata> {
     check_later_features(&metadata, path)?;
     check_collections(&metadata, path)?;
     check_functions(&metadata, path)?;
+    check_native(&metadata, path)?;
     Ok(metadata)
 }
 
@@ -236,6 +237,45 @@ fn check_functions(metadata: &Metadata, path: &JsonPath) -> Result<()> {
                 ));
             }
         }
+    }
+    Ok(())
+}
+
+/// Logical models and native queries named once, each with its own rules (fields named once,
+/// the code's placeholders and arguments).
+fn check_native(metadata: &Metadata, path: &JsonPath) -> Result<()> {
+    let mut models = BTreeSet::new();
+    for (i, m) in metadata.logical_models.iter().enumerate() {
+        let at = path.key("logical_models").index(i);
+        if !models.insert(&m.name.0) {
+            return Err(MetadataError::new(
+                Code::AlreadyTracked,
+                at.key("name"),
+                format!("Logical model '{}' is already tracked.", m.name),
+            ));
+        }
+        super::native_queries::model_entry(m.name.clone(), m.fields.clone(), None, &at)?;
+        let mut roles = BTreeSet::new();
+        for (j, p) in m.select_permissions.iter().enumerate() {
+            if !roles.insert(&p.role.0) {
+                return Err(parse_failed(
+                    at.key("select_permissions").index(j).key("role"),
+                    format!("duplicate permission for role \"{}\"", p.role),
+                ));
+            }
+        }
+    }
+    let mut queries = BTreeSet::new();
+    for (i, q) in metadata.native_queries.iter().enumerate() {
+        let at = path.key("native_queries").index(i);
+        if !queries.insert(&q.root_field_name.0) {
+            return Err(MetadataError::new(
+                Code::AlreadyTracked,
+                at.key("root_field_name"),
+                format!("Native query '{}' is already tracked.", q.root_field_name),
+            ));
+        }
+        super::native_queries::check_query(q, &at)?;
     }
     Ok(())
 }

@@ -20,6 +20,7 @@ pub mod dependencies;
 pub mod events;
 mod functions;
 mod manage;
+pub mod native_queries;
 mod permissions;
 mod relationships;
 pub mod remote_relationships;
@@ -86,6 +87,8 @@ pub enum MetadataOp {
     Rest(rest::RestOp),
     /// Tracked functions and their permissions.
     Function(functions::FunctionOp),
+    /// Logical models and native queries.
+    Native(native_queries::NativeOp),
     /// Actions and their permissions.
     Action(actions::ActionOp),
     /// Inherited roles and API limits.
@@ -190,6 +193,9 @@ impl Op {
         }
         if let Some(op) = functions::FunctionOp::parse(op_type, args, &path)? {
             return Ok(Op::Metadata(Box::new(MetadataOp::Function(op))));
+        }
+        if let Some(op) = native_queries::NativeOp::parse(op_type, args, &path)? {
+            return Ok(Op::Metadata(Box::new(MetadataOp::Native(op))));
         }
         if let Some(op) = actions::ActionOp::parse(op_type, args, &path)? {
             return Ok(Op::Metadata(Box::new(MetadataOp::Action(op))));
@@ -358,7 +364,10 @@ impl MetadataOp {
     pub fn reads_schema(&self) -> bool {
         !matches!(
             self,
-            MetadataOp::Collection(_) | MetadataOp::RemoteSchema(_) | MetadataOp::Role(_)
+            MetadataOp::Collection(_)
+                | MetadataOp::RemoteSchema(_)
+                | MetadataOp::Role(_)
+                | MetadataOp::Native(_)
         )
     }
 }
@@ -383,6 +392,7 @@ pub fn apply(metadata: &Metadata, op: &MetadataOp, ctx: Context<'_>) -> Result<O
         MetadataOp::RemoteRelationship(r) => r.apply(metadata, &cache()).map(done),
         MetadataOp::Rest(r) => r.apply(metadata, &cache(), ctx).map(done),
         MetadataOp::Function(f) => f.apply(metadata, &cache(), ctx).map(done),
+        MetadataOp::Native(n) => n.apply(metadata).map(done),
         MetadataOp::Action(a) => a.apply(metadata, &cache(), ctx).map(done),
         MetadataOp::Role(r) => r.apply(metadata).map(done),
         MetadataOp::Manage(m) => m.apply(metadata, &cache(), ctx),

@@ -128,6 +128,15 @@ pub(super) fn check_source(source: &Option<String>, path: &JsonPath) -> Result<(
     }
 }
 
+/// [`check_source`] of the raw arguments' `source` (any JSON), before they are parsed.
+pub(super) fn check_source_of(args: &Value, path: &JsonPath) -> Result<()> {
+    match args.get("source").filter(|s| !s.is_null()) {
+        Some(Value::String(source)) => check_source(&Some(source.clone()), path),
+        Some(other) => check_source(&Some(other.to_string()), path),
+        None => Ok(()),
+    }
+}
+
 /// Reads either form of the create and update arguments.
 fn entry(args: &Value, path: &JsonPath) -> Result<(QualifiedTable, RemoteRelationshipEntry)> {
     let has = |key: &str| args.get(key).is_some();

@@ -13,6 +13,7 @@ pub mod functions;
 mod incremental;
 pub mod inherited;
 pub mod live_change;
+pub mod native_queries;
 pub mod operators;
 mod permissions;
 mod reads;
@@ -203,6 +204,10 @@ pub struct Resolved {
     pub rest_endpoints: Vec<rest::ResolvedEndpoint>,
     /// Served tracked functions, in metadata order.
     pub functions: Vec<functions::ResolvedFunction>,
+    /// Consistent logical models, in metadata order.
+    pub logical_models: Vec<native_queries::ResolvedModel>,
+    /// Served native queries, in metadata order.
+    pub native_queries: Vec<native_queries::ResolvedNativeQuery>,
 }
 
 impl Resolved {
@@ -229,6 +234,9 @@ pub struct Resolution {
     /// Permissions an inherited role could not derive because its parents disagree: listed
     /// with the inconsistencies, but informational (they block nothing).
     pub conflicts: Vec<inherited::Conflict>,
+    /// The errors of inconsistent logical models and native queries, which the operation
+    /// that introduced one answers with (`docs/native-queries.md`, "Common rules").
+    pub deferred: Vec<(ObjectId, MetadataError)>,
 }
 
 impl Resolution {
@@ -379,6 +387,7 @@ fn resolve_globals<T: std::fmt::Display>(
         .collect();
     actions::resolve_actions(metadata, db, root_fields, remotes.action_types, cache);
     functions::resolve_all(metadata, db, cache);
+    native_queries::resolve_all(metadata, db, cache);
     inherited::derive_roles(metadata, cache);
     remote::resolve_remotes(&metadata.remote_schemas, remotes, cache);
     remote_join::resolve_all(metadata, cache);

@@ -109,6 +109,15 @@ pub enum ColumnAlias {
     Bare(Alias),
 }
 
+/// A piece of a native query's code.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CodePiece {
+    /// SQL text, printed as written.
+    Text(String),
+    /// What a placeholder stands for.
+    Value(Expr),
+}
+
 /// A source of rows.
 #[derive(Debug, Clone, PartialEq)]
 pub enum From {
@@ -120,6 +129,12 @@ pub enum From {
     Function { call: Box<Call>, alias: Alias },
     /// `(SELECT …) AS alias`.
     Subquery { select: Box<Select>, alias: Alias },
+    /// `(<code>) AS alias`: a native query's SQL (metadata an admin wrote, printed as it is)
+    /// with each placeholder the expression given for it (a bound parameter).
+    Code {
+        pieces: Vec<CodePiece>,
+        alias: Alias,
+    },
     /// `jsonb_array_elements(json) WITH ORDINALITY AS alias("$v", "$o")`: the elements of
     /// a JSON array ([`ELEMENT`]) with their 1-based positions ([`POSITION`]).
     JsonElements {
@@ -400,6 +415,11 @@ impl From {
             From::Table { .. } | From::Named { .. } => {}
             From::Function { call, .. } => call.walk(f),
             From::Subquery { select, .. } => select.walk(f),
+            From::Code { pieces, .. } => pieces.iter().for_each(|p| {
+                if let CodePiece::Value(e) = p {
+                    e.walk(f)
+                }
+            }),
             From::JsonElements { json, .. } => json.walk(f),
             From::Values { rows, .. } => rows.iter().flatten().for_each(|e| e.walk(f)),
             From::Unnest { arrays, .. } => arrays.iter().for_each(|e| e.walk(f)),

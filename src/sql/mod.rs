@@ -1,7 +1,8 @@
 //! SQL as values: a small typed AST of the statements Basalt generates ([`ast`], with the
 //! [`names`] it prints), how Postgres types are spelled in it ([`types`]; the types themselves
 //! are [`crate::db_model::PgType`]), programs of statements for writes ([`program`]), the one
-//! printer ([`print`](mod@print)) and identifier quoting ([`quote`]). Nothing here knows GraphQL or
+//! printer ([`print`](mod@print)), identifier quoting ([`quote`]) and native queries' code read
+//! into pieces ([`template`]). Nothing here knows GraphQL or
 //! metadata; no other module formats SQL. See `docs/architecture.md`.
 
 pub mod ast;
@@ -12,6 +13,7 @@ pub mod names;
 pub mod print;
 pub mod program;
 pub mod quote;
+pub mod template;
 pub mod types;
 
 pub use print::SqlText;

@@ -51,6 +51,8 @@ pub struct MultiplexedSql {
     pub sql: String,
     /// The query's parameters (what each cohort binds), in number order.
     pub params: Vec<Param>,
+    /// It runs a native query's code: it runs in a read-only transaction.
+    pub read_only: bool,
 }
 
 /// The alias of the cohort rows in a multiplexed statement.
@@ -93,6 +95,7 @@ pub fn print_multiplexed(leading: Vec<Param>, query: &Select) -> MultiplexedSql 
     MultiplexedSql {
         sql,
         params: inner.params,
+        read_only: false,
     }
 }
 
@@ -263,6 +266,18 @@ impl Printer {
                 self.push("(");
                 self.select(select);
                 self.push(")");
+                self.alias(alias);
+            }
+            From::Code { pieces, alias } => {
+                self.push("(");
+                for piece in pieces {
+                    match piece {
+                        CodePiece::Text(text) => self.push(text),
+                        CodePiece::Value(e) => self.expr(e),
+                    }
+                }
+                // A trailing `--` comment of the code ends here.
+                self.push("\n)");
                 self.alias(alias);
             }
             From::JsonElements { json, alias } => {

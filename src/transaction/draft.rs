@@ -105,6 +105,20 @@ impl Draft {
     }
 
     /// The current document's resolution, taken to keep (the next one starts afresh).
+    /// Asks Postgres what the model does not know yet of the document's native queries and
+    /// logical models, on the transaction's connection (so its uncommitted DDL is seen).
+    pub(super) async fn probe(
+        &mut self,
+        tx: &impl tokio_postgres::GenericClient,
+    ) -> Result<(), crate::catalog::CatalogError> {
+        if !crate::catalog::probes::needs(&self.db, &self.metadata) {
+            return Ok(());
+        }
+        let db = Arc::make_mut(&mut self.db);
+        crate::catalog::probes::probe(tx, db, &self.metadata).await?;
+        Ok(())
+    }
+
     pub(super) fn take_resolution(&mut self) -> Resolution {
         let last = self.resolved.take();
         match current(last, &self.metadata, &self.db, &self.remotes).resolution {

@@ -167,11 +167,15 @@ pub async fn run_group(
     }
     let db = match &last {
         Some(last) => last.db.clone(),
-        None => std::sync::Arc::new(
-            database::read_model(&tx, &enum_candidates)
+        None => {
+            let mut db = database::read_model(&tx, &enum_candidates)
                 .await
-                .map_err(CatalogError::from)?,
-        ),
+                .map_err(CatalogError::from)?;
+            crate::catalog::probes::probe(&tx, &mut db, &metadata)
+                .await
+                .map_err(CatalogError::from)?;
+            std::sync::Arc::new(db)
+        }
     };
     let stored = remotes::world(&tx, &metadata).await?;
     let mut draft = Draft::new(
@@ -208,7 +212,11 @@ pub async fn run_group(
     }
     // Capture triggers follow the group's event-trigger changes, as one write's would.
     events::sync(&tx, &metadata, &mut draft).await?;
+    draft.probe(&tx).await?;
     let after = draft.take_resolution();
+    for &i in &committed {
+        ops::native_queries::check_deferred(items[i].op, &draft.metadata, &after)?;
+    }
     // As one write does (after resolving: the triggers are no part of resolution).
     let own_ddl = super::live_change::sync(&tx, &mut draft, live).await?;
     let mut started = started;

@@ -115,7 +115,10 @@ pub struct Outcome {
 /// process serves.
 pub async fn read(client: &impl GenericClient) -> Result<CatalogVersion, TransactionError> {
     let (metadata, version) = catalog::load(client, false).await?;
-    let db = database::read_model(client, &metadata.enum_tables())
+    let mut db = database::read_model(client, &metadata.enum_tables())
+        .await
+        .map_err(CatalogError::from)?;
+    crate::catalog::probes::probe(client, &mut db, &metadata)
         .await
         .map_err(CatalogError::from)?;
     let remotes = remotes::world(client, &metadata).await?;
@@ -316,11 +319,15 @@ async fn stage(
     enum_candidates.extend(op.enum_candidates());
     let db = match &last {
         Some(last) => last.db.clone(),
-        None => Arc::new(
-            database::read_model(tx, &enum_candidates)
+        None => {
+            let mut db = database::read_model(tx, &enum_candidates)
                 .await
-                .map_err(CatalogError::from)?,
-        ),
+                .map_err(CatalogError::from)?;
+            crate::catalog::probes::probe(tx, &mut db, &metadata)
+                .await
+                .map_err(CatalogError::from)?;
+            Arc::new(db)
+        }
     };
     let session = match writer {
         Writer::Api {
@@ -342,7 +349,9 @@ async fn stage(
     if !read_only {
         events::sync(tx, &metadata, &mut draft).await?;
     }
+    draft.probe(tx).await?;
     let schema = draft.take_resolution();
+    ops::native_queries::check_deferred(op, &draft.metadata, &schema)?;
     // After resolving: the triggers are no part of what resolution reads, and changing the
     // model before would make it resolve the whole document again.
     if let (false, Some(policy)) = (read_only, writer.live()) {

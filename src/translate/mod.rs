@@ -179,7 +179,9 @@ pub fn shared_query(plan: &QueryPlan) -> MultiplexedSql {
 /// at once: the same statement as [`query`], with each parameter read from the subscriber's
 /// row of the cohort arrays (see [`MultiplexedSql`]).
 pub fn live_query(plan: &QueryPlan) -> MultiplexedSql {
-    print_multiplexed(vec![session_param()], &query_select(plan))
+    let mut sql = print_multiplexed(vec![session_param()], &query_select(plan));
+    sql.read_only = plan.footprint().runs_code;
+    sql
 }
 
 /// The `SELECT … AS data` of a query plan (a stream's also answers its `cursor`).

@@ -88,9 +88,7 @@ pub(super) fn select_rows(
     parent: Option<&Alias>,
     written: &Written,
 ) -> Expr {
-    let alias = match &s.source {
-        Source::Table(table) | Source::Function { returns: table, .. } => state.table_alias(table),
-    };
+    let alias = state.table_alias(s.source.table());
     if s.single {
         let list = vec![SelectItem::new(row_object(state, &s.fields, &alias))];
         let (from, where_) =
@@ -287,6 +285,10 @@ pub(super) fn from_where(
             call: Box::new(call(state, function, args, parent)),
             alias: alias.clone(),
         },
+        (Source::NativeQuery { code, args, .. }, _) => FromItem::Code {
+            pieces: code_pieces(code, args),
+            alias: alias.clone(),
+        },
     };
     let mut where_ = match parent {
         Some(parent) => join(join_columns, parent, alias),
@@ -386,6 +388,25 @@ fn page_constant(v: &ValueExpr) -> Option<i64> {
         Param::Literal(serde_json::Value::Number(n)) => n.as_i64(),
         _ => None,
     }
+}
+
+/// A native query's code with each placeholder its argument's bound value.
+fn code_pieces(code: &crate::sql::template::Template, args: &[ValueExpr]) -> Vec<ast::CodePiece> {
+    use crate::sql::template::Piece;
+    let names = code.arguments();
+    code.pieces
+        .iter()
+        .map(|piece| match piece {
+            Piece::Text(text) => ast::CodePiece::Text(text.clone()),
+            Piece::Argument(name) => {
+                let arg = names
+                    .iter()
+                    .position(|n| n == name)
+                    .and_then(|i| args.get(i));
+                ast::CodePiece::Value(arg.map_or(Expr::Literal(Literal::Null), value))
+            }
+        })
+        .collect()
 }
 
 /// A function call with the row `row` (or `NULL` without one) for the row argument.

@@ -15,7 +15,7 @@
 use super::select::{from_where, json_object, order, row_object, Written};
 use super::{set_session, value, State};
 use crate::db_model::PgType;
-use crate::graphql::ir::{CellRules, Direction, Source, StreamSelect};
+use crate::graphql::ir::{CellRules, Direction, StreamSelect};
 use crate::sql::ast::{self, Alias, BinaryOp, Expr, Select, SelectItem};
 use crate::sql::helpers::json_array_agg;
 
@@ -29,10 +29,7 @@ const FULL: &str = "full";
 /// The statement of a stream field at response key `key`; `$1` is the session.
 pub(super) fn stream_select(cells: &CellRules, key: &str, s: &StreamSelect) -> Select {
     let mut state = State::new(cells);
-    let table = match &s.select.source {
-        Source::Table(t) | Source::Function { returns: t, .. } => t,
-    };
-    let alias = state.table_alias(table);
+    let alias = state.table_alias(s.select.source.table());
     let (from, mut where_) = from_where(
         &mut state,
         &s.select.source,

@@ -410,6 +410,7 @@ fn documents(root: &Path) -> Vec<PathBuf> {
         root.join("bench/README.md"),
         root.join("examples/blog/README.md"),
         root.join("examples/messages/README.md"),
+        root.join("examples/reports/README.md"),
         root.join("fuzz/README.md"),
     ];
     let mut pages: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))

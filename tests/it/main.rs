@@ -16,6 +16,7 @@ mod functions;
 mod graphql;
 mod http;
 mod metadata;
+mod native_queries;
 mod properties;
 mod remote_schemas;
 mod rest;

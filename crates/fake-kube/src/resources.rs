@@ -44,6 +44,8 @@ pub const RESOURCE_TYPES: &[ResourceType] = &[
     basalt("trackedtables", "TrackedTable"),
     basalt("permissions", "Permission"),
     basalt("trackedfunctions", "TrackedFunction"),
+    basalt("logicalmodels", "LogicalModel"),
+    basalt("nativequeries", "NativeQuery"),
     basalt("computedfields", "ComputedField"),
     basalt("eventtriggers", "EventTrigger"),
     basalt("remoteschemas", "RemoteSchema"),

@@ -62,6 +62,12 @@ pub(super) fn create_request(object: &Object) -> Option<Value> {
             "args": object.canonical()}),
         Object::FunctionPermission(..) => json!({"type": "create_function_permission",
             "args": object.canonical()}),
+        Object::LogicalModel(_) => {
+            json!({"type": "track_logical_model", "args": object.canonical()})
+        }
+        Object::LogicalModelPermission(..) => json!({
+            "type": "create_logical_model_select_permission", "args": object.canonical()}),
+        Object::NativeQuery(_) => json!({"type": "track_native_query", "args": object.canonical()}),
         Object::CustomType(_) => return None,
     })
 }
@@ -109,6 +115,12 @@ pub(super) fn drop_request(object: &Object, cascade: bool) -> Option<Value> {
             "args": {"function": f.function}}),
         Object::FunctionPermission(f, p) => json!({"type": "drop_function_permission",
             "args": {"function": f, "role": p.role}}),
+        Object::LogicalModel(m) => json!({"type": "untrack_logical_model",
+            "args": {"name": m.name}}),
+        Object::LogicalModelPermission(m, p) => json!({
+            "type": "drop_logical_model_select_permission", "args": {"name": m, "role": p.role}}),
+        Object::NativeQuery(q) => json!({"type": "untrack_native_query",
+            "args": {"root_field_name": q.root_field_name}}),
         Object::CustomType(_) => return None,
     })
 }

@@ -171,6 +171,8 @@ kinds! { $;
     computed_field::ComputedField,
     permission::Permission,
     tracked_function::TrackedFunction,
+    logical_model::LogicalModel,
+    native_query::NativeQuery,
     event_trigger::EventTrigger,
     action::Action,
     query_collection::QueryCollection,

@@ -6,6 +6,7 @@
 
 mod columns;
 mod functions;
+mod native;
 mod nested;
 mod read;
 mod rules;
@@ -145,6 +146,8 @@ pub enum RootKind {
     Function(usize),
     /// An aggregate over a tracked function's rows.
     FunctionAggregate(usize),
+    /// The rows of a native query ([`RoleModel::native_queries`] at this position).
+    NativeQuery(usize),
 }
 
 /// A query root field.
@@ -189,6 +192,10 @@ pub struct RoleModel {
     pub functions: Vec<crate::resolve::functions::ResolvedFunction>,
     /// Mutation root fields of tracked functions: name → position in [`RoleModel::functions`].
     pub function_mutations: IndexMap<String, usize>,
+    /// The native queries it may run, in metadata order.
+    pub native_queries: Vec<crate::resolve::native_queries::ResolvedNativeQuery>,
+    /// What it may select of the logical models those queries return, by model name.
+    pub models: IndexMap<String, RoleTable>,
 }
 
 /// Server settings that shape what a role may do.
@@ -251,6 +258,8 @@ pub fn build_for(
     let functions = functions::visible(resolved, role, &tables, settings);
     let function_mutations =
         functions::add_roots(&functions, &tables, &mut roots, &mut subscription_roots);
+    let (native_queries, models) =
+        native::visible(resolved, role, &enums, &mut roots, &mut subscription_roots);
     let (writes, mutations) = write::build(resolved, role, &tables, &enums, backend_flagged);
     let nested_updates = nested::nested_updates(resolved, &tables, &writes);
     let write_views = writes
@@ -299,5 +308,7 @@ pub fn build_for(
         actions,
         functions,
         function_mutations,
+        native_queries,
+        models,
     }
 }

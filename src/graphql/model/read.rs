@@ -11,84 +11,94 @@ pub(super) fn selectable_tables(
     role: &str,
     enums: &EnumTables,
 ) -> IndexMap<QualifiedTable, RoleTable> {
-    let admin = role == ADMIN;
     let mut tables: IndexMap<QualifiedTable, RoleTable> = IndexMap::new();
     for (name, table) in &resolved.tables {
-        let permission = table.permissions.get(role).and_then(|p| p.select.clone());
-        if !admin && permission.is_none() {
-            continue;
+        if let Some(t) = role_table(table, role, enums) {
+            tables.insert(name.clone(), t);
         }
-        let visible = |c: &str| {
-            admin
-                || permission
-                    .as_ref()
-                    .map(|p| p.columns.contains(c))
-                    .unwrap_or(false)
-        };
-        let mut columns = IndexMap::new();
-        for column in table.db.columns.iter().filter(|c| visible(&c.name)) {
-            let field = table
-                .configuration
-                .custom_column_names
-                .get(&column.name)
-                .map(|n| n.0.clone())
-                .unwrap_or_else(|| column.name.clone());
-            // A column without a GraphQL name (`x y`, `a"b`) is left out unless
-            // `custom_column_names` gives it one: no document could select it, and it would
-            // make the schema invalid for every client that introspects it.
-            if !crate::metadata::types::GraphQLName::is_servable(&field) {
-                continue;
-            }
-            let mut role_column = scalar_for_column(table, column, enums);
-            // A cell another parent's rows hide reads as null.
-            if permission
-                .as_ref()
-                .is_some_and(|p| p.cells.contains_key(&column.name))
-            {
-                role_column.nullable = true;
-            }
-            columns.insert(field, role_column);
-        }
-        let primary_key = table
-            .db
-            .primary_key()
-            .filter(|_| !table.db.is_view())
-            .and_then(|pk| {
-                pk.iter()
-                    .map(|c| {
-                        columns
-                            .iter()
-                            .find(|(_, rc)| &rc.column == c)
-                            .map(|(n, _)| n.clone())
-                    })
-                    .collect::<Option<Vec<_>>>()
-            });
-        tables.insert(
-            name.clone(),
-            RoleTable {
-                name: name.clone(),
-                type_name: name.graphql_base_name(),
-                fields: IndexMap::new(),
-                columns,
-                filter: permission.as_ref().map(|p| p.filter.clone()),
-                limit: permission.as_ref().and_then(|p| p.limit),
-                aggregations: admin
-                    || permission
-                        .as_ref()
-                        .map(|p| p.allow_aggregations)
-                        .unwrap_or(false),
-                primary_key,
-                query_root_fields: permission
-                    .as_ref()
-                    .and_then(|p| p.query_root_fields.clone()),
-                subscription_root_fields: permission
-                    .as_ref()
-                    .and_then(|p| p.subscription_root_fields.clone()),
-                cells: permission.map(|p| p.cells).unwrap_or_default(),
-            },
-        );
     }
     tables
+}
+
+/// What `role` may select of `table` (its fields are added in [`add_fields`]); `None` without
+/// a select permission.
+pub(super) fn role_table(
+    table: &crate::resolve::ResolvedTable,
+    role: &str,
+    enums: &EnumTables,
+) -> Option<RoleTable> {
+    let admin = role == ADMIN;
+    let name = &table.name;
+    let permission = table.permissions.get(role).and_then(|p| p.select.clone());
+    if !admin && permission.is_none() {
+        return None;
+    }
+    let visible = |c: &str| {
+        admin
+            || permission
+                .as_ref()
+                .map(|p| p.columns.contains(c))
+                .unwrap_or(false)
+    };
+    let mut columns = IndexMap::new();
+    for column in table.db.columns.iter().filter(|c| visible(&c.name)) {
+        let field = table
+            .configuration
+            .custom_column_names
+            .get(&column.name)
+            .map(|n| n.0.clone())
+            .unwrap_or_else(|| column.name.clone());
+        // A column without a GraphQL name (`x y`, `a"b`) is left out unless
+        // `custom_column_names` gives it one: no document could select it, and it would
+        // make the schema invalid for every client that introspects it.
+        if !crate::metadata::types::GraphQLName::is_servable(&field) {
+            continue;
+        }
+        let mut role_column = scalar_for_column(table, column, enums);
+        // A cell another parent's rows hide reads as null.
+        if permission
+            .as_ref()
+            .is_some_and(|p| p.cells.contains_key(&column.name))
+        {
+            role_column.nullable = true;
+        }
+        columns.insert(field, role_column);
+    }
+    let primary_key = table
+        .db
+        .primary_key()
+        .filter(|_| !table.db.is_view())
+        .and_then(|pk| {
+            pk.iter()
+                .map(|c| {
+                    columns
+                        .iter()
+                        .find(|(_, rc)| &rc.column == c)
+                        .map(|(n, _)| n.clone())
+                })
+                .collect::<Option<Vec<_>>>()
+        });
+    Some(RoleTable {
+        name: name.clone(),
+        type_name: name.graphql_base_name(),
+        fields: IndexMap::new(),
+        columns,
+        filter: permission.as_ref().map(|p| p.filter.clone()),
+        limit: permission.as_ref().and_then(|p| p.limit),
+        aggregations: admin
+            || permission
+                .as_ref()
+                .map(|p| p.allow_aggregations)
+                .unwrap_or(false),
+        primary_key,
+        query_root_fields: permission
+            .as_ref()
+            .and_then(|p| p.query_root_fields.clone()),
+        subscription_root_fields: permission
+            .as_ref()
+            .and_then(|p| p.subscription_root_fields.clone()),
+        cells: permission.map(|p| p.cells).unwrap_or_default(),
+    })
 }
 
 /// Pass 2: each selectable table's fields: columns, relationships to selectable tables (and

@@ -108,3 +108,58 @@ fn call_arguments(
     }
     Ok(out)
 }
+
+impl<'a> Planner<'a> {
+    /// The rows of native query `i` of the role's model: its code with `args` bound, read as
+    /// its logical model's rows under the role's permission on the model.
+    pub(super) fn native_query_root(
+        &mut self,
+        i: usize,
+        fields: &[&AstField],
+        args: &IndexMap<String, Input>,
+        path: &str,
+        root_type: &str,
+        name: &str,
+    ) -> Result<RootField> {
+        let model: &'a crate::graphql::model::RoleModel = self.model;
+        let (Some(q), Some(table)) = (
+            model.native_queries.get(i),
+            model
+                .native_queries
+                .get(i)
+                .and_then(|q| model.models.get(&q.returns)),
+        ) else {
+            return Err(PlanError::unknown_field(path, name, root_type));
+        };
+        let given = args.get("args").and_then(Input::as_object);
+        let mut values = Vec::new();
+        for a in &q.arguments {
+            let param = match given.and_then(|g| g.get(&a.name)) {
+                Some(Input::Value(p)) => p.clone(),
+                Some(Input::Enum(value)) => Param::Literal(Value::String(value.clone())),
+                // Left out or null: only a nullable argument gets here past validation.
+                _ => Param::Literal(Value::Null),
+            };
+            values.push(ValueExpr {
+                param,
+                cast: a.cast.clone(),
+            });
+        }
+        let source = Source::NativeQuery {
+            code: q.template.clone(),
+            args: values,
+            returns: crate::resolve::native_queries::model_relation(&q.returns),
+        };
+        let sub = self.sub_fields(fields, &table.type_name, path, 1)?;
+        Ok(RootField::Select(self.select(
+            table,
+            source,
+            Vec::new(),
+            args,
+            &sub,
+            path,
+            false,
+            1,
+        )?))
+    }
+}

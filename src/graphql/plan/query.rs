@@ -128,6 +128,9 @@ impl<'a> Planner<'a> {
             .ok_or_else(|| PlanError::unknown_field(path, name, root_type))?;
         let def = self.field_def(root_type, name, path)?;
         let args = self.field_args(&def, field, path)?;
+        if let RootKind::NativeQuery(i) = root.kind {
+            return self.native_query_root(i, fields, &args, path, root_type, name);
+        }
         let table = self.table(&root.table, path)?;
         Ok(match root.kind {
             RootKind::Select => {
@@ -192,6 +195,9 @@ impl<'a> Planner<'a> {
             RootKind::Stream => {
                 let sub = self.sub_fields(fields, &table.type_name, path, 1)?;
                 RootField::Stream(self.stream(table, &args, &sub, path)?)
+            }
+            RootKind::NativeQuery(_) => {
+                return Err(PlanError::unknown_field(path, name, root_type))
             }
             RootKind::Function(i) | RootKind::FunctionAggregate(i) => {
                 let model: &'a crate::graphql::model::RoleModel = self.model;

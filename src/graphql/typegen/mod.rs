@@ -8,6 +8,7 @@ mod aggregates;
 mod compare;
 mod functions;
 mod mutations;
+mod native;
 mod nested;
 mod stream;
 mod tables;
@@ -24,6 +25,10 @@ struct TypeBuilder<'a> {
     tables: &'a IndexMap<QualifiedTable, RoleTable>,
     /// The tracked functions the role may call ([`RootKind::Function`] positions).
     functions: &'a [crate::resolve::functions::ResolvedFunction],
+    /// The native queries the role may run ([`RootKind::NativeQuery`] positions).
+    native_queries: &'a [crate::resolve::native_queries::ResolvedNativeQuery],
+    /// What the role may select of their logical models, by name.
+    models: &'a IndexMap<String, RoleTable>,
     enums: &'a EnumTables,
     types: TypeSystem,
     /// Finished definitions of the roles built before, by name.
@@ -46,6 +51,8 @@ pub fn build_sharing(model: &RoleModel, known: &HashMap<Name, Arc<TypeDef>>) -> 
     let mut builder = TypeBuilder {
         tables: &model.tables,
         functions: &model.functions,
+        native_queries: &model.native_queries,
+        models: &model.models,
         enums: &model.enums,
         types: TypeSystem::default(),
         known,
@@ -56,6 +63,7 @@ pub fn build_sharing(model: &RoleModel, known: &HashMap<Name, Arc<TypeDef>>) -> 
     for t in model.tables.values() {
         builder.table_types(t);
     }
+    builder.model_types();
     let mut has_mutations = builder.mutation_types(model);
     let actions = builder.action_roots(&model.actions, &model.custom_types);
     // Live queries: the same table fields as the query root, and asynchronous actions'
@@ -208,6 +216,15 @@ impl TypeBuilder<'_> {
         let tables = self.tables;
         for (field, root) in roots {
             let field = Name::from(field.as_str());
+            if let RootKind::NativeQuery(i) = root.kind {
+                let q = self.native_queries.get(i);
+                let t = q.and_then(|q| self.models.get(&q.returns));
+                if let (Some(q), Some(t)) = (q, t) {
+                    let def = self.native_query_field(field.clone(), q, t);
+                    root_fields.insert(field, def);
+                }
+                continue;
+            }
             let Some(t) = tables.get(&root.table) else {
                 continue;
             };
@@ -227,6 +244,8 @@ impl TypeBuilder<'_> {
                     root.table
                 )),
                 RootKind::Stream => self.stream_field(field.clone(), t),
+                // Answered above.
+                RootKind::NativeQuery(_) => continue,
                 RootKind::Function(i) | RootKind::FunctionAggregate(i) => {
                     let Some(f) = self.functions.get(i) else {
                         continue;

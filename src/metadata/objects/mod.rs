@@ -136,6 +136,13 @@ pub enum Object {
     Function(Box<FunctionEntry>),
     /// One role's grant of a tracked function.
     FunctionPermission(QualifiedFunction, FunctionPermission),
+    /// A logical model's own settings; its permissions are separate objects, so the entry's
+    /// permission list is always empty here.
+    LogicalModel(Box<LogicalModelEntry>),
+    /// One role's select permission on a logical model, with the model's name.
+    LogicalModelPermission(GraphQLName, LogicalModelPermission),
+    /// A native query.
+    NativeQuery(Box<NativeQueryEntry>),
 }
 
 /// The remote schema entry with only its own settings (what [`Object::RemoteSchema`] holds).
@@ -150,6 +157,14 @@ pub fn remote_schema_settings(entry: &RemoteSchemaEntry) -> RemoteSchemaEntry {
 pub fn function_settings(entry: &FunctionEntry) -> FunctionEntry {
     FunctionEntry {
         permissions: Vec::new(),
+        ..entry.clone()
+    }
+}
+
+/// The logical model entry with only its own settings (what [`Object::LogicalModel`] holds).
+pub fn model_settings(entry: &LogicalModelEntry) -> LogicalModelEntry {
+    LogicalModelEntry {
+        select_permissions: Vec::new(),
         ..entry.clone()
     }
 }
@@ -199,6 +214,11 @@ impl Object {
             Object::FunctionPermission(f, p) => {
                 ObjectId::FunctionPermission(f.clone(), p.role.0.clone())
             }
+            Object::LogicalModel(m) => ObjectId::LogicalModel(m.name.0.clone()),
+            Object::LogicalModelPermission(m, p) => {
+                ObjectId::LogicalModelPermission(m.0.clone(), p.role.0.clone())
+            }
+            Object::NativeQuery(q) => ObjectId::NativeQuery(q.root_field_name.0.clone()),
         }
     }
 
@@ -288,6 +308,18 @@ impl Object {
             }
             // The `create_function_permission` arguments.
             Object::FunctionPermission(f, p) => json!({"function": f, "role": p.role}),
+            // The `track_logical_model` arguments, as the entry is exported.
+            Object::LogicalModel(m) => serde_json::to_value(m).unwrap_or(Value::Null),
+            // The `create_logical_model_select_permission` arguments.
+            Object::LogicalModelPermission(m, p) => {
+                let mut v = json!({"name": m, "role": p.role, "permission": p.permission});
+                if let Some(comment) = &p.comment {
+                    v["comment"] = json!(comment);
+                }
+                v
+            }
+            // The `track_native_query` arguments, as the entry is exported.
+            Object::NativeQuery(q) => serde_json::to_value(q).unwrap_or(Value::Null),
         }
     }
 }
@@ -427,6 +459,15 @@ fn push_global_objects(metadata: &Metadata, out: &mut Vec<Object>) {
     for e in &metadata.rest_endpoints {
         out.push(Object::RestEndpoint(e.clone()));
     }
+    for m in &metadata.logical_models {
+        out.push(Object::LogicalModel(Box::new(model_settings(m))));
+        for p in &m.select_permissions {
+            out.push(Object::LogicalModelPermission(m.name.clone(), p.clone()));
+        }
+    }
+    for q in &metadata.native_queries {
+        out.push(Object::NativeQuery(Box::new(q.clone())));
+    }
     for f in &metadata.functions {
         out.push(Object::Function(Box::new(function_settings(f))));
         for p in &f.permissions {
@@ -472,6 +513,9 @@ impl Object {
             Object::RestEndpoint(_) => "rest_endpoint",
             Object::Function(_) => "function",
             Object::FunctionPermission(..) => "function_permission",
+            Object::LogicalModel(_) => "logical_model",
+            Object::LogicalModelPermission(..) => "logical_model_permission",
+            Object::NativeQuery(_) => "native_query",
         }
     }
 

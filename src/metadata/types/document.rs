@@ -36,6 +36,12 @@ pub struct Metadata {
     /// Queries of collections served at URLs, in creation order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rest_endpoints: Vec<RestEndpoint>,
+    /// Named row shapes of native queries, in creation order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub logical_models: Vec<LogicalModelEntry>,
+    /// SQL queries served as root fields, in creation order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub native_queries: Vec<NativeQueryEntry>,
     /// Per-role guards of the GraphQL API.
     #[serde(default, skip_serializing_if = "ApiLimits::is_empty")]
     pub api_limits: ApiLimits,
@@ -60,6 +66,8 @@ impl Default for Metadata {
             actions: Vec::new(),
             custom_types: CustomTypes::default(),
             rest_endpoints: Vec::new(),
+            logical_models: Vec::new(),
+            native_queries: Vec::new(),
             api_limits: ApiLimits::default(),
             inherited_roles: Vec::new(),
         }

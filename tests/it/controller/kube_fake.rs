@@ -46,6 +46,7 @@ fn object_path(obj: &Value) -> String {
     let plural = match kind {
         "AllowListEntry" => "allowlistentries".to_owned(),
         "ApiLimitPolicy" => "apilimitpolicies".to_owned(),
+        "NativeQuery" => "nativequeries".to_owned(),
         other => format!("{}s", other.to_lowercase()),
     };
     format!(

@@ -14,6 +14,7 @@ mod group_commit;
 mod invalid;
 pub(crate) mod kube_fake;
 mod lifecycle;
+mod native_queries;
 mod ownership;
 mod remote_relationships;
 mod remote_schemas;
@@ -381,6 +382,30 @@ pub(crate) async fn applied_blog_example() -> Setup {
         assert_eq!(ready["reason"], "Applied", "{file}: {stored}");
     }
     s
+}
+
+/// The manifests of `examples/<name>/` in its kustomization's order, each given the
+/// namespace, uid and generation the API server would, with the example's directory.
+pub(super) fn example_manifests(name: &str) -> (std::path::PathBuf, Vec<Value>) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(name);
+    let read = |file: &str| std::fs::read_to_string(dir.join(file)).unwrap();
+    let kustomization: Value = serde_yaml::from_str(&read("kustomization.yaml")).unwrap();
+    let manifests = kustomization["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .map(|file| {
+            let mut manifest: Value = serde_yaml::from_str(&read(file)).unwrap();
+            manifest["metadata"]["namespace"] = json!(NS);
+            manifest["metadata"]["uid"] = json!(format!("uid-{file}"));
+            manifest["metadata"]["generation"] = json!(1);
+            manifest
+        })
+        .collect();
+    (dir, manifests)
 }
 
 /// The table entry `name` of an export.

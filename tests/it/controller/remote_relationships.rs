@@ -182,34 +182,20 @@ async fn messages_example_applies_and_joins_both_ways() {
     static URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     let url = crate::remote_schemas::remote_server::serve_for_process(&URL, "msgs", msgs_schema);
     std::env::set_var(MSGS_URL_ENV, url);
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/messages");
-    let read = |file: &str| std::fs::read_to_string(dir.join(file)).unwrap();
+    let (dir, manifests) = example_manifests("messages");
     let db = crate::harness::fresh_database().await;
-    crate::harness::run_sql(&db, &read("schema.sql")).await;
+    let schema = std::fs::read_to_string(dir.join("schema.sql")).unwrap();
+    crate::harness::run_sql(&db, &schema).await;
     let fake = Arc::new(FakeApi::default());
     let s = Setup {
         server: TestServer::on(&db, |_| {}).await,
         ctx: crate::controller::kube_fake::context(fake.clone(), &db, false),
         fake,
     };
-    let kustomization: Value = serde_yaml::from_str(&read("kustomization.yaml")).unwrap();
-    let files: Vec<&str> = kustomization["resources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
-    assert_eq!(files.len(), 3);
-    let manifest = |file: &str| {
-        let mut manifest: Value = serde_yaml::from_str(&read(file)).unwrap();
-        manifest["metadata"]["namespace"] = json!(NS);
-        manifest["metadata"]["uid"] = json!(format!("uid-{file}"));
-        manifest["metadata"]["generation"] = json!(1);
-        manifest
-    };
-    let remote: RemoteSchema = serde_json::from_value(manifest(files[0])).unwrap();
-    let table: TrackedTable = serde_json::from_value(manifest(files[1])).unwrap();
-    let permission: Permission = serde_json::from_value(manifest(files[2])).unwrap();
+    assert_eq!(manifests.len(), 3);
+    let remote: RemoteSchema = serde_json::from_value(manifests[0].clone()).unwrap();
+    let table: TrackedTable = serde_json::from_value(manifests[1].clone()).unwrap();
+    let permission: Permission = serde_json::from_value(manifests[2].clone()).unwrap();
     s.apply(&remote).await;
     let (_, reason, message) = s.condition(&remote, "Ready");
     assert_eq!(

@@ -139,6 +139,8 @@ fn kinds_names_and_printer_columns() {
         ("ComputedField", "computedfields", "bcf"),
         ("Permission", "permissions", "bperm"),
         ("TrackedFunction", "trackedfunctions", "bfn"),
+        ("LogicalModel", "logicalmodels", "blm"),
+        ("NativeQuery", "nativequeries", "bnq"),
         ("EventTrigger", "eventtriggers", "btrigger"),
         ("Action", "actions", "baction"),
         ("QueryCollection", "querycollections", "bqc"),

@@ -1,7 +1,7 @@
-//! Hostile values as the arguments of tracked functions: a query function filtering by them
-//! (the rows compared with what Postgres selects with the value bound), a mutation function
-//! writing them (each stored byte for byte), both by literal and by variable, and as function
-//! names `track_function` is asked for.
+//! Hostile values as the arguments of tracked functions and native queries: a query function
+//! and a native query filtering by them (the rows compared with what Postgres selects with the
+//! value bound), a mutation function writing them (each stored byte for byte), by literal and
+//! by variable, and as function names `track_function` is asked for.
 
 use super::*;
 
@@ -104,6 +104,53 @@ async fn function_arguments() {
             h.name,
             brief(&body.to_string())
         );
+    }
+    canary.check(&[]).await;
+}
+
+/// Hostile values as a native query's argument: bound as a parameter, the rows compared with
+/// what Postgres selects with the value bound.
+#[tokio::test]
+async fn native_query_arguments() {
+    let (s, canary) = server(false).await;
+    let client = connect(&s.db_url).await;
+    let corpus = corpus();
+    for h in corpus.iter().filter(|h| !h.has_nul()) {
+        client
+            .execute("INSERT INTO item (label) VALUES ($1)", &[&h.text])
+            .await
+            .unwrap();
+    }
+    s.ok(json!({"type": "bulk", "args": [
+        {"type": "track_logical_model", "args": {"name": "item_row",
+            "fields": [{"name": "id", "type": {"scalar": "integer"}}, {"name": "label", "type": {"scalar": "text"}}]}},
+        {"type": "track_native_query", "args": {"root_field_name": "items_labelled", "returns": "item_row",
+            "arguments": {"v": {"type": "text"}},
+            "code": "SELECT id, label FROM item WHERE label = {{v}} OR label LIKE '%' || {{v}} || '-'"}}
+    ]}))
+    .await;
+    for h in &corpus {
+        let outcome = admin(
+            &s,
+            "query($v: String!) { items_labelled(args: {v: $v}, order_by: {id: asc}) { id } }",
+            json!({"v": h.text}),
+        )
+        .await;
+        if h.has_nul() {
+            assert_eq!(outcome, refused("data-exception"), "{}", h.name);
+            continue;
+        }
+        let expected: Vec<i64> = client
+            .query(
+                "SELECT id FROM item WHERE label = $1 OR label LIKE '%' || $1 || '-' ORDER BY id",
+                &[&h.text],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| i64::from(r.get::<_, i32>(0)))
+            .collect();
+        assert_eq!(ids(&outcome, "items_labelled"), Ok(expected), "{}", h.name);
     }
     canary.check(&[]).await;
 }

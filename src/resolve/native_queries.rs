@@ -1,0 +1,408 @@
+//! Logical models and native queries resolved against the database's answers
+//! ([`crate::db_model::Probes`]) and the rest of the metadata (`docs/native-queries.md`): a
+//! model's scalar types exist and the models it nests are there; a native query's model is
+//! there, its arguments' types exist, Postgres accepts its code and each of the model's scalar
+//! fields comes back with its declared type; no root field clashes. What fails is reported
+//! inconsistent, with the error the operation that introduced it answers
+//! ([`Resolution::deferred`]).
+
+use super::*;
+use crate::db_model::{PgType, Probes};
+use crate::metadata::error::Missing;
+use crate::metadata::types::{LogicalModelEntry, NativeQueryEntry};
+use crate::sql::template::Template;
+
+/// A scalar field of a logical model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelScalar {
+    pub name: String,
+    /// `pg_type.typname`, for the GraphQL scalar.
+    pub type_name: String,
+    pub cast: PgType,
+    pub nullable: bool,
+    pub description: Option<String>,
+}
+
+/// A logical model whose types exist.
+#[derive(Debug, Clone)]
+pub struct ResolvedModel {
+    pub name: String,
+    pub description: Option<String>,
+    /// Scalar fields in declaration order.
+    pub scalars: Vec<ModelScalar>,
+    /// The model as a relation whose columns are its scalar fields, with each role's select
+    /// permission resolved as a table's: what the GraphQL layer reads native queries' rows by.
+    pub table: std::sync::Arc<ResolvedTable>,
+}
+
+/// The name the relation of logical model `name` goes by: no schema, so no tracked table can
+/// have it.
+pub fn model_relation(name: &str) -> QualifiedTable {
+    QualifiedTable::new("", name)
+}
+
+/// An argument of a native query, in the order its parameters are numbered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryArgument {
+    pub name: String,
+    pub type_name: String,
+    pub cast: PgType,
+    pub nullable: bool,
+    pub description: Option<String>,
+}
+
+/// A native query Postgres accepts for its model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResolvedNativeQuery {
+    pub root_field: String,
+    pub template: Template,
+    pub arguments: Vec<QueryArgument>,
+    /// The model of its rows.
+    pub returns: String,
+    pub description: Option<String>,
+}
+
+/// The validation statement of `query`, when its code reads, its model exists and every
+/// argument's type is known (otherwise the resolver reports what is missing).
+pub fn statement_of(
+    query: &NativeQueryEntry,
+    metadata: &Metadata,
+    probes: &Probes,
+) -> Option<String> {
+    let template = Template::parse(&query.code).ok()?;
+    let model: &LogicalModelEntry = metadata
+        .logical_models
+        .iter()
+        .find(|m| m.name == query.returns)?;
+    let types: Vec<&str> = template
+        .arguments()
+        .iter()
+        .map(|a| {
+            let declared = query.arguments.get(*a)?;
+            let probed = probes.types.get(&declared.arg_type)?.as_ref()?;
+            Some(probed.formatted.as_str())
+        })
+        .collect::<Option<_>>()?;
+    let fields: Vec<&str> = model
+        .fields
+        .iter()
+        .filter(|f| f.field_type.scalar().is_some())
+        .map(|f| f.name.0.as_str())
+        .collect();
+    Some(template.validation_statement(&types, &fields))
+}
+
+/// The definition inconsistencies report: the export entry.
+fn definition<T: serde::Serialize>(entry: &T) -> Value {
+    serde_json::to_value(entry).unwrap_or(Value::Null)
+}
+
+/// Resolves every logical model, then every native query, in metadata order.
+pub(super) fn resolve_all(metadata: &Metadata, db: &DbModel, cache: &mut Resolution) {
+    if metadata.logical_models.is_empty() && metadata.native_queries.is_empty() {
+        return;
+    }
+    let types = super::functions::taken_names(&cache.resolved).types;
+    for model in &metadata.logical_models {
+        let result = match types.contains(&model.name.0) {
+            true => Err(conflict("logical model", &model.name.0, &model.name.0)),
+            false => check_model(model, metadata, &db.probes, &cache.resolved),
+        };
+        match result {
+            Ok(resolved) => {
+                // A role named only by a model's permission has a schema of its own too.
+                (cache.resolved.roles).extend(resolved.table.permissions.keys().cloned());
+                cache.resolved.logical_models.push(resolved)
+            }
+            Err(err) => report(
+                cache,
+                ObjectId::LogicalModel(model.name.0.clone()),
+                "logical_model",
+                definition(model),
+                err,
+            ),
+        }
+    }
+    let mut taken = super::functions::taken_names(&cache.resolved).fields;
+    for query in &metadata.native_queries {
+        let arguments = format!("{}_arguments", query.root_field_name);
+        let result = match types.contains(&arguments) {
+            true => Err(conflict(
+                "native query",
+                &query.root_field_name.0,
+                &arguments,
+            )),
+            false => check_query(query, metadata, db, cache, &taken),
+        };
+        match result {
+            Ok(resolved) => {
+                taken.insert(resolved.root_field.clone());
+                cache.resolved.native_queries.push(resolved);
+            }
+            Err(err) => report(
+                cache,
+                ObjectId::NativeQuery(query.root_field_name.0.clone()),
+                "native_query",
+                definition(query),
+                err,
+            ),
+        }
+    }
+}
+
+/// Reports `object` inconsistent with `err`: its message (prefixed as the error's reason
+/// reads) as the reason, the whole error for the operation that introduced it.
+fn report(
+    cache: &mut Resolution,
+    object: ObjectId,
+    kind: &'static str,
+    definition: Value,
+    err: MetadataError,
+) {
+    let reason = match err.code {
+        // The operation's text names the model as the request did; the report, as a build
+        // finds it gone.
+        Code::NotFound if kind == "native_query" => {
+            let model = definition["returns"].as_str().unwrap_or_default();
+            format!("The logical model {model} could not be found")
+        }
+        Code::ValidationFailed => {
+            let detail = err
+                .internal
+                .as_ref()
+                .and_then(|i| i["error"]["message"].as_str())
+                .unwrap_or_default();
+            format!("{}: {detail}", err.message)
+        }
+        _ => err.message.clone(),
+    };
+    cache.inconsistencies.push(Inconsistency {
+        object: object.clone(),
+        kind,
+        definition,
+        reason,
+        conflict: false,
+    });
+    cache.deferred.push((object, err));
+}
+
+fn model_missing(name: &str) -> MetadataError {
+    MetadataError::new(
+        Code::NotFound,
+        JsonPath::args(),
+        format!("Logical model \"{name}\" not found."),
+    )
+    .with_missing(Missing::Metadata)
+}
+
+/// `<what> "<name>" conflicts with existing field or type "<taken>"`.
+fn conflict(what: &str, name: &str, taken: &str) -> MetadataError {
+    MetadataError::new(
+        Code::ConstraintViolation,
+        JsonPath::args(),
+        format!("{what} \"{name}\" conflicts with existing field or type \"{taken}\""),
+    )
+}
+
+fn type_missing(name: &str) -> MetadataError {
+    MetadataError::new(
+        Code::NotExists,
+        JsonPath::args(),
+        format!("type \"{name}\" does not exist"),
+    )
+    .with_missing(Missing::DatabaseObject)
+}
+
+fn check_model(
+    model: &LogicalModelEntry,
+    metadata: &Metadata,
+    probes: &Probes,
+    resolved: &Resolved,
+) -> Result<ResolvedModel, MetadataError> {
+    let mut scalars = Vec::new();
+    let mut columns = Vec::new();
+    for field in &model.fields {
+        match &field.field_type {
+            LogicalModelType::Scalar { scalar, nullable } => {
+                let probed = probes
+                    .types
+                    .get(scalar)
+                    .and_then(Option::as_ref)
+                    .ok_or_else(|| type_missing(scalar))?;
+                let attnum = i16::try_from(columns.len() + 1).unwrap_or(i16::MAX);
+                columns.push(probed.column(&field.name.0, attnum, *nullable));
+                scalars.push(ModelScalar {
+                    name: field.name.0.clone(),
+                    type_name: probed.name.clone(),
+                    cast: PgType::from_catalog(
+                        &probed.formatted,
+                        &probed.schema,
+                        &probed.name,
+                        None,
+                    ),
+                    nullable: *nullable,
+                    description: field.description.clone(),
+                });
+            }
+            nested => {
+                let target = nested.model().unwrap_or_default();
+                if !metadata.logical_models.iter().any(|m| m.name.0 == target) {
+                    return Err(model_missing(target));
+                }
+            }
+        }
+    }
+    let relation = model_relation(&model.name.0);
+    let db_table = crate::db_model::DbTable {
+        oid: 0,
+        schema: String::new(),
+        name: model.name.0.clone(),
+        // Neither a table nor a view: the rows come from SQL that may read the session.
+        kind: "q".to_owned(),
+        comment: model.description.clone(),
+        columns,
+        constraints: Vec::new(),
+        updatable_bits: 0,
+        row_security: false,
+        parents: Vec::new(),
+        reads: None,
+    };
+    let mut table = ResolvedTable {
+        name: relation.clone(),
+        db: std::sync::Arc::new(db_table),
+        enum_values: None,
+        configuration: TableConfig::default(),
+        relationships: IndexMap::new(),
+        computed_fields: IndexMap::new(),
+        permissions: IndexMap::new(),
+        reads: BTreeSet::new(),
+        remote_relationships: IndexMap::new(),
+    };
+    // Filters are checked as a table's, `_exists` reaching the tracked tables.
+    let mut view = Resolved {
+        tables: resolved.tables.clone(),
+        ..Resolved::default()
+    };
+    view.tables
+        .insert(relation.clone(), std::sync::Arc::new(table.clone()));
+    for p in &model.select_permissions {
+        let rules = json!({"columns": p.permission.columns, "filter": p.permission.filter});
+        let checked = check_permission(&view, &relation, &p.role.0, PermissionKind::Select, &rules)
+            .map_err(|e| e.under(&JsonPath::args().key("permission")))?;
+        let select = SelectRule {
+            columns: p.permission.columns.clone(),
+            computed_fields: Vec::new(),
+            filter: checked.filter.unwrap_or(BoolExp::And(Vec::new())),
+            limit: p.permission.limit,
+            allow_aggregations: false,
+            query_root_fields: None,
+            subscription_root_fields: None,
+            cells: IndexMap::new(),
+        };
+        table.permissions.insert(
+            p.role.0.clone(),
+            RolePermissions {
+                select: Some(select),
+                ..RolePermissions::default()
+            },
+        );
+    }
+    Ok(ResolvedModel {
+        name: model.name.0.clone(),
+        description: model.description.clone(),
+        scalars,
+        table: std::sync::Arc::new(table),
+    })
+}
+
+fn check_query(
+    query: &NativeQueryEntry,
+    metadata: &Metadata,
+    db: &DbModel,
+    cache: &Resolution,
+    taken: &std::collections::HashSet<String>,
+) -> Result<ResolvedNativeQuery, MetadataError> {
+    let name = &query.root_field_name.0;
+    let model = &query.returns.0;
+    let Some(resolved_model) = cache
+        .resolved
+        .logical_models
+        .iter()
+        .find(|m| &m.name == model)
+    else {
+        return Err(model_missing(model));
+    };
+    let template = Template::parse(&query.code)
+        .map_err(|e| MetadataError::new(Code::ValidationFailed, JsonPath::args(), e.to_string()))?;
+    let mut arguments = Vec::new();
+    for arg in template.arguments() {
+        let Some(declared) = query.arguments.get(arg) else {
+            continue;
+        };
+        let probed = db
+            .probes
+            .types
+            .get(&declared.arg_type)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| type_missing(&declared.arg_type))?;
+        arguments.push(QueryArgument {
+            name: arg.to_owned(),
+            type_name: probed.name.clone(),
+            cast: PgType::from_catalog(&probed.formatted, &probed.schema, &probed.name, None),
+            nullable: declared.nullable,
+            description: declared.description.clone(),
+        });
+    }
+    let failed = |message: String, status: Option<&str>| {
+        let mut error = serde_json::Map::new();
+        error.insert("message".into(), Value::String(message));
+        if let Some(code) = status {
+            error.insert("status_code".into(), Value::String(code.to_owned()));
+        }
+        MetadataError::new(
+            Code::ValidationFailed,
+            JsonPath::args(),
+            "Failed to validate query",
+        )
+        .with_internal(json!({"error": Value::Object(error)}))
+    };
+    let statement = statement_of(query, metadata, &db.probes)
+        .ok_or_else(|| failed("the query could not be described".to_owned(), None))?;
+    let columns = match db.probes.statements.get(&statement) {
+        Some(Ok(columns)) => columns,
+        Some(Err(refusal)) => return Err(failed(refusal.message.clone(), refusal.code.as_deref())),
+        None => return Err(failed("the query was not described".to_owned(), None)),
+    };
+    for field in &resolved_model.scalars {
+        let declared = metadata
+            .logical_models
+            .iter()
+            .find(|m| &m.name.0 == model)
+            .and_then(|m| m.fields.iter().find(|f| f.name.0 == field.name))
+            .and_then(|f| f.field_type.scalar())
+            .unwrap_or_default();
+        let expected = db.probes.types.get(declared).and_then(Option::as_ref);
+        let actual = columns.iter().find(|c| c.name == field.name);
+        if let (Some(expected), Some(actual)) = (expected, actual) {
+            if expected.oid != actual.oid {
+                return Err(failed(
+                    format!(
+                        "Return column '{}' has a type mismatch. The expected type is '{declared}', but the actual type is '{}'.",
+                        field.name, actual.type_name
+                    ),
+                    None,
+                ));
+            }
+        }
+    }
+    if taken.contains(name) {
+        return Err(conflict("native query", name, name));
+    }
+    Ok(ResolvedNativeQuery {
+        root_field: name.clone(),
+        template,
+        arguments,
+        returns: model.clone(),
+        description: query.description.clone(),
+    })
+}
