@@ -1,8 +1,9 @@
 //! What a `run_sql` change to the database means for the metadata. [`diff`] compares the database
 //! before and after by OID and attnum (so renames are recognised as renames) and keeps only what
 //! metadata uses; [`reconcile`] applies the rules: dependency errors for drops (or cascade), type
-//! changes under dependents refused, computed fields of dropped functions removed, overloads
-//! refused, renames of tables, columns and functions followed. See `docs/metadata-api.md`, "Keeping
+//! changes under dependents refused, computed fields and tracked functions of dropped functions
+//! removed, overloads (and tracked functions made `VOLATILE`) refused, renames of tables, columns
+//! and functions followed. See `docs/metadata-api.md`, "Keeping
 //! metadata consistent". Pure: must not do IO; the catalog introspects before and after.
 
 use super::dependencies::{self, edit_permission_json, permission_references};
@@ -30,11 +31,12 @@ pub struct SchemaChanges {
     pub retyped_columns: Vec<(QualifiedTable, String)>,
     /// Foreign keys of tracked tables dropped: (table, constraint).
     pub dropped_foreign_keys: Vec<(QualifiedTable, DbConstraint)>,
-    /// Functions of computed fields that no longer exist.
+    /// Functions of computed fields and tracked functions that no longer exist.
     pub dropped_functions: Vec<QualifiedFunction>,
-    /// Functions of computed fields that now have several signatures.
+    /// Functions of computed fields and tracked functions that now have several signatures.
     pub overloaded_functions: Vec<QualifiedFunction>,
-    /// Functions of computed fields renamed or moved to another schema: (old, new).
+    /// Functions of computed fields and tracked functions renamed or moved to another schema:
+    /// (old, new).
     pub renamed_functions: Vec<(QualifiedFunction, QualifiedFunction)>,
     /// Functions dropped whose name another function took in the same change (dropped and
     /// created again): a tracked one stays tracked and is judged by its rules.
@@ -482,8 +484,9 @@ pub fn reconcile(
     Ok(next)
 }
 
-/// Points the computed fields of a renamed function at its new name. The computed field keeps
-/// its own name, so the GraphQL API does not change.
+/// Points the computed fields of a renamed function, and its tracked entry, at its new name.
+/// A computed field keeps its own name, so the GraphQL API does not change; a tracked
+/// function's field follows the function's name unless it has a custom one.
 fn rename_function(metadata: &mut Metadata, old: &QualifiedFunction, new: &QualifiedFunction) {
     for f in metadata.functions.iter_mut().filter(|f| &f.function == old) {
         f.function = new.clone();
