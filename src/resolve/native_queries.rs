@@ -16,6 +16,10 @@ use crate::sql::template::Template;
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelScalar {
     pub name: String,
+    /// The type as declared (`integer`), for messages.
+    pub declared: String,
+    /// The declared type's OID, which the query's column must have.
+    pub oid: u32,
     /// `pg_type.typname`, for the GraphQL scalar.
     pub type_name: String,
     pub cast: PgType,
@@ -102,7 +106,11 @@ pub(super) fn resolve_all(metadata: &Metadata, db: &DbModel, cache: &mut Resolut
     if metadata.logical_models.is_empty() && metadata.native_queries.is_empty() {
         return;
     }
-    let types = super::functions::taken_names(&cache.resolved).types;
+    // Models add no root field: what tables, actions and functions take is read once.
+    let super::functions::Taken {
+        fields: mut taken,
+        types,
+    } = super::functions::taken_names(&cache.resolved);
     for model in &metadata.logical_models {
         let result = match types.contains(&model.name.0) {
             true => Err(conflict("logical model", &model.name.0, &model.name.0)),
@@ -123,7 +131,6 @@ pub(super) fn resolve_all(metadata: &Metadata, db: &DbModel, cache: &mut Resolut
             ),
         }
     }
-    let mut taken = super::functions::taken_names(&cache.resolved).fields;
     for query in &metadata.native_queries {
         let arguments = format!("{}_arguments", query.root_field_name);
         let result = match types.contains(&arguments) {
@@ -233,6 +240,8 @@ fn check_model(
                 columns.push(probed.column(&field.name.0, attnum, *nullable));
                 scalars.push(ModelScalar {
                     name: field.name.0.clone(),
+                    declared: scalar.clone(),
+                    oid: probed.oid,
                     type_name: probed.name.clone(),
                     cast: PgType::from_catalog(
                         &probed.formatted,
@@ -374,21 +383,13 @@ fn check_query(
         None => return Err(failed("the query was not described".to_owned(), None)),
     };
     for field in &resolved_model.scalars {
-        let declared = metadata
-            .logical_models
-            .iter()
-            .find(|m| &m.name.0 == model)
-            .and_then(|m| m.fields.iter().find(|f| f.name.0 == field.name))
-            .and_then(|f| f.field_type.scalar())
-            .unwrap_or_default();
-        let expected = db.probes.types.get(declared).and_then(Option::as_ref);
         let actual = columns.iter().find(|c| c.name == field.name);
-        if let (Some(expected), Some(actual)) = (expected, actual) {
-            if expected.oid != actual.oid {
+        if let Some(actual) = actual {
+            if field.oid != actual.oid {
                 return Err(failed(
                     format!(
-                        "Return column '{}' has a type mismatch. The expected type is '{declared}', but the actual type is '{}'.",
-                        field.name, actual.type_name
+                        "Return column '{}' has a type mismatch. The expected type is '{}', but the actual type is '{}'.",
+                        field.name, field.declared, actual.type_name
                     ),
                     None,
                 ));
