@@ -29,6 +29,8 @@ struct TypeBuilder<'a> {
     native_queries: &'a [crate::resolve::native_queries::ResolvedNativeQuery],
     /// What the role may select of their logical models, by name.
     models: &'a IndexMap<String, RoleTable>,
+    /// The rows of the native queries with relationships, by root field name.
+    query_rows: &'a IndexMap<String, RoleTable>,
     enums: &'a EnumTables,
     types: TypeSystem,
     /// Finished definitions of the roles built before, by name.
@@ -53,6 +55,7 @@ pub fn build_sharing(model: &RoleModel, known: &HashMap<Name, Arc<TypeDef>>) -> 
         functions: &model.functions,
         native_queries: &model.native_queries,
         models: &model.models,
+        query_rows: &model.query_rows,
         enums: &model.enums,
         types: TypeSystem::default(),
         known,
@@ -64,6 +67,7 @@ pub fn build_sharing(model: &RoleModel, known: &HashMap<Name, Arc<TypeDef>>) -> 
         builder.table_types(t);
     }
     builder.model_types();
+    builder.query_row_types();
     let mut has_mutations = builder.mutation_types(model);
     let actions = builder.action_roots(&model.actions, &model.custom_types);
     // Live queries: the same table fields as the query root, and asynchronous actions'
