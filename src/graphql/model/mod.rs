@@ -213,6 +213,16 @@ pub struct RoleModel {
     /// The rows of the native queries with relationships, by root field name: their model's
     /// view, named after the query, with the relationships whose targets the role may read.
     pub query_rows: IndexMap<String, RoleTable>,
+    /// The descriptions of those models and their fields, by model name.
+    pub model_docs: IndexMap<String, ModelDocs>,
+}
+
+/// What a logical model's GraphQL type says about itself.
+#[derive(Debug, Clone, Default)]
+pub struct ModelDocs {
+    pub description: Option<String>,
+    /// Field name → description, for the fields that have one.
+    pub fields: IndexMap<String, String>,
 }
 
 impl RoleModel {
@@ -285,7 +295,7 @@ pub fn build_for(
     let functions = functions::visible(resolved, role, &tables, settings);
     let function_mutations =
         functions::add_roots(&functions, &tables, &mut roots, &mut subscription_roots);
-    let (native_queries, models) =
+    let (native_queries, models, model_docs) =
         native::visible(resolved, role, &enums, &mut roots, &mut subscription_roots);
     let query_rows = native::rows(&native_queries, &models, &tables);
     let (writes, mutations) = write::build(resolved, role, &tables, &enums, backend_flagged);
@@ -339,5 +349,6 @@ pub fn build_for(
         native_queries,
         models,
         query_rows,
+        model_docs,
     }
 }

@@ -6,17 +6,22 @@
 use super::*;
 use crate::resolve::native_queries::{model_relation, QueryTarget, ResolvedNativeQuery};
 
-/// The native queries `role` may run, the views of their models by name, and their root
-/// fields added to the query and subscription roots.
+/// The native queries `role` may run, the views of their models (and the models'
+/// descriptions) by name, and their root fields added to the query and subscription roots.
 pub(super) fn visible(
     resolved: &Resolved,
     role: &str,
     enums: &EnumTables,
     query: &mut IndexMap<String, RootField>,
     subscription: &mut IndexMap<String, RootField>,
-) -> (Vec<ResolvedNativeQuery>, IndexMap<String, RoleTable>) {
+) -> (
+    Vec<ResolvedNativeQuery>,
+    IndexMap<String, RoleTable>,
+    IndexMap<String, ModelDocs>,
+) {
     let mut queries = Vec::new();
     let mut models: IndexMap<String, RoleTable> = IndexMap::new();
+    let mut docs = IndexMap::new();
     for q in &resolved.native_queries {
         let Some(model) = resolved.logical_models.iter().find(|m| m.name == q.returns) else {
             continue;
@@ -33,6 +38,17 @@ pub(super) fn visible(
                 .map(|(name, c)| (name.clone(), TableField::Column(c.clone())))
                 .collect();
             models.insert(model.name.clone(), view);
+            let fields = (model.scalars.iter())
+                .filter_map(|f| Some((f.name.clone(), f.description.clone()?)))
+                .collect();
+            let description = model.description.clone();
+            docs.insert(
+                model.name.clone(),
+                ModelDocs {
+                    description,
+                    fields,
+                },
+            );
         }
         let root = RootField {
             kind: RootKind::NativeQuery(queries.len()),
@@ -42,7 +58,7 @@ pub(super) fn visible(
         subscription.insert(q.root_field.clone(), root);
         queries.push(q.clone());
     }
-    (queries, models)
+    (queries, models, docs)
 }
 
 /// The rows of each of `queries` that has relationships, by root field name.

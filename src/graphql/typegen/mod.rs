@@ -31,6 +31,8 @@ struct TypeBuilder<'a> {
     models: &'a IndexMap<String, RoleTable>,
     /// The rows of the native queries with relationships, by root field name.
     query_rows: &'a IndexMap<String, RoleTable>,
+    /// The descriptions of the logical models, by name.
+    model_docs: &'a IndexMap<String, crate::graphql::model::ModelDocs>,
     enums: &'a EnumTables,
     types: TypeSystem,
     /// Finished definitions of the roles built before, by name.
@@ -56,6 +58,7 @@ pub fn build_sharing(model: &RoleModel, known: &HashMap<Name, Arc<TypeDef>>) -> 
         native_queries: &model.native_queries,
         models: &model.models,
         query_rows: &model.query_rows,
+        model_docs: &model.model_docs,
         enums: &model.enums,
         types: TypeSystem::default(),
         known,

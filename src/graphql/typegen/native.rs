@@ -20,10 +20,18 @@ impl TypeBuilder<'_> {
             let object = Name::from(t.type_name.as_str());
             if let Some(def) = self.types.types.shift_remove(&object) {
                 if let TypeDef::Object { fields, .. } = &*def {
+                    let docs = self.model_docs.get(&t.type_name);
+                    let mut fields = fields.clone();
+                    for (name, field) in &mut fields {
+                        let described = docs.and_then(|d| d.fields.get(name.as_str()));
+                        field.description = described.map(|d| Name::from(d.as_str()));
+                    }
+                    let description = (docs.and_then(|d| d.description.clone()))
+                        .unwrap_or_else(|| format!("logical model \"{}\"", t.type_name));
                     self.add(TypeDef::Object {
                         name: object,
-                        description: Some(format!("logical model \"{}\"", t.type_name).into()),
-                        fields: fields.clone(),
+                        description: Some(description.into()),
+                        fields,
                         interfaces: Vec::new(),
                     });
                 }
@@ -161,9 +169,12 @@ impl TypeBuilder<'_> {
                 };
                 fields.insert(Name::from(name.as_str()), def);
             }
+            let description = (self.model_docs.get(&q.returns))
+                .and_then(|d| d.description.clone())
+                .unwrap_or_else(|| format!("rows of native query \"{}\"", row.type_name));
             self.add(TypeDef::Object {
                 name: Name::from(row.type_name.as_str()),
-                description: Some(format!("rows of native query \"{}\"", row.type_name).into()),
+                description: Some(description.into()),
                 fields,
                 interfaces: Vec::new(),
             });

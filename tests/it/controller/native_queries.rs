@@ -149,20 +149,26 @@ async fn reports_example_applies_and_ranks() {
         ctx: crate::controller::kube_fake::context(fake.clone(), &db, false),
         fake,
     };
-    assert_eq!(manifests.len(), 2);
-    let model: LogicalModel = serde_json::from_value(manifests[0].clone()).unwrap();
-    let query: NativeQuery = serde_json::from_value(manifests[1].clone()).unwrap();
+    assert_eq!(manifests.len(), 4);
+    let table: TrackedTable = serde_json::from_value(manifests[0].clone()).unwrap();
+    let permission: Permission = serde_json::from_value(manifests[1].clone()).unwrap();
+    let model: LogicalModel = serde_json::from_value(manifests[2].clone()).unwrap();
+    let query: NativeQuery = serde_json::from_value(manifests[3].clone()).unwrap();
     model.validate_cel().unwrap();
     query.validate_cel().unwrap();
+    s.apply(&table).await;
+    s.apply(&permission).await;
     s.apply(&model).await;
     s.apply(&query).await;
+    assert_eq!(s.condition(&permission, "Ready").1, "Applied");
     assert_eq!(s.condition(&model, "Ready").1, "Applied");
     assert_eq!(s.condition(&query, "Ready").1, "Applied");
     s.server.running.state.reload(false).await.unwrap();
     let answer = s
         .server
         .gql_role(
-            r#"query { seller_ranking(args: {since: "2026-01-01"}, where: {rank: {_eq: 1}}, order_by: {region: asc}) { region seller total } }"#,
+            r#"query { seller_ranking(args: {since: "2026-01-01"}, where: {rank: {_eq: 1}}, order_by: {region: asc}) {
+                region seller total sales(order_by: {sold_on: asc}) { amount sold_on } } }"#,
             "analyst",
             &[],
         )
@@ -170,8 +176,10 @@ async fn reports_example_applies_and_ranks() {
     assert_eq!(
         answer,
         json!({"data": {"seller_ranking": [
-            {"region": "north", "seller": "bo", "total": 30.00},
-            {"region": "south", "seller": "cy", "total": 7.00}]}})
+            {"region": "north", "seller": "bo", "total": 30.00,
+                "sales": [{"amount": 30.00, "sold_on": "2026-02-02"}]},
+            {"region": "south", "seller": "cy", "total": 7.00,
+                "sales": [{"amount": 7.00, "sold_on": "2026-03-01"}]}]}})
     );
 }
 
@@ -232,6 +240,18 @@ async fn models_and_queries_in_a_cycle_land_together() {
     assert_eq!(reason, "Applied", "{message}");
     s.reconcile(&writer_row).await.unwrap();
     assert_eq!(s.condition(&writer_row, "Ready").1, "Applied");
+    // Written together, each object under its own resource.
+    let owners = query_json(
+        &s.server.db_url,
+        "SELECT object_key, owner_name FROM basalt_catalog.managed_objects
+         WHERE object_key LIKE 'logical_model:%' ORDER BY object_key",
+    )
+    .await;
+    assert_eq!(
+        owners,
+        json!([{"object_key": "logical_model:post_row", "owner_name": "post-row"},
+            {"object_key": "logical_model:writer_row", "owner_name": "writer-row"}])
+    );
     s.apply(&posts).await;
     let (_, reason, message) = s.condition(&posts, "Ready");
     assert_eq!(reason, "DependencyNotReady", "{message}");

@@ -8,8 +8,8 @@ use serde_json::{json, Value};
 fn models() -> Vec<Value> {
     vec![
         json!({"type": "track_logical_model", "args": {"name": "writer_row",
-            "fields": [{"name": "id", "type": {"scalar": "integer"}},
-                {"name": "name", "type": {"scalar": "text", "nullable": true}},
+            "description": "someone who writes", "fields": [{"name": "id", "type": {"scalar": "integer"}},
+                {"name": "name", "type": {"scalar": "text", "nullable": true}, "description": "as signed"},
                 {"name": "posts", "type": {"array": {"logical_model": "post_row"}, "nullable": true}}]}}),
         json!({"type": "track_logical_model", "args": {"name": "post_row",
             "fields": [{"name": "id", "type": {"scalar": "integer"}},
@@ -144,6 +144,16 @@ async fn relationships_join_tables_and_native_queries_in_the_one_statement() {
             "order_by",
             "where"
         ]
+    );
+    // The model's descriptions are its rows' type's and its fields'.
+    let body = s
+        .gql(r#"{ __type(name: "writers") { description fields { name description } } }"#)
+        .await;
+    assert_eq!(
+        body,
+        json!({"data": {"__type": {"description": "someone who writes", "fields": [
+            {"name": "id", "description": null}, {"name": "name", "description": "as signed"},
+            {"name": "posts", "description": "An array relationship"}]}}})
     );
     // Relationships are not part of `where`.
     let body = s
@@ -327,6 +337,11 @@ async fn relationships_are_checked_with_the_errors_of_the_contract() {
 #[tokio::test]
 async fn untracking_a_target_lists_or_removes_the_relationships_to_it() {
     let s = related().await;
+    // The export replaces to itself.
+    let before = s.export().await;
+    s.ok(json!({"type": "replace_metadata", "args": before.clone()}))
+        .await;
+    assert_eq!(s.export().await, before);
     s.ok(json!({"type": "create_logical_model_select_permission", "args": {"name": "writer_row",
         "role": "reader", "permission": {"columns": "*",
             "filter": {"_exists": {"_table": {"schema": "public", "name": "author"}, "_where": {"id": {"_eq": 1}}}}}}}))
