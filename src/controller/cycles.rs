@@ -12,9 +12,7 @@ use super::reconcile::{owner_of, Context, Error};
 use crate::metadata::ids::ObjectId;
 use crate::metadata::objects::{Object, Owner};
 use crate::metadata::MetadataError;
-use kube::api::ListParams;
-use kube::core::DeserializeGuard;
-use kube::{Api, ResourceExt};
+use kube::ResourceExt;
 use std::collections::BTreeSet;
 
 /// The keys of the logical models and native queries `object` references.
@@ -76,45 +74,24 @@ pub(super) async fn write<K: Kind>(
 
 /// The other resources of `resource`'s kind that are in a cycle with it: those its objects
 /// reach through references that also reach back to it. Resources being deleted, suspended
-/// or whose spec does not map are left out.
+/// or whose spec does not map (or breaks a CEL rule) are left out.
 async fn members<K: Kind>(
     ctx: &Context,
     resource: &K,
     declared: &[Object],
 ) -> Result<Vec<Member>, Error> {
-    let own_namespace = resource.namespace().unwrap_or_default();
-    let scopes = match ctx.settings.scopes.is_empty() {
-        true => vec![Some(own_namespace)],
-        false => ctx.settings.scopes.clone(),
-    };
-    let mut params = ListParams::default();
-    if let Some(selector) = &ctx.settings.label_selector {
-        params = params.labels(selector);
-    }
     let uid = resource.uid();
-    let mut others = Vec::new();
-    for scope in &scopes {
-        let api: Api<DeserializeGuard<K>> = match scope {
-            Some(ns) => Api::namespaced(ctx.client.clone(), ns),
-            None => Api::all(ctx.client.clone()),
-        };
-        for listed in api.list(&params).await?.items {
-            let Ok(other) = listed.0 else { continue };
-            let suspended = (other.annotations().get(super::reconcile::RECONCILE))
-                .is_some_and(|v| v == "disabled");
-            if other.uid() == uid || other.meta().deletion_timestamp.is_some() || suspended {
-                continue;
-            }
-            let Ok(objects) = other.declared() else {
-                continue;
-            };
-            others.push(Member {
+    let others: Vec<Member> = (super::singleton::applicable(ctx, resource).await?)
+        .into_iter()
+        .filter(|other| other.uid() != uid)
+        .filter_map(|other| {
+            Some(Member {
                 owner: owner_of(&other),
                 generation: other.meta().generation.unwrap_or(0),
-                declared: objects,
-            });
-        }
-    }
+                declared: other.declared().ok()?,
+            })
+        })
+        .collect();
     // Node 0 is the resource itself; an edge i → j when i references an object j declares.
     let mut nodes: Vec<(BTreeSet<String>, BTreeSet<String>)> = vec![(
         declared.iter().map(Object::key).collect(),
