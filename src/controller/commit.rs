@@ -204,6 +204,18 @@ pub(super) async fn write(
     policy: Policy,
     cleanup: Option<diff::Removal>,
 ) -> Result<Result<Written, MetadataError>, Error> {
+    write_with(ctx, resource, &[], policy, cleanup).await
+}
+
+/// [`write`], the writes of `together` (the other members of a cycle `resource` is in,
+/// [`super::cycles`]) in the same bulk.
+pub(super) async fn write_with(
+    ctx: &Context,
+    resource: &diff::Resource<'_>,
+    together: &[diff::Resource<'_>],
+    policy: Policy,
+    cleanup: Option<diff::Removal>,
+) -> Result<Result<Written, MetadataError>, Error> {
     let mut waiting: Vec<(String, String, Reason)> = Vec::new();
     let mut conflicts = 0;
     // Set when a group this write was part of failed as a whole: from then on it commits on
@@ -218,7 +230,13 @@ pub(super) async fn write(
             Some(removal) => {
                 diff::cleanup_against(resource.owner, metadata, objects, rows, removal)
             }
-            None => diff::plan_against(resource, metadata, objects, rows, policy),
+            None => {
+                let mut plan = diff::plan_against(resource, metadata, objects, rows, policy);
+                for member in together {
+                    plan.absorb(diff::plan_against(member, metadata, objects, rows, policy));
+                }
+                plan
+            }
         };
         for (key, _, _) in &waiting {
             plan.without(key);

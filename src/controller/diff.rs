@@ -126,6 +126,15 @@ impl Plan {
             .collect();
     }
 
+    /// Adds `other`'s writes to this plan's, so both commit as one (its steps stay its own
+    /// resource's to report).
+    pub fn absorb(&mut self, other: Plan) {
+        self.ops.extend(other.ops);
+        self.ownership.upsert.extend(other.ownership.upsert);
+        self.ownership.remove.extend(other.ownership.remove);
+        self.base.extend(other.base);
+    }
+
     /// Removes everything planned for `key` (a relationship waiting for its target).
     pub fn without(&mut self, key: &str) {
         self.ops.retain(|op| op.key != key);

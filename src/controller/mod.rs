@@ -10,6 +10,7 @@
 pub mod cel;
 mod commit;
 pub mod conditions;
+mod cycles;
 pub mod diff;
 pub mod export;
 mod invalid;

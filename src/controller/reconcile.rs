@@ -3,8 +3,8 @@
 //! transaction, consistency, status by server-side apply, Events on transitions. Idempotent:
 //! with everything in sync it makes no catalog write and no API call.
 
+use super::commit::Written;
 pub(super) use super::commit::{deleted_note, remove_owned};
-use super::commit::{write, Written};
 use super::conditions::{self, Reason, Wanted};
 use super::diff::{self, Policy, Step};
 use super::kinds::*;
@@ -334,7 +334,7 @@ fn annotation<'a, K: Resource>(obj: &'a K, key: &str) -> Option<&'a str> {
         .map(String::as_str)
 }
 
-fn owner_of<K: Kind>(obj: &K) -> Owner {
+pub(super) fn owner_of<K: Kind>(obj: &K) -> Owner {
     Owner {
         api_version: API_VERSION.to_owned(),
         kind: K::kind(&()).into_owned(),
@@ -421,7 +421,7 @@ async fn apply<K: Kind>(resource: Arc<K>, ctx: &Context) -> Result<Action, Error
         generation,
         desired: &declared,
     };
-    let written = match write(ctx, &target, policy, None).await? {
+    let written = match super::cycles::write(ctx, &*resource, &target, policy).await? {
         Ok(w) => w,
         Err(e) => {
             let reason = conditions::classify(&e, false);

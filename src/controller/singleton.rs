@@ -83,29 +83,8 @@ async fn first_in_line<K: Kind>(
     ctx: &Context,
     resource: &K,
 ) -> Result<Option<(String, String)>, Error> {
-    let own_namespace = resource.namespace().unwrap_or_default();
-    let scopes = match ctx.settings.scopes.is_empty() {
-        true => vec![Some(own_namespace)],
-        false => ctx.settings.scopes.clone(),
-    };
-    let mut params = ListParams::default();
-    if let Some(selector) = &ctx.settings.label_selector {
-        params = params.labels(selector);
-    }
     let mut candidates = vec![rank(resource)];
-    for scope in &scopes {
-        let api: Api<DeserializeGuard<K>> = match scope {
-            Some(ns) => Api::namespaced(ctx.client.clone(), ns),
-            None => Api::all(ctx.client.clone()),
-        };
-        for listed in api.list(&params).await?.items {
-            // One that does not read as its kind cannot be applied.
-            let Ok(other) = listed.0 else { continue };
-            if can_apply(&other) {
-                candidates.push(rank(&other));
-            }
-        }
-    }
+    candidates.extend(applicable(ctx, resource).await?.iter().map(rank));
     candidates.sort();
     Ok(candidates.into_iter().next().map(|(_, _, _, named)| named))
 }
@@ -132,6 +111,35 @@ fn rank<K: Resource>(resource: &K) -> Rank {
 }
 
 /// Whether a resource could apply its object when its turn comes.
+/// The resources of `resource`'s kind in the watched namespaces (its own when none are set)
+/// and label selector that can be applied: not being deleted, not suspended, valid.
+pub(super) async fn applicable<K: Kind>(ctx: &Context, resource: &K) -> Result<Vec<K>, Error> {
+    let own_namespace = resource.namespace().unwrap_or_default();
+    let scopes = match ctx.settings.scopes.is_empty() {
+        true => vec![Some(own_namespace)],
+        false => ctx.settings.scopes.clone(),
+    };
+    let mut params = ListParams::default();
+    if let Some(selector) = &ctx.settings.label_selector {
+        params = params.labels(selector);
+    }
+    let mut out = Vec::new();
+    for scope in &scopes {
+        let api: Api<DeserializeGuard<K>> = match scope {
+            Some(ns) => Api::namespaced(ctx.client.clone(), ns),
+            None => Api::all(ctx.client.clone()),
+        };
+        for listed in api.list(&params).await?.items {
+            // One that does not read as its kind cannot be applied.
+            let Ok(other) = listed.0 else { continue };
+            if can_apply(&other) {
+                out.push(other);
+            }
+        }
+    }
+    Ok(out)
+}
+
 fn can_apply<K: Kind>(resource: &K) -> bool {
     let suspended = resource
         .meta()

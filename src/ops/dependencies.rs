@@ -146,6 +146,32 @@ pub fn dependents(
                 next.push(id);
             }
         }
+        for q in &metadata.native_queries {
+            let name = &q.root_field_name.0;
+            for r in q.object_relationships.iter().chain(&q.array_relationships) {
+                let id = ObjectId::NativeQueryRelationship(name.clone(), r.name.0.clone());
+                let target = r.using.remote_table.clone().map(ObjectId::Table);
+                if !gone.contains(&id)
+                    && !gone.contains(&ObjectId::NativeQuery(name.clone()))
+                    && target.is_some_and(|t| gone.contains(&t))
+                {
+                    next.push(id);
+                }
+            }
+        }
+        for m in &metadata.logical_models {
+            for p in &m.select_permissions {
+                let id = ObjectId::LogicalModelPermission(m.name.0.clone(), p.role.0.clone());
+                let mut read = Vec::new();
+                exists_tables(&p.permission.filter, &mut read);
+                if !gone.contains(&id)
+                    && !gone.contains(&ObjectId::LogicalModel(m.name.0.clone()))
+                    && read.into_iter().any(|t| gone.contains(&ObjectId::Table(t)))
+                {
+                    next.push(id);
+                }
+            }
+        }
         for remote in &metadata.remote_schemas {
             for group in &remote.remote_relationships {
                 for rel in &group.relationships {
@@ -168,6 +194,25 @@ pub fn dependents(
             gone.insert(id.clone());
             found.insert(id);
         }
+    }
+}
+
+/// The tables the `_exists` of a filter (at any depth) read.
+fn exists_tables(filter: &Value, out: &mut Vec<QualifiedTable>) {
+    match filter {
+        Value::Object(map) => {
+            for (key, value) in map {
+                if key == "_exists" {
+                    let table = value.get("_table").cloned();
+                    if let Some(t) = table.and_then(|t| serde_json::from_value(t).ok()) {
+                        out.push(t);
+                    }
+                }
+                exists_tables(value, out);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| exists_tables(v, out)),
+        _ => {}
     }
 }
 
@@ -261,6 +306,28 @@ pub fn remove(metadata: &mut Metadata, ids: &BTreeSet<ObjectId>) {
     metadata
         .native_queries
         .retain(|q| !ids.contains(&ObjectId::NativeQuery(q.root_field_name.0.clone())));
+    for m in &mut metadata.logical_models {
+        let model = m.name.0.clone();
+        m.select_permissions.retain(|p| {
+            !ids.contains(&ObjectId::LogicalModelPermission(
+                model.clone(),
+                p.role.0.clone(),
+            ))
+        });
+    }
+    for q in &mut metadata.native_queries {
+        let query = q.root_field_name.0.clone();
+        // A relationship to a removed native query goes with it.
+        let keep = |r: &NativeQueryRelationship| {
+            let target = (r.using.remote_native_query.clone()).map(ObjectId::NativeQuery);
+            !ids.contains(&ObjectId::NativeQueryRelationship(
+                query.clone(),
+                r.name.0.clone(),
+            )) && !target.is_some_and(|t| ids.contains(&t))
+        };
+        q.object_relationships.retain(keep);
+        q.array_relationships.retain(keep);
+    }
     for f in &mut metadata.functions {
         let function = f.function.clone();
         f.permissions.retain(|p| {

@@ -339,12 +339,6 @@ pub fn check_query(entry: &NativeQueryEntry, path: &JsonPath) -> Result<()> {
             ),
         ));
     }
-    if !entry.object_relationships.is_empty() || !entry.array_relationships.is_empty() {
-        return Err(not_supported(
-            &path.key("object_relationships"),
-            "native query relationships are not supported yet",
-        ));
-    }
     let relationships = (entry.object_relationships.iter().enumerate())
         .map(|(i, r)| (path.key("object_relationships").index(i), r))
         .chain(

@@ -64,6 +64,37 @@ pub struct ResolvedNativeQuery {
     /// The model of its rows.
     pub returns: String,
     pub description: Option<String>,
+    /// Its relationships, object ones first, each list by name.
+    pub relationships: Vec<QueryRelationship>,
+}
+
+impl ResolvedNativeQuery {
+    /// The GraphQL type of its rows: its model's, or, when it has relationships, its own
+    /// (named after the root field) that adds them.
+    pub fn row_type(&self) -> &str {
+        match self.relationships.is_empty() {
+            true => &self.returns,
+            false => &self.root_field,
+        }
+    }
+}
+
+/// A relationship from a native query's rows to a table's or another native query's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryRelationship {
+    pub name: String,
+    pub kind: RelationshipKind,
+    pub target: QueryTarget,
+    /// (field of this query's model, the target's field or column), in the order written.
+    pub mapping: Vec<(String, String)>,
+}
+
+/// What a native query relationship reaches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QueryTarget {
+    Table(QualifiedTable),
+    /// A native query, by root field name.
+    NativeQuery(String),
 }
 
 /// The validation statement of `query`, when its code reads, its model exists and every
@@ -133,13 +164,16 @@ pub(super) fn resolve_all(metadata: &Metadata, db: &DbModel, cache: &mut Resolut
     }
     for query in &metadata.native_queries {
         let arguments = format!("{}_arguments", query.root_field_name);
-        let result = match types.contains(&arguments) {
-            true => Err(conflict(
-                "native query",
-                &query.root_field_name.0,
-                &arguments,
-            )),
-            false => check_query(query, metadata, db, cache, &taken),
+        let name = &query.root_field_name.0;
+        // With relationships its rows have a type of their own, named after it.
+        let related =
+            !query.object_relationships.is_empty() || !query.array_relationships.is_empty();
+        let own_type = related
+            && (types.contains(name) || metadata.logical_models.iter().any(|m| &m.name.0 == name));
+        let result = match (types.contains(&arguments), own_type) {
+            (true, _) => Err(conflict("native query", name, &arguments)),
+            (false, true) => Err(conflict("native query", name, name)),
+            (false, false) => check_query(query, metadata, db, cache, &taken),
         };
         match result {
             Ok(resolved) => {
@@ -399,11 +433,138 @@ fn check_query(
     if taken.contains(name) {
         return Err(conflict("native query", name, name));
     }
+    let relationships = check_relationships(query, metadata, cache)?;
     Ok(ResolvedNativeQuery {
         root_field: name.clone(),
         template,
         arguments,
         returns: model.clone(),
         description: query.description.clone(),
+        relationships,
     })
+}
+
+fn column_missing(column: &str) -> MetadataError {
+    MetadataError::new(
+        Code::NotExists,
+        JsonPath::args(),
+        format!("column \"{column}\" does not exist"),
+    )
+}
+
+/// The scalar fields of logical model `name`, when it is tracked.
+fn scalar_fields<'m>(metadata: &'m Metadata, name: &str) -> Option<Vec<&'m str>> {
+    let model = metadata.logical_models.iter().find(|m| m.name.0 == name)?;
+    Some(
+        (model.fields.iter())
+            .filter(|f| f.field_type.scalar().is_some())
+            .map(|f| f.name.0.as_str())
+            .collect(),
+    )
+}
+
+/// The relationships of `query` checked against its model and their targets
+/// (`docs/native-queries.md`, "Relationships"). A target native query only has to be tracked:
+/// one that is inconsistent just leaves the relationship out of the schema.
+fn check_relationships(
+    query: &NativeQueryEntry,
+    metadata: &Metadata,
+    cache: &Resolution,
+) -> Result<Vec<QueryRelationship>, MetadataError> {
+    let q = &query.root_field_name.0;
+    let m = &query.returns.0;
+    let Some(model) = metadata.logical_models.iter().find(|e| &e.name.0 == m) else {
+        return Err(model_missing(m));
+    };
+    let lists = [
+        (RelationshipKind::Object, &query.object_relationships),
+        (RelationshipKind::Array, &query.array_relationships),
+    ];
+    let mut out = Vec::new();
+    for (kind, list) in lists {
+        for r in list {
+            let name = &r.name.0;
+            let field = model.fields.iter().find(|f| &f.name.0 == name);
+            if field.is_some_and(|f| f.field_type.scalar().is_some()) {
+                return Err(MetadataError::new(
+                    Code::AlreadyExists,
+                    JsonPath::args(),
+                    format!("field \"{name}\" of native query \"{q}\" already exists"),
+                ));
+            }
+            let (target, target_fields, target_model) =
+                match (&r.using.remote_native_query, &r.using.remote_table) {
+                    (Some(target), _) => {
+                        let Some(entry) = (metadata.native_queries.iter())
+                            .find(|n| &n.root_field_name.0 == target)
+                        else {
+                            return Err(MetadataError::new(
+                                Code::NotFound,
+                                JsonPath::args(),
+                                format!(
+                                    "Native query \"{target}\" not found in source \"default\"."
+                                ),
+                            )
+                            .with_missing(Missing::Metadata));
+                        };
+                        let fields = scalar_fields(metadata, &entry.returns.0)
+                            .ok_or_else(|| model_missing(&entry.returns.0))?;
+                        let fields = fields.into_iter().map(str::to_owned).collect::<Vec<_>>();
+                        let target = QueryTarget::NativeQuery(target.clone());
+                        (target, fields, Some(entry.returns.0.clone()))
+                    }
+                    (None, Some(table)) => {
+                        let Some(resolved) = cache.resolved.tables.get(table) else {
+                            return Err(crate::metadata::error::not_exists_in_metadata(
+                                JsonPath::args(),
+                                format!("table \"{table}\" does not exist"),
+                            ));
+                        };
+                        let columns = resolved.db.columns.iter().map(|c| c.name.clone()).collect();
+                        (QueryTarget::Table(table.clone()), columns, None)
+                    }
+                    // One target each is checked by the operation.
+                    (None, None) => continue,
+                };
+            if let Some(f) = field {
+                let matches = match (&f.field_type, kind) {
+                    (LogicalModelType::Model { model, .. }, RelationshipKind::Object)
+                    | (LogicalModelType::Array { model, .. }, RelationshipKind::Array) => {
+                        target_model.as_deref() == Some(model.as_str())
+                    }
+                    _ => false,
+                };
+                if !matches {
+                    return Err(MetadataError::new(
+                        Code::ValidationFailed,
+                        JsonPath::args(),
+                        format!(
+                            "relationship \"{name}\" does not match field \"{name}\" of logical model \"{m}\""
+                        ),
+                    ));
+                }
+            }
+            let local = model
+                .fields
+                .iter()
+                .filter(|f| f.field_type.scalar().is_some());
+            let mut mapping = Vec::new();
+            for (from, to) in &r.using.column_mapping {
+                if !local.clone().any(|f| &f.name.0 == from) {
+                    return Err(column_missing(from));
+                }
+                if !target_fields.iter().any(|c| c == to) {
+                    return Err(column_missing(to));
+                }
+                mapping.push((from.clone(), to.clone()));
+            }
+            out.push(QueryRelationship {
+                name: name.clone(),
+                kind,
+                target,
+                mapping,
+            });
+        }
+    }
+    Ok(out)
 }

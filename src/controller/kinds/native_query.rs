@@ -4,7 +4,7 @@
 use super::common::*;
 use super::{ExportedSpec, Kind};
 use crate::metadata::objects::Object;
-use crate::metadata::types::{Metadata, NativeQueryEntry};
+use crate::metadata::types::{Metadata, NativeQueryEntry, NativeQueryRelationship};
 use crate::metadata::{Code, MetadataError};
 use crate::ops::native_queries::NativeOp;
 use kube::{CustomResource, KubeSchema};
@@ -50,6 +50,12 @@ pub struct NativeQuerySpec {
     /// Its arguments by name (keys verbatim).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub arguments: BTreeMap<String, QueryArgumentSpec>,
+    /// Relationships to at most one row of a NativeQuery or TrackedTable each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub object_relationships: Vec<QueryRelationshipSpec>,
+    /// Relationships to any number of rows of a NativeQuery or TrackedTable each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub array_relationships: Vec<QueryRelationshipSpec>,
     /// The field's description.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
@@ -75,6 +81,66 @@ pub struct QueryArgumentSpec {
     pub description: Option<String>,
 }
 
+/// A relationship of the query's rows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct QueryRelationshipSpec {
+    /// The field's name.
+    pub name: String,
+    /// The join and its target.
+    pub using: QueryRelationshipUsingSpec,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+}
+
+/// The field pairs of a relationship and its one target.
+#[derive(KubeSchema, Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(
+    cel,
+    validation = Rule::new("has(self.remoteNativeQuery) != has(self.remoteTable)")
+        .message("a relationship has exactly one of remoteNativeQuery and remoteTable")
+)]
+pub struct QueryRelationshipUsingSpec {
+    /// This query's field → the target's field or column (verbatim).
+    #[schemars(schema_with = "preserved_object")]
+    pub column_mapping: Value,
+    /// The target NativeQuery's root field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_native_query: Option<String>,
+    /// The target TrackedTable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_table: Option<QualifiedName>,
+}
+
+impl QueryRelationshipSpec {
+    fn to_json(&self) -> Value {
+        let u = &self.using;
+        let mut using = Map::new();
+        using.insert("column_mapping".into(), u.column_mapping.clone());
+        put(&mut using, "remote_native_query", &u.remote_native_query);
+        put_value(&mut using, "remote_table", u.remote_table.as_ref().map(table_name));
+        let mut m = Map::new();
+        m.insert("name".into(), json!(self.name));
+        m.insert("using".into(), Value::Object(using));
+        put(&mut m, "comment", &self.comment);
+        Value::Object(m)
+    }
+}
+
+/// A relationship's spec, from the catalog's entry.
+fn relationship_spec(r: &NativeQueryRelationship) -> Value {
+    let u = &r.using;
+    let mut using = Map::new();
+    using.insert("columnMapping".into(), json!(u.column_mapping));
+    put(&mut using, "remoteNativeQuery", &u.remote_native_query);
+    put_value(&mut using, "remoteTable", u.remote_table.as_ref().map(qualified));
+    let mut m = Map::new();
+    m.insert("name".into(), json!(r.name.0));
+    m.insert("using".into(), Value::Object(using));
+    put_value(&mut m, "comment", text(&r.comment));
+    Value::Object(m)
+}
+
 impl NativeQuerySpec {
     /// The `track_native_query` arguments the resource stands for.
     pub fn to_json(&self) -> Value {
@@ -94,6 +160,17 @@ impl NativeQuerySpec {
         m.insert("code".into(), json!(self.code));
         m.insert("returns".into(), json!(self.returns));
         m.insert("arguments".into(), Value::Object(arguments));
+        let relationships = |list: &[QueryRelationshipSpec]| {
+            Value::Array(list.iter().map(QueryRelationshipSpec::to_json).collect())
+        };
+        m.insert(
+            "object_relationships".into(),
+            relationships(&self.object_relationships),
+        );
+        m.insert(
+            "array_relationships".into(),
+            relationships(&self.array_relationships),
+        );
         put(&mut m, "description", &self.description);
         Value::Object(m)
     }
@@ -131,6 +208,16 @@ fn spec_of(q: &NativeQueryEntry) -> Value {
             })
             .collect();
         spec.insert("arguments".into(), Value::Object(arguments));
+    }
+    let lists = [
+        ("objectRelationships", &q.object_relationships),
+        ("arrayRelationships", &q.array_relationships),
+    ];
+    for (key, list) in lists {
+        if !list.is_empty() {
+            let specs = list.iter().map(relationship_spec).collect();
+            spec.insert(key.into(), Value::Array(specs));
+        }
     }
     put_value(&mut spec, "description", text(&q.description));
     Value::Object(spec)

@@ -60,6 +60,18 @@ pub struct RoleRelationship {
     pub mapping: Vec<(String, String)>,
 }
 
+/// A visible relationship to another native query's rows.
+#[derive(Debug, Clone)]
+pub struct RoleQueryRelationship {
+    /// Field name.
+    pub name: String,
+    pub kind: RelationshipKind,
+    /// The target's position in [`RoleModel::native_queries`].
+    pub query: usize,
+    /// (local field, the target's field).
+    pub mapping: Vec<(String, String)>,
+}
+
 /// A visible computed field.
 #[derive(Debug, Clone)]
 pub struct RoleComputed {
@@ -90,6 +102,8 @@ pub enum TableField {
     Computed(RoleComputed),
     /// A field answered by a remote schema (`docs/metadata-api.md`, "Remote relationships").
     RemoteJoin(crate::resolve::remote_join::ResolvedRemoteJoin),
+    /// A relationship of a native query's rows to another native query's.
+    NativeQuery(RoleQueryRelationship),
 }
 
 /// A table the role can select.
@@ -196,6 +210,29 @@ pub struct RoleModel {
     pub native_queries: Vec<crate::resolve::native_queries::ResolvedNativeQuery>,
     /// What it may select of the logical models those queries return, by model name.
     pub models: IndexMap<String, RoleTable>,
+    /// The rows of the native queries with relationships, by root field name: their model's
+    /// view, named after the query, with the relationships whose targets the role may read.
+    pub query_rows: IndexMap<String, RoleTable>,
+    /// The descriptions of those models and their fields, by model name.
+    pub model_docs: IndexMap<String, ModelDocs>,
+}
+
+/// What a logical model's GraphQL type says about itself.
+#[derive(Debug, Clone, Default)]
+pub struct ModelDocs {
+    pub description: Option<String>,
+    /// Field name → description, for the fields that have one.
+    pub fields: IndexMap<String, String>,
+}
+
+impl RoleModel {
+    /// What the role reads of native query `q`'s rows.
+    pub fn rows_of(
+        &self,
+        q: &crate::resolve::native_queries::ResolvedNativeQuery,
+    ) -> Option<&RoleTable> {
+        (self.query_rows.get(&q.root_field)).or_else(|| self.models.get(&q.returns))
+    }
 }
 
 /// Server settings that shape what a role may do.
@@ -258,8 +295,9 @@ pub fn build_for(
     let functions = functions::visible(resolved, role, &tables, settings);
     let function_mutations =
         functions::add_roots(&functions, &tables, &mut roots, &mut subscription_roots);
-    let (native_queries, models) =
+    let (native_queries, models, model_docs) =
         native::visible(resolved, role, &enums, &mut roots, &mut subscription_roots);
+    let query_rows = native::rows(&native_queries, &models, &tables);
     let (writes, mutations) = write::build(resolved, role, &tables, &enums, backend_flagged);
     let nested_updates = nested::nested_updates(resolved, &tables, &writes);
     let write_views = writes
@@ -310,5 +348,7 @@ pub fn build_for(
         function_mutations,
         native_queries,
         models,
+        query_rows,
+        model_docs,
     }
 }

@@ -15,6 +15,7 @@ mod input;
 mod insert;
 mod introspection;
 mod mutation;
+mod native;
 mod permission;
 mod query;
 mod remote;

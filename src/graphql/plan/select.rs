@@ -200,6 +200,9 @@ impl<'a> Planner<'a> {
                 TableField::RemoteJoin(join) => {
                     self.remote_join(&table.name, join, field, &def, &fpath, depth)?
                 }
+                TableField::NativeQuery(r) => {
+                    self.native_query_relationship(r, fields, &args, &fpath, depth)?
+                }
             };
             out.push((key.clone(), planned));
         }

@@ -29,6 +29,10 @@ struct TypeBuilder<'a> {
     native_queries: &'a [crate::resolve::native_queries::ResolvedNativeQuery],
     /// What the role may select of their logical models, by name.
     models: &'a IndexMap<String, RoleTable>,
+    /// The rows of the native queries with relationships, by root field name.
+    query_rows: &'a IndexMap<String, RoleTable>,
+    /// The descriptions of the logical models, by name.
+    model_docs: &'a IndexMap<String, crate::graphql::model::ModelDocs>,
     enums: &'a EnumTables,
     types: TypeSystem,
     /// Finished definitions of the roles built before, by name.
@@ -53,6 +57,8 @@ pub fn build_sharing(model: &RoleModel, known: &HashMap<Name, Arc<TypeDef>>) -> 
         functions: &model.functions,
         native_queries: &model.native_queries,
         models: &model.models,
+        query_rows: &model.query_rows,
+        model_docs: &model.model_docs,
         enums: &model.enums,
         types: TypeSystem::default(),
         known,
@@ -64,6 +70,7 @@ pub fn build_sharing(model: &RoleModel, known: &HashMap<Name, Arc<TypeDef>>) -> 
         builder.table_types(t);
     }
     builder.model_types();
+    builder.query_row_types();
     let mut has_mutations = builder.mutation_types(model);
     let actions = builder.action_roots(&model.actions, &model.custom_types);
     // Live queries: the same table fields as the query root, and asynchronous actions'

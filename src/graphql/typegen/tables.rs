@@ -72,6 +72,8 @@ impl TypeBuilder<'_> {
                 TableField::Computed(cf) => self.computed_field(field, cf, &mut types),
                 // Its type comes from the remote schema, merged after the tables' types.
                 TableField::RemoteJoin(_) => {}
+                // Only native queries' rows have them, typed by `query_row_types`.
+                TableField::NativeQuery(_) => {}
             }
         }
         self.add(TypeDef::Object {

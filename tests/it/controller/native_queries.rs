@@ -1,6 +1,7 @@
 //! The LogicalModel and NativeQuery kinds: a query waiting for its model, both applied and
 //! served, a model changed under its query, drift, export, a model's deletion held by its
-//! query, and a query whose SQL reads what the database lacks.
+//! query, a query whose SQL reads what the database lacks, and models and queries that
+//! reference each other in cycles.
 
 use super::*;
 
@@ -148,20 +149,26 @@ async fn reports_example_applies_and_ranks() {
         ctx: crate::controller::kube_fake::context(fake.clone(), &db, false),
         fake,
     };
-    assert_eq!(manifests.len(), 2);
-    let model: LogicalModel = serde_json::from_value(manifests[0].clone()).unwrap();
-    let query: NativeQuery = serde_json::from_value(manifests[1].clone()).unwrap();
+    assert_eq!(manifests.len(), 4);
+    let table: TrackedTable = serde_json::from_value(manifests[0].clone()).unwrap();
+    let permission: Permission = serde_json::from_value(manifests[1].clone()).unwrap();
+    let model: LogicalModel = serde_json::from_value(manifests[2].clone()).unwrap();
+    let query: NativeQuery = serde_json::from_value(manifests[3].clone()).unwrap();
     model.validate_cel().unwrap();
     query.validate_cel().unwrap();
+    s.apply(&table).await;
+    s.apply(&permission).await;
     s.apply(&model).await;
     s.apply(&query).await;
+    assert_eq!(s.condition(&permission, "Ready").1, "Applied");
     assert_eq!(s.condition(&model, "Ready").1, "Applied");
     assert_eq!(s.condition(&query, "Ready").1, "Applied");
     s.server.running.state.reload(false).await.unwrap();
     let answer = s
         .server
         .gql_role(
-            r#"query { seller_ranking(args: {since: "2026-01-01"}, where: {rank: {_eq: 1}}, order_by: {region: asc}) { region seller total } }"#,
+            r#"query { seller_ranking(args: {since: "2026-01-01"}, where: {rank: {_eq: 1}}, order_by: {region: asc}) {
+                region seller total sales(order_by: {sold_on: asc}) { amount sold_on } } }"#,
             "analyst",
             &[],
         )
@@ -169,7 +176,125 @@ async fn reports_example_applies_and_ranks() {
     assert_eq!(
         answer,
         json!({"data": {"seller_ranking": [
-            {"region": "north", "seller": "bo", "total": 30.00},
-            {"region": "south", "seller": "cy", "total": 7.00}]}})
+            {"region": "north", "seller": "bo", "total": 30.00,
+                "sales": [{"amount": 30.00, "sold_on": "2026-02-02"}]},
+            {"region": "south", "seller": "cy", "total": 7.00,
+                "sales": [{"amount": 7.00, "sold_on": "2026-03-01"}]}]}})
+    );
+}
+
+/// A model and a query per side of a writer ↔ post cycle: `fields` of the models name each
+/// other, and each query has a relationship to the other.
+fn cycle(side: &str) -> (LogicalModel, NativeQuery) {
+    let (scalars, code, relationship) = match side {
+        "writer" => (
+            json!([{"name": "id", "type": {"scalar": "integer"}}, {"name": "name", "type": {"scalar": "text"}}]),
+            "SELECT id, name FROM author",
+            json!({"arrayRelationships": [{"name": "posts",
+                "using": {"columnMapping": {"id": "author_id"}, "remoteNativeQuery": "post_list"}}]}),
+        ),
+        _ => (
+            json!([{"name": "id", "type": {"scalar": "integer"}}, {"name": "title", "type": {"scalar": "text"}},
+                {"name": "author_id", "type": {"scalar": "integer"}}]),
+            "SELECT id, title, author_id FROM article",
+            json!({"objectRelationships": [{"name": "writer",
+                "using": {"columnMapping": {"author_id": "id"}, "remoteNativeQuery": "writer_list"}},
+                {"name": "author", "using": {"columnMapping": {"author_id": "id"},
+                    "remoteTable": {"schema": "public", "name": "author"}}}]}),
+        ),
+    };
+    let mut fields = scalars.as_array().unwrap().clone();
+    fields.push(match side {
+        "writer" => json!({"name": "posts", "type": {"array": {"logicalModel": "post_row"}, "nullable": true}}),
+        _ => json!({"name": "writer", "type": {"logicalModel": "writer_row", "nullable": true}}),
+    });
+    let model = resource(
+        &format!("{side}-row"),
+        json!({"name": format!("{side}_row"), "fields": fields}),
+    );
+    let mut spec = json!({"rootFieldName": format!("{side}_list"), "returns": format!("{side}_row"), "code": code});
+    spec.as_object_mut()
+        .unwrap()
+        .extend(relationship.as_object().unwrap().clone());
+    (model, resource(&format!("{side}-list"), spec))
+}
+
+#[tokio::test]
+async fn models_and_queries_in_a_cycle_land_together() {
+    let s = setup(false).await;
+    s.apply_tables().await;
+    let (writer_row, writers) = cycle("writer");
+    let (post_row, posts) = cycle("post");
+    for r in [&writer_row, &post_row] {
+        r.validate_cel().unwrap();
+    }
+    writers.validate_cel().unwrap();
+    posts.validate_cel().unwrap();
+    // Alone, each waits for the other.
+    s.apply(&writer_row).await;
+    let (_, reason, message) = s.condition(&writer_row, "Ready");
+    assert_eq!(reason, "DependencyNotReady", "{message}");
+    // Its partner closes the cycle: both land in one bulk.
+    s.apply(&post_row).await;
+    let (_, reason, message) = s.condition(&post_row, "Ready");
+    assert_eq!(reason, "Applied", "{message}");
+    s.reconcile(&writer_row).await.unwrap();
+    assert_eq!(s.condition(&writer_row, "Ready").1, "Applied");
+    // Written together, each object under its own resource.
+    let owners = query_json(
+        &s.server.db_url,
+        "SELECT object_key, owner_name FROM basalt_catalog.managed_objects
+         WHERE object_key LIKE 'logical_model:%' ORDER BY object_key",
+    )
+    .await;
+    assert_eq!(
+        owners,
+        json!([{"object_key": "logical_model:post_row", "owner_name": "post-row"},
+            {"object_key": "logical_model:writer_row", "owner_name": "writer-row"}])
+    );
+    s.apply(&posts).await;
+    let (_, reason, message) = s.condition(&posts, "Ready");
+    assert_eq!(reason, "DependencyNotReady", "{message}");
+    s.apply(&writers).await;
+    assert_eq!(s.condition(&writers, "Ready").1, "Applied");
+    s.reconcile(&posts).await.unwrap();
+    assert_eq!(s.condition(&posts, "Ready").1, "Applied");
+    assert_eq!(s.status(&posts).object_keys, vec!["native_query:post_list"]);
+    s.server.running.state.reload(false).await.unwrap();
+    let answer = s
+        .server
+        .gql("{ writer_list(where: {id: {_eq: 2}}) { name posts(order_by: {id: asc}) { title writer { name } author { name } } } }")
+        .await;
+    assert_eq!(
+        answer,
+        json!({"data": {"writer_list": [{"name": "Bo", "posts": [
+            {"title": "Lund guide", "writer": {"name": "Bo"}, "author": {"name": "Bo"}},
+            {"title": "Draft notes", "writer": {"name": "Bo"}, "author": {"name": "Bo"}}]}]}})
+    );
+
+    // Relationships are part of the query: removed through /v1/query, they drift.
+    s.server
+        .ok(json!({"type": "bulk", "args": [
+            {"type": "untrack_native_query", "args": {"root_field_name": "post_list"}},
+            {"type": "track_native_query", "args": {"root_field_name": "post_list", "returns": "post_row",
+                "code": "SELECT id, title, author_id FROM article"}}]}))
+        .await;
+    s.reconcile(&posts).await.unwrap();
+    let (_, reason, message) = s.condition(&posts, "Ready");
+    assert_eq!(reason, "Drifted", "{message}");
+    assert!(message.contains("native_query:post_list"), "{message}");
+
+    // Exported as resources with their relationships.
+    let metadata = serde_json::from_value(s.server.export().await).unwrap();
+    let export = basalt::controller::export::resources(&metadata, NS).unwrap();
+    let exported = export
+        .resources
+        .iter()
+        .find(|r| r.kind == "NativeQuery" && r.manifest["spec"]["rootFieldName"] == "writer_list")
+        .unwrap();
+    assert_eq!(
+        exported.manifest["spec"]["arrayRelationships"],
+        json!([{"name": "posts",
+            "using": {"columnMapping": {"id": "author_id"}, "remoteNativeQuery": "post_list"}}])
     );
 }

@@ -1,6 +1,7 @@
 //! Logical models and native queries (`docs/native-queries.md`): the operations, their
 //! immediate and deferred checks, the validation by Postgres, and `run_sql` breaking one.
 
+mod relationships;
 mod tracking;
 
 use crate::harness::TestServer;

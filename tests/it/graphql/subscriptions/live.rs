@@ -346,3 +346,40 @@ async fn tracked_function_fields_are_live() {
         json!({"search_articles": [{"id": 1}, {"id": 2}]})
     );
 }
+
+/// A native query with a relationship is a live query too: its code and the related table
+/// read again at every poll, the answer pushed when the related rows change.
+#[tokio::test]
+async fn native_query_fields_with_relationships_are_live() {
+    let s = server(|_| {}).await;
+    s.ok(json!({"type": "bulk", "args": [
+        {"type": "track_logical_model", "args": {"name": "headline",
+            "fields": [{"name": "id", "type": {"scalar": "integer"}},
+                {"name": "author_id", "type": {"scalar": "integer"}}]}},
+        {"type": "track_native_query", "args": {"root_field_name": "headlines", "returns": "headline",
+            "arguments": {"min_views": {"type": "bigint"}},
+            "code": "SELECT id, author_id FROM article WHERE views >= {{min_views}}",
+            "object_relationships": [{"name": "by", "using": {"column_mapping": {"author_id": "id"},
+                "remote_table": {"schema": "public", "name": "author"}}}]}}]}))
+        .await;
+    let mut ws = open_transport(&s).await;
+    send(
+        &mut ws,
+        json!({"type": "subscribe", "id": "1", "payload": {
+        "query": "subscription { headlines(args: {min_views: 200}) { id by { name } } }"}}),
+    )
+    .await;
+    assert_eq!(
+        message(&mut ws).await,
+        json!({"type": "next", "id": "1", "payload": {"data": {"headlines": [{"id": 3, "by": {"name": "Bo"}}]}}})
+    );
+    gql(
+        &s,
+        r#"mutation { update_author(where: {id: {_eq: 2}}, _set: {name: "Bob"}) { affected_rows } }"#,
+    )
+    .await;
+    assert_eq!(
+        message(&mut ws).await["payload"]["data"],
+        json!({"headlines": [{"id": 3, "by": {"name": "Bob"}}]})
+    );
+}
