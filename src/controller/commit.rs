@@ -207,12 +207,12 @@ pub(super) async fn write(
     write_with(ctx, resource, &[], policy, cleanup).await
 }
 
-/// [`write`], the writes of `together` (the other members of a cycle `resource` is in,
-/// [`super::cycles`]) in the same bulk.
+/// [`write`], with the writes (or removals) of `together` (the other members of a cycle
+/// `resource` is in, each planned under its own policy, [`super::cycles`]) in the same bulk.
 pub(super) async fn write_with(
     ctx: &Context,
     resource: &diff::Resource<'_>,
-    together: &[diff::Resource<'_>],
+    together: &[(diff::Resource<'_>, Policy)],
     policy: Policy,
     cleanup: Option<diff::Removal>,
 ) -> Result<Result<Written, MetadataError>, Error> {
@@ -228,12 +228,19 @@ pub(super) async fn write_with(
         let objects = &view.objects;
         let mut plan = match cleanup {
             Some(removal) => {
-                diff::cleanup_against(resource.owner, metadata, objects, rows, removal)
+                let mut plan =
+                    diff::cleanup_against(resource.owner, metadata, objects, rows, removal);
+                for (member, _) in together {
+                    let theirs =
+                        diff::cleanup_against(member.owner, metadata, objects, rows, removal);
+                    plan.absorb(theirs);
+                }
+                plan
             }
             None => {
                 let mut plan = diff::plan_against(resource, metadata, objects, rows, policy);
-                for member in together {
-                    plan.absorb(diff::plan_against(member, metadata, objects, rows, policy));
+                for (member, own) in together {
+                    plan.absorb(diff::plan_against(member, metadata, objects, rows, *own));
                 }
                 plan
             }

@@ -154,7 +154,7 @@ impl Context {
     /// Checks `resource` against its kind's CEL rules, unless it passed them at its current
     /// resource version already: a pass over thousands of unchanged resources then evaluates
     /// no rule, where evaluating them all would be a large part of its work.
-    fn check_cel<K: Kind>(&self, resource: &K) -> Result<(), SpecError> {
+    pub(super) fn check_cel<K: Kind>(&self, resource: &K) -> Result<(), SpecError> {
         let check = || {
             self.cel_checks
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -734,7 +734,7 @@ async fn cleanup<K: Kind>(resource: Arc<K>, ctx: &Context) -> Result<Action, Err
     let orphan = annotation(&*resource, DELETION_POLICY) == Some("orphan");
     let cascade = annotation(&*resource, CASCADE_DELETE) == Some("true");
     let generation = resource.meta().generation.unwrap_or(0);
-    match remove_owned(ctx, &owner, generation, orphan, cascade).await? {
+    match super::cycles::remove(ctx, &*resource, &owner, generation, (orphan, cascade)).await? {
         Ok(written) => {
             let reference = resource.object_ref(&());
             ctx.publish(&reference, "Deleted", false, deleted_note(&written, orphan))

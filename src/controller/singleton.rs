@@ -84,7 +84,8 @@ async fn first_in_line<K: Kind>(
     resource: &K,
 ) -> Result<Option<(String, String)>, Error> {
     let mut candidates = vec![rank(resource)];
-    candidates.extend(applicable(ctx, resource).await?.iter().map(rank));
+    let listed = in_scope(ctx, resource).await?;
+    candidates.extend(listed.iter().filter(|r| can_apply(ctx, *r)).map(rank));
     candidates.sort();
     Ok(candidates.into_iter().next().map(|(_, _, _, named)| named))
 }
@@ -110,10 +111,9 @@ fn rank<K: Resource>(resource: &K) -> Rank {
     )
 }
 
-/// Whether a resource could apply its object when its turn comes.
 /// The resources of `resource`'s kind in the watched namespaces (its own when none are set)
-/// and label selector that can be applied: not being deleted, not suspended, valid.
-pub(super) async fn applicable<K: Kind>(ctx: &Context, resource: &K) -> Result<Vec<K>, Error> {
+/// and label selector, each that reads as its kind.
+pub(super) async fn in_scope<K: Kind>(ctx: &Context, resource: &K) -> Result<Vec<K>, Error> {
     let own_namespace = resource.namespace().unwrap_or_default();
     let scopes = match ctx.settings.scopes.is_empty() {
         true => vec![Some(own_namespace)],
@@ -129,26 +129,33 @@ pub(super) async fn applicable<K: Kind>(ctx: &Context, resource: &K) -> Result<V
             Some(ns) => Api::namespaced(ctx.client.clone(), ns),
             None => Api::all(ctx.client.clone()),
         };
-        for listed in api.list(&params).await?.items {
-            // One that does not read as its kind cannot be applied.
-            let Ok(other) = listed.0 else { continue };
-            if can_apply(&other) {
-                out.push(other);
-            }
-        }
+        // One that does not read as its kind cannot be applied.
+        out.extend(
+            api.list(&params)
+                .await?
+                .items
+                .into_iter()
+                .filter_map(|l| l.0.ok()),
+        );
     }
     Ok(out)
 }
 
-fn can_apply<K: Kind>(resource: &K) -> bool {
-    let suspended = resource
+/// Whether a resource is suspended (`basalt.dev/reconcile: "disabled"`).
+pub(super) fn suspended<K: Kind>(resource: &K) -> bool {
+    resource
         .meta()
         .annotations
         .as_ref()
         .and_then(|a| a.get(RECONCILE))
-        .is_some_and(|v| v == "disabled");
+        .is_some_and(|v| v == "disabled")
+}
+
+/// Whether a resource could apply its object when its turn comes: not being deleted, not
+/// suspended, valid.
+fn can_apply<K: Kind>(ctx: &Context, resource: &K) -> bool {
     resource.meta().deletion_timestamp.is_none()
-        && !suspended
-        && resource.check_cel().is_ok()
+        && !suspended(resource)
+        && ctx.check_cel(resource).is_ok()
         && resource.declared().is_ok()
 }

@@ -77,6 +77,14 @@ pub fn parse_metadata(value: &Value, path: &JsonPath) -> Result<Metadata> {
     check_collections(&metadata, path)?;
     check_functions(&metadata, path)?;
     check_native(&metadata, path)?;
+    // Kept in the order the export writes, as the operations keep them.
+    for m in &mut metadata.logical_models {
+        m.select_permissions.sort_by(|a, b| a.role.cmp(&b.role));
+    }
+    for q in &mut metadata.native_queries {
+        q.object_relationships.sort_by(|a, b| a.name.cmp(&b.name));
+        q.array_relationships.sort_by(|a, b| a.name.cmp(&b.name));
+    }
     Ok(metadata)
 }
 

@@ -127,6 +127,19 @@ pub fn statement_of(
     Some(template.validation_statement(&types, &fields))
 }
 
+/// Type names every schema has.
+const BUILT_IN_TYPES: [&str; 9] = [
+    "query_root",
+    "mutation_root",
+    "subscription_root",
+    "order_by",
+    "String",
+    "Int",
+    "Float",
+    "Boolean",
+    "ID",
+];
+
 /// The definition inconsistencies report: the export entry.
 fn definition<T: serde::Serialize>(entry: &T) -> Value {
     serde_json::to_value(entry).unwrap_or(Value::Null)
@@ -162,14 +175,29 @@ pub(super) fn resolve_all(metadata: &Metadata, db: &DbModel, cache: &mut Resolut
             ),
         }
     }
+    // The types the models and queries generate, and the schema's own, which the row type
+    // of a query with relationships must not be named like.
+    let mut generated: std::collections::HashSet<String> =
+        BUILT_IN_TYPES.iter().map(|t| (*t).to_owned()).collect();
+    for m in &metadata.logical_models {
+        let m = &m.name.0;
+        generated.extend([
+            m.clone(),
+            format!("{m}_bool_exp"),
+            format!("{m}_order_by"),
+            format!("{m}_enum_name"),
+        ]);
+    }
+    generated.extend(
+        (metadata.native_queries.iter()).map(|q| format!("{}_arguments", q.root_field_name)),
+    );
     for query in &metadata.native_queries {
         let arguments = format!("{}_arguments", query.root_field_name);
         let name = &query.root_field_name.0;
         // With relationships its rows have a type of their own, named after it.
         let related =
             !query.object_relationships.is_empty() || !query.array_relationships.is_empty();
-        let own_type = related
-            && (types.contains(name) || metadata.logical_models.iter().any(|m| &m.name.0 == name));
+        let own_type = related && (types.contains(name) || generated.contains(name));
         let result = match (types.contains(&arguments), own_type) {
             (true, _) => Err(conflict("native query", name, &arguments)),
             (false, true) => Err(conflict("native query", name, name)),
@@ -203,9 +231,14 @@ fn report(
     let reason = match err.code {
         // The operation's text names the model as the request did; the report, as a build
         // finds it gone.
-        Code::NotFound if kind == "native_query" => {
-            let model = definition["returns"].as_str().unwrap_or_default();
-            format!("The logical model {model} could not be found")
+        Code::NotFound
+            if kind == "native_query"
+                && err.message == model_missing(returned(&definition)).message =>
+        {
+            format!(
+                "The logical model {} could not be found",
+                returned(&definition)
+            )
         }
         Code::ValidationFailed => {
             let detail = err
@@ -225,6 +258,11 @@ fn report(
         conflict: false,
     });
     cache.deferred.push((object, err));
+}
+
+/// The model a native query's definition returns.
+fn returned(definition: &Value) -> &str {
+    definition["returns"].as_str().unwrap_or_default()
 }
 
 fn model_missing(name: &str) -> MetadataError {

@@ -297,4 +297,21 @@ async fn models_and_queries_in_a_cycle_land_together() {
         json!([{"name": "posts",
             "using": {"columnMapping": {"id": "author_id"}, "remoteNativeQuery": "post_list"}}])
     );
+
+    // Everything deleted: a model still returned by a query waits; the queries go; then the
+    // two models, each naming the other, go together.
+    for r in [&writer_row, &post_row] {
+        s.delete(r);
+    }
+    s.delete(&writers);
+    s.delete(&posts);
+    let err = s.reconcile(&writer_row).await.unwrap_err();
+    assert!(matches!(err, reconcile::Error::DeletionBlocked(_)), "{err}");
+    s.reconcile(&writers).await.unwrap();
+    s.reconcile(&posts).await.unwrap();
+    s.reconcile(&writer_row).await.unwrap();
+    s.reconcile(&post_row).await.unwrap();
+    let exported = s.server.export().await;
+    assert!(exported.get("logical_models").is_none(), "{exported}");
+    assert!(exported.get("native_queries").is_none(), "{exported}");
 }

@@ -451,3 +451,79 @@ async fn a_broken_target_leaves_the_relationship_out_and_drop_inconsistent_remov
             "remote_table": {"schema": "public", "name": "author"}}}])
     );
 }
+
+#[tokio::test]
+async fn array_relationships_to_tables_and_object_ones_to_queries_with_arguments() {
+    let s = related().await;
+    s.ok(json!({"type": "track_table", "args": {"table": "article"}}))
+        .await;
+    s.ok(
+        json!({"type": "track_native_query", "args": {"root_field_name": "authors_nq",
+        "returns": "writer_row", "code": "SELECT id, name FROM author",
+        "object_relationships": [{"name": "first_post",
+            "using": {"column_mapping": {"id": "author_id"}, "remote_native_query": "posts"}}],
+        "array_relationships": [{"name": "articles",
+            "using": {"column_mapping": {"id": "author_id"}, "remote_table": "article"}}]}}),
+    )
+    .await;
+    let types = s
+        .gql(
+            r#"{ __type(name: "authors_nq") { fields { name type { kind name ofType { kind name ofType { kind name } } }
+                 args { name type { kind name ofType { name } } } } } }"#,
+        )
+        .await;
+    let fields = types["data"]["__type"]["fields"].as_array().unwrap();
+    let field = |name: &str| fields.iter().find(|f| f["name"] == name).unwrap().clone();
+    assert_eq!(
+        field("articles")["type"],
+        json!({"kind": "NON_NULL", "name": null, "ofType": {"kind": "LIST", "name": null,
+            "ofType": {"kind": "NON_NULL", "name": null}}})
+    );
+    let names = |f: Value| -> Vec<String> {
+        f["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        names(field("articles")),
+        ["distinct_on", "limit", "offset", "order_by", "where"]
+    );
+    assert_eq!(
+        field("first_post")["type"],
+        json!({"kind": "OBJECT", "name": "posts", "ofType": null})
+    );
+    assert_eq!(
+        field("first_post")["args"],
+        json!([{"name": "args", "type": {"kind": "NON_NULL", "name": null, "ofType": {"name": "posts_arguments"}}}])
+    );
+    let body = s
+        .gql(
+            r#"{ authors_nq { first_post(args: {min_id: 3}) { id } articles(order_by: {id: desc}, limit: 1) { title } } }"#,
+        )
+        .await;
+    assert_eq!(
+        body,
+        json!({"data": {"authors_nq": [{"first_post": {"id": 3}, "articles": [{"title": "Draft"}]}]}})
+    );
+    // A query with relationships has a type of its own: not named like another type.
+    for taken in ["post_row_bool_exp", "order_by", "posts_arguments"] {
+        let body = s
+            .fails(
+                json!({"type": "track_native_query", "args": {"root_field_name": taken,
+                    "returns": "writer_row", "code": "SELECT id, name FROM author",
+                    "array_relationships": [{"name": "p",
+                        "using": {"column_mapping": {"id": "author_id"}, "remote_native_query": "posts"}}]}}),
+                400,
+                "constraint-violation",
+                "$.args",
+            )
+            .await;
+        assert_eq!(
+            body["error"],
+            format!("native query \"{taken}\" conflicts with existing field or type \"{taken}\"")
+        );
+    }
+}
