@@ -50,6 +50,7 @@ pub mod capture;
 pub mod catalog;
 pub mod config;
 pub mod controller;
+pub mod cron;
 pub mod db_model;
 pub mod embedded;
 pub mod engine;
