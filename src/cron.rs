@@ -193,10 +193,11 @@ fn field(text: &str, low: u32, high: u32) -> Result<u64, String> {
 /// A decimal number: digits only (no names, `?`, `L`, `W` or `#`).
 fn number(text: &str) -> Result<u32, String> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("\"{text}\" is not a number, *, a range, a list or a step"));
+        return Err(format!(
+            "\"{text}\" is not a number, *, a range, a list or a step"
+        ));
     }
-    text.parse()
-        .map_err(|_| format!("\"{text}\" is too large"))
+    text.parse().map_err(|_| format!("\"{text}\" is too large"))
 }
 
 #[cfg(test)]
@@ -204,7 +205,9 @@ mod tests {
     use super::*;
 
     fn at(text: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(text).unwrap().with_timezone(&Utc)
+        DateTime::parse_from_rfc3339(text)
+            .unwrap()
+            .with_timezone(&Utc)
     }
 
     fn next(expr: &str, from: &str) -> Option<String> {

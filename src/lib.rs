@@ -70,6 +70,7 @@ pub mod pool;
 pub mod preview;
 pub mod remote;
 pub mod resolve;
+pub mod scheduled;
 pub mod session;
 pub mod shutdown;
 pub mod sql;

@@ -5,6 +5,7 @@
 //! parameter; the two tables are named by [`EventTable`], never by input.
 
 use super::CatalogError;
+use crate::metadata::types::CronTriggerEntry;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{json, Value};
 use tokio_postgres::GenericClient;
@@ -147,6 +148,28 @@ pub async fn cron_horizon(
     Ok((row.try_get(0)?, row.try_get(1)?))
 }
 
+/// How many upcoming events every cron trigger keeps.
+pub const UPCOMING: usize = 100;
+
+/// Tops `trigger` up to [`UPCOMING`] events after `now`, continuing after its latest one.
+pub async fn generate(
+    client: &impl GenericClient,
+    trigger: &CronTriggerEntry,
+    now: DateTime<Utc>,
+) -> Result<u64, CatalogError> {
+    let Ok(schedule) = crate::cron::Schedule::parse(&trigger.schedule) else {
+        return Ok(0);
+    };
+    let (latest, upcoming) = cron_horizon(client, &trigger.name, now).await?;
+    let wanted = UPCOMING.saturating_sub(usize::try_from(upcoming).unwrap_or(UPCOMING));
+    if wanted == 0 {
+        return Ok(0);
+    }
+    let from = latest.filter(|l| *l > now).unwrap_or(now);
+    let times = schedule.upcoming(from, wanted);
+    insert_cron_events(client, &trigger.name, &times).await
+}
+
 /// A one-off event to insert.
 pub struct OneOff<'a> {
     pub webhook: &'a str,
@@ -255,7 +278,12 @@ pub async fn list_events(
     let rows = client
         .query(
             sql,
-            &[&filter.trigger, &filter.statuses, &filter.limit, &filter.offset],
+            &[
+                &filter.trigger,
+                &filter.statuses,
+                &filter.limit,
+                &filter.offset,
+            ],
         )
         .await?;
     let mut total = 0;
@@ -346,7 +374,12 @@ pub async fn list_invocations(
     let rows = client
         .query(
             sql,
-            &[&filter.event_id, &filter.trigger, &filter.limit, &filter.offset],
+            &[
+                &filter.event_id,
+                &filter.trigger,
+                &filter.limit,
+                &filter.offset,
+            ],
         )
         .await?;
     let mut total = 0;

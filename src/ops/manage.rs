@@ -309,7 +309,11 @@ fn with_kept_triggers(
     document: &JsonPath,
 ) -> Result<Metadata> {
     let mut out = replacement.clone();
-    for kept in current.cron_triggers.iter().filter(|t| !t.include_in_metadata) {
+    let kept: Vec<CronTriggerEntry> = (current.cron_triggers.iter())
+        .filter(|t| !t.include_in_metadata)
+        .cloned()
+        .collect();
+    for kept in &kept {
         if let Some(i) = out.cron_triggers.iter().position(|t| t.name == kept.name) {
             return Err(MetadataError::new(
                 Code::AlreadyExists,
@@ -320,8 +324,9 @@ fn with_kept_triggers(
                 ),
             ));
         }
-        out.cron_triggers.push(kept.clone());
     }
+    // Kept first, in their order; then the document's.
+    out.cron_triggers.splice(0..0, kept);
     Ok(out)
 }
 

@@ -75,7 +75,10 @@ pub struct Listing {
 #[derive(Debug, Clone)]
 pub enum ScheduledEventOp {
     Create(Box<NewEvent>),
-    Delete { kind: EventKind, event_id: String },
+    Delete {
+        kind: EventKind,
+        event_id: String,
+    },
     /// `get_scheduled_events`.
     List(Listing),
     /// `get_scheduled_event_invocations`.
@@ -245,7 +248,10 @@ impl CronTriggerOp {
             "get_cron_triggers" => {
                 let empty = args.as_object().is_none_or(Map::is_empty) || args.is_null();
                 if !empty {
-                    return Err(parse_failed(path.clone(), "get_cron_triggers takes no arguments"));
+                    return Err(parse_failed(
+                        path.clone(),
+                        "get_cron_triggers takes no arguments",
+                    ));
                 }
                 CronTriggerOp::Get
             }
@@ -310,7 +316,10 @@ fn listed(t: &CronTriggerEntry) -> Value {
 /// schedule that parses.
 pub fn check_entry(entry: &CronTriggerEntry, path: &JsonPath) -> Result<()> {
     if entry.name.is_empty() {
-        return Err(parse_failed(path.key("name"), "a cron trigger's name cannot be empty"));
+        return Err(parse_failed(
+            path.key("name"),
+            "a cron trigger's name cannot be empty",
+        ));
     }
     crate::resolve::scheduled::schedule(entry)
         .map(|_| ())
@@ -324,13 +333,12 @@ impl ScheduledEventOp {
             "create_scheduled_event" => {
                 refuse_transforms(args, path)?;
                 let a: CreateEvent = parse(&without_transforms(args), path)?;
-                let schedule_at = timestamp(&a.schedule_at)
-                    .ok_or_else(|| {
-                        parse_failed(
-                            path.key("schedule_at"),
-                            format!("\"{}\" is not an ISO-8601 timestamp", a.schedule_at),
-                        )
-                    })?;
+                let schedule_at = timestamp(&a.schedule_at).ok_or_else(|| {
+                    parse_failed(
+                        path.key("schedule_at"),
+                        format!("\"{}\" is not an ISO-8601 timestamp", a.schedule_at),
+                    )
+                })?;
                 ScheduledEventOp::Create(Box::new(NewEvent {
                     webhook: a.webhook,
                     schedule_at,
@@ -372,7 +380,8 @@ pub fn timestamp(text: &str) -> Option<String> {
     let parsed = DateTime::parse_from_rfc3339(&normal)
         .map(|t| t.with_timezone(&Utc))
         .or_else(|_| {
-            DateTime::parse_from_str(&normal, "%Y-%m-%dT%H:%M:%S%.f%z").map(|t| t.with_timezone(&Utc))
+            DateTime::parse_from_str(&normal, "%Y-%m-%dT%H:%M:%S%.f%z")
+                .map(|t| t.with_timezone(&Utc))
         })
         .or_else(|_| {
             NaiveDateTime::parse_from_str(&normal, "%Y-%m-%dT%H:%M:%S%.f").map(|t| t.and_utc())

@@ -22,8 +22,8 @@ pub mod remote;
 pub mod remote_join;
 pub mod remote_to_table;
 pub mod rest;
-pub mod scheduled;
 mod rules;
+pub mod scheduled;
 
 pub use boolexp::{check_bool_exp, check_presets, is_session_variable, Reference, Segment, Target};
 pub use checks::{

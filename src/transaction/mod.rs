@@ -10,12 +10,12 @@
 mod annotate;
 mod draft;
 mod events;
-mod scheduled;
 pub mod group;
 mod last_write;
 mod live_change;
 mod remotes;
 mod run_sql;
+mod scheduled;
 
 pub use group::{run_group, CommittedView, GroupItem, GroupOutcome};
 pub use last_write::{LastWrite, LastWriteCache};

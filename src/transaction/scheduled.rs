@@ -15,9 +15,6 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use tokio_postgres::Transaction;
 
-/// How many upcoming events every cron trigger keeps.
-pub const UPCOMING: usize = 100;
-
 /// After the operations of a write: the cron events of triggers that changed between
 /// `before` and `after`. A trigger whose schedule does not parse gets none (the operations
 /// refuse such a schedule; an old catalog might hold one).
@@ -46,28 +43,9 @@ pub(super) async fn sync(
             }
             None => {}
         }
-        generate(tx, new, now).await?;
+        store::generate(tx, new, now).await?;
     }
     Ok(())
-}
-
-/// Tops `trigger` up to [`UPCOMING`] events after `now`, continuing after its latest one.
-pub async fn generate(
-    client: &impl tokio_postgres::GenericClient,
-    trigger: &CronTriggerEntry,
-    now: DateTime<Utc>,
-) -> Result<u64, crate::catalog::CatalogError> {
-    let Ok(schedule) = crate::cron::Schedule::parse(&trigger.schedule) else {
-        return Ok(0);
-    };
-    let (latest, upcoming) = store::cron_horizon(client, &trigger.name, now).await?;
-    let wanted = UPCOMING.saturating_sub(usize::try_from(upcoming).unwrap_or(UPCOMING));
-    if wanted == 0 {
-        return Ok(0);
-    }
-    let from = latest.filter(|l| *l > now).unwrap_or(now);
-    let times = schedule.upcoming(from, wanted);
-    store::insert_cron_events(client, &trigger.name, &times).await
 }
 
 fn table(kind: EventKind) -> EventTable {
@@ -124,8 +102,13 @@ pub(super) async fn run(
         }
         ScheduledEventOp::List(listing) => {
             check_trigger(draft, listing)?;
-            let (events, count) = store::list_events(tx, table(listing.kind), &filter(listing)).await?;
-            Ok(Answer::Value(with_count(json!({"events": events}), listing, count)))
+            let (events, count) =
+                store::list_events(tx, table(listing.kind), &filter(listing)).await?;
+            Ok(Answer::Value(with_count(
+                json!({"events": events}),
+                listing,
+                count,
+            )))
         }
         ScheduledEventOp::Invocations(listing) => {
             if listing.event_id.is_none() {

@@ -92,7 +92,9 @@ impl<'de> Deserialize<'de> for ScheduledRetryConf {
             Some(n) if n < 0 => {
                 return Err(de::Error::custom("num_retries cannot be a negative value"))
             }
-            Some(n) => u32::try_from(n).map_err(|_| de::Error::custom("num_retries is too large"))?,
+            Some(n) => {
+                u32::try_from(n).map_err(|_| de::Error::custom("num_retries is too large"))?
+            }
             None => defaults.num_retries,
         };
         let seconds = |value: Option<f64>, key: &str, default: f64| match value {

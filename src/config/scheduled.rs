@@ -1,0 +1,58 @@
+//! Settings of the scheduled-event worker (`docs/scheduled-triggers.md`, "Configuration"),
+//! and the clock it reads: the system's, or one a test injects.
+
+use chrono::{DateTime, Utc};
+use std::sync::Arc;
+
+/// What the worker takes to be now. Every instant it compares or stores (due events, leases,
+/// tolerance, generation) comes from here and is bound into its statements.
+#[derive(Clone)]
+pub struct Clock(Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>);
+
+impl Clock {
+    /// A clock that reads `now`.
+    pub fn new(now: impl Fn() -> DateTime<Utc> + Send + Sync + 'static) -> Self {
+        Clock(Arc::new(now))
+    }
+
+    pub fn now(&self) -> DateTime<Utc> {
+        (self.0)()
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Clock::new(Utc::now)
+    }
+}
+
+impl std::fmt::Debug for Clock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Clock")
+    }
+}
+
+/// Cron triggers and one-off scheduled events. The lease, HTTP pool and retention are the
+/// event triggers' settings.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ScheduledConfig {
+    /// Milliseconds between two looks for due scheduled events (cron and one-off).
+    #[arg(
+        long = "scheduled-events-fetch-interval-ms",
+        env = "BASALT_SCHEDULED_EVENTS_FETCH_INTERVAL",
+        default_value_t = 1000
+    )]
+    pub fetch_interval_ms: u64,
+    /// The worker's clock (the system's; tests inject their own).
+    #[arg(skip)]
+    pub clock: Clock,
+}
+
+impl Default for ScheduledConfig {
+    fn default() -> Self {
+        ScheduledConfig {
+            fetch_interval_ms: 1000,
+            clock: Clock::default(),
+        }
+    }
+}
