@@ -143,6 +143,8 @@ pub enum Object {
     LogicalModelPermission(GraphQLName, LogicalModelPermission),
     /// A native query.
     NativeQuery(Box<NativeQueryEntry>),
+    /// A cron trigger.
+    CronTrigger(Box<CronTriggerEntry>),
 }
 
 /// The remote schema entry with only its own settings (what [`Object::RemoteSchema`] holds).
@@ -219,6 +221,7 @@ impl Object {
                 ObjectId::LogicalModelPermission(m.0.clone(), p.role.0.clone())
             }
             Object::NativeQuery(q) => ObjectId::NativeQuery(q.root_field_name.0.clone()),
+            Object::CronTrigger(t) => ObjectId::CronTrigger(t.name.clone()),
         }
     }
 
@@ -320,6 +323,14 @@ impl Object {
             }
             // The `track_native_query` arguments, as the entry is exported.
             Object::NativeQuery(q) => serde_json::to_value(q).unwrap_or(Value::Null),
+            // The `create_cron_trigger` arguments, headers and retry settings written out
+            // (defaults filled), as `get_cron_triggers` lists the trigger.
+            Object::CronTrigger(t) => {
+                let mut v = serde_json::to_value(t).unwrap_or(Value::Null);
+                v["headers"] = json!(t.headers);
+                v["retry_conf"] = json!(t.retry_conf);
+                v
+            }
         }
     }
 }
@@ -468,6 +479,9 @@ fn push_global_objects(metadata: &Metadata, out: &mut Vec<Object>) {
     for q in &metadata.native_queries {
         out.push(Object::NativeQuery(Box::new(q.clone())));
     }
+    for t in &metadata.cron_triggers {
+        out.push(Object::CronTrigger(Box::new(t.clone())));
+    }
     for f in &metadata.functions {
         out.push(Object::Function(Box::new(function_settings(f))));
         for p in &f.permissions {
@@ -516,6 +530,7 @@ impl Object {
             Object::LogicalModel(_) => "logical_model",
             Object::LogicalModelPermission(..) => "logical_model_permission",
             Object::NativeQuery(_) => "native_query",
+            Object::CronTrigger(_) => "cron_trigger",
         }
     }
 

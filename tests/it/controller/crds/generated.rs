@@ -141,6 +141,7 @@ fn kinds_names_and_printer_columns() {
         ("TrackedFunction", "trackedfunctions", "bfn"),
         ("LogicalModel", "logicalmodels", "blm"),
         ("NativeQuery", "nativequeries", "bnq"),
+        ("CronTrigger", "crontriggers", "bcron"),
         ("EventTrigger", "eventtriggers", "btrigger"),
         ("Action", "actions", "baction"),
         ("QueryCollection", "querycollections", "bqc"),
