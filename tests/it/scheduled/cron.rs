@@ -350,3 +350,36 @@ async fn triggers_left_out_of_metadata_survive_replacement() {
         json!([{"trigger_name": "every_min", "n": 100}])
     );
 }
+
+#[tokio::test]
+async fn a_trigger_whose_variable_goes_is_inconsistent_and_plans_nothing() {
+    let clock = TestClock::default();
+    let s = server(&clock).await;
+    std::env::set_var("BASALT_TEST_CRON_BASE", "http://127.0.0.1:9");
+    s.ok(json!({"type": "create_cron_trigger", "args": {"name": "env_bound",
+        "webhook": "{{BASALT_TEST_CRON_BASE}}/x", "schedule": "*/5 * * * *", "include_in_metadata": true}}))
+        .await;
+    std::env::remove_var("BASALT_TEST_CRON_BASE");
+    let reloaded = s.ok(json!({"type": "reload_metadata", "args": {}})).await;
+    assert_eq!(reloaded["is_consistent"], false);
+    let inconsistent = s
+        .ok(json!({"type": "get_inconsistent_metadata", "args": {}}))
+        .await;
+    assert_eq!(
+        inconsistent["inconsistent_objects"],
+        json!([{"type": "cron_trigger", "owner": "api",
+            "definition": {"name": "env_bound", "webhook": "{{BASALT_TEST_CRON_BASE}}/x",
+                "schedule": "*/5 * * * *", "include_in_metadata": true},
+            "reason": "environment variable 'BASALT_TEST_CRON_BASE' not set"}])
+    );
+    // Its due events wait unclaimed.
+    let first = times(&events(&s, "cron", Some("env_bound")).await)[0];
+    clock.set(first + Span::seconds(30));
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let waiting = query_json(
+        &s.db_url,
+        "SELECT count(*) AS n FROM basalt_catalog.cron_events WHERE status <> 'scheduled'",
+    )
+    .await;
+    assert_eq!(waiting, json!([{"n": 0}]));
+}

@@ -118,6 +118,25 @@ async fn one_off_events_end_delivered_dead_or_in_error() {
         .collect();
     assert_eq!(statuses, [&json!(500), &json!(500)]);
     assert_eq!(failing.bodies().len(), 2);
+    let metrics = s
+        .http
+        .get(format!("{}/metrics", s.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for (outcome, n) in [("delivered", 1), ("retry", 1), ("error", 1), ("dead", 1)] {
+        let line = format!(
+            "basalt_scheduled_events_processed_total{{type=\"one_off\",outcome=\"{outcome}\"}} {n}"
+        );
+        assert!(metrics.contains(&line), "{line} not in {metrics}");
+    }
+    assert!(
+        metrics.contains("basalt_scheduled_events_due{type=\"one_off\"} 0"),
+        "{metrics}"
+    );
 
     // Deleted, with its logs; then gone.
     s.ok(
