@@ -42,7 +42,7 @@ pub struct ScheduledConfig {
         env = "BASALT_SCHEDULED_EVENTS_FETCH_INTERVAL",
         default_value_t = 1000
     )]
-    pub fetch_interval_ms: u64,
+    pub scheduled_poll_interval_ms: u64,
     /// The worker's clock (the system's; tests inject their own).
     #[arg(skip)]
     pub clock: Clock,
@@ -51,7 +51,7 @@ pub struct ScheduledConfig {
 impl Default for ScheduledConfig {
     fn default() -> Self {
         ScheduledConfig {
-            fetch_interval_ms: 1000,
+            scheduled_poll_interval_ms: 1000,
             clock: Clock::default(),
         }
     }

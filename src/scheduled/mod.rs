@@ -62,7 +62,7 @@ pub async fn run(state: AppState, permits: Arc<Semaphore>, mut stop: watch::Rece
             Duration::from_secs(events.cleanup_interval_seconds.max(1)),
         ));
     }
-    let interval = Duration::from_millis(state.config.scheduled.fetch_interval_ms.max(10));
+    let interval = Duration::from_millis(state.config.scheduled.scheduled_poll_interval_ms.max(10));
     let mut deliveries = JoinSet::new();
     loop {
         if *stop.borrow() {

@@ -49,7 +49,7 @@ pub(crate) async fn server(clock: &TestClock) -> TestServer {
 pub(crate) async fn on(db: &str, clock: &TestClock) -> TestServer {
     let clock = clock.clock();
     TestServer::on(db, move |c| {
-        c.scheduled.fetch_interval_ms = 100;
+        c.scheduled.scheduled_poll_interval_ms = 100;
         c.scheduled.clock = clock;
     })
     .await
