@@ -184,7 +184,10 @@ fn field(text: &str, low: u32, high: u32) -> Result<u64, String> {
         let mut v = from;
         while v <= to {
             bits |= 1 << v;
-            v += step;
+            match v.checked_add(step) {
+                Some(next) => v = next,
+                None => break,
+            }
         }
     }
     Ok(bits)

@@ -22,6 +22,10 @@ pub(super) const MIGRATION: &str = r#"
         created_at     timestamptz NOT NULL DEFAULT now(),
         next_retry_at  timestamptz,
         locked_at      timestamptz,
+        -- The claim holding it: only its worker records, renews or gives it back.
+        lease_id       text,
+        -- When it reached delivered, error or dead: what retention counts from.
+        finished_at    timestamptz,
         UNIQUE (trigger_name, scheduled_time)
     );
     CREATE INDEX cron_events_due ON basalt_catalog.cron_events
@@ -39,7 +43,9 @@ pub(super) const MIGRATION: &str = r#"
         created_at     timestamptz NOT NULL DEFAULT now(),
         next_retry_at  timestamptz,
         comment        text,
-        locked_at      timestamptz
+        locked_at      timestamptz,
+        lease_id       text,
+        finished_at    timestamptz
     );
     CREATE INDEX scheduled_events_due ON basalt_catalog.scheduled_events
         (status, coalesce(next_retry_at, scheduled_time));
@@ -321,8 +327,8 @@ pub async fn list_events(
         }
         out.push(event);
     }
-    if rows.is_empty() && filter.offset > 0 {
-        // The page is past the end: count on its own.
+    if rows.is_empty() {
+        // An empty page (past the end, or `limit: 0`) counts on its own.
         total = count_events(client, table, filter).await?;
     }
     Ok((out, total))
@@ -395,6 +401,24 @@ pub async fn list_invocations(
             "response": r.try_get::<_, Option<Value>>(4)?,
             "created_at": rfc3339(created),
         }));
+    }
+    if rows.is_empty() {
+        // An empty page (past the end, or `limit: 0`) counts on its own.
+        let sql = match table {
+            EventTable::Cron => {
+                "SELECT count(*) FROM basalt_catalog.cron_event_invocation_logs i
+                 JOIN basalt_catalog.cron_events e ON e.id = i.event_id
+                 WHERE ($1::text IS NULL OR i.event_id = $1) AND ($2::text IS NULL OR e.trigger_name = $2)"
+            }
+            EventTable::OneOff => {
+                "SELECT count(*) FROM basalt_catalog.scheduled_event_invocation_logs i
+                 WHERE ($1::text IS NULL OR i.event_id = $1) AND $2::text IS NULL"
+            }
+        };
+        let row = client
+            .query_one(sql, &[&filter.event_id, &filter.trigger])
+            .await?;
+        total = row.try_get(0)?;
     }
     Ok((out, total))
 }

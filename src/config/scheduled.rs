@@ -4,31 +4,30 @@
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
 
-/// What the worker takes to be now. Every instant it compares or stores (due events, leases,
-/// tolerance, generation) comes from here and is bound into its statements.
-#[derive(Clone)]
-pub struct Clock(Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>);
+/// What the worker takes to be now: the database's `now()` (every replica then agrees), or a
+/// clock a test injects. Every instant the worker compares or stores (due events, leases,
+/// tolerance, planning) comes from here, bound into its statements.
+#[derive(Clone, Default)]
+pub struct Clock(Option<Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>>);
 
 impl Clock {
-    /// A clock that reads `now`.
+    /// A clock that reads `now` instead of the database.
     pub fn new(now: impl Fn() -> DateTime<Utc> + Send + Sync + 'static) -> Self {
-        Clock(Arc::new(now))
+        Clock(Some(Arc::new(now)))
     }
 
-    pub fn now(&self) -> DateTime<Utc> {
-        (self.0)()
-    }
-}
-
-impl Default for Clock {
-    fn default() -> Self {
-        Clock::new(Utc::now)
+    /// The injected instant; `None`: the database's `now()`.
+    pub fn now(&self) -> Option<DateTime<Utc>> {
+        self.0.as_ref().map(|now| now())
     }
 }
 
 impl std::fmt::Debug for Clock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Clock")
+        f.write_str(match self.0 {
+            Some(_) => "Clock(injected)",
+            None => "Clock(database)",
+        })
     }
 }
 
@@ -43,7 +42,7 @@ pub struct ScheduledConfig {
         default_value_t = 1000
     )]
     pub scheduled_poll_interval_ms: u64,
-    /// The worker's clock (the system's; tests inject their own).
+    /// The worker's clock (the database's; tests inject their own).
     #[arg(skip)]
     pub clock: Clock,
 }

@@ -185,6 +185,12 @@ fn listing(args: &Value, path: &JsonPath, invocations: bool) -> Result<Listing> 
             "the key 'trigger_name' was not present",
         ));
     }
+    if invocations && !a.status.is_empty() {
+        return Err(parse_failed(
+            path.key("status"),
+            "get_scheduled_event_invocations does not take a status",
+        ));
+    }
     if !invocations && a.event_id.is_some() {
         return Err(parse_failed(
             path.key("event_id"),

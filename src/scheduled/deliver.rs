@@ -31,6 +31,7 @@ pub(super) fn dead(event: &Claimed) -> Outcome {
     Outcome {
         id: event.id.clone(),
         table: event.table,
+        lease: event.lease.clone(),
         trigger: event.trigger.clone(),
         next: Next::Dead,
         status: 0,
@@ -119,7 +120,7 @@ pub(super) async fn attempt(
     let next = if (200..300).contains(&answered.status) {
         Next::Delivered
     } else if let Some(seconds) = answered.retry_after {
-        Next::Retry(seconds as f64)
+        Next::Retry((seconds as f64).min(crate::metadata::types::MAX_SECONDS))
     } else if u32::try_from(event.tries).unwrap_or(u32::MAX) < retry.num_retries {
         Next::Retry(retry.retry_interval_seconds)
     } else {
@@ -128,6 +129,7 @@ pub(super) async fn attempt(
     Outcome {
         id: event.id.clone(),
         table: event.table,
+        lease: event.lease.clone(),
         trigger: event.trigger.clone(),
         next,
         status: answered.status,

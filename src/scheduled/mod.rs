@@ -26,10 +26,10 @@ const GENERATE_EVERY: Duration = Duration::from_secs(60);
 /// Most events of one table claimed by one look.
 const CLAIM_BATCH: usize = 100;
 
-/// Claims of this process not recorded yet, by event id.
-type InFlight = Arc<Mutex<HashMap<String, EventTable>>>;
+/// Claims of this process not recorded yet: event id → (table, lease).
+type InFlight = Arc<Mutex<HashMap<String, (EventTable, String)>>>;
 
-fn lock(set: &InFlight) -> std::sync::MutexGuard<'_, HashMap<String, EventTable>> {
+fn lock(set: &InFlight) -> std::sync::MutexGuard<'_, HashMap<String, (EventTable, String)>> {
     set.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -54,7 +54,7 @@ pub async fn run(state: AppState, permits: Arc<Semaphore>, mut stop: watch::Rece
     let recorder = tokio::spawn(record(state.clone(), outcomes, in_flight.clone()));
     let mut background = JoinSet::new();
     background.spawn(renew(state.clone(), in_flight.clone(), lease));
-    background.spawn(generate(state.clone()));
+    background.spawn(generate(state.clone(), lease));
     if events.retention_hours > 0 {
         background.spawn(clean_up(
             state.clone(),
@@ -74,26 +74,40 @@ pub async fn run(state: AppState, permits: Arc<Semaphore>, mut stop: watch::Rece
         let names: Vec<String> = triggers.keys().cloned().collect();
         let now = clock.now();
         let mut claimed = Vec::new();
+        // A full batch means more are due: look again at once instead of after the interval.
+        let mut full = false;
         if let Ok(client) = state.pool.get().await {
             let room = permits.available_permits().clamp(1, CLAIM_BATCH) as i64;
             if !names.is_empty() {
                 match store::claim_cron(&**client, &names, now, lease, room).await {
-                    Ok(c) => claimed.extend(c),
+                    Ok(c) => {
+                        full |= c.len() as i64 == room;
+                        claimed.extend(c)
+                    }
                     Err(e) => tracing::warn!(error = %e, "cannot claim cron events"),
                 }
             }
             match store::claim_one_off(&**client, now, lease, room).await {
-                Ok(c) => claimed.extend(c),
+                Ok(c) => {
+                    full |= c.len() as i64 == room;
+                    claimed.extend(c)
+                }
                 Err(e) => tracing::warn!(error = %e, "cannot claim scheduled events"),
             }
             if let Ok((cron, one_off)) = store::due(&**client, &names, now).await {
                 state.scheduled.set_due(cron, one_off);
             }
         }
+        // Held from the claim on: renewed while waiting for room, given back at shutdown.
+        {
+            let mut held = lock(&in_flight);
+            for event in &claimed {
+                held.insert(event.id.clone(), (event.table, event.lease.clone()));
+            }
+        }
         for event in claimed {
-            lock(&in_flight).insert(event.id.clone(), event.table);
             let (retry, tolerance) = deliver::retry_of(&event, triggers);
-            let late = (now - event.scheduled_time).num_milliseconds() as f64 / 1000.0;
+            let late = (event.claimed_at - event.scheduled_time).num_milliseconds() as f64 / 1000.0;
             if late > tolerance {
                 let _ = done.send(deliver::dead(&event)).await;
                 continue;
@@ -114,9 +128,11 @@ pub async fn run(state: AppState, permits: Arc<Semaphore>, mut stop: watch::Rece
                 drop(permit);
             });
         }
-        tokio::select! {
-            _ = tokio::time::sleep(interval) => {}
-            _ = stop.wait_for(|s| *s) => break,
+        if !full {
+            tokio::select! {
+                _ = tokio::time::sleep(interval) => {}
+                _ = stop.wait_for(|s| *s) => break,
+            }
         }
     }
     // Draining: finish what can be finished in time, give the rest back.
@@ -132,7 +148,7 @@ pub async fn run(state: AppState, permits: Arc<Semaphore>, mut stop: watch::Rece
     drop(done);
     let _ = recorder.await;
     background.abort_all();
-    let left: Vec<(String, EventTable)> = lock(&in_flight).drain().collect();
+    let left: Vec<(String, (EventTable, String))> = lock(&in_flight).drain().collect();
     if left.is_empty() {
         return;
     }
@@ -141,18 +157,23 @@ pub async fn run(state: AppState, permits: Arc<Semaphore>, mut stop: watch::Rece
         return;
     };
     for table in [EventTable::Cron, EventTable::OneOff] {
-        let ids: Vec<String> = (left.iter())
-            .filter(|(_, t)| *t == table)
-            .map(|(id, _)| id.clone())
-            .collect();
-        if ids.is_empty() {
+        let held = of_table(&left, table);
+        if held.is_empty() {
             continue;
         }
-        match store::release(&**client, table, &ids).await {
+        match store::release(&**client, table, &held).await {
             Ok(n) => tracing::info!(events = n, "gave unfinished scheduled events back"),
             Err(e) => tracing::warn!(error = %e, "cannot give scheduled events back"),
         }
     }
+}
+
+/// The `(id, lease)` pairs of `held` in `table`.
+fn of_table(held: &[(String, (EventTable, String))], table: EventTable) -> Vec<(String, String)> {
+    held.iter()
+        .filter(|(_, (t, _))| *t == table)
+        .map(|(id, (_, lease))| (id.clone(), lease.clone()))
+        .collect()
 }
 
 /// Writes outcomes as they come, in batches (one transaction per table and batch). A cron
@@ -221,9 +242,9 @@ async fn renew(state: AppState, in_flight: InFlight, lease_seconds: f64) {
     let clock = state.config.scheduled.clock.clone();
     loop {
         tokio::time::sleep(every).await;
-        let held: Vec<(String, EventTable)> = lock(&in_flight)
+        let held: Vec<(String, (EventTable, String))> = lock(&in_flight)
             .iter()
-            .map(|(id, t)| (id.clone(), *t))
+            .map(|(id, held)| (id.clone(), held.clone()))
             .collect();
         if held.is_empty() {
             continue;
@@ -232,47 +253,60 @@ async fn renew(state: AppState, in_flight: InFlight, lease_seconds: f64) {
             continue;
         };
         for table in [EventTable::Cron, EventTable::OneOff] {
-            let ids: Vec<String> = (held.iter())
-                .filter(|(_, t)| *t == table)
-                .map(|(id, _)| id.clone())
-                .collect();
-            if ids.is_empty() {
+            let part = of_table(&held, table);
+            if part.is_empty() {
                 continue;
             }
-            if let Err(e) = store::renew(&**client, table, &ids, clock.now()).await {
+            if let Err(e) = store::renew(&**client, table, &part, clock.now()).await {
                 tracing::warn!(error = %e, "cannot renew scheduled event leases");
             }
         }
     }
 }
 
-/// Tops every consistent cron trigger up to its upcoming events, every minute, and counts
-/// them for `/metrics`.
-async fn generate(state: AppState) {
+/// Every minute: tops every consistent cron trigger up to its upcoming events, deletes the
+/// waiting events of triggers that are gone, and counts the upcoming ones for `/metrics`, all
+/// in one transaction that holds the catalog's version steady, so a trigger deleted meanwhile
+/// is not planned again.
+async fn generate(state: AppState, lease_seconds: f64) {
     let clock = state.config.scheduled.clock.clone();
     loop {
-        let snapshot = state.snapshot();
-        let now = clock.now();
-        if let Ok(client) = state.pool.get().await {
-            for trigger in &snapshot.metadata.cron_triggers {
-                if !snapshot
-                    .resolution
-                    .resolved
-                    .cron_triggers
-                    .contains_key(&trigger.name)
-                {
-                    continue;
-                }
-                if let Err(e) = crate::catalog::scheduled::generate(&**client, trigger, now).await {
-                    tracing::warn!(error = %e, trigger = %trigger.name, "cannot generate cron events");
-                }
-            }
-            if let Ok(counts) = store::upcoming(&**client, now).await {
-                state.scheduled.set_upcoming(counts);
-            }
+        if let Err(e) = plan(&state, clock.now(), lease_seconds).await {
+            tracing::warn!(error = %e, "cannot plan cron events");
         }
         tokio::time::sleep(GENERATE_EVERY).await;
     }
+}
+
+async fn plan(
+    state: &AppState,
+    now: Option<chrono::DateTime<chrono::Utc>>,
+    lease_seconds: f64,
+) -> Result<(), crate::catalog::CatalogError> {
+    let snapshot = state.snapshot();
+    let known: Vec<String> = (snapshot.metadata.cron_triggers.iter())
+        .map(|t| t.name.clone())
+        .collect();
+    let mut client = state.pool.get().await?;
+    let tx = (**client).transaction().await?;
+    let Some(now) = store::planning(&tx, snapshot.version, &known, now, lease_seconds).await?
+    else {
+        return Ok(());
+    };
+    for trigger in &snapshot.metadata.cron_triggers {
+        if snapshot
+            .resolution
+            .resolved
+            .cron_triggers
+            .contains_key(&trigger.name)
+        {
+            crate::catalog::scheduled::generate(&tx, trigger, now).await?;
+        }
+    }
+    let counts = store::upcoming(&tx, now).await?;
+    tx.commit().await?;
+    state.scheduled.set_upcoming(counts);
+    Ok(())
 }
 
 /// Deletes finished events and logs the retention period no longer keeps, every `every`.

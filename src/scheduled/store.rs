@@ -1,7 +1,10 @@
 //! The scheduled-event worker's statements (`docs/scheduled-triggers.md`, "Delivery"): claim
 //! due events under a lease (`FOR UPDATE SKIP LOCKED`, a lease that ran out taken over),
 //! renew and give back claims, record outcomes with their invocation logs, count what is due
-//! and upcoming, and clean up. The worker's clock is bound into every statement as `now`.
+//! and upcoming, and clean up. The worker's clock is bound into every statement as `now`
+//! (`NULL`: the database's `now()`, so every replica reads the same clock). A claim carries a
+//! lease id: only the worker holding it records, renews or gives the event back, so a worker
+//! whose lease ran out cannot overwrite what the next holder did.
 
 use crate::catalog::scheduled::EventTable;
 use chrono::{DateTime, Utc};
@@ -13,9 +16,13 @@ use tokio_postgres::GenericClient;
 pub struct Claimed {
     pub id: String,
     pub table: EventTable,
+    /// The claim's lease id.
+    pub lease: String,
     /// The cron trigger (cron events).
     pub trigger: Option<String>,
     pub scheduled_time: DateTime<Utc>,
+    /// The instant of the claim (the clock's reading).
+    pub claimed_at: DateTime<Utc>,
     /// Attempts before this one.
     pub tries: i32,
     /// One-off events carry their own definition: `{webhook, retry_conf, payload, headers,
@@ -40,22 +47,24 @@ pub struct OneOffDefinition {
 pub async fn claim_cron(
     client: &impl GenericClient,
     triggers: &[String],
-    now: DateTime<Utc>,
+    now: Option<DateTime<Utc>>,
     lease_seconds: f64,
     limit: i64,
 ) -> Result<Vec<Claimed>, tokio_postgres::Error> {
     let rows = client
         .query(
-            "UPDATE basalt_catalog.cron_events e SET status = 'locked', locked_at = $2
-             FROM (SELECT id FROM basalt_catalog.cron_events
+            "WITH clock AS (SELECT coalesce($2::timestamptz, now()) AS now)
+             UPDATE basalt_catalog.cron_events e
+             SET status = 'locked', locked_at = clock.now, lease_id = gen_random_uuid()::text
+             FROM clock, (SELECT id FROM basalt_catalog.cron_events, clock
                    WHERE trigger_name = ANY($1)
-                     AND ((status = 'scheduled' AND coalesce(next_retry_at, scheduled_time) <= $2)
-                       OR (status = 'locked' AND locked_at < $2 - make_interval(secs => $3)))
+                     AND ((status = 'scheduled' AND coalesce(next_retry_at, scheduled_time) <= clock.now)
+                       OR (status = 'locked' AND locked_at < clock.now - make_interval(secs => $3)))
                    ORDER BY coalesce(next_retry_at, scheduled_time)
                    LIMIT $4
-                   FOR UPDATE SKIP LOCKED) AS c
+                   FOR UPDATE OF cron_events SKIP LOCKED) AS c
              WHERE e.id = c.id
-             RETURNING e.id, e.trigger_name, e.scheduled_time, e.tries",
+             RETURNING e.id, e.lease_id, e.trigger_name, e.scheduled_time, e.tries, clock.now",
             &[&triggers, &now, &lease_seconds, &limit],
         )
         .await?;
@@ -64,9 +73,11 @@ pub async fn claim_cron(
             Ok(Claimed {
                 id: r.try_get(0)?,
                 table: EventTable::Cron,
-                trigger: Some(r.try_get(1)?),
-                scheduled_time: r.try_get(2)?,
-                tries: r.try_get(3)?,
+                lease: r.try_get(1)?,
+                trigger: Some(r.try_get(2)?),
+                scheduled_time: r.try_get(3)?,
+                tries: r.try_get(4)?,
+                claimed_at: r.try_get(5)?,
                 definition: None,
             })
         })
@@ -76,22 +87,24 @@ pub async fn claim_cron(
 /// Claims up to `limit` due one-off events (oldest due first), and those whose lease ran out.
 pub async fn claim_one_off(
     client: &impl GenericClient,
-    now: DateTime<Utc>,
+    now: Option<DateTime<Utc>>,
     lease_seconds: f64,
     limit: i64,
 ) -> Result<Vec<Claimed>, tokio_postgres::Error> {
     let rows = client
         .query(
-            "UPDATE basalt_catalog.scheduled_events e SET status = 'locked', locked_at = $1
-             FROM (SELECT id FROM basalt_catalog.scheduled_events
-                   WHERE (status = 'scheduled' AND coalesce(next_retry_at, scheduled_time) <= $1)
-                      OR (status = 'locked' AND locked_at < $1 - make_interval(secs => $2))
+            "WITH clock AS (SELECT coalesce($1::timestamptz, now()) AS now)
+             UPDATE basalt_catalog.scheduled_events e
+             SET status = 'locked', locked_at = clock.now, lease_id = gen_random_uuid()::text
+             FROM clock, (SELECT id FROM basalt_catalog.scheduled_events, clock
+                   WHERE (status = 'scheduled' AND coalesce(next_retry_at, scheduled_time) <= clock.now)
+                      OR (status = 'locked' AND locked_at < clock.now - make_interval(secs => $2))
                    ORDER BY coalesce(next_retry_at, scheduled_time)
                    LIMIT $3
-                   FOR UPDATE SKIP LOCKED) AS c
+                   FOR UPDATE OF scheduled_events SKIP LOCKED) AS c
              WHERE e.id = c.id
-             RETURNING e.id, e.scheduled_time, e.tries, e.webhook_conf, e.retry_conf, e.payload,
-                       e.header_conf, e.comment, e.created_at",
+             RETURNING e.id, e.lease_id, e.scheduled_time, e.tries, e.webhook_conf, e.retry_conf,
+                       e.payload, e.header_conf, e.comment, e.created_at, clock.now",
             &[&now, &lease_seconds, &limit],
         )
         .await?;
@@ -100,16 +113,18 @@ pub async fn claim_one_off(
             Ok(Claimed {
                 id: r.try_get(0)?,
                 table: EventTable::OneOff,
+                lease: r.try_get(1)?,
                 trigger: None,
-                scheduled_time: r.try_get(1)?,
-                tries: r.try_get(2)?,
+                scheduled_time: r.try_get(2)?,
+                tries: r.try_get(3)?,
+                claimed_at: r.try_get(10)?,
                 definition: Some(OneOffDefinition {
-                    webhook: r.try_get(3)?,
-                    retry_conf: r.try_get(4)?,
-                    payload: r.try_get(5)?,
-                    headers: r.try_get(6)?,
-                    comment: r.try_get(7)?,
-                    created_at: r.try_get(8)?,
+                    webhook: r.try_get(4)?,
+                    retry_conf: r.try_get(5)?,
+                    payload: r.try_get(6)?,
+                    headers: r.try_get(7)?,
+                    comment: r.try_get(8)?,
+                    created_at: r.try_get(9)?,
                 }),
             })
         })
@@ -146,6 +161,8 @@ impl Next {
 pub struct Outcome {
     pub id: String,
     pub table: EventTable,
+    /// The lease it was claimed under.
+    pub lease: String,
     /// The cron trigger of a cron event.
     pub trigger: Option<String>,
     pub next: Next,
@@ -155,15 +172,17 @@ pub struct Outcome {
     pub response: Value,
 }
 
-/// Records outcomes of one table: the events' new state (tries counted unless dead), and the
-/// invocation logs, in one transaction.
+/// Records outcomes of one table, each only while its claim still holds the event: the
+/// events' new state (tries counted unless dead, `finished_at` for a final state), and the
+/// invocation logs of the attempts made, in one transaction.
 pub async fn record(
     client: &mut tokio_postgres::Client,
     table: EventTable,
     outcomes: &[&Outcome],
-    now: DateTime<Utc>,
+    now: Option<DateTime<Utc>>,
 ) -> Result<(), tokio_postgres::Error> {
     let ids: Vec<&str> = outcomes.iter().map(|o| o.id.as_str()).collect();
+    let leases: Vec<&str> = outcomes.iter().map(|o| o.lease.as_str()).collect();
     let statuses: Vec<&str> = outcomes.iter().map(|o| o.next.status()).collect();
     let delays: Vec<Option<f64>> = outcomes
         .iter()
@@ -178,13 +197,16 @@ pub async fn record(
     let responses: Vec<&Value> = outcomes.iter().map(|o| &o.response).collect();
     let (update, insert) = match table {
         EventTable::Cron => (
-            "UPDATE basalt_catalog.cron_events e
+            "WITH clock AS (SELECT coalesce($6::timestamptz, now()) AS now)
+             UPDATE basalt_catalog.cron_events e
              SET status = o.status, tries = e.tries + o.attempted::int, locked_at = NULL,
+                 lease_id = NULL,
                  next_retry_at = CASE WHEN o.delay IS NULL THEN NULL
-                                 ELSE $5::timestamptz + make_interval(secs => o.delay) END
-             FROM unnest($1::text[], $2::text[], $3::float8[], $4::bool[])
-                  AS o(id, status, delay, attempted)
-             WHERE e.id = o.id",
+                                 ELSE clock.now + make_interval(secs => o.delay) END,
+                 finished_at = CASE WHEN o.status = 'scheduled' THEN NULL ELSE clock.now END
+             FROM clock, unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::bool[])
+                  AS o(id, lease, status, delay, attempted)
+             WHERE e.id = o.id AND e.lease_id = o.lease AND e.status = 'locked'",
             "INSERT INTO basalt_catalog.cron_event_invocation_logs (event_id, status, request, response)
              SELECT o.id, o.status, o.request, o.response
              FROM unnest($1::text[], $2::int4[], $3::json[], $4::json[], $5::bool[])
@@ -192,13 +214,16 @@ pub async fn record(
              WHERE o.attempted AND EXISTS (SELECT 1 FROM basalt_catalog.cron_events e WHERE e.id = o.id)",
         ),
         EventTable::OneOff => (
-            "UPDATE basalt_catalog.scheduled_events e
+            "WITH clock AS (SELECT coalesce($6::timestamptz, now()) AS now)
+             UPDATE basalt_catalog.scheduled_events e
              SET status = o.status, tries = e.tries + o.attempted::int, locked_at = NULL,
+                 lease_id = NULL,
                  next_retry_at = CASE WHEN o.delay IS NULL THEN NULL
-                                 ELSE $5::timestamptz + make_interval(secs => o.delay) END
-             FROM unnest($1::text[], $2::text[], $3::float8[], $4::bool[])
-                  AS o(id, status, delay, attempted)
-             WHERE e.id = o.id",
+                                 ELSE clock.now + make_interval(secs => o.delay) END,
+                 finished_at = CASE WHEN o.status = 'scheduled' THEN NULL ELSE clock.now END
+             FROM clock, unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::bool[])
+                  AS o(id, lease, status, delay, attempted)
+             WHERE e.id = o.id AND e.lease_id = o.lease AND e.status = 'locked'",
             "INSERT INTO basalt_catalog.scheduled_event_invocation_logs (event_id, status, request, response)
              SELECT o.id, o.status, o.request, o.response
              FROM unnest($1::text[], $2::int4[], $3::json[], $4::json[], $5::bool[])
@@ -207,65 +232,77 @@ pub async fn record(
         ),
     };
     let tx = client.transaction().await?;
-    tx.execute(update, &[&ids, &statuses, &delays, &attempted, &now])
-        .await?;
+    tx.execute(
+        update,
+        &[&ids, &leases, &statuses, &delays, &attempted, &now],
+    )
+    .await?;
     tx.execute(insert, &[&ids, &codes, &requests, &responses, &attempted])
         .await?;
     tx.commit().await
 }
 
-/// Renews the leases of claims still in flight.
+/// Renews the leases of claims still held, `(id, lease)` pairs.
 pub async fn renew(
     client: &impl GenericClient,
     table: EventTable,
-    ids: &[String],
-    now: DateTime<Utc>,
+    held: &[(String, String)],
+    now: Option<DateTime<Utc>>,
 ) -> Result<u64, tokio_postgres::Error> {
+    let (ids, leases): (Vec<&str>, Vec<&str>) =
+        held.iter().map(|(i, l)| (i.as_str(), l.as_str())).unzip();
     let sql = match table {
         EventTable::Cron => {
-            "UPDATE basalt_catalog.cron_events SET locked_at = $2
-             WHERE id = ANY($1) AND status = 'locked'"
+            "UPDATE basalt_catalog.cron_events e SET locked_at = coalesce($3::timestamptz, now())
+             FROM unnest($1::text[], $2::text[]) AS h(id, lease)
+             WHERE e.id = h.id AND e.lease_id = h.lease AND e.status = 'locked'"
         }
         EventTable::OneOff => {
-            "UPDATE basalt_catalog.scheduled_events SET locked_at = $2
-             WHERE id = ANY($1) AND status = 'locked'"
+            "UPDATE basalt_catalog.scheduled_events e SET locked_at = coalesce($3::timestamptz, now())
+             FROM unnest($1::text[], $2::text[]) AS h(id, lease)
+             WHERE e.id = h.id AND e.lease_id = h.lease AND e.status = 'locked'"
         }
     };
-    client.execute(sql, &[&ids, &now]).await
+    client.execute(sql, &[&ids, &leases, &now]).await
 }
 
-/// Gives claims back (a shutdown that could not finish them): due again at once.
+/// Gives claims still held back (a shutdown that could not finish them): due again at once.
 pub async fn release(
     client: &impl GenericClient,
     table: EventTable,
-    ids: &[String],
+    held: &[(String, String)],
 ) -> Result<u64, tokio_postgres::Error> {
+    let (ids, leases): (Vec<&str>, Vec<&str>) =
+        held.iter().map(|(i, l)| (i.as_str(), l.as_str())).unzip();
     let sql = match table {
         EventTable::Cron => {
-            "UPDATE basalt_catalog.cron_events SET status = 'scheduled', locked_at = NULL
-             WHERE id = ANY($1) AND status = 'locked'"
+            "UPDATE basalt_catalog.cron_events e SET status = 'scheduled', locked_at = NULL, lease_id = NULL
+             FROM unnest($1::text[], $2::text[]) AS h(id, lease)
+             WHERE e.id = h.id AND e.lease_id = h.lease AND e.status = 'locked'"
         }
         EventTable::OneOff => {
-            "UPDATE basalt_catalog.scheduled_events SET status = 'scheduled', locked_at = NULL
-             WHERE id = ANY($1) AND status = 'locked'"
+            "UPDATE basalt_catalog.scheduled_events e SET status = 'scheduled', locked_at = NULL, lease_id = NULL
+             FROM unnest($1::text[], $2::text[]) AS h(id, lease)
+             WHERE e.id = h.id AND e.lease_id = h.lease AND e.status = 'locked'"
         }
     };
-    client.execute(sql, &[&ids]).await
+    client.execute(sql, &[&ids, &leases]).await
 }
 
-/// How many events of each table are due at `now` (cron ones of `triggers` only).
+/// How many events of each table are due (cron ones of `triggers` only).
 pub async fn due(
     client: &impl GenericClient,
     triggers: &[String],
-    now: DateTime<Utc>,
+    now: Option<DateTime<Utc>>,
 ) -> Result<(i64, i64), tokio_postgres::Error> {
     let row = client
         .query_one(
-            "SELECT (SELECT count(*) FROM basalt_catalog.cron_events
+            "WITH clock AS (SELECT coalesce($2::timestamptz, now()) AS now)
+             SELECT (SELECT count(*) FROM basalt_catalog.cron_events, clock
                      WHERE status = 'scheduled' AND trigger_name = ANY($1)
-                       AND coalesce(next_retry_at, scheduled_time) <= $2),
-                    (SELECT count(*) FROM basalt_catalog.scheduled_events
-                     WHERE status = 'scheduled' AND coalesce(next_retry_at, scheduled_time) <= $2)",
+                       AND coalesce(next_retry_at, scheduled_time) <= clock.now),
+                    (SELECT count(*) FROM basalt_catalog.scheduled_events, clock
+                     WHERE status = 'scheduled' AND coalesce(next_retry_at, scheduled_time) <= clock.now)",
             &[&triggers, &now],
         )
         .await?;
@@ -292,12 +329,12 @@ pub async fn upcoming(
 /// Advisory-lock key making one replica at a time run the cleanup ("sched" in ASCII).
 const CLEANUP_LOCK: i64 = 0x73_6368_6564;
 
-/// Deletes finished events (delivered, error, dead), and invocation logs, older than `hours`
-/// before `now`; returns how many events went.
+/// Deletes finished events (delivered, error, dead) and invocation logs older than `hours`;
+/// returns how many events went.
 pub async fn clean_up(
     client: &mut tokio_postgres::Client,
     hours: f64,
-    now: DateTime<Utc>,
+    now: Option<DateTime<Utc>>,
 ) -> Result<u64, tokio_postgres::Error> {
     let tx = client.transaction().await?;
     let locked: bool = tx
@@ -310,22 +347,55 @@ pub async fn clean_up(
     let mut deleted = 0;
     for sql in [
         "DELETE FROM basalt_catalog.cron_event_invocation_logs
-         WHERE created_at < $2::timestamptz - make_interval(secs => $1 * 3600)",
+         WHERE created_at < coalesce($2::timestamptz, now()) - make_interval(secs => $1::float8 * 3600)",
         "DELETE FROM basalt_catalog.scheduled_event_invocation_logs
-         WHERE created_at < $2::timestamptz - make_interval(secs => $1 * 3600)",
+         WHERE created_at < coalesce($2::timestamptz, now()) - make_interval(secs => $1::float8 * 3600)",
     ] {
         tx.execute(sql, &[&hours, &now]).await?;
     }
     for sql in [
         "DELETE FROM basalt_catalog.cron_events
          WHERE status IN ('delivered', 'error', 'dead')
-           AND coalesce(next_retry_at, scheduled_time) < $2::timestamptz - make_interval(secs => $1 * 3600)",
+           AND finished_at < coalesce($2::timestamptz, now()) - make_interval(secs => $1::float8 * 3600)",
         "DELETE FROM basalt_catalog.scheduled_events
          WHERE status IN ('delivered', 'error', 'dead')
-           AND coalesce(next_retry_at, scheduled_time) < $2::timestamptz - make_interval(secs => $1 * 3600)",
+           AND finished_at < coalesce($2::timestamptz, now()) - make_interval(secs => $1::float8 * 3600)",
     ] {
         deleted += tx.execute(sql, &[&hours, &now]).await?;
     }
     tx.commit().await?;
     Ok(deleted)
+}
+
+/// One look of the planner, in a transaction that holds the catalog's version steady (a
+/// metadata write waits for it): when the version is still `version`, the events of cron
+/// triggers the metadata no longer has (`known`: those it has) are deleted, unless held by a
+/// live claim; answers the clock's reading, or `None` when the catalog moved on (the next
+/// look plans against the new one).
+pub async fn planning<'a>(
+    tx: &tokio_postgres::Transaction<'a>,
+    version: i64,
+    known: &[String],
+    now: Option<DateTime<Utc>>,
+    lease_seconds: f64,
+) -> Result<Option<DateTime<Utc>>, tokio_postgres::Error> {
+    let row = tx
+        .query_one(
+            "SELECT resource_version::bigint, coalesce($1::timestamptz, now())
+             FROM basalt_catalog.metadata WHERE id = 1 FOR SHARE",
+            &[&now],
+        )
+        .await?;
+    let (current, now): (i64, DateTime<Utc>) = (row.try_get(0)?, row.try_get(1)?);
+    if current != version {
+        return Ok(None);
+    }
+    tx.execute(
+        "DELETE FROM basalt_catalog.cron_events
+         WHERE trigger_name <> ALL($1)
+           AND (status = 'scheduled' OR (status = 'locked' AND locked_at < $2::timestamptz - make_interval(secs => $3)))",
+        &[&known, &now, &lease_seconds],
+    )
+    .await?;
+    Ok(Some(now))
 }

@@ -26,7 +26,8 @@ pub(super) async fn sync(
     if before.cron_triggers == after.cron_triggers {
         return Ok(());
     }
-    let now = Utc::now();
+    // The database's clock, as the workers read it.
+    let now: DateTime<Utc> = tx.query_one("SELECT now()", &[]).await?.get(0);
     let find = |m: &'_ Metadata, name: &str| -> Option<CronTriggerEntry> {
         m.cron_triggers.iter().find(|t| t.name == name).cloned()
     };
@@ -41,7 +42,10 @@ pub(super) async fn sync(
             Some(_) => {
                 store::delete_waiting_cron_events(tx, &new.name, Some(now)).await?;
             }
-            None => {}
+            // Left over by a trigger of that name deleted before: not this one's.
+            None => {
+                store::delete_waiting_cron_events(tx, &new.name, None).await?;
+            }
         }
         store::generate(tx, new, now).await?;
     }

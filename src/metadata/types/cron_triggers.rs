@@ -70,7 +70,10 @@ impl ScheduledRetryConf {
     }
 }
 
-/// The written form: every key optional, numbers checked for sign.
+/// The longest wait, timeout or tolerance (about 31 years).
+pub const MAX_SECONDS: f64 = 1e9;
+
+/// The written form: every key optional, numbers checked for sign and size.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RetryForm {
@@ -100,6 +103,9 @@ impl<'de> Deserialize<'de> for ScheduledRetryConf {
         let seconds = |value: Option<f64>, key: &str, default: f64| match value {
             Some(v) if !(v >= 0.0 && v.is_finite()) => Err(de::Error::custom(format!(
                 "{key} cannot be a negative value"
+            ))),
+            Some(v) if v > MAX_SECONDS => Err(de::Error::custom(format!(
+                "{key} is at most {MAX_SECONDS} seconds"
             ))),
             Some(v) => Ok(v),
             None => Ok(default),

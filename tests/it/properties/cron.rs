@@ -42,7 +42,7 @@ fn allows(text: &str, value: u32, low: u32, high: u32) -> bool {
             (n, None) if part.contains('/') => (n.parse().unwrap(), high),
             (n, None) => (n.parse().unwrap(), n.parse().unwrap()),
         };
-        value >= from && value <= to && (value - from) % step == 0
+        value >= from && value <= to && (value - from).is_multiple_of(step)
     })
 }
 

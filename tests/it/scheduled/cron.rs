@@ -293,6 +293,19 @@ async fn a_cron_event_is_delivered_when_the_clock_reaches_it_and_late_ones_die()
     )
     .await;
     assert_eq!(dead, json!([{"n": 0}]));
+
+    // Deleted: its waiting events go, what happened to the others stays.
+    s.ok(json!({"type": "delete_cron_trigger", "args": {"name": "every_min"}}))
+        .await;
+    let left = query_json(
+        &s.db_url,
+        "SELECT status, count(*) AS n FROM basalt_catalog.cron_events GROUP BY status ORDER BY status",
+    )
+    .await;
+    assert_eq!(
+        left,
+        json!([{"status": "dead", "n": 8}, {"status": "delivered", "n": 3}])
+    );
 }
 
 #[tokio::test]
@@ -382,4 +395,51 @@ async fn a_trigger_whose_variable_goes_is_inconsistent_and_plans_nothing() {
     )
     .await;
     assert_eq!(waiting, json!([{"n": 0}]));
+}
+
+/// The planner's transaction: with the catalog at the version it planned against, the waiting
+/// events of triggers that are gone are deleted; with the catalog moved on, nothing is done.
+#[tokio::test]
+async fn planning_clears_what_deleted_triggers_left_only_at_its_own_version() {
+    let clock = TestClock::default();
+    let s = server(&clock).await;
+    s.ok(every_min("http://127.0.0.1:9/cron", json!({}))).await;
+    crate::harness::run_sql(
+        &s.db_url,
+        "INSERT INTO basalt_catalog.cron_events (trigger_name, scheduled_time)
+         VALUES ('gone', now() + interval '1 hour')",
+    )
+    .await;
+    let version = query_json(
+        &s.db_url,
+        "SELECT resource_version FROM basalt_catalog.metadata",
+    )
+    .await[0]["resource_version"]
+        .as_i64()
+        .unwrap();
+    let mut client = basalt::pool::pool_for(&s.db_url, 1)
+        .unwrap()
+        .0
+        .get()
+        .await
+        .unwrap();
+    let known = ["every_min".to_owned()];
+    let gone = "SELECT count(*) AS n FROM basalt_catalog.cron_events WHERE trigger_name = 'gone'";
+    let tx = (**client).transaction().await.unwrap();
+    let planned = basalt::scheduled::store::planning(&tx, version - 1, &known, None, 60.0)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(planned, None);
+    assert_eq!(query_json(&s.db_url, gone).await, json!([{"n": 1}]));
+    let tx = (**client).transaction().await.unwrap();
+    let planned = basalt::scheduled::store::planning(&tx, version, &known, None, 60.0)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert!(planned.is_some());
+    assert_eq!(query_json(&s.db_url, gone).await, json!([{"n": 0}]));
+    let kept =
+        "SELECT count(*) AS n FROM basalt_catalog.cron_events WHERE trigger_name = 'every_min'";
+    assert_eq!(query_json(&s.db_url, kept).await, json!([{"n": 100}]));
 }

@@ -23,10 +23,6 @@ impl TestClock {
         Clock::new(move || Utc::now() + Span::milliseconds(offset.load(Ordering::Relaxed)))
     }
 
-    pub(crate) fn now(&self) -> DateTime<Utc> {
-        Utc::now() + Span::milliseconds(self.0.load(Ordering::Relaxed))
-    }
-
     /// Moves the clock so that it reads `t` now.
     pub(crate) fn set(&self, t: DateTime<Utc>) {
         self.0

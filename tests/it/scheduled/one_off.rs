@@ -212,3 +212,140 @@ async fn two_engines_deliver_each_of_five_hundred_events_once() {
     .await;
     assert_eq!(rows, json!([{"status": "delivered", "n": 500}]));
 }
+
+#[tokio::test]
+async fn retry_after_is_followed_and_finished_events_are_cleaned_up_after_the_retention() {
+    let clock = TestClock::default();
+    let db = fresh_database().await;
+    let worker_clock = clock.clock();
+    let s = TestServer::on(&db, move |c| {
+        c.scheduled.scheduled_poll_interval_ms = 100;
+        c.scheduled.clock = worker_clock;
+        c.events.retention_hours = 1;
+        c.events.cleanup_interval_seconds = 1;
+    })
+    .await;
+    let hook = Webhook::default();
+    // Busy: come back in a second. No retries are configured, yet it is tried again.
+    *hook.script.lock().unwrap() = vec![(503, Some(1))];
+    let url = hook.start().await;
+    let answer = s.ok(event(&url, &Utc::now().to_rfc3339(), json!({}))).await;
+    let id = answer["event_id"].as_str().unwrap().to_owned();
+    let sql = format!(
+        "SELECT status, tries, (SELECT count(*) FROM basalt_catalog.scheduled_event_invocation_logs l
+                                WHERE l.event_id = e.id) AS logs
+         FROM basalt_catalog.scheduled_events e WHERE id = '{id}'"
+    );
+    let rows = settle(&s, &sql, |r| r[0]["status"] == "delivered").await;
+    assert_eq!(
+        rows,
+        json!([{"status": "delivered", "tries": 2, "logs": 2}])
+    );
+    assert_eq!(hook.bodies().len(), 2);
+    // Two hours on, past the retention of one: the event and its logs are gone.
+    clock.set(Utc::now() + Span::hours(2));
+    let rows = settle(
+        &s,
+        "SELECT (SELECT count(*) FROM basalt_catalog.scheduled_events) AS events,
+                (SELECT count(*) FROM basalt_catalog.scheduled_event_invocation_logs) AS logs",
+        |r| r[0]["events"] == 0,
+    )
+    .await;
+    assert_eq!(rows, json!([{"events": 0, "logs": 0}]));
+}
+
+/// A worker whose lease ran out records nothing over the claim that took its event over, nor
+/// renews or gives back that claim.
+#[tokio::test]
+async fn a_stale_claim_cannot_overwrite_the_next_one() {
+    use basalt::catalog::scheduled::EventTable;
+    use basalt::scheduled::store::{self, Next, Outcome};
+    let clock = TestClock::default();
+    // Created far ahead, so no worker of the server claims it; the statements are run here.
+    let s = server(&clock).await;
+    let answer = s
+        .ok(event(
+            "http://127.0.0.1:9/x",
+            "2100-01-01T00:00:00Z",
+            json!({}),
+        ))
+        .await;
+    let id = answer["event_id"].as_str().unwrap().to_owned();
+    let mut client = basalt::pool::pool_for(&s.db_url, 1)
+        .unwrap()
+        .0
+        .get()
+        .await
+        .unwrap();
+    let at = |t: &str| Some(DateTime::parse_from_rfc3339(t).unwrap().with_timezone(&Utc));
+    let first = store::claim_one_off(&**client, at("2100-01-01T00:00:01Z"), 60.0, 10)
+        .await
+        .unwrap();
+    assert_eq!(first.len(), 1);
+    // Nobody else takes it while the lease holds; after it ran out, the next claim does.
+    let none = store::claim_one_off(&**client, at("2100-01-01T00:00:30Z"), 60.0, 10)
+        .await
+        .unwrap();
+    assert!(none.is_empty());
+    let second = store::claim_one_off(&**client, at("2100-01-01T00:02:00Z"), 60.0, 10)
+        .await
+        .unwrap();
+    assert_eq!(second.len(), 1);
+    assert_ne!(first[0].lease, second[0].lease);
+    let outcome = |lease: &str, next: Next| Outcome {
+        id: id.clone(),
+        table: EventTable::OneOff,
+        lease: lease.to_owned(),
+        trigger: None,
+        next,
+        status: 200,
+        request: json!({}),
+        response: json!({}),
+    };
+    let stale = outcome(&first[0].lease, Next::Failed);
+    store::record(
+        &mut client,
+        EventTable::OneOff,
+        &[&stale],
+        at("2100-01-01T00:02:01Z"),
+    )
+    .await
+    .unwrap();
+    let held = [(id.clone(), first[0].lease.clone())];
+    assert_eq!(
+        store::renew(&**client, EventTable::OneOff, &held, None)
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        store::release(&**client, EventTable::OneOff, &held)
+            .await
+            .unwrap(),
+        0
+    );
+    let row = |s: &TestServer| {
+        let sql = format!(
+            "SELECT status, tries, lease_id IS NOT NULL AS held FROM basalt_catalog.scheduled_events WHERE id = '{id}'"
+        );
+        let db = s.db_url.clone();
+        async move { query_json(&db, &sql).await }
+    };
+    assert_eq!(
+        row(&s).await,
+        json!([{"status": "locked", "tries": 0, "held": true}])
+    );
+    let current = outcome(&second[0].lease, Next::Delivered);
+    store::record(
+        &mut client,
+        EventTable::OneOff,
+        &[&current],
+        at("2100-01-01T00:02:02Z"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        row(&s).await,
+        json!([{"status": "delivered", "tries": 1, "held": false}])
+    );
+}
