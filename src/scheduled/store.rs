@@ -172,6 +172,44 @@ pub struct Outcome {
     pub response: Value,
 }
 
+/// The update recording outcomes in event table `$events` (one statement text per table,
+/// fixed at compile time).
+macro_rules! record_update {
+    ($events:literal) => {
+        concat!(
+            "WITH clock AS (SELECT coalesce($6::timestamptz, now()) AS now)
+             UPDATE ",
+            $events,
+            " e
+             SET status = o.status, tries = e.tries + o.attempted::int, locked_at = NULL,
+                 lease_id = NULL,
+                 next_retry_at = CASE WHEN o.delay IS NULL THEN NULL
+                                 ELSE clock.now + make_interval(secs => o.delay) END,
+                 finished_at = CASE WHEN o.status = 'scheduled' THEN NULL ELSE clock.now END
+             FROM clock, unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::bool[])
+                  AS o(id, lease, status, delay, attempted)
+             WHERE e.id = o.id AND e.lease_id = o.lease AND e.status = 'locked'"
+        )
+    };
+}
+
+/// The insert of the invocation logs (`$logs`) of the attempts made on events of `$events`.
+macro_rules! record_log {
+    ($logs:literal, $events:literal) => {
+        concat!(
+            "INSERT INTO ",
+            $logs,
+            " (event_id, status, request, response)
+             SELECT o.id, o.status, o.request, o.response
+             FROM unnest($1::text[], $2::int4[], $3::json[], $4::json[], $5::bool[])
+                  AS o(id, status, request, response, attempted)
+             WHERE o.attempted AND EXISTS (SELECT 1 FROM ",
+            $events,
+            " e WHERE e.id = o.id)"
+        )
+    };
+}
+
 /// Records outcomes of one table, each only while its claim still holds the event: the
 /// events' new state (tries counted unless dead, `finished_at` for a final state), and the
 /// invocation logs of the attempts made, in one transaction.
@@ -197,38 +235,18 @@ pub async fn record(
     let responses: Vec<&Value> = outcomes.iter().map(|o| &o.response).collect();
     let (update, insert) = match table {
         EventTable::Cron => (
-            "WITH clock AS (SELECT coalesce($6::timestamptz, now()) AS now)
-             UPDATE basalt_catalog.cron_events e
-             SET status = o.status, tries = e.tries + o.attempted::int, locked_at = NULL,
-                 lease_id = NULL,
-                 next_retry_at = CASE WHEN o.delay IS NULL THEN NULL
-                                 ELSE clock.now + make_interval(secs => o.delay) END,
-                 finished_at = CASE WHEN o.status = 'scheduled' THEN NULL ELSE clock.now END
-             FROM clock, unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::bool[])
-                  AS o(id, lease, status, delay, attempted)
-             WHERE e.id = o.id AND e.lease_id = o.lease AND e.status = 'locked'",
-            "INSERT INTO basalt_catalog.cron_event_invocation_logs (event_id, status, request, response)
-             SELECT o.id, o.status, o.request, o.response
-             FROM unnest($1::text[], $2::int4[], $3::json[], $4::json[], $5::bool[])
-                  AS o(id, status, request, response, attempted)
-             WHERE o.attempted AND EXISTS (SELECT 1 FROM basalt_catalog.cron_events e WHERE e.id = o.id)",
+            record_update!("basalt_catalog.cron_events"),
+            record_log!(
+                "basalt_catalog.cron_event_invocation_logs",
+                "basalt_catalog.cron_events"
+            ),
         ),
         EventTable::OneOff => (
-            "WITH clock AS (SELECT coalesce($6::timestamptz, now()) AS now)
-             UPDATE basalt_catalog.scheduled_events e
-             SET status = o.status, tries = e.tries + o.attempted::int, locked_at = NULL,
-                 lease_id = NULL,
-                 next_retry_at = CASE WHEN o.delay IS NULL THEN NULL
-                                 ELSE clock.now + make_interval(secs => o.delay) END,
-                 finished_at = CASE WHEN o.status = 'scheduled' THEN NULL ELSE clock.now END
-             FROM clock, unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::bool[])
-                  AS o(id, lease, status, delay, attempted)
-             WHERE e.id = o.id AND e.lease_id = o.lease AND e.status = 'locked'",
-            "INSERT INTO basalt_catalog.scheduled_event_invocation_logs (event_id, status, request, response)
-             SELECT o.id, o.status, o.request, o.response
-             FROM unnest($1::text[], $2::int4[], $3::json[], $4::json[], $5::bool[])
-                  AS o(id, status, request, response, attempted)
-             WHERE o.attempted AND EXISTS (SELECT 1 FROM basalt_catalog.scheduled_events e WHERE e.id = o.id)",
+            record_update!("basalt_catalog.scheduled_events"),
+            record_log!(
+                "basalt_catalog.scheduled_event_invocation_logs",
+                "basalt_catalog.scheduled_events"
+            ),
         ),
     };
     let tx = client.transaction().await?;
