@@ -226,7 +226,7 @@ async fn a_cron_event_is_delivered_when_the_clock_reaches_it_and_late_ones_die()
     s.ok(every_min(
         &url,
         json!({"comment": "each minute",
-        "retry_conf": {"tolerance_seconds": 120}}),
+        "retry_conf": {"tolerance_seconds": 120, "num_retries": 3, "retry_interval_seconds": 0.2}}),
     ))
     .await;
     let first = times(&events(&s, "cron", Some("every_min")).await)[0];
