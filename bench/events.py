@@ -4,10 +4,13 @@ trigger pointing at a local webhook (bench/events-hook.mjs, Node); measures, wit
 - throughput: a backlog of N row changes inserted at once, delivered as fast as the replicas
   can; events per second between the first and the last delivery;
 - latency: rows inserted at a steady rate (pgbench --rate) at half the 1-replica throughput;
-  capture-to-delivery p50 and p99 (capture time is the event's `created_at`).
+  capture-to-delivery p50 and p99 (capture time is the event's `created_at`);
+and, with the 2 replicas, scheduled events: 1,000 one-off events due at the same second,
+seconds from that second to the last delivery, duplicates and lost ones.
 Standard library only."""
 
 import json
+import math
 import pathlib
 import subprocess
 import time
@@ -70,6 +73,27 @@ def latency(hook, work, url, rate, seconds, pgbench):
             "p50_ms": stats["p50_ms"], "p99_ms": stats["p99_ms"], "max_ms": stats["max_ms"]}
 
 
+def scheduled_burst(hook, base, secret, post, n, lead=5):
+    """n one-off scheduled events due at one second `lead` seconds ahead, delivered by the
+    replicas running: seconds from that second to the last delivery, duplicates, lost."""
+    http_json(f"{hook}/reset", {})
+    due = math.ceil(time.time()) + lead
+    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(due))
+    for start in range(0, n, 64):
+        batch = [{"type": "create_scheduled_event", "args": {"webhook": f"{hook}/hook", "schedule_at": at}}
+                 for _ in range(start, min(n, start + 64))]
+        answer = post(f"{base}/v1/query", {"type": "bulk", "args": batch}, {"X-Svc-Admin-Secret": secret})
+        if not isinstance(answer, list):
+            raise SystemExit(f"bench: scheduling failed: {answer}")
+    if time.time() > due:
+        raise SystemExit("bench: scheduling the events took longer than their lead time")
+    wait_for(hook, n, 60)
+    time.sleep(1)  # a late second delivery, if any, is counted too
+    stats = http_json(f"{hook}/stats")
+    return {"events": n, "seconds": stats["last"] / 1000 - due,
+            "duplicates": stats["requests"] - stats["distinct"], "lost": n - stats["distinct"]}
+
+
 def measure(*, base, secret, post, psql, pgbench, url, run, work, start_replica, free_port, log,
             backlog, latency_seconds):
     port = free_port()
@@ -92,6 +116,10 @@ def measure(*, base, secret, post, psql, pgbench, url, run, work, start_replica,
         log(f"2 replicas: {two['events_per_second']:.0f} events/s")
         lat_two = latency(hook, work, url, rate, latency_seconds, pgbench)
         rows.append({"replicas": 2, **two, "latency": lat_two})
+        burst = scheduled_burst(hook, base, secret, post, 1000)
+        log(f"2 replicas, 1000 scheduled events due at once: last delivered after {burst['seconds']:.2f} s, "
+            f"{burst['duplicates']} duplicates, {burst['lost']} lost")
+        rows.append({"replicas": 2, "scheduled": burst})
         return rows
     finally:
         node.kill()
@@ -101,7 +129,15 @@ def table(rows):
     lines = ["| replicas | backlog | events/s (throughput) | duplicates | steady rate | p50 capture→2xx | p99 | max |",
              "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
+        if "scheduled" in r:
+            continue
         lat = r["latency"]
         lines.append(f"| {r['replicas']} | {r['events']} | {r['events_per_second']:.0f} | {r['duplicates']} | "
                      f"{lat['rate']}/s | {lat['p50_ms']:.0f} ms | {lat['p99_ms']:.0f} ms | {lat['max_ms']:.0f} ms |")
+    for r in rows:
+        if "scheduled" in r:
+            b = r["scheduled"]
+            lines += ["", "| replicas | scheduled events due at one second | last delivered after | duplicates | lost |",
+                      "|---:|---:|---:|---:|---:|",
+                      f"| {r['replicas']} | {b['events']} | {b['seconds']:.2f} s | {b['duplicates']} | {b['lost']} |"]
     return "\n".join(lines)

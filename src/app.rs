@@ -121,9 +121,19 @@ pub async fn start(config: ServeConfig) -> Result<Running> {
         }
     });
     let watcher_state = state.clone();
+    // One HTTP pool for every webhook delivery: event triggers and scheduled events.
+    let permits = Arc::new(tokio::sync::Semaphore::new(
+        state.config.events.http_pool_size.max(1),
+    ));
     let events = tokio::spawn(crate::events::run(
         state.clone(),
         pg_config.clone(),
+        permits.clone(),
+        shutdown.subscribe(),
+    ));
+    let scheduled = tokio::spawn(crate::scheduled::run(
+        state.clone(),
+        permits,
         shutdown.subscribe(),
     ));
     let actions = tokio::spawn(crate::async_actions::run(
@@ -143,7 +153,7 @@ pub async fn start(config: ServeConfig) -> Result<Running> {
         state,
         live,
         shutdown,
-        tasks: vec![server, watcher, events, actions],
+        tasks: vec![server, watcher, events, actions, scheduled],
     })
 }
 

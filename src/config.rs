@@ -1,8 +1,10 @@
 //! Command line and `BASALT_*` environment variables. Every flag has an env var.
 
 mod reference;
+mod scheduled;
 
 pub use reference::reference_markdown;
+pub use scheduled::{Clock, ScheduledConfig};
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -447,6 +449,9 @@ pub struct ServeConfig {
     /// Asynchronous actions.
     #[command(flatten)]
     pub actions: ActionsConfig,
+    /// Cron triggers and one-off scheduled events.
+    #[command(flatten)]
+    pub scheduled: ScheduledConfig,
 }
 
 /// The asynchronous-action workers (`docs/actions.md`).
@@ -747,6 +752,7 @@ impl ServeConfig {
             otlp: OtlpConfig::default(),
             events: EventsConfig::default(),
             actions: ActionsConfig::default(),
+            scheduled: ScheduledConfig::default(),
         }
     }
 }

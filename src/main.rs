@@ -109,6 +109,9 @@ async fn export(command: &basalt::config::ExportCommand) -> anyhow::Result<()> {
         .context("cannot read basalt_catalog (is this Basalt's database?)")?;
     let files = match command.format {
         ExportFormat::Metadata => {
+            // As `export_metadata` writes it: cron triggers left out of metadata stay out.
+            let mut metadata = metadata;
+            metadata.cron_triggers.retain(|t| t.include_in_metadata);
             let text = serde_json::to_string_pretty(&metadata)?;
             vec![("metadata.json".to_owned(), text + "\n")]
         }

@@ -51,6 +51,8 @@ pub struct SharedState {
     pub metrics: crate::metrics::Metrics,
     /// Event delivery counters (`/metrics`).
     pub events: Arc<crate::stats::EventCounters>,
+    /// Scheduled-event counts (`/metrics`).
+    pub scheduled: Arc<crate::stats::ScheduledCounters>,
     /// This process's counts of rate-limited operations (`docs/limits.md`).
     pub rate: crate::limits::rate::RateLimiter,
     /// Change detection of live queries and streams: counters, listener, coverage.
@@ -111,6 +113,7 @@ impl AppState {
             last_write: LastWriteCache::default(),
             metrics: crate::metrics::Metrics::default(),
             events: Arc::default(),
+            scheduled: Arc::default(),
             rate: crate::limits::rate::RateLimiter::default(),
         }))
     }

@@ -194,3 +194,68 @@ pub struct EventCounters {
     /// Deliveries in flight now.
     pub in_flight: AtomicU64,
 }
+
+/// The scheduled-event worker's counts (`crate::scheduled`), read by `/metrics`: events
+/// processed by type (`cron`, `one_off`) and outcome (`delivered`, `retry`, `error`, `dead`),
+/// and the last look at what is due and upcoming.
+#[derive(Debug, Default)]
+pub struct ScheduledCounters {
+    processed: [[AtomicU64; 4]; 2],
+    due: [AtomicU64; 2],
+    /// Upcoming events per cron trigger, at the worker's last count.
+    upcoming: std::sync::Mutex<Vec<(String, i64)>>,
+}
+
+/// The `type` labels of scheduled events.
+pub const SCHEDULED_TYPES: [&str; 2] = ["cron", "one_off"];
+/// The `outcome` labels of processed scheduled events.
+pub const SCHEDULED_OUTCOMES: [&str; 4] = ["delivered", "retry", "error", "dead"];
+
+impl ScheduledCounters {
+    /// Counts one processed event of type `kind` (0: cron, 1: one-off) with `outcome` (an
+    /// index of [`SCHEDULED_OUTCOMES`]).
+    pub fn processed(&self, kind: usize, outcome: usize) {
+        if let Some(c) = self.processed.get(kind).and_then(|k| k.get(outcome)) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Processed events by (type, outcome).
+    pub fn processed_counts(&self) -> Vec<(&'static str, &'static str, u64)> {
+        let mut out = Vec::new();
+        for (k, kind) in SCHEDULED_TYPES.iter().enumerate() {
+            for (o, outcome) in SCHEDULED_OUTCOMES.iter().enumerate() {
+                out.push((*kind, *outcome, get(&self.processed[k][o])));
+            }
+        }
+        out
+    }
+
+    pub fn set_due(&self, cron: i64, one_off: i64) {
+        self.due[0].store(u64::try_from(cron).unwrap_or(0), Ordering::Relaxed);
+        self.due[1].store(u64::try_from(one_off).unwrap_or(0), Ordering::Relaxed);
+    }
+
+    /// Due events by type.
+    pub fn due_counts(&self) -> [(&'static str, u64); 2] {
+        [
+            (SCHEDULED_TYPES[0], get(&self.due[0])),
+            (SCHEDULED_TYPES[1], get(&self.due[1])),
+        ]
+    }
+
+    pub fn set_upcoming(&self, counts: Vec<(String, i64)>) {
+        *self.upcoming.lock().unwrap_or_else(|p| p.into_inner()) = counts;
+    }
+
+    pub fn upcoming_counts(&self) -> Vec<(String, i64)> {
+        self.upcoming
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+fn get(value: &AtomicU64) -> u64 {
+    value.load(Ordering::Relaxed)
+}

@@ -19,6 +19,7 @@ pub mod live_change;
 pub mod managed;
 pub mod probes;
 pub mod remote;
+pub mod scheduled;
 pub mod versions;
 
 pub use managed::OwnershipChanges;
@@ -52,6 +53,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (5, actions::MIGRATION),
     (6, versions::MIGRATION),
     (7, CHECK_FAILED_MIGRATION),
+    (8, scheduled::MIGRATION),
 ];
 
 /// Catalog migration: the function a one-statement mutation calls when the rows it wrote fail

@@ -625,6 +625,13 @@ fn push_update(
             types.keys.push(key);
             types.put.push(d.clone());
         }
+        // Replaced in place: its events already due, retrying or in flight stay.
+        (Object::CronTrigger(_), Object::CronTrigger(_)) => {
+            if let Some(mut request) = create_request(desired) {
+                request["args"]["replace"] = json!(true);
+                op(plan, &key, request);
+            }
+        }
         // `add_inherited_role` and `set_api_limits` replace what is there.
         (Object::InheritedRole(_), Object::InheritedRole(_))
         | (Object::ApiLimits(_), Object::ApiLimits(_)) => {

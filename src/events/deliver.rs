@@ -36,39 +36,20 @@ pub(super) fn traceparent(event: &Claimed) -> Option<String> {
     (hex(trace, 32) && hex(span, 16)).then(|| format!("00-{trace}-{span}-01"))
 }
 
-/// Sends one attempt and decides what follows.
-pub async fn attempt(
-    http: &reqwest::Client,
-    event: &Claimed,
-    trigger: &ResolvedEventTrigger,
-) -> Attempt {
-    let payload = body(event, trigger);
-    let mut request = http
-        .post(&trigger.webhook)
-        .timeout(Duration::from_secs(u64::from(trigger.retry.timeout_sec)))
-        .header("Content-Type", "application/json")
-        .header("User-Agent", concat!("basalt/", env!("CARGO_PKG_VERSION")));
-    let outgoing = crate::telemetry::outgoing_headers();
-    match (outgoing.is_empty(), traceparent(event)) {
-        (false, _) => request = request.headers(outgoing),
-        (true, Some(parent)) => request = request.header("traceparent", parent),
-        (true, None) => {}
-    }
-    for header in &trigger.headers {
-        request = request.header(&header.name, &header.value);
-    }
-    // Values read from the environment are secrets: the log names the variable instead.
-    let logged_headers: Vec<Value> = trigger
-        .headers
-        .iter()
-        .map(|h| match &h.from_env {
-            Some(var) => json!({"name": h.name, "value_from_env": var}),
-            None => json!({"name": h.name, "value": h.value}),
-        })
-        .collect();
-    let logged_request = json!({"payload": payload, "headers": logged_headers, "version": "2"});
-    let result = request.json(&payload).send().await;
-    let (status, response, retry_after) = match result {
+/// What a webhook answered to one request, as invocation logs record it.
+pub(crate) struct Answered {
+    /// The HTTP status, or 1000 without an answer.
+    pub status: i32,
+    /// `{"type": "webhook_response", "data": {status, headers, body}}`, or
+    /// `{"type": "client_error", "data": {message}}`.
+    pub response: Value,
+    /// A positive `Retry-After` in seconds.
+    pub retry_after: Option<u64>,
+}
+
+/// Sends `request` (its timeout, `timeout_seconds`, already set) and reads the answer.
+pub(crate) async fn send(request: reqwest::RequestBuilder, timeout_seconds: f64) -> Answered {
+    let (status, response, retry_after) = match request.send().await {
         Ok(response) => {
             let status = response.status();
             let retry_after = response
@@ -96,18 +77,66 @@ pub async fn attempt(
         }
         Err(e) => {
             let message = if e.is_timeout() {
-                format!(
-                    "the webhook did not answer within {} s",
-                    trigger.retry.timeout_sec
-                )
+                format!("the webhook did not answer within {timeout_seconds} s")
             } else {
                 format!("the webhook could not be reached: {e}")
             };
-            let logged =
-                json!({"type": "client_error", "version": "2", "data": {"message": message}});
-            (1000, logged, None)
+            (1000, client_error(&message), None)
         }
     };
+    Answered {
+        status,
+        response,
+        retry_after,
+    }
+}
+
+/// Headers as invocation logs record them: values read from the environment are secrets, so
+/// the log names the variable instead.
+pub(crate) fn logged_headers(headers: &[crate::resolve::events::ResolvedHeader]) -> Vec<Value> {
+    headers
+        .iter()
+        .map(|h| match &h.from_env {
+            Some(var) => json!({"name": h.name, "value_from_env": var}),
+            None => json!({"name": h.name, "value": h.value}),
+        })
+        .collect()
+}
+
+/// The logged response of an attempt that got no answer.
+pub(crate) fn client_error(message: &str) -> Value {
+    json!({"type": "client_error", "version": "2", "data": {"message": message}})
+}
+
+/// Sends one attempt and decides what follows.
+pub async fn attempt(
+    http: &reqwest::Client,
+    event: &Claimed,
+    trigger: &ResolvedEventTrigger,
+) -> Attempt {
+    let payload = body(event, trigger);
+    let mut request = http
+        .post(&trigger.webhook)
+        .timeout(Duration::from_secs(u64::from(trigger.retry.timeout_sec)))
+        .header("Content-Type", "application/json")
+        .header("User-Agent", concat!("basalt/", env!("CARGO_PKG_VERSION")));
+    let outgoing = crate::telemetry::outgoing_headers();
+    match (outgoing.is_empty(), traceparent(event)) {
+        (false, _) => request = request.headers(outgoing),
+        (true, Some(parent)) => request = request.header("traceparent", parent),
+        (true, None) => {}
+    }
+    for header in &trigger.headers {
+        request = request.header(&header.name, &header.value);
+    }
+    let logged_request =
+        json!({"payload": payload, "headers": logged_headers(&trigger.headers), "version": "2"});
+    let timeout = f64::from(trigger.retry.timeout_sec);
+    let Answered {
+        status,
+        response,
+        retry_after,
+    } = send(request.json(&payload), timeout).await;
     let next = if (200..300).contains(&status) {
         Next::Delivered
     } else if let Some(seconds) = retry_after {

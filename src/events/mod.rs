@@ -6,7 +6,7 @@
 //! On shutdown the workers stop claiming, finish what they can within the grace period and give
 //! the rest back.
 
-mod deliver;
+pub(crate) mod deliver;
 pub mod store;
 
 use crate::catalog::events::EVENTS_CHANNEL;
@@ -27,16 +27,17 @@ fn lock(set: &InFlight) -> std::sync::MutexGuard<'_, HashSet<String>> {
     set.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Runs the workers until `stop` turns true, then drains.
+/// Runs the workers until `stop` turns true, then drains. `permits` is the HTTP pool, shared
+/// with scheduled-event delivery.
 pub async fn run(
     state: AppState,
     pg_config: tokio_postgres::Config,
+    permits: Arc<Semaphore>,
     mut stop: watch::Receiver<bool>,
 ) {
     let config = state.config.events.clone();
     let counters = state.events.clone();
     let wake = Arc::new(Notify::new());
-    let permits = Arc::new(Semaphore::new(config.http_pool_size.max(1)));
     let in_flight: InFlight = Arc::default();
     let http = match reqwest::Client::builder()
         .pool_max_idle_per_host(config.http_pool_size.max(1))

@@ -9,8 +9,10 @@ use crate::live::changes::Changes;
 use crate::live::observe::KindLabels;
 use crate::live::LiveQueries;
 use crate::state::AppState;
-use crate::stats::{Counters, EventCounters};
+use crate::stats::{Counters, EventCounters, ScheduledCounters};
+use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::gauge::Gauge;
@@ -44,6 +46,7 @@ pub fn render(
     sockets(&mut registry, live);
     subscriptions(&mut registry, live, &state.changes);
     events(&mut registry, &state.events, events_pending);
+    scheduled(&mut registry, &state.scheduled);
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, &registry)?;
     Ok(text)
@@ -289,6 +292,56 @@ fn events(registry: &mut Registry, events: &EventCounters, pending: Option<i64>)
             pending,
         );
     }
+}
+
+/// Scheduled events: processed by type and outcome, due now, upcoming per cron trigger.
+fn scheduled(registry: &mut Registry, counts: &ScheduledCounters) {
+    #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+    struct Processed {
+        r#type: &'static str,
+        outcome: &'static str,
+    }
+    #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+    struct Type {
+        r#type: &'static str,
+    }
+    #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+    struct Trigger {
+        trigger: String,
+    }
+    let processed = Family::<Processed, Counter>::default();
+    for (kind, outcome, n) in counts.processed_counts() {
+        processed
+            .get_or_create(&Processed {
+                r#type: kind,
+                outcome,
+            })
+            .inc_by(n);
+    }
+    registry.register(
+        "scheduled_events_processed",
+        "Scheduled events processed by this process, by type and outcome",
+        processed,
+    );
+    let due = Family::<Type, Gauge>::default();
+    for (kind, n) in counts.due_counts() {
+        due.get_or_create(&Type { r#type: kind })
+            .set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+    registry.register(
+        "scheduled_events_due",
+        "Scheduled events that may be claimed now, at the worker's last look",
+        due,
+    );
+    let upcoming = Family::<Trigger, Gauge>::default();
+    for (trigger, n) in counts.upcoming_counts() {
+        upcoming.get_or_create(&Trigger { trigger }).set(n);
+    }
+    registry.register(
+        "cron_events_upcoming",
+        "Events of each cron trigger waiting for their time, at the worker's last count",
+        upcoming,
+    );
 }
 
 fn get(value: &AtomicU64) -> u64 {

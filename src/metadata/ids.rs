@@ -56,6 +56,8 @@ pub enum ObjectId {
     NativeQuery(String),
     /// A native query's relationship: (root field name, relationship).
     NativeQueryRelationship(String, String),
+    /// A cron trigger, by name.
+    CronTrigger(String),
 }
 
 /// The table an event trigger is on, when it is known. Not part of the trigger's identity
@@ -141,6 +143,7 @@ impl ObjectId {
             ObjectId::NativeQueryRelationship(q, r) => {
                 format!("native query relationship {q}.{r}")
             }
+            ObjectId::CronTrigger(n) => format!("cron trigger {n}"),
         }
     }
 
@@ -188,6 +191,7 @@ impl ObjectId {
                 ObjectId::LogicalModelPermission(text("name")?, text("role")?)
             }
             "native_query" => ObjectId::NativeQuery(text("root_field_name")?),
+            "cron_trigger" => ObjectId::CronTrigger(text("name")?),
             permission => {
                 let kind = PermissionKind::ALL
                     .into_iter()
@@ -235,6 +239,7 @@ impl ObjectId {
             ObjectId::LogicalModel(m) => ("logical_model", vec![m]),
             ObjectId::LogicalModelPermission(m, r) => ("logical_model_permission", vec![m, r]),
             ObjectId::NativeQuery(q) => ("native_query", vec![q]),
+            ObjectId::CronTrigger(n) => ("cron_trigger", vec![n]),
             ObjectId::NativeQueryRelationship(q, r) => ("native_query_relationship", vec![q, r]),
         }
     }
@@ -309,6 +314,7 @@ impl std::str::FromStr for ObjectId {
                 ObjectId::LogicalModelPermission(m.clone(), r.clone())
             }
             ("native_query", [q]) => ObjectId::NativeQuery(q.clone()),
+            ("cron_trigger", [n]) => ObjectId::CronTrigger(n.clone()),
             ("native_query_relationship", [q, r]) => {
                 ObjectId::NativeQueryRelationship(q.clone(), r.clone())
             }

@@ -246,6 +246,7 @@ pub fn put(metadata: &mut Metadata, object: Object) -> Result<(), PlaceError> {
         Object::NativeQuery(q) => upsert(&mut metadata.native_queries, *q, |a, b| {
             a.root_field_name == b.root_field_name
         }),
+        Object::CronTrigger(t) => upsert(&mut metadata.cron_triggers, *t, |a, b| a.name == b.name),
     }
     Ok(())
 }
@@ -345,6 +346,7 @@ pub fn remove(metadata: &mut Metadata, object: &Object) {
         Object::NativeQuery(q) => metadata
             .native_queries
             .retain(|x| x.root_field_name != q.root_field_name),
+        Object::CronTrigger(t) => metadata.cron_triggers.retain(|x| x.name != t.name),
     }
 }
 

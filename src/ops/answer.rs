@@ -29,6 +29,9 @@ pub enum Answer {
     Bulk(Vec<Answer>),
     /// A request run with `"dry_run": true`.
     DryRun(DryRun),
+    /// An answer whose shape the operation builds itself (the reads and the
+    /// `create_scheduled_event` of scheduled triggers).
+    Value(Value),
 }
 
 impl Answer {

@@ -285,7 +285,49 @@ fn check_native(metadata: &Metadata, path: &JsonPath) -> Result<()> {
         }
         super::native_queries::check_query(q, &at)?;
     }
+    let mut triggers = BTreeSet::new();
+    for (i, t) in metadata.cron_triggers.iter().enumerate() {
+        let at = path.key("cron_triggers").index(i);
+        if !triggers.insert(t.name.as_str()) {
+            return Err(MetadataError::new(
+                Code::AlreadyExists,
+                at.key("name"),
+                format!("cron trigger with name: {} already exists", t.name),
+            ));
+        }
+        super::scheduled::check_entry(t, &at)?;
+    }
     Ok(())
+}
+
+/// `replacement` with the cron triggers of `current` that are not included in metadata,
+/// which a document never carries (`docs/scheduled-triggers.md`): kept, and not to be
+/// redefined by it.
+fn with_kept_triggers(
+    current: &Metadata,
+    replacement: &Metadata,
+    document: &JsonPath,
+) -> Result<Metadata> {
+    let mut out = replacement.clone();
+    let kept: Vec<CronTriggerEntry> = (current.cron_triggers.iter())
+        .filter(|t| !t.include_in_metadata)
+        .cloned()
+        .collect();
+    for kept in &kept {
+        if let Some(i) = out.cron_triggers.iter().position(|t| t.name == kept.name) {
+            return Err(MetadataError::new(
+                Code::AlreadyExists,
+                document.key("cron_triggers").index(i),
+                format!(
+                    "cron trigger with name \"{}\" already exists as a cron trigger with \"included_in_metadata\" as false",
+                    kept.name
+                ),
+            ));
+        }
+    }
+    // Kept first, in their order; then the document's.
+    out.cron_triggers.splice(0..0, kept);
+    Ok(out)
 }
 
 /// Collections named once, each query valid, the allow-list naming only defined collections.
@@ -463,13 +505,18 @@ impl ManageOp {
             own_consistency_rules,
         };
         Ok(match self {
-            ManageOp::Export { .. } => keep(
-                Answer::Export(Export {
-                    metadata: Box::new(metadata.clone()),
-                    owners: None,
-                }),
-                false,
-            ),
+            ManageOp::Export { .. } => {
+                // Cron triggers not included in metadata stay out of the document.
+                let mut exported = metadata.clone();
+                exported.cron_triggers.retain(|t| t.include_in_metadata);
+                keep(
+                    Answer::Export(Export {
+                        metadata: Box::new(exported),
+                        owners: None,
+                    }),
+                    false,
+                )
+            }
             ManageOp::GetInconsistent => keep(Answer::Consistency(Consistency::of(cache)), false),
             ManageOp::Reload { .. } => {
                 let consistent = cache.inconsistencies.is_empty() && cache.conflicts.is_empty();
@@ -481,7 +528,7 @@ impl ManageOp {
                 keep(Answer::Consistency(reload), true)
             }
             ManageOp::Clear => Outcome {
-                metadata: Metadata::default(),
+                metadata: with_kept_triggers(metadata, &Metadata::default(), &JsonPath::args())?,
                 answer: Answer::success(),
                 own_consistency_rules: true,
             },
@@ -496,6 +543,7 @@ impl ManageOp {
                 };
                 let roles = document.key("inherited_roles");
                 super::roles::check_document(&replacement.inherited_roles, &roles)?;
+                let replacement = &with_kept_triggers(metadata, replacement, &document)?;
                 let after = ctx.resolve(replacement);
                 super::functions::check_grants(replacement, &after, &document)?;
                 let blocking: Vec<Value> = after
@@ -516,7 +564,7 @@ impl ManageOp {
                     false => Answer::success(),
                 };
                 Outcome {
-                    metadata: (**replacement).clone(),
+                    metadata: replacement.clone(),
                     answer,
                     own_consistency_rules: true,
                 }

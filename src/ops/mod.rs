@@ -28,6 +28,7 @@ pub mod remote_schemas;
 mod rest;
 mod roles;
 mod run_sql;
+pub mod scheduled;
 pub mod schema_changes;
 mod tables;
 
@@ -64,6 +65,8 @@ pub enum Op {
     RunSql(RunSql),
     /// `invoke_event_trigger`, `redeliver_event`: writes to the event log.
     EventLog(events::EventLogOp),
+    /// Scheduled events: data in the catalog, not metadata.
+    Scheduled(scheduled::ScheduledEventOp),
     /// Several operations in one transaction.
     Bulk(Vec<Op>),
 }
@@ -93,6 +96,8 @@ pub enum MetadataOp {
     Action(actions::ActionOp),
     /// Inherited roles and API limits.
     Role(roles::RoleOp),
+    /// Cron triggers.
+    Cron(scheduled::CronTriggerOp),
     /// Export, replace, reload, clear, inconsistency management.
     Manage(manage::ManageOp),
 }
@@ -203,6 +208,12 @@ impl Op {
         if let Some(op) = events::EventLogOp::parse(op_type, args, &path)? {
             return Ok(Op::EventLog(op));
         }
+        if let Some(op) = scheduled::CronTriggerOp::parse(op_type, args, &path)? {
+            return Ok(Op::Metadata(Box::new(MetadataOp::Cron(op))));
+        }
+        if let Some(op) = scheduled::ScheduledEventOp::parse(op_type, args, &path)? {
+            return Ok(Op::Scheduled(op));
+        }
         if let Some(op) = manage::ManageOp::parse(op_type, version, args, &path)? {
             return Ok(Op::Metadata(Box::new(MetadataOp::Manage(op))));
         }
@@ -242,10 +253,12 @@ impl Op {
         match self {
             Op::Metadata(op) => match op.as_ref() {
                 MetadataOp::Manage(m) => m.is_read_only(),
+                MetadataOp::Cron(c) => c.is_read_only(),
                 _ => false,
             },
             Op::RunSql(sql) => sql.read_only,
             Op::EventLog(_) => false,
+            Op::Scheduled(s) => s.is_read_only(),
             Op::Bulk(ops) => ops.iter().all(Op::is_read_only),
         }
     }
@@ -269,7 +282,7 @@ impl Op {
                 }
                 _ => Vec::new(),
             },
-            Op::RunSql(_) | Op::EventLog(_) => Vec::new(),
+            Op::RunSql(_) | Op::EventLog(_) | Op::Scheduled(_) => Vec::new(),
             Op::Bulk(ops) => ops.iter().flat_map(|op| op.introspects(metadata)).collect(),
         }
     }
@@ -279,7 +292,7 @@ impl Op {
     pub fn rereads_database(&self) -> bool {
         match self {
             Op::Metadata(op) => matches!(op.as_ref(), MetadataOp::Manage(ManageOp::Reload { .. })),
-            Op::RunSql(_) | Op::EventLog(_) => false,
+            Op::RunSql(_) | Op::EventLog(_) | Op::Scheduled(_) => false,
             Op::Bulk(ops) => ops.iter().any(Op::rereads_database),
         }
     }
@@ -298,7 +311,7 @@ impl Op {
                 }
                 _ => false,
             },
-            Op::RunSql(_) | Op::EventLog(_) => false,
+            Op::RunSql(_) | Op::EventLog(_) | Op::Scheduled(_) => false,
             Op::Bulk(ops) => ops.iter().any(Op::may_introspect),
         }
     }
@@ -311,7 +324,7 @@ impl Op {
                 MetadataOp::Manage(m) => m.enum_candidates(),
                 _ => Vec::new(),
             },
-            Op::RunSql(_) | Op::EventLog(_) => Vec::new(),
+            Op::RunSql(_) | Op::EventLog(_) | Op::Scheduled(_) => Vec::new(),
             Op::Bulk(ops) => ops.iter().flat_map(Op::enum_candidates).collect(),
         }
     }
@@ -395,6 +408,11 @@ pub fn apply(metadata: &Metadata, op: &MetadataOp, ctx: Context<'_>) -> Result<O
         MetadataOp::Native(n) => n.apply(metadata).map(done),
         MetadataOp::Action(a) => a.apply(metadata, &cache(), ctx).map(done),
         MetadataOp::Role(r) => r.apply(metadata).map(done),
+        MetadataOp::Cron(c) => c.apply(metadata).map(|(metadata, read)| Outcome {
+            metadata,
+            answer: read.map(Answer::Value).unwrap_or_else(Answer::success),
+            own_consistency_rules: false,
+        }),
         MetadataOp::Manage(m) => m.apply(metadata, &cache(), ctx),
     }
 }

@@ -619,6 +619,6 @@ fn walk(
             }
             Ok(())
         }
-        super::Op::RunSql(_) | super::Op::EventLog(_) => Ok(()),
+        super::Op::RunSql(_) | super::Op::EventLog(_) | super::Op::Scheduled(_) => Ok(()),
     }
 }

@@ -118,9 +118,26 @@ pub fn check_event_trigger(
             ))
         }
     };
-    let mut headers = Vec::with_capacity(trigger.headers.len());
-    for (i, header) in trigger.headers.iter().enumerate() {
-        headers.push(match header {
+    let headers = resolve_headers(&trigger.headers, &root.key("headers"))?;
+    Ok(ResolvedEventTrigger {
+        name: trigger.name.0.clone(),
+        table: table.clone(),
+        webhook,
+        headers,
+        retry: trigger.retry_conf.clone(),
+        enable_manual: trigger.definition.enable_manual,
+    })
+}
+
+/// Webhook headers with their values, those from the environment read (`path`: where the
+/// list is, for the error of a variable that is not set).
+pub fn resolve_headers(
+    headers: &[Header],
+    path: &JsonPath,
+) -> Result<Vec<ResolvedHeader>, MetadataError> {
+    let mut out = Vec::with_capacity(headers.len());
+    for (i, header) in headers.iter().enumerate() {
+        out.push(match header {
             Header::Value { name, value } => ResolvedHeader {
                 name: name.clone(),
                 value: value.clone(),
@@ -131,19 +148,12 @@ pub fn check_event_trigger(
                 value_from_env,
             } => ResolvedHeader {
                 name: name.clone(),
-                value: env(value_from_env, root.key("headers").index(i))?,
+                value: env(value_from_env, path.index(i))?,
                 from_env: Some(value_from_env.clone()),
             },
         });
     }
-    Ok(ResolvedEventTrigger {
-        name: trigger.name.0.clone(),
-        table: table.clone(),
-        webhook,
-        headers,
-        retry: trigger.retry_conf.clone(),
-        enable_manual: trigger.definition.enable_manual,
-    })
+    Ok(out)
 }
 
 /// The capture triggers the document needs: those of every trigger whose table exists and

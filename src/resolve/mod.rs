@@ -23,6 +23,7 @@ pub mod remote_join;
 pub mod remote_to_table;
 pub mod rest;
 mod rules;
+pub mod scheduled;
 
 pub use boolexp::{check_bool_exp, check_presets, is_session_variable, Reference, Segment, Target};
 pub use checks::{
@@ -208,6 +209,8 @@ pub struct Resolved {
     pub logical_models: Vec<native_queries::ResolvedModel>,
     /// Served native queries, in metadata order.
     pub native_queries: Vec<native_queries::ResolvedNativeQuery>,
+    /// Deliverable cron triggers, by name.
+    pub cron_triggers: std::collections::BTreeMap<String, scheduled::ResolvedCronTrigger>,
 }
 
 impl Resolved {
@@ -393,6 +396,7 @@ fn resolve_globals<T: std::fmt::Display>(
     remote_join::resolve_all(metadata, cache);
     remote_to_table::resolve_all(metadata, cache);
     rest::resolve_all(metadata, remotes.documents, cache);
+    scheduled::resolve_all(metadata, cache);
 }
 
 /// Every root field name the resolved tables contribute, with its table.

@@ -7,7 +7,7 @@
 
 use super::draft::Draft;
 use super::last_write::{LastWrite, LastWriteCache};
-use super::{events, remotes, run_op, TransactionError};
+use super::{events, remotes, run_op, scheduled, TransactionError};
 use crate::catalog::{
     self, database, managed, versions, CatalogError, CatalogVersion, Notification, OwnershipChanges,
 };
@@ -210,8 +210,9 @@ pub async fn run_group(
     if committed.is_empty() {
         return Ok(GroupOutcome::only(results));
     }
-    // Capture triggers follow the group's event-trigger changes, as one write's would.
+    // Capture triggers and cron events follow the group's changes, as one write's would.
     events::sync(&tx, &metadata, &mut draft).await?;
+    scheduled::sync(&tx, &metadata, &draft.metadata).await?;
     draft.probe(&tx).await?;
     let after = draft.take_resolution();
     for &i in &committed {

@@ -15,6 +15,7 @@ mod last_write;
 mod live_change;
 mod remotes;
 mod run_sql;
+mod scheduled;
 
 pub use group::{run_group, CommittedView, GroupItem, GroupOutcome};
 pub use last_write::{LastWrite, LastWriteCache};
@@ -348,6 +349,7 @@ async fn stage(
     let answer = run_op(tx, &mut draft, op).await?;
     if !read_only {
         events::sync(tx, &metadata, &mut draft).await?;
+        scheduled::sync(tx, &metadata, &draft.metadata).await?;
     }
     draft.probe(tx).await?;
     let schema = draft.take_resolution();
@@ -476,6 +478,7 @@ fn run_op<'a>(
             }
             Op::RunSql(sql) => run_sql_op(tx, draft, sql).await,
             Op::EventLog(op) => events::run(tx, draft, op).await,
+            Op::Scheduled(op) => scheduled::run(tx, draft, op).await,
         }
     })
 }

@@ -20,4 +20,5 @@ mod native_queries;
 mod properties;
 mod remote_schemas;
 mod rest;
+mod scheduled;
 mod slow;

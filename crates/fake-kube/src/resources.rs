@@ -46,6 +46,7 @@ pub const RESOURCE_TYPES: &[ResourceType] = &[
     basalt("trackedfunctions", "TrackedFunction"),
     basalt("logicalmodels", "LogicalModel"),
     basalt("nativequeries", "NativeQuery"),
+    basalt("crontriggers", "CronTrigger"),
     basalt("computedfields", "ComputedField"),
     basalt("eventtriggers", "EventTrigger"),
     basalt("remoteschemas", "RemoteSchema"),

@@ -68,6 +68,9 @@ pub(super) fn create_request(object: &Object) -> Option<Value> {
         Object::LogicalModelPermission(..) => json!({
             "type": "create_logical_model_select_permission", "args": object.canonical()}),
         Object::NativeQuery(_) => json!({"type": "track_native_query", "args": object.canonical()}),
+        Object::CronTrigger(_) => {
+            json!({"type": "create_cron_trigger", "args": object.canonical()})
+        }
         Object::CustomType(_) => return None,
     })
 }
@@ -121,6 +124,7 @@ pub(super) fn drop_request(object: &Object, cascade: bool) -> Option<Value> {
             "type": "drop_logical_model_select_permission", "args": {"name": m, "role": p.role}}),
         Object::NativeQuery(q) => json!({"type": "untrack_native_query",
             "args": {"root_field_name": q.root_field_name}}),
+        Object::CronTrigger(t) => json!({"type": "delete_cron_trigger", "args": {"name": t.name}}),
         Object::CustomType(_) => return None,
     })
 }

@@ -174,6 +174,7 @@ kinds! { $;
     logical_model::LogicalModel,
     native_query::NativeQuery,
     event_trigger::EventTrigger,
+    cron_trigger::CronTrigger,
     action::Action,
     query_collection::QueryCollection,
     allowlist_entry::AllowListEntry,

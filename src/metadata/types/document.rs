@@ -33,6 +33,10 @@ pub struct Metadata {
     /// Types used by actions.
     #[serde(default, skip_serializing_if = "CustomTypes::is_empty")]
     pub custom_types: CustomTypes,
+    /// Schedules calling webhooks, in creation order (those not included in metadata are
+    /// kept in the catalog but left out of exports).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cron_triggers: Vec<CronTriggerEntry>,
     /// Queries of collections served at URLs, in creation order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rest_endpoints: Vec<RestEndpoint>,
@@ -65,6 +69,7 @@ impl Default for Metadata {
             allowlist: Vec::new(),
             actions: Vec::new(),
             custom_types: CustomTypes::default(),
+            cron_triggers: Vec::new(),
             rest_endpoints: Vec::new(),
             logical_models: Vec::new(),
             native_queries: Vec::new(),

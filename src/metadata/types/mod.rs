@@ -10,6 +10,7 @@
 mod actions;
 mod collections;
 mod computed_fields;
+mod cron_triggers;
 mod custom_types;
 mod document;
 mod events;
@@ -26,6 +27,7 @@ mod tables;
 pub use actions::*;
 pub use collections::*;
 pub use computed_fields::*;
+pub use cron_triggers::*;
 pub use custom_types::*;
 pub use document::*;
 pub use events::*;

@@ -47,6 +47,7 @@ fn object_path(obj: &Value) -> String {
         "AllowListEntry" => "allowlistentries".to_owned(),
         "ApiLimitPolicy" => "apilimitpolicies".to_owned(),
         "NativeQuery" => "nativequeries".to_owned(),
+        "CronTrigger" => "crontriggers".to_owned(),
         other => format!("{}s", other.to_lowercase()),
     };
     format!(

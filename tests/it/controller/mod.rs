@@ -8,6 +8,7 @@
 mod actions;
 mod blog_example;
 mod crds;
+mod cron_triggers;
 mod event_triggers;
 mod export;
 mod group_commit;

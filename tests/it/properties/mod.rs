@@ -22,6 +22,7 @@
 //! `PROPTEST_CASES=5000 cargo test --test it properties::`. A failure prints the shrunk
 //! input; `PROPTEST_RNG_SEED=<n>` makes a run repeatable.
 
+mod cron;
 mod nested_updates;
 mod targets;
 

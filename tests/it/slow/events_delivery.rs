@@ -350,3 +350,78 @@ async fn shutdown_gives_unfinished_events_back() {
         json!([{"released": true, "delivered": false, "tries": 0}])
     );
 }
+
+/// One-off scheduled events claimed by an engine killed with SIGKILL while their calls are in
+/// flight: another engine delivers every one once their lease runs out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scheduled_events_of_a_killed_engine_are_delivered_after_the_lease() {
+    let db = fresh_database().await;
+    // A webhook that takes a second to answer, so calls are in flight when the engine dies.
+    let seen: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
+    let router = Router::new()
+        .route(
+            "/slow",
+            post(
+                |State(seen): State<Arc<Mutex<HashMap<String, usize>>>>,
+                 Json(body): Json<Value>| async move {
+                    let id = body["id"].as_str().unwrap_or_default().to_owned();
+                    *seen.lock().unwrap().entry(id).or_default() += 1;
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    StatusCode::OK.into_response()
+                },
+            ),
+        )
+        .with_state(seen.clone());
+    let url = format!("{}/slow", serve(router).await);
+    let settings = [
+        ("BASALT_EVENTS_LEASE_SECONDS", "2"),
+        ("BASALT_SCHEDULED_EVENTS_FETCH_INTERVAL", "100"),
+    ];
+    let mut first = spawn_serve(&db, SECRET, &settings).await;
+    let now = "2020-01-01T00:00:00Z";
+    let events: Vec<Value> = (0..20)
+        .map(|_| {
+            json!({"type": "create_scheduled_event", "args": {"webhook": url, "schedule_at": now,
+            "retry_conf": {"tolerance_seconds": 1000000000}}})
+        })
+        .collect();
+    spawned_query(&first, SECRET, json!({"type": "bulk", "args": events})).await;
+    for _ in 0..100 {
+        if !seen.lock().unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    first.child.start_kill().unwrap();
+    first.child.wait().await.unwrap();
+    let locked = query_json(
+        &db,
+        "SELECT count(*) AS n FROM basalt_catalog.scheduled_events WHERE status = 'locked'",
+    )
+    .await;
+    assert!(
+        locked[0]["n"].as_i64().unwrap() > 0,
+        "nothing was in flight: {locked}"
+    );
+    let _second = spawn_serve(&db, SECRET, &settings).await;
+    let mut rows = Value::Null;
+    for _ in 0..150 {
+        rows = query_json(
+            &db,
+            "SELECT status, count(*) AS n FROM basalt_catalog.scheduled_events GROUP BY status",
+        )
+        .await;
+        if rows == json!([{"status": "delivered", "n": 20}]) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(rows, json!([{"status": "delivered", "n": 20}]));
+    let ids = query_json(&db, "SELECT id FROM basalt_catalog.scheduled_events").await;
+    let seen = seen.lock().unwrap().clone();
+    for row in ids.as_array().unwrap() {
+        let id = row["id"].as_str().unwrap();
+        assert!(seen.contains_key(id), "event {id} was never called");
+    }
+    assert_eq!(seen.len(), 20);
+}

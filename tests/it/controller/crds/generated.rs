@@ -142,6 +142,7 @@ fn kinds_names_and_printer_columns() {
         ("LogicalModel", "logicalmodels", "blm"),
         ("NativeQuery", "nativequeries", "bnq"),
         ("EventTrigger", "eventtriggers", "btrigger"),
+        ("CronTrigger", "crontriggers", "bcron"),
         ("Action", "actions", "baction"),
         ("QueryCollection", "querycollections", "bqc"),
         ("AllowListEntry", "allowlistentries", "ballow"),

@@ -600,7 +600,7 @@ fn run(
             }
         }
         // They need the database; parsing them is what is fuzzed here.
-        Op::RunSql(_) | Op::EventLog(_) => {}
+        Op::RunSql(_) | Op::EventLog(_) | Op::Scheduled(_) => {}
     }
     Ok(())
 }
