@@ -1,6 +1,7 @@
 //! The pure plan: what each resource change becomes, in order. Actions, collections and the
 //! ownership index are in `kinds.rs`, tracked functions in `functions.rs`.
 
+mod cron;
 mod functions;
 mod kinds;
 
