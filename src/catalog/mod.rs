@@ -54,6 +54,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (6, versions::MIGRATION),
     (7, CHECK_FAILED_MIGRATION),
     (8, scheduled::MIGRATION),
+    (9, scheduled::HORIZON_MIGRATION),
 ];
 
 /// Catalog migration: the function a one-statement mutation calls when the rows it wrote fail

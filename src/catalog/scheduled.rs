@@ -71,6 +71,15 @@ pub(super) const MIGRATION: &str = r#"
         ON basalt_catalog.scheduled_event_invocation_logs (event_id);
 "#;
 
+/// Catalog migration: how far each cron trigger has been planned, so that an event deleted
+/// by `delete_scheduled_event` is not planned again.
+pub(super) const HORIZON_MIGRATION: &str = r#"
+    CREATE TABLE basalt_catalog.cron_horizons (
+        trigger_name  text PRIMARY KEY,
+        planned_until timestamptz NOT NULL
+    );
+"#;
+
 /// The table of one kind of scheduled event, with its invocation log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventTable {
@@ -110,34 +119,48 @@ pub async fn insert_cron_events(
     if times.is_empty() {
         return Ok(0);
     }
-    Ok(client
-        .execute(
-            "INSERT INTO basalt_catalog.cron_events (trigger_name, scheduled_time)
-             SELECT $1, t FROM unnest($2::timestamptz[]) AS t
-             ON CONFLICT (trigger_name, scheduled_time) DO NOTHING",
+    let row = client
+        .query_one(
+            "WITH inserted AS (
+                 INSERT INTO basalt_catalog.cron_events (trigger_name, scheduled_time)
+                 SELECT $1, t FROM unnest($2::timestamptz[]) AS t
+                 ON CONFLICT (trigger_name, scheduled_time) DO NOTHING RETURNING 1),
+             planned AS (
+                 INSERT INTO basalt_catalog.cron_horizons (trigger_name, planned_until)
+                 SELECT $1, max(t) FROM unnest($2::timestamptz[]) AS t
+                 ON CONFLICT (trigger_name) DO UPDATE
+                 SET planned_until = greatest(cron_horizons.planned_until, EXCLUDED.planned_until))
+             SELECT count(*) FROM inserted",
             &[&trigger, &times],
         )
-        .await?)
+        .await?;
+    Ok(u64::try_from(row.try_get::<_, i64>(0)?).unwrap_or(0))
 }
 
 /// Deletes the events of `trigger` still waiting: every one, or with `after`, only those
-/// planned after it and never attempted. Returns how many went.
+/// planned after it and never attempted; its planning starts over. Returns how many went.
 pub async fn delete_waiting_cron_events(
     client: &impl GenericClient,
     trigger: &str,
     after: Option<DateTime<Utc>>,
 ) -> Result<u64, CatalogError> {
-    Ok(client
-        .execute(
-            "DELETE FROM basalt_catalog.cron_events
-             WHERE trigger_name = $1 AND status = 'scheduled'
-               AND ($2::timestamptz IS NULL OR (scheduled_time > $2 AND tries = 0))",
+    let row = client
+        .query_one(
+            "WITH deleted AS (
+                 DELETE FROM basalt_catalog.cron_events
+                 WHERE trigger_name = $1 AND status = 'scheduled'
+                   AND ($2::timestamptz IS NULL OR (scheduled_time > $2 AND tries = 0))
+                 RETURNING 1),
+             forgotten AS (DELETE FROM basalt_catalog.cron_horizons WHERE trigger_name = $1)
+             SELECT count(*) FROM deleted",
             &[&trigger, &after],
         )
-        .await?)
+        .await?;
+    Ok(u64::try_from(row.try_get::<_, i64>(0)?).unwrap_or(0))
 }
 
-/// The latest planned instant of `trigger`, and how many of its events wait after `now`.
+/// The latest instant `trigger` was planned to (an event deleted since included), and how
+/// many of its events wait after `now`.
 pub async fn cron_horizon(
     client: &impl GenericClient,
     trigger: &str,
@@ -145,7 +168,9 @@ pub async fn cron_horizon(
 ) -> Result<(Option<DateTime<Utc>>, i64), CatalogError> {
     let row = client
         .query_one(
-            "SELECT max(scheduled_time),
+            "SELECT greatest(max(scheduled_time),
+                             (SELECT planned_until FROM basalt_catalog.cron_horizons
+                              WHERE trigger_name = $1)),
                     count(*) FILTER (WHERE status = 'scheduled' AND scheduled_time > $2)
              FROM basalt_catalog.cron_events WHERE trigger_name = $1",
             &[&trigger, &now],

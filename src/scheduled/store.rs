@@ -409,6 +409,11 @@ pub async fn planning<'a>(
         return Ok(None);
     }
     tx.execute(
+        "DELETE FROM basalt_catalog.cron_horizons WHERE trigger_name <> ALL($1)",
+        &[&known],
+    )
+    .await?;
+    tx.execute(
         "DELETE FROM basalt_catalog.cron_events
          WHERE trigger_name <> ALL($1)
            AND (status = 'scheduled' OR (status = 'locked' AND locked_at < $2::timestamptz - make_interval(secs => $3)))",

@@ -212,7 +212,7 @@ pub async fn run_group(
     }
     // Capture triggers and cron events follow the group's changes, as one write's would.
     events::sync(&tx, &metadata, &mut draft).await?;
-    scheduled::sync(&tx, &metadata, &draft.metadata).await?;
+    scheduled::sync(&tx, &metadata, &draft.metadata, false).await?;
     draft.probe(&tx).await?;
     let after = draft.take_resolution();
     for &i in &committed {

@@ -349,7 +349,7 @@ async fn stage(
     let answer = run_op(tx, &mut draft, op).await?;
     if !read_only {
         events::sync(tx, &metadata, &mut draft).await?;
-        scheduled::sync(tx, &metadata, &draft.metadata).await?;
+        scheduled::sync(tx, &metadata, &draft.metadata, draft.rebuild).await?;
     }
     draft.probe(tx).await?;
     let schema = draft.take_resolution();

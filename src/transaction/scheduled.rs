@@ -16,14 +16,16 @@ use serde_json::{json, Value};
 use tokio_postgres::Transaction;
 
 /// After the operations of a write: the cron events of triggers that changed between
-/// `before` and `after`. A trigger whose schedule does not parse gets none (the operations
-/// refuse such a schedule; an old catalog might hold one).
+/// `before` and `after`, and with `top_up` (`reload_metadata`) those of every trigger. A
+/// trigger whose schedule does not parse gets none (the operations refuse such a schedule; an
+/// old catalog might hold one).
 pub(super) async fn sync(
     tx: &Transaction<'_>,
     before: &Metadata,
     after: &Metadata,
+    top_up: bool,
 ) -> Result<(), TransactionError> {
-    if before.cron_triggers == after.cron_triggers {
+    if before.cron_triggers == after.cron_triggers && !top_up {
         return Ok(());
     }
     // The database's clock, as the workers read it.
@@ -38,7 +40,8 @@ pub(super) async fn sync(
     }
     for new in &after.cron_triggers {
         match find(before, &new.name) {
-            Some(old) if old == *new => continue,
+            Some(old) if old == *new && !top_up => continue,
+            Some(old) if old == *new => {}
             Some(_) => {
                 store::delete_waiting_cron_events(tx, &new.name, Some(now)).await?;
             }

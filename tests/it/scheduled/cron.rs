@@ -96,6 +96,21 @@ async fn cron_triggers_generate_a_hundred_events_and_are_replaced_and_deleted() 
             "include_in_metadata": true}]})
     );
 
+    // A deleted event is not planned again: topping up (here by a reload) continues after it.
+    let listed = events(&s, "cron", Some("every_min")).await;
+    let last = listed["events"][99].clone();
+    s.ok(
+        json!({"type": "delete_scheduled_event", "args": {"type": "cron", "event_id": last["id"]}}),
+    )
+    .await;
+    assert_eq!(events(&s, "cron", Some("every_min")).await["count"], 99);
+    s.ok(json!({"type": "reload_metadata", "args": {}})).await;
+    let after = times(&events(&s, "cron", Some("every_min")).await);
+    let deleted = DateTime::parse_from_rfc3339(last["scheduled_time"].as_str().unwrap()).unwrap();
+    assert_eq!(after.len(), 100);
+    assert!(!after.contains(&deleted.with_timezone(&Utc)));
+    assert_eq!(after[99], deleted.with_timezone(&Utc) + Span::minutes(1));
+
     s.ok(json!({"type": "delete_cron_trigger", "args": {"name": "every_min"}}))
         .await;
     let body = s
