@@ -103,15 +103,9 @@ pub async fn run(
             }
         }
     }
+    // Calls aborted are left `processing`: closed as interrupted once their deadline passes.
     let grace = Duration::from_secs(state.config.events.shutdown_grace_seconds);
-    if tokio::time::timeout(grace, async { while calls.join_next().await.is_some() {} })
-        .await
-        .is_err()
-    {
-        // Left `processing`: closed as interrupted once their deadline passes.
-        calls.abort_all();
-        while calls.join_next().await.is_some() {}
-    }
+    crate::events::drain(&mut calls, grace).await;
     listener.abort();
 }
 

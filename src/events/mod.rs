@@ -112,15 +112,11 @@ pub async fn run(
         }
     }
     // Draining: finish what can be finished in time, give the rest back.
-    let grace = Duration::from_secs(config.shutdown_grace_seconds);
-    let finished = tokio::time::timeout(grace, async {
-        while deliveries.join_next().await.is_some() {}
-    })
+    drain(
+        &mut deliveries,
+        Duration::from_secs(config.shutdown_grace_seconds),
+    )
     .await;
-    if finished.is_err() {
-        deliveries.abort_all();
-        while deliveries.join_next().await.is_some() {}
-    }
     drop(done);
     let _ = recorder.await;
     background.abort_all();
@@ -134,6 +130,17 @@ pub async fn run(
                 }
             }
         }
+    }
+}
+
+/// Waits for `tasks` to finish within `grace`, then aborts the rest: a worker's shutdown (event
+/// and scheduled deliveries, asynchronous action calls).
+pub(crate) async fn drain(tasks: &mut JoinSet<()>, grace: Duration) {
+    let finished =
+        tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
+    if finished.is_err() {
+        tasks.abort_all();
+        while tasks.join_next().await.is_some() {}
     }
 }
 

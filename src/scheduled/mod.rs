@@ -137,14 +137,7 @@ pub async fn run(state: AppState, permits: Arc<Semaphore>, mut stop: watch::Rece
     }
     // Draining: finish what can be finished in time, give the rest back.
     let grace = Duration::from_secs(events.shutdown_grace_seconds);
-    let finished = tokio::time::timeout(grace, async {
-        while deliveries.join_next().await.is_some() {}
-    })
-    .await;
-    if finished.is_err() {
-        deliveries.abort_all();
-        while deliveries.join_next().await.is_some() {}
-    }
+    crate::events::drain(&mut deliveries, grace).await;
     drop(done);
     let _ = recorder.await;
     background.abort_all();
